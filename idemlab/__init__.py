@@ -1,0 +1,1 @@
+"""Idempotency Lab harness: backends, clients, deploy and exercises for the workshop."""

@@ -1,0 +1,28 @@
+"""boto3 clients for the selected backend: the one code path of the lab."""
+
+from __future__ import annotations
+
+import boto3
+from botocore.config import Config
+
+from idemlab import settings
+
+
+def client(service: str, endpoint_url: str | None = None, **config: object):
+    """A boto3 client for ``service`` on the selected backend.
+
+    Step Functions gets ``inject_host_prefix=False``: botocore would otherwise send
+    ``StartSyncExecution`` to a ``sync-`` host name that a loopback endpoint lacks.
+    """
+    url = endpoint_url or settings.endpoint_url()
+    if url:
+        settings.use_local_credentials()
+    options = {"retries": {"max_attempts": 2, "mode": "standard"}, **config}
+    if service == "stepfunctions":
+        options.setdefault("inject_host_prefix", False)
+    return boto3.client(
+        service,
+        endpoint_url=url,
+        region_name=settings.region(),
+        config=Config(**options),
+    )
