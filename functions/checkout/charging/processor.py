@@ -1,0 +1,41 @@
+"""The checkout's side of the card processor: one call, one charge (unless a key is sent).
+
+The processor is a Lambda function (CARD_PROCESSOR_FUNCTION), invoked synchronously.
+When that variable is unset, the processor's handler runs in this process instead,
+against the same tables, so the checkouts can be exercised without Lambda.
+"""
+
+from __future__ import annotations
+
+import json
+
+import boto3
+from botocore.config import Config
+
+from charging import settings
+from charging.errors import ChargeFailed, PayloadMismatch
+from charging.request import ChargeRequest
+
+# One attempt only: an SDK retry after a read timeout would call the processor again,
+# and without a downstream key that is a second charge the lesson did not ask for.
+_lambda = boto3.client("lambda", config=Config(retries={"total_max_attempts": 1}, read_timeout=30))
+
+
+def charge(request: ChargeRequest) -> dict:
+    """Charge the card for ``request``; returns ``{"charge_id", "replayed"}``."""
+    call = {"reference": request.idempotency_key, "amount": request.amount, "currency": request.currency}
+    if request.pass_key_downstream:
+        call["idempotency_key"] = request.idempotency_key
+    function = settings.optional("CARD_PROCESSOR_FUNCTION")
+    if function is None:
+        import card_processor
+
+        return card_processor.handler(call, None)
+    response = _lambda.invoke(FunctionName=function, InvocationType="RequestResponse", Payload=json.dumps(call))
+    body = json.loads(response["Payload"].read() or b"null")
+    if response.get("FunctionError"):
+        error = body if isinstance(body, dict) else {}
+        if error.get("errorType") == PayloadMismatch.__name__:
+            raise PayloadMismatch(error.get("errorMessage", "idempotency key reused with another payload"))
+        raise ChargeFailed(f"card processor failed: {error.get('errorType')}: {error.get('errorMessage')}")
+    return body

@@ -1,0 +1,76 @@
+"""Checkout, hand-rolled idempotency: check the key, charge, record the key.
+
+Correct one request at a time; wrong when two copies arrive together. Both read
+"no record", both charge, both record:
+
+    copy A: |check: none|......window......|charge|record|
+    copy B:   |check: none|......window......|charge|record|
+
+The window is the time between the check and the record; CHECK_ACT_DELAY_MS (or the
+request's check_act_delay_ms) stretches it so the race shows every time.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import boto3
+
+from charging import faults, outcomes, processor, request, settings
+from charging.errors import ChargeFailed, InvalidRequest, PayloadMismatch
+from charging.response import answer, refusal
+from charging.trace import CHARGE, CHECK, RECORD, Trace
+
+STRATEGY = "handrolled"
+
+dynamodb = boto3.client("dynamodb")
+
+
+def handler(event, context):
+    trace = Trace()
+    try:
+        order = request.parse(event)
+    except InvalidRequest as exc:
+        return refusal(STRATEGY, outcomes.REJECTED, trace, exc)
+    table = settings.table("handrolled_idempotency")
+    key = {"idempotency_key": {"S": order.idempotency_key}}
+
+    with trace.step(CHECK):
+        earlier = dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
+    if earlier is not None:
+        if int(earlier["amount"]["N"]) != order.amount or earlier["currency"]["S"] != order.currency:
+            mismatch = PayloadMismatch(f"idempotency key {order.idempotency_key!r} was used with another amount or currency")
+            return refusal(STRATEGY, outcomes.REJECTED, trace, mismatch)
+        return answer(STRATEGY, outcomes.REPLAYED, trace, earlier["charge_id"]["S"])
+
+    time.sleep(_delay_ms(order) / 1000)  # the race window, widened on purpose
+
+    try:
+        with trace.step(CHARGE):
+            charge = processor.charge(order)
+    except PayloadMismatch as exc:
+        return refusal(STRATEGY, outcomes.REJECTED, trace, exc)
+    except ChargeFailed as exc:
+        return refusal(STRATEGY, outcomes.FAILED, trace, exc)
+    faults.crash_if_armed(faults.AFTER_CHARGE, order.idempotency_key)
+
+    with trace.step(RECORD):
+        # Unconditional on purpose: the lesson's race. A later copy overwrites the first.
+        dynamodb.put_item(
+            TableName=table,
+            Item={
+                **key,
+                "charge_id": {"S": charge["charge_id"]},
+                "amount": {"N": str(order.amount)},
+                "currency": {"S": order.currency},
+                "recorded_at": {"N": repr(time.time())},
+            },
+        )
+    return answer(STRATEGY, outcomes.CHARGED, trace, charge["charge_id"], processor_replayed=charge["replayed"])
+
+
+def _delay_ms(order: request.ChargeRequest) -> int:
+    if order.check_act_delay_ms is not None:
+        return order.check_act_delay_ms
+    return int(os.environ.get("CHECK_ACT_DELAY_MS") or 0)

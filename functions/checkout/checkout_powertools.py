@@ -1,0 +1,86 @@
+"""Checkout with Powertools for AWS Lambda's idempotency utility.
+
+The check and the record become one conditional write: the first copy of a request
+puts an INPROGRESS record for its key, and every other copy's put fails at once, so
+only one copy ever reaches the charge. The others answer "already in progress" (while
+the first runs) or replay its stored result (after it finished).
+
+The in-progress record expires when the claiming invocation's time is up (that is why
+the Lambda context is registered): a copy that crashed after charging stops blocking
+its key, and the retry charges again. Only an idempotency key passed on to the card
+processor (``pass_key_downstream``) closes that last gap.
+"""
+
+from __future__ import annotations
+
+from aws_lambda_powertools.utilities.idempotency import (
+    DynamoDBPersistenceLayer,
+    IdempotencyConfig,
+    idempotent_function,
+)
+from aws_lambda_powertools.utilities.idempotency.exceptions import (
+    IdempotencyAlreadyInProgressError,
+    IdempotencyKeyError,
+    IdempotencyValidationError,
+)
+
+from charging import faults, outcomes, processor, request, settings
+from charging.errors import ChargeFailed, InvalidRequest, PayloadMismatch
+from charging.response import answer, refusal
+from charging.trace import CHARGE, CHECK, RECORD, Trace
+
+STRATEGY = "powertools"
+
+persistence = DynamoDBPersistenceLayer(table_name=settings.table("powertools_idempotency"))
+config = IdempotencyConfig(
+    event_key_jmespath="idempotency_key",
+    # The same key with another amount or currency is a client bug, not a retry.
+    payload_validation_jmespath="[amount, currency]",
+    raise_on_no_idempotency_key=True,
+    # A day covers any client's retry horizon; the TTL attribute then clears the record.
+    expires_after_seconds=24 * 60 * 60,
+)
+
+
+@idempotent_function(data_keyword_argument="payment", persistence_store=persistence, config=config)
+def charge_once(payment: dict, order: request.ChargeRequest, trace: Trace) -> dict:
+    trace.end(CHECK)  # the in-progress record is ours: the check is over
+    with trace.step(CHARGE):
+        charge = processor.charge(order)
+    faults.crash_if_armed(faults.AFTER_CHARGE, order.idempotency_key)
+    trace.begin(RECORD)  # Powertools stores the result after we return
+    return {"charge_id": charge["charge_id"], "processor_replayed": charge["replayed"]}
+
+
+def handler(event, context):
+    trace = Trace()
+    try:
+        order = request.parse(event)
+    except InvalidRequest as exc:
+        return refusal(STRATEGY, outcomes.REJECTED, trace, exc)
+    # Without this the in-progress record never expires before the whole record does.
+    config.register_lambda_context(context)
+
+    try:
+        result = _claim_and_charge(order, trace)
+    except IdempotencyAlreadyInProgressError as exc:
+        return refusal(STRATEGY, outcomes.IN_PROGRESS, trace, exc)
+    except IdempotencyValidationError:
+        mismatch = PayloadMismatch(f"idempotency key {order.idempotency_key!r} was used with another amount or currency")
+        return refusal(STRATEGY, outcomes.REJECTED, trace, mismatch)
+    except (IdempotencyKeyError, PayloadMismatch) as exc:
+        return refusal(STRATEGY, outcomes.REJECTED, trace, exc)
+    except ChargeFailed as exc:
+        return refusal(STRATEGY, outcomes.FAILED, trace, exc)
+    ran_here = any(step["step"] == CHARGE for step in trace.steps)
+    outcome = outcomes.CHARGED if ran_here else outcomes.REPLAYED
+    return answer(STRATEGY, outcome, trace, result["charge_id"], processor_replayed=result["processor_replayed"])
+
+
+def _claim_and_charge(order: request.ChargeRequest, trace: Trace) -> dict:
+    trace.begin(CHECK)
+    try:
+        return charge_once(payment=order.payment(), order=order, trace=trace)
+    finally:
+        trace.end(CHECK)  # still open when Powertools answered without running the body
+        trace.end(RECORD)
