@@ -1,0 +1,1 @@
+"""Shared code of the vehicle-registration functions: one request format, one VIN rule."""

@@ -1,0 +1,19 @@
+"""Write the registration, naively: every run inserts a new row.
+
+The row's key is a fresh uuid, so a second run of this step for the same request (a
+client retry, or a Retry inside the workflow) adds a second registration.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from registration.request import parse_request
+from registration.store import new_registration, table_from_env
+
+
+def handler(event: Any, context: Any) -> dict[str, Any]:
+    request = parse_request(event)
+    registration = new_registration(request)
+    table_from_env("VEHICLES_NAIVE_TABLE").put_item(Item=registration)
+    return registration

@@ -1,0 +1,149 @@
+"""The vehicle-registration handlers, called in-process against a real DynamoDB API server.
+
+These pin down each function on its own; tests/test_vehicle_workflow.py runs them
+deployed, inside the state machines.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import boto3
+import pytest
+from moto.server import ThreadedMotoServer
+
+from idemlab.lessons.vehicles import MALFORMED_REQUESTS, VALID_VIN, import_function_module, new_request
+
+rmv_check = import_function_module("rmv_check")
+write_naive = import_function_module("write_vehicle_naive")
+write_idempotent = import_function_module("write_vehicle_idempotent")
+notify = import_function_module("notify")
+errors = import_function_module("registration.errors")
+
+TABLE_KEYS = {"vehicles_naive": "registration_id", "vehicles": "request_id", "faults": "fault_key"}
+
+
+@pytest.fixture(scope="module")
+def dynamodb_url():
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def tables(dynamodb_url, monkeypatch):
+    """Fresh tables for one test, named in the environment as Terraform would."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", dynamodb_url)
+    for name, value in {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    resource = boto3.resource("dynamodb", endpoint_url=dynamodb_url, region_name="us-east-1")
+    made = {}
+    for key, hash_key in TABLE_KEYS.items():
+        made[key] = resource.create_table(
+            TableName=f"{key}-{uuid.uuid4().hex[:8]}",
+            KeySchema=[{"AttributeName": hash_key, "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": hash_key, "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        monkeypatch.setenv(f"{key.upper()}_TABLE", made[key].name)
+    yield made
+    for table in made.values():
+        table.delete()
+
+
+def rows(table) -> list[dict]:
+    return table.scan(ConsistentRead=True)["Items"]
+
+
+def test_rmv_check_passes_a_valid_request_normalised(tables):
+    request = new_request(vin=VALID_VIN.lower())
+    result = rmv_check.handler(request, None)
+    assert result == {
+        "request": {**request, "vin": VALID_VIN},
+        "rmv": {"status": "CLEAR", "vin": VALID_VIN},
+    }
+
+
+def test_naive_writer_adds_a_row_every_time_it_runs(tables):
+    request = new_request()
+    first = write_naive.handler(request, None)
+    second = write_naive.handler(request, None)
+    assert first["registration_id"] != second["registration_id"]
+    assert len(rows(tables["vehicles_naive"])) == 2
+
+
+def test_second_run_of_idempotent_writer_returns_stored_registration(tables):
+    request = new_request()
+    first = write_idempotent.handler(request, None)
+    second = write_idempotent.handler(request, None)
+    assert second == first
+    stored = rows(tables["vehicles"])
+    assert stored == [first]
+    assert stored[0]["request_id"] == request["request_id"]
+
+
+def test_reused_request_id_for_another_vehicle_is_refused_and_changes_nothing(tables):
+    request = new_request(owner="Ada Lovelace")
+    first = write_idempotent.handler(request, None)
+    with pytest.raises(errors.RequestMismatchError, match="already registered"):
+        write_idempotent.handler({**request, "owner": "Charles Babbage"}, None)
+    assert rows(tables["vehicles"]) == [first]
+
+
+def test_retry_with_only_a_different_fault_setting_is_the_same_request(tables):
+    request = new_request()
+    first = write_idempotent.handler(request, None)
+    again = write_idempotent.handler({**request, "fault_injection": {"notify_failures": 2}}, None)
+    assert again == first
+
+
+@pytest.mark.parametrize("failures", [0, 1, 3])
+def test_notify_fails_the_injected_number_of_times_then_succeeds(tables, failures):
+    request = new_request(notify_failures=failures)
+    event = {"request": request, "registration": {"registration_id": "r-1"}}
+    for attempt in range(failures):
+        with pytest.raises(errors.NotifyTransientError, match="injected"):
+            notify.handler(event, None)
+    assert notify.handler(event, None) == {"notified": True, "registration_id": "r-1"}
+    assert notify.handler(event, None)["notified"] is True
+
+
+def test_notify_without_faults_does_not_touch_the_faults_table(tables):
+    notify.handler({"request": new_request(), "registration": {"registration_id": "r-1"}}, None)
+    assert rows(tables["faults"]) == []
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED_REQUESTS))
+def test_malformed_request_fails_every_function_with_a_clear_error_and_writes_nothing(
+    tables, case
+):
+    request, error_name = MALFORMED_REQUESTS[case]
+    error = getattr(errors, error_name)
+    with pytest.raises(error) as refused:
+        rmv_check.handler(request, None)
+    assert len(str(refused.value)) > 10
+    if error_name != "StolenVehicleError":  # only the RMV check knows the stolen list
+        for writer in (write_naive, write_idempotent):
+            with pytest.raises(error):
+                writer.handler(request, None)
+        with pytest.raises(error):
+            notify.handler({"request": request, "registration": {"registration_id": "r"}}, None)
+    assert all(rows(table) == [] for table in tables.values())
+
+
+@pytest.mark.parametrize(
+    "event",
+    [None, {"request": new_request()}, {"request": new_request(), "registration": {"registration_id": 7}}],
+)
+def test_notify_refuses_input_without_a_registration(tables, event):
+    with pytest.raises(errors.MalformedRequestError):
+        notify.handler(event, None)
+
+
+def test_missing_table_variable_is_a_configuration_error(tables, monkeypatch):
+    monkeypatch.delenv("VEHICLES_TABLE")
+    with pytest.raises(errors.ConfigurationError, match="VEHICLES_TABLE"):
+        write_idempotent.handler(new_request(), None)
