@@ -1,0 +1,6 @@
+"""The embedded backend: moto's server, extended where the lessons need AWS behaviour.
+
+moto alone gets three things wrong for this lab (see docs/DESIGN.md): conditional
+writes race, Lambda does not run handlers without Docker, and Step Functions lacks
+StartSyncExecution. Each fix lives in its own module here.
+"""

@@ -1,0 +1,3 @@
+from idemlab.embedded.server import main
+
+main()

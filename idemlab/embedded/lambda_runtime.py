@@ -1,0 +1,271 @@
+"""Run Lambda handlers for real: one worker process per execution environment.
+
+What the lessons rely on, and what this module guarantees:
+- a handler runs from the function's own uploaded zip, with its handler, environment
+  variables and timeout;
+- a warm environment is reused for the next request, so module state persists within
+  an environment and never leaks across environments;
+- concurrent invocations run in parallel, each in its own environment;
+- a timeout kills the worker (its in-flight work stops mid-way, as on AWS);
+- a worker that dies mid-invoke is reported as Runtime.ExitError.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import uuid
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Lambda gives a handler 10 s to initialise; importing boto3 and Powertools on a busy
+# 2-core machine with many cold starts at once can take longer, so be generous.
+INIT_TIMEOUT_SECONDS = 30
+# Idle environments are reclaimed after this long, as Lambda does (its exact timing
+# is unpublished; minutes is the commonly observed order).
+IDLE_SECONDS = 300
+# Environments kept warm per function version; more may run at once, the surplus is
+# stopped when it finishes.
+MAX_IDLE_PER_VERSION = 32
+
+# Host variables a Python process needs to start; nothing else of the host leaks in.
+_HOST_VARIABLES = ("PATH", "LANG", "LC_ALL", "HOME", "TMPDIR", "SYSTEMROOT")
+
+
+@dataclass(frozen=True)
+class FunctionVersion:
+    """Everything that defines an execution environment; a change means new ones."""
+
+    arn: str
+    name: str
+    handler: str
+    timeout: int
+    memory_size: int
+    code_sha256: str
+    environment: tuple[tuple[str, str], ...]
+    region: str
+
+    @classmethod
+    def from_moto(cls, fn) -> "FunctionVersion":
+        return cls(
+            arn=fn.function_arn,
+            name=fn.function_name,
+            handler=fn.handler or "",
+            timeout=int(fn.timeout or 3),
+            memory_size=int(fn.memory_size or 128),
+            code_sha256=fn.code_sha_256,
+            environment=tuple(sorted((fn.environment_vars or {}).items())),
+            region=fn.region,
+        )
+
+
+@dataclass
+class InvokeResult:
+    payload: bytes
+    function_error: str | None = None  # "Unhandled" when the payload is an error
+    pid: int | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.function_error is not None
+
+
+def lambda_error(error_type: str, message: str) -> bytes:
+    return json.dumps({"errorType": error_type, "errorMessage": message}).encode()
+
+
+@dataclass
+class ExecutionEnvironment:
+    version: FunctionVersion
+    process: subprocess.Popen
+    replies: "queue.Queue[dict | None]" = field(default_factory=queue.Queue)
+    last_used: float = field(default_factory=time.monotonic)
+
+    @classmethod
+    def spawn(cls, version: FunctionVersion, code_dir: Path, endpoint_url: str) -> "ExecutionEnvironment":
+        env = {k: os.environ[k] for k in _HOST_VARIABLES if k in os.environ}
+        env["AWS_ENDPOINT_URL"] = endpoint_url  # as LocalStack does: boto3 in a handler finds us
+        env.update(dict(version.environment))
+        env.update(
+            {
+                "_HANDLER": version.handler,
+                "LAMBDA_TASK_ROOT": str(code_dir),
+                "AWS_LAMBDA_FUNCTION_NAME": version.name,
+                "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(version.memory_size),
+                "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{version.name}",
+                "AWS_LAMBDA_LOG_STREAM_NAME": uuid.uuid4().hex,
+                "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
+                "AWS_EXECUTION_ENV": "AWS_Lambda_python3",
+                "AWS_REGION": version.region,
+                "AWS_DEFAULT_REGION": version.region,
+                "AWS_ACCESS_KEY_ID": "test",
+                "AWS_SECRET_ACCESS_KEY": "test",
+                "IDEMLAB_FUNCTION_ARN": version.arn,
+                "PYTHONUNBUFFERED": "1",
+                "PYTHONDONTWRITEBYTECODE": "1",
+            }
+        )
+        process = subprocess.Popen(
+            [sys.executable, "-m", "idemlab.embedded.lambda_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            cwd=code_dir,
+            env=env,
+            text=True,
+        )
+        environment = cls(version=version, process=process)
+        threading.Thread(target=environment._read_replies, daemon=True).start()
+        return environment
+
+    def _read_replies(self) -> None:
+        for line in self.process.stdout:
+            self.replies.put(json.loads(line))
+        self.replies.put(None)  # end of file: the worker is gone
+
+    def wait_ready(self) -> InvokeResult | None:
+        """None when the handler is loaded; else the init error to return."""
+        try:
+            message = self.replies.get(timeout=INIT_TIMEOUT_SECONDS)
+        except queue.Empty:
+            self.kill()
+            return InvokeResult(lambda_error("Runtime.InitTimeout", "Init timed out"), "Unhandled")
+        if message is None:
+            return InvokeResult(lambda_error("Runtime.ExitError", "Runtime exited during init"), "Unhandled")
+        if "init_error" in message:
+            self.kill()
+            return InvokeResult(json.dumps(message["init_error"]).encode(), "Unhandled")
+        return None
+
+    def invoke(self, payload: bytes, request_id: str) -> tuple[InvokeResult, bool]:
+        """Run one invocation; returns the result and whether the environment survives."""
+        timeout = self.version.timeout
+        deadline_ms = int(time.time() * 1000) + timeout * 1000
+        request = {"request_id": request_id, "payload": payload.decode() or "{}", "deadline_ms": deadline_ms}
+        try:
+            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.flush()
+            reply = self.replies.get(timeout=timeout)
+        except (BrokenPipeError, OSError):
+            reply = None
+        except queue.Empty:
+            self.kill()
+            message = f"RequestId: {request_id} Error: Task timed out after {timeout:.2f} seconds"
+            return InvokeResult(lambda_error("Sandbox.Timedout", message), "Unhandled", self.pid), False
+        finally:
+            self.last_used = time.monotonic()
+        if reply is None:
+            code = self.process.wait()
+            message = f"RequestId: {request_id} Error: Runtime exited with error: exit status {code}"
+            return InvokeResult(lambda_error("Runtime.ExitError", message), "Unhandled", self.pid), False
+        if "error" in reply:
+            return InvokeResult(json.dumps(reply["error"]).encode(), "Unhandled", self.pid), True
+        return InvokeResult(reply["result"].encode(), None, self.pid), True
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def kill(self) -> None:
+        if self.alive():
+            self.process.kill()
+        self.process.wait()
+
+
+class LambdaRuntime:
+    """Pools of execution environments, one pool per function version."""
+
+    def __init__(self, endpoint_url: str, work_dir: Path):
+        self.endpoint_url = endpoint_url
+        self.work_dir = Path(work_dir)
+        self._idle: dict[FunctionVersion, list[ExecutionEnvironment]] = {}
+        self._busy: set[int] = set()
+        self._all: dict[int, ExecutionEnvironment] = {}
+        self._lock = threading.Lock()
+        self._code_lock = threading.Lock()
+
+    def invoke(self, version: FunctionVersion, code_zip: bytes, payload: bytes) -> InvokeResult:
+        request_id = str(uuid.uuid4())
+        environment = self._acquire(version, code_zip)
+        if isinstance(environment, InvokeResult):
+            return environment
+        result, survives = environment.invoke(payload, request_id)
+        self._release(environment, survives)
+        return result
+
+    def environments(self) -> list[int]:
+        """PIDs of live environments (for tests and the notebooks)."""
+        with self._lock:
+            return [pid for pid, env in self._all.items() if env.alive()]
+
+    def shutdown(self) -> None:
+        with self._lock:
+            environments = list(self._all.values())
+            self._all.clear()
+            self._idle.clear()
+        for environment in environments:
+            environment.kill()
+        shutil.rmtree(self.work_dir / "code", ignore_errors=True)
+
+    def _acquire(self, version: FunctionVersion, code_zip: bytes) -> ExecutionEnvironment | InvokeResult:
+        with self._lock:
+            self._reap_idle()
+            pool = self._idle.setdefault(version, [])
+            while pool:
+                environment = pool.pop()
+                if environment.alive():
+                    return environment
+                self._all.pop(environment.pid, None)
+        code_dir = self._code_dir(version, code_zip)
+        environment = ExecutionEnvironment.spawn(version, code_dir, self.endpoint_url)
+        failure = environment.wait_ready()
+        if failure is not None:
+            return failure
+        with self._lock:
+            self._all[environment.pid] = environment
+        return environment
+
+    def _release(self, environment: ExecutionEnvironment, survives: bool) -> None:
+        with self._lock:
+            pool = self._idle.get(environment.version)
+            if survives and pool is not None and len(pool) < MAX_IDLE_PER_VERSION:
+                pool.append(environment)
+                return
+            self._all.pop(environment.pid, None)
+        environment.kill()
+
+    def _reap_idle(self) -> None:
+        """Stop idle environments past IDLE_SECONDS and pools of replaced versions."""
+        now = time.monotonic()
+        for version, pool in list(self._idle.items()):
+            keep = []
+            for environment in pool:
+                if now - environment.last_used < IDLE_SECONDS and environment.alive():
+                    keep.append(environment)
+                else:
+                    self._all.pop(environment.pid, None)
+                    environment.kill()
+            self._idle[version] = keep
+
+    def _code_dir(self, version: FunctionVersion, code_zip: bytes) -> Path:
+        """The zip, extracted once per code hash (what Lambda calls /var/task)."""
+        target = self.work_dir / "code" / version.code_sha256.replace("/", "_").replace("+", "-")
+        with self._code_lock:
+            if not target.exists():
+                staging = target.with_name(target.name + ".tmp")
+                shutil.rmtree(staging, ignore_errors=True)
+                with zipfile.ZipFile(io.BytesIO(code_zip)) as archive:
+                    archive.extractall(staging)
+                staging.rename(target)
+        return target

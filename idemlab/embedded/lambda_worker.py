@@ -1,0 +1,110 @@
+"""One Lambda execution environment: a process that imports a handler once and then
+serves invocations one at a time, as the Python runtime does.
+
+The parent (lambda_runtime.py) speaks newline-delimited JSON with it: requests on
+stdin, replies on the process's original stdout. The handler's own prints and logs
+go to stderr, so nothing a learner prints can corrupt the protocol.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import time
+import traceback
+
+
+class LambdaContext:
+    """The attributes and method of the context object the Python runtime passes."""
+
+    def __init__(self, request_id: str, deadline_ms: int):
+        self.aws_request_id = request_id
+        self.function_name = os.environ["AWS_LAMBDA_FUNCTION_NAME"]
+        self.function_version = os.environ.get("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        self.invoked_function_arn = os.environ["IDEMLAB_FUNCTION_ARN"]
+        self.memory_limit_in_mb = int(os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"))
+        self.log_group_name = os.environ.get("AWS_LAMBDA_LOG_GROUP_NAME", "")
+        self.log_stream_name = os.environ.get("AWS_LAMBDA_LOG_STREAM_NAME", "")
+        self.identity = None
+        self.client_context = None
+        self._deadline_ms = deadline_ms
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, self._deadline_ms - int(time.time() * 1000))
+
+
+def error_payload(exc: BaseException, error_type: str | None = None) -> dict:
+    return {
+        "errorMessage": str(exc),
+        "errorType": error_type or type(exc).__name__,
+        # The first frame is this runtime's own; Lambda shows the handler's frames only.
+        "stackTrace": traceback.format_tb(exc.__traceback__.tb_next if exc.__traceback__ else None),
+    }
+
+
+def load_handler():
+    module_name, _, function_name = os.environ["_HANDLER"].rpartition(".")
+    sys.path.insert(0, os.environ["LAMBDA_TASK_ROOT"])
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # the runtime reports any import failure the same way
+        raise InitError(
+            {
+                "errorMessage": f"Unable to import module '{module_name}': {exc}",
+                "errorType": "Runtime.ImportModuleError",
+                "stackTrace": traceback.format_tb(exc.__traceback__),
+            }
+        ) from exc
+    handler = getattr(module, function_name, None)
+    if handler is None:
+        raise InitError(
+            {
+                "errorMessage": f"Handler '{function_name}' missing on module '{module_name}'",
+                "errorType": "Runtime.HandlerNotFound",
+                "stackTrace": [],
+            }
+        )
+    return handler
+
+
+class InitError(Exception):
+    """The handler could not be loaded; the environment is unusable."""
+
+    def __init__(self, payload: dict):
+        super().__init__(payload["errorMessage"])
+        self.payload = payload
+
+
+def serve() -> None:
+    protocol = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # the handler's stdout joins stderr, the backend's log
+
+    def reply(message: dict) -> None:
+        protocol.write(json.dumps(message) + "\n")
+        protocol.flush()
+
+    try:
+        handler = load_handler()
+    except InitError as exc:
+        reply({"init_error": exc.payload})
+        return
+    reply({"ready": os.getpid()})
+
+    for line in sys.stdin:
+        request = json.loads(line)
+        context = LambdaContext(request["request_id"], request["deadline_ms"])
+        try:
+            result = handler(json.loads(request["payload"]), context)
+        except Exception as exc:  # a handler error is data for the caller, not a crash
+            reply({"error": error_payload(exc)})
+            continue
+        try:
+            reply({"result": json.dumps(result)})
+        except (TypeError, ValueError) as exc:
+            reply({"error": error_payload(exc, "Runtime.MarshalError")})
+
+
+if __name__ == "__main__":
+    serve()

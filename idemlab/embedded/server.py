@@ -1,0 +1,189 @@
+"""Start, report and stop the embedded backend.
+
+`python -m idemlab.embedded --port 4566` serves in the foreground (what `make up`
+launches in the background); `EmbeddedBackend(port).start()` does the same from
+Python and returns only when the server answers (what the tests use).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+HEALTH_PATH = "/_idemlab/health"  # control endpoints stay off the AWS API paths
+READY_TIMEOUT_SECONDS = 20
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex((host, port)) == 0
+
+
+def health(url: str, timeout: float = 1.0) -> dict | None:
+    try:
+        with urllib.request.urlopen(url + HEALTH_PATH, timeout=timeout) as response:
+            return json.loads(response.read())
+    except (OSError, ValueError):
+        return None
+
+
+class EmbeddedBackend:
+    """The embedded server as a child process on loopback."""
+
+    def __init__(self, port: int = 0, log_path: Path | None = None):
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = Path(log_path) if log_path else Path(tempfile.mkstemp(prefix="idemlab-embedded-", suffix=".log")[1])
+        self.process: subprocess.Popen | None = None
+
+    def start(self, detach: bool = False) -> "EmbeddedBackend":
+        if port_in_use(self.port):
+            raise RuntimeError(f"port {self.port} is already in use; see log {self.log_path}")
+        log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "idemlab.embedded", "--port", str(self.port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=detach,  # `make up`: survive the shell that started it
+        )
+        deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+        while time.monotonic() < deadline:
+            if health(self.url, timeout=0.5):
+                return self
+            if self.process.poll() is not None:
+                raise RuntimeError(f"embedded backend exited with code {self.process.returncode}; see log {self.log_path}")
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"embedded backend did not answer within {READY_TIMEOUT_SECONDS} s; see log {self.log_path}")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def __enter__(self) -> "EmbeddedBackend":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def _deliverer(endpoint_url: str):
+    """Send an async-invocation record to its destination, through our own API."""
+    import boto3
+
+    session = boto3.session.Session(aws_access_key_id="test", aws_secret_access_key="test")
+    clients: dict[tuple[str, str], object] = {}
+    lock = threading.Lock()
+
+    def client(service: str, region: str):
+        with lock:
+            if (service, region) not in clients:
+                clients[(service, region)] = session.client(service, endpoint_url=endpoint_url, region_name=region)
+            return clients[(service, region)]
+
+    def deliver(target_arn: str, body: str, attributes: dict) -> None:
+        _, _, service, region, account, resource = target_arn.split(":", 5)
+        if service == "sqs":
+            url = f"{endpoint_url}/{account}/{resource}"
+            message_attributes = {k: {"DataType": "String", "StringValue": v} for k, v in attributes.items() if v}
+            client("sqs", region).send_message(QueueUrl=url, MessageBody=body, MessageAttributes=message_attributes)
+        elif service == "sns":
+            client("sns", region).publish(TopicArn=target_arn, Message=body)
+        elif service == "lambda":
+            client("lambda", region).invoke(FunctionName=target_arn, InvocationType="Event", Payload=body.encode())
+        elif service == "events":
+            entry = {"Source": "lambda", "DetailType": "Lambda Function Invocation Result", "Detail": body, "EventBusName": target_arn}
+            client("events", region).put_events(Entries=[entry])
+        else:
+            print(f"embedded: cannot deliver to {target_arn}", file=sys.stderr)
+
+    return deliver
+
+
+def _lookup_function(arn: str):
+    from moto.awslambda.models import lambda_backends
+
+    _, _, _, region, account, _ = arn.split(":", 5)
+    return lambda_backends[account][region].get_function(arn)
+
+
+def _health_middleware(app, runtime):
+    def wrapped(environ, start_response):
+        if environ.get("PATH_INFO") == HEALTH_PATH:
+            body = json.dumps({"status": "ready", "backend": "embedded", "lambda_environments": runtime.environments()}).encode()
+            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+            return [body]
+        return app(environ, start_response)
+
+    return wrapped
+
+
+def serve(port: int, host: str = "127.0.0.1") -> None:
+    os.environ["MOTO_PORT"] = str(port)  # moto's Step Functions call back into this server
+    endpoint_url = f"http://{host}:{port}"
+
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+    from werkzeug.serving import make_server
+
+    from idemlab.embedded import dynamodb_atomic, lambda_api, stepfunctions_ext
+    from idemlab.embedded.lambda_async import AsyncInvoker
+    from idemlab.embedded.lambda_runtime import LambdaRuntime
+
+    work_dir = Path(tempfile.mkdtemp(prefix="idemlab-lambda-"))
+    runtime = LambdaRuntime(endpoint_url, work_dir)
+    service = lambda_api.LambdaService(runtime, lambda invoke: AsyncInvoker(invoke, _deliverer(endpoint_url)))
+    dynamodb_atomic.install()
+    stepfunctions_ext.install()
+    lambda_api.install(service, _lookup_function)
+    try:
+        from idemlab.embedded import terraform_compat
+    except ImportError:
+        terraform_compat = None
+    if terraform_compat is not None:
+        terraform_compat.install()
+
+    app = _health_middleware(DomainDispatcherApplication(create_backend_app), runtime)
+    server = make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)
+
+    def stop(signum, frame):
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    print(f"embedded: serving AWS APIs on {endpoint_url}", file=sys.stderr, flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        service.invoker.shutdown()
+        runtime.shutdown()
+        print("embedded: stopped", file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m idemlab.embedded", description=__doc__)
+    parser.add_argument("--port", type=int, default=4566)
+    parser.add_argument("--host", default="127.0.0.1")
+    args = parser.parse_args(argv)
+    serve(args.port, args.host)
