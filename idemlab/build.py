@@ -1,0 +1,147 @@
+"""Build one deployable zip per scenario: ``python -m idemlab.build``.
+
+Each folder under ``functions/`` becomes ``build/<folder>.zip`` holding the folder's
+files at the zip root plus Powertools and its pure-Python dependencies, copied from the
+installed packages (LocalStack community does not apply Lambda layers).
+
+The zips are deterministic (sorted entries, fixed timestamps and permissions), so the
+same sources give the same ``source_code_hash`` and a second ``terraform plan`` is empty.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import io
+import sys
+import zipfile
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path, PurePosixPath
+
+from idemlab import settings
+
+FUNCTIONS_DIR = settings.ROOT / "functions"
+
+# Powertools and what it imports at run time; boto3 is left out because every Lambda
+# Python runtime (and LocalStack's) already provides it.
+BUNDLED_DISTRIBUTIONS = ("aws-lambda-powertools", "jmespath", "typing-extensions")
+
+# The earliest timestamp a zip entry can hold; any fixed value makes the bytes repeatable.
+FIXED_TIMESTAMP = (1980, 1, 1, 0, 0, 0)
+FILE_MODE = 0o644 << 16
+SKIPPED_PARTS = {"__pycache__", ".pytest_cache", "tests"}
+SKIPPED_SUFFIXES = {".pyc", ".pyo"}
+
+
+class BuildError(Exception):
+    """The functions cannot be packaged (missing folder, package or file)."""
+
+
+@dataclass(frozen=True)
+class Artifact:
+    scenario: str
+    path: Path
+    sha256_base64: str  # what Terraform's filebase64sha256() returns
+    changed: bool
+
+
+def _wanted(relative: PurePosixPath) -> bool:
+    return not (set(relative.parts) & SKIPPED_PARTS) and relative.suffix not in SKIPPED_SUFFIXES
+
+
+def source_files(folder: Path) -> dict[str, Path]:
+    """The scenario's own files, keyed by their path inside the zip."""
+    files = {}
+    for path in folder.rglob("*"):
+        relative = PurePosixPath(path.relative_to(folder).as_posix())
+        if path.is_file() and _wanted(relative):
+            files[str(relative)] = path
+    return files
+
+
+def bundled_files(distributions: tuple[str, ...] = BUNDLED_DISTRIBUTIONS) -> dict[str, Path]:
+    """Files of the installed distributions, keyed by their path relative to site-packages."""
+    files = {}
+    for name in distributions:
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError as exc:
+            raise BuildError(f"{name} is not installed; install the project (pip install -e .)") from exc
+        for entry in dist.files or ():
+            relative = PurePosixPath(str(entry))
+            # Entries like ../../bin/script live outside site-packages: not importable code.
+            if relative.parts[0] == ".." or not _wanted(relative):
+                continue
+            if relative.parts[0].endswith(".dist-info") and relative.name not in ("METADATA", "LICENSE"):
+                continue
+            path = Path(dist.locate_file(entry))
+            if path.is_file():
+                files[str(relative)] = path
+    return files
+
+
+def zip_bytes(files: dict[str, Path]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+        for name in sorted(files):
+            info = zipfile.ZipInfo(name, date_time=FIXED_TIMESTAMP)
+            info.external_attr = FILE_MODE
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, files[name].read_bytes())
+    return buffer.getvalue()
+
+
+def scenarios(functions_dir: Path = FUNCTIONS_DIR) -> list[str]:
+    if not functions_dir.is_dir():
+        raise BuildError(f"no functions folder at {functions_dir}")
+    return sorted(p.name for p in functions_dir.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+
+
+def build_scenario(folder: Path, out_dir: Path, bundle: dict[str, Path]) -> Artifact:
+    own = source_files(folder)
+    if not any(name.endswith(".py") for name in own):
+        raise BuildError(f"{folder.name}: no .py files to package")
+    clashes = sorted(set(own) & set(bundle))
+    if clashes:
+        raise BuildError(f"{folder.name}: files shadow bundled packages: {', '.join(clashes)}")
+    data = zip_bytes({**bundle, **own})
+    target = out_dir / f"{folder.name}.zip"
+    # Rewriting identical bytes would only disturb file timestamps for make.
+    changed = not target.exists() or target.read_bytes() != data
+    if changed:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        partial = target.with_suffix(".zip.tmp")
+        partial.write_bytes(data)
+        partial.replace(target)
+    digest = base64.b64encode(hashlib.sha256(data).digest()).decode()
+    return Artifact(folder.name, target, digest, changed)
+
+
+def build_all(functions_dir: Path = FUNCTIONS_DIR, out_dir: Path = settings.BUILD_DIR) -> list[Artifact]:
+    names = scenarios(functions_dir)
+    if not names:
+        raise BuildError(f"no scenario folders under {functions_dir}")
+    bundle = bundled_files()
+    return [build_scenario(functions_dir / name, out_dir, bundle) for name in names]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--functions", type=Path, default=FUNCTIONS_DIR, help="folder of scenario folders")
+    parser.add_argument("--out", type=Path, default=settings.BUILD_DIR, help="where the zips go")
+    args = parser.parse_args(argv)
+    try:
+        artifacts = build_all(args.functions, args.out)
+    except BuildError as exc:
+        print(f"build failed: {exc}", file=sys.stderr)
+        return 1
+    for artifact in artifacts:
+        state = "written" if artifact.changed else "unchanged"
+        print(f"{artifact.path.name}: {artifact.sha256_base64} ({state})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+locals {
+  # Access levels a function entry may ask for on a table. No wildcard actions: each level
+  # lists exactly the calls it allows (TransactWriteItems is authorised per item by these).
+  table_actions = {
+    read        = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:ConditionCheckItem"]
+    read_update = ["dynamodb:GetItem", "dynamodb:UpdateItem"]
+    read_write = [
+      "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:ConditionCheckItem",
+      "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem",
+    ]
+    # What the Powertools DynamoDB persistence layer calls.
+    idempotency = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
+  }
+
+  schedule_arn_in_group = "arn:${local.partition}:scheduler:${local.region}:${local.account_id}:schedule/${aws_scheduler_schedule_group.this.name}/*"
+
+  # Named grants beyond tables, functions, queues and workflows; a function entry lists them in `grants`.
+  extra_grants = {
+    create_deletion_schedule = [
+      { Effect = "Allow", Action = ["scheduler:CreateSchedule", "scheduler:GetSchedule"], Resource = [local.schedule_arn_in_group] },
+      {
+        Effect    = "Allow", Action = ["iam:PassRole"], Resource = [aws_iam_role.scheduler.arn]
+        Condition = { StringEquals = { "iam:PassedToService" = "scheduler.amazonaws.com" } }
+      },
+    ]
+    delete_deletion_schedule = [
+      { Effect = "Allow", Action = ["scheduler:DeleteSchedule", "scheduler:GetSchedule"], Resource = [local.schedule_arn_in_group] },
+    ]
+    delete_user_files = [
+      { Effect = "Allow", Action = ["s3:ListBucket"], Resource = [aws_s3_bucket.user_files.arn] },
+      { Effect = "Allow", Action = ["s3:GetObject", "s3:DeleteObject"], Resource = ["${aws_s3_bucket.user_files.arn}/*"] },
+    ]
+    put_stuck_metric = [
+      # PutMetricData has no resource-level permissions; the condition pins the namespace.
+      {
+        Effect    = "Allow", Action = ["cloudwatch:PutMetricData"], Resource = ["*"]
+        Condition = { StringEquals = { "cloudwatch:namespace" = var.stuck_metric_namespace } }
+      },
+    ]
+  }
+
+  # X-Ray accepts no resource-level permissions.
+  xray_statement = { Effect = "Allow", Action = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"], Resource = ["*"] }
+
+  function_statements = { for key, f in local.function_specs : key => flatten([
+    [{ Effect = "Allow", Action = ["logs:CreateLogStream", "logs:PutLogEvents"], Resource = ["${aws_cloudwatch_log_group.function[key].arn}:*"] }],
+    [local.xray_statement],
+    [for table, level in f.tables : {
+      Effect = "Allow"
+      Action = local.table_actions[level]
+      Resource = concat(
+        [aws_dynamodb_table.this[table].arn],
+        [for g in local.table_specs[table].gsis : "${aws_dynamodb_table.this[table].arn}/index/${g.name}"],
+      )
+    }],
+    length(f.invokes) == 0 ? [] : [{ Effect = "Allow", Action = ["lambda:InvokeFunction"], Resource = [for fn in f.invokes : local.function_arn[fn]] }],
+    [{ Effect = "Allow", Action = ["sqs:SendMessage"], Resource = [for q in distinct(concat([f.dlq], f.sends)) : local.queue_arns[q]] }],
+    length(f.starts) == 0 ? [] : [{ Effect = "Allow", Action = ["states:StartExecution"], Resource = [for w in f.starts : local.workflow_arn[w]] }],
+    [for grant in f.grants : local.extra_grants[grant]],
+  ]) }
+}
+
+resource "aws_iam_role" "function" {
+  for_each = local.function_specs
+
+  name = "${local.name[each.key]}-fn"
+  assume_role_policy = jsonencode({
+    Version   = "2012-10-17"
+    Statement = [{ Effect = "Allow", Action = "sts:AssumeRole", Principal = { Service = "lambda.amazonaws.com" } }]
+  })
+  tags = merge(local.tags, { Name = "${local.name[each.key]}-fn" })
+}
+
+resource "aws_iam_role_policy" "function" {
+  for_each = local.function_specs
+
+  name   = "least-privilege"
+  role   = aws_iam_role.function[each.key].id
+  policy = jsonencode({ Version = "2012-10-17", Statement = local.function_statements[each.key] })
+}
+
+resource "aws_iam_role" "workflow" {
+  for_each = local.workflow_specs
+
+  name = "${local.workflow_name[each.key]}-sfn"
+  assume_role_policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = [{
+      Effect    = "Allow", Action = "sts:AssumeRole", Principal = { Service = "states.amazonaws.com" }
+      Condition = { StringEquals = { "aws:SourceAccount" = local.account_id } }
+    }]
+  })
+  tags = merge(local.tags, { Name = "${local.workflow_name[each.key]}-sfn" })
+}
+
+resource "aws_iam_role_policy" "workflow" {
+  for_each = local.workflow_specs
+
+  name = "least-privilege"
+  role = aws_iam_role.workflow[each.key].id
+  policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = flatten([
+      [{ Effect = "Allow", Action = ["lambda:InvokeFunction"], Resource = [for fn in each.value.invokes : local.function_arn[fn]] }],
+      [for table, level in each.value.tables : {
+        Effect = "Allow", Action = local.table_actions[level], Resource = [aws_dynamodb_table.this[table].arn]
+      }],
+      [local.xray_statement],
+      # Log delivery for Step Functions is configured through these account-level calls,
+      # which accept no resource-level permissions (Step Functions developer guide, "Logging").
+      [{
+        Effect = "Allow"
+        Action = [
+          "logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery", "logs:DeleteLogDelivery",
+          "logs:ListLogDeliveries", "logs:PutResourcePolicy", "logs:DescribeResourcePolicies", "logs:DescribeLogGroups",
+        ]
+        Resource = ["*"]
+      }],
+    ])
+  })
+}
+
+resource "aws_iam_role" "scheduler" {
+  name = "${var.prefix}-scheduler"
+  assume_role_policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = [{
+      Effect    = "Allow", Action = "sts:AssumeRole", Principal = { Service = "scheduler.amazonaws.com" }
+      Condition = { StringEquals = { "aws:SourceAccount" = local.account_id } }
+    }]
+  })
+  tags = merge(local.tags, { Name = "${var.prefix}-scheduler" })
+}
+
+resource "aws_iam_role_policy" "scheduler" {
+  name = "start-account-deletion"
+  role = aws_iam_role.scheduler.id
+  policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = [
+      { Effect = "Allow", Action = ["states:StartExecution"], Resource = [local.workflow_arn["account_deletion"]] },
+      { Effect = "Allow", Action = ["sqs:SendMessage"], Resource = [local.queue_arns["scheduler_dlq"]] },
+    ]
+  })
+}

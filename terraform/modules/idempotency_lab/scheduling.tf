@@ -1,0 +1,50 @@
+# Deletion schedules are one-time `at()` schedules that request_deletion creates at run time
+# in this group; Terraform owns the group, the role they run as and their dead-letter queue.
+resource "aws_scheduler_schedule_group" "this" {
+  name = "${var.prefix}-deletions"
+  tags = merge(local.tags, { Name = "${var.prefix}-deletions" })
+}
+
+resource "aws_cloudwatch_event_rule" "sweeper" {
+  name                = "${var.prefix}-sweeper"
+  description         = "Finds deletion requests stuck in PROCESSING past their lease and restarts them."
+  schedule_expression = var.sweeper_schedule_expression
+  tags                = merge(local.tags, { Name = "${var.prefix}-sweeper" })
+}
+
+resource "aws_cloudwatch_event_target" "sweeper" {
+  rule = aws_cloudwatch_event_rule.sweeper.name
+  arn  = aws_lambda_function.this["sweeper"].arn
+
+  retry_policy {
+    # A missed sweep is made good by the next one; no point retrying for long.
+    maximum_retry_attempts       = 2
+    maximum_event_age_in_seconds = 300
+  }
+
+  dead_letter_config {
+    arn = local.queue_arns["sweeper_rule_dlq"]
+  }
+}
+
+resource "aws_lambda_permission" "sweeper_rule" {
+  statement_id  = "AllowSweeperRule"
+  action        = "lambda:InvokeFunction"
+  function_name = aws_lambda_function.this["sweeper"].function_name
+  principal     = "events.amazonaws.com"
+  source_arn    = aws_cloudwatch_event_rule.sweeper.arn
+}
+
+resource "aws_sqs_queue_policy" "sweeper_rule_dlq" {
+  queue_url = local.queue_urls["sweeper_rule_dlq"]
+  policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = [{
+      Effect    = "Allow"
+      Principal = { Service = "events.amazonaws.com" }
+      Action    = "sqs:SendMessage"
+      Resource  = local.queue_arns["sweeper_rule_dlq"]
+      Condition = { ArnEquals = { "aws:SourceArn" = aws_cloudwatch_event_rule.sweeper.arn } }
+    }]
+  })
+}

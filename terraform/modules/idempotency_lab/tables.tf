@@ -1,0 +1,88 @@
+locals {
+  # One entry per table. Keys are strings unless `types` says otherwise ("N", "B").
+  # To add a table: add an entry here, then name it in a function's `tables`.
+  tables = {
+    vehicles_naive         = { hash_key = "registration_id" }
+    vehicles               = { hash_key = "request_id" }
+    faults                 = { hash_key = "fault_key" }
+    ledger                 = { hash_key = "charge_id" }
+    processor_keys         = { hash_key = "idempotency_key" }
+    handrolled_idempotency = { hash_key = "idempotency_key" }
+    powertools_idempotency = { hash_key = "id", ttl = "expiration" }
+    deletion_requests = {
+      hash_key = "deletion_request_id"
+      types    = { lease_expires_at = "N" }
+      gsis = [
+        { name = "by_user", hash_key = "user_id" },
+        # The sweeper's Query: status = PROCESSING and lease_expires_at < now, no Scan.
+        { name = "by_status_lease", hash_key = "status", range_key = "lease_expires_at" },
+      ]
+    }
+    user_records = { hash_key = "user_id", range_key = "record_id" }
+    identities   = { hash_key = "user_id" }
+    email_outbox = { hash_key = "idempotency_key" }
+  }
+
+  table_specs = { for key, t in local.tables : key => {
+    hash_key  = t.hash_key
+    range_key = try(t.range_key, null)
+    ttl       = try(t.ttl, null)
+    gsis = [for g in try(t.gsis, []) : {
+      name      = g.name
+      hash_key  = g.hash_key
+      range_key = try(g.range_key, null)
+    }]
+    types = try(t.types, {})
+  } }
+
+  table_attributes = { for key, t in local.table_specs : key => distinct(compact(concat(
+    [t.hash_key, t.range_key],
+    flatten([for g in t.gsis : [g.hash_key, g.range_key]]),
+  ))) }
+}
+
+resource "aws_dynamodb_table" "this" {
+  for_each = local.table_specs
+
+  name         = local.name[each.key]
+  billing_mode = "PAY_PER_REQUEST"
+  hash_key     = each.value.hash_key
+  range_key    = each.value.range_key
+
+  dynamic "attribute" {
+    for_each = local.table_attributes[each.key]
+    content {
+      name = attribute.value
+      type = lookup(each.value.types, attribute.value, "S")
+    }
+  }
+
+  dynamic "global_secondary_index" {
+    for_each = each.value.gsis
+    content {
+      name            = global_secondary_index.value.name
+      hash_key        = global_secondary_index.value.hash_key
+      range_key       = global_secondary_index.value.range_key
+      projection_type = "ALL"
+    }
+  }
+
+  dynamic "ttl" {
+    for_each = each.value.ttl == null ? [] : [each.value.ttl]
+    content {
+      attribute_name = ttl.value
+      enabled        = true
+    }
+  }
+
+  #checkov:skip=CKV_AWS_119:AWS-managed KMS key; a customer-managed key costs a monthly fee per key and buys nothing for workshop data
+  server_side_encryption {
+    enabled = true
+  }
+
+  point_in_time_recovery {
+    enabled = true
+  }
+
+  tags = merge(local.tags, { Name = local.name[each.key] })
+}

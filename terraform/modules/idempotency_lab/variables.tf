@@ -1,0 +1,154 @@
+variable "prefix" {
+  description = "Prefix of every resource name, so several copies of the lab can live in one account."
+  type        = string
+  default     = "lab"
+
+  validation {
+    # Bucket names are the strictest consumer: lower case, digits and hyphens.
+    condition     = can(regex("^[a-z][a-z0-9-]{0,19}$", var.prefix)) && !endswith(var.prefix, "-")
+    error_message = "prefix must be 1-20 characters of a-z, 0-9 and '-', start with a letter and not end with '-'."
+  }
+}
+
+variable "tags" {
+  description = "Tags merged into every resource of the module."
+  type        = map(string)
+  default     = {}
+}
+
+variable "artifacts_dir" {
+  description = "Directory holding the function zips built by `python -m idemlab.build`, one `<scenario>.zip` per folder under functions/."
+  type        = string
+
+  validation {
+    condition     = length(trimspace(var.artifacts_dir)) > 0
+    error_message = "artifacts_dir must name the directory that holds the <scenario>.zip files."
+  }
+}
+
+variable "lambda_runtime" {
+  description = "Python runtime of every function."
+  type        = string
+  default     = "python3.12"
+
+  validation {
+    condition     = contains(["python3.11", "python3.12", "python3.13"], var.lambda_runtime)
+    error_message = "lambda_runtime must be python3.11, python3.12 or python3.13."
+  }
+}
+
+variable "lambda_memory_mb" {
+  description = "Memory of every function, in MB."
+  type        = number
+  default     = 256
+
+  validation {
+    condition     = var.lambda_memory_mb >= 128 && var.lambda_memory_mb <= 10240
+    error_message = "lambda_memory_mb must be between 128 and 10240."
+  }
+}
+
+variable "async_maximum_retry_attempts" {
+  description = "Retries Lambda makes for a failed asynchronous invocation before it goes to the on-failure destination."
+  type        = number
+  default     = 2
+
+  validation {
+    condition     = var.async_maximum_retry_attempts >= 0 && var.async_maximum_retry_attempts <= 2
+    error_message = "async_maximum_retry_attempts must be 0, 1 or 2 (the Lambda limits)."
+  }
+}
+
+variable "async_maximum_event_age_seconds" {
+  description = "How long Lambda keeps retrying an asynchronous event before it goes to the on-failure destination."
+  type        = number
+  default     = 3600
+
+  validation {
+    condition     = var.async_maximum_event_age_seconds >= 60 && var.async_maximum_event_age_seconds <= 21600
+    error_message = "async_maximum_event_age_seconds must be between 60 and 21600 (the Lambda limits)."
+  }
+}
+
+variable "log_retention_days" {
+  description = "Retention of the function and workflow log groups."
+  type        = number
+  default     = 14
+
+  validation {
+    condition     = contains([1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653], var.log_retention_days)
+    error_message = "log_retention_days must be one of the values CloudWatch Logs accepts (1, 3, 5, 7, 14, 30, 60, 90, ...)."
+  }
+}
+
+variable "deletion_delay_seconds" {
+  description = "Delay between an account deletion request and the deletion; 30 days in production, seconds in the workshop."
+  type        = number
+  default     = 2592000
+
+  validation {
+    condition     = var.deletion_delay_seconds >= 0 && floor(var.deletion_delay_seconds) == var.deletion_delay_seconds
+    error_message = "deletion_delay_seconds must be a whole number of seconds, 0 or more."
+  }
+}
+
+variable "deletion_lease_seconds" {
+  description = "How long a claim on a deletion request lasts before the sweeper may hand it to another worker."
+  type        = number
+  default     = 300
+
+  validation {
+    condition     = var.deletion_lease_seconds >= 1 && var.deletion_lease_seconds <= 86400
+    error_message = "deletion_lease_seconds must be between 1 and 86400."
+  }
+}
+
+variable "deletion_max_attempts" {
+  description = "Claims of one deletion request before it is marked FAILED and sent to the dead-letter queue."
+  type        = number
+  default     = 3
+
+  validation {
+    condition     = var.deletion_max_attempts >= 1 && var.deletion_max_attempts <= 20
+    error_message = "deletion_max_attempts must be between 1 and 20."
+  }
+}
+
+variable "sweeper_schedule_expression" {
+  description = "EventBridge schedule of the sweeper that restarts deletions whose lease expired."
+  type        = string
+  default     = "rate(5 minutes)"
+
+  validation {
+    condition     = can(regex("^(rate|cron)\\(.+\\)$", var.sweeper_schedule_expression))
+    error_message = "sweeper_schedule_expression must be a rate(...) or cron(...) expression."
+  }
+}
+
+variable "stuck_metric_namespace" {
+  description = "CloudWatch namespace of the metric the sweeper publishes (requests stuck in PROCESSING past their lease)."
+  type        = string
+  default     = "IdempotencyLab"
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9._/#:-]{1,255}$", var.stuck_metric_namespace)) && !startswith(var.stuck_metric_namespace, "AWS/")
+    error_message = "stuck_metric_namespace must be a custom CloudWatch namespace (not AWS/...)."
+  }
+}
+
+variable "alarm_actions" {
+  description = "ARNs (for example an SNS topic) notified when an alarm fires; empty keeps the alarms silent."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for arn in var.alarm_actions : startswith(arn, "arn:")])
+    error_message = "alarm_actions must be ARNs."
+  }
+}
+
+variable "enable_bucket_force_destroy" {
+  description = "Let `terraform destroy` delete the user files bucket even when it still holds objects."
+  type        = bool
+  default     = true
+}

@@ -1,0 +1,34 @@
+variable "region" {
+  description = "AWS region of the lab."
+  type        = string
+  default     = "us-east-1"
+
+  validation {
+    condition     = can(regex("^[a-z]{2}(-[a-z]+)+-[0-9]$", var.region))
+    error_message = "region must look like us-east-1."
+  }
+}
+
+variable "prefix" {
+  description = "Prefix of every resource name; one stack per prefix."
+  type        = string
+  default     = "lab"
+}
+
+variable "artifacts_dir" {
+  description = "Directory of the function zips built by `python -m idemlab.build` (relative to this directory or absolute)."
+  type        = string
+  default     = "../build"
+}
+
+variable "deletion_delay_seconds" {
+  description = "Delay before an account deletion runs; the workshop uses seconds, production 30 days."
+  type        = number
+  default     = 30
+}
+
+variable "tags" {
+  description = "Extra tags for every resource."
+  type        = map(string)
+  default     = {}
+}
