@@ -1,0 +1,38 @@
+"""Every way a deletion can fail, one class each.
+
+The module is named ``deletion_errors`` rather than ``exceptions``: each function folder
+becomes a flat zip, and tests put several folders on one ``sys.path``, so a generic
+module name would resolve to another scenario's file.
+"""
+
+
+class DeletionError(Exception):
+    """Base class of every error raised by the account-deletion functions."""
+
+
+class InvalidDeletionInput(DeletionError):
+    """The event is missing a field or carries a value that cannot be right; nothing was written."""
+
+
+class UnknownDeletionRequest(DeletionError):
+    """No deletion request with this id exists."""
+
+
+class ClaimLost(DeletionError):
+    """A write carried a fencing token that is no longer current: a newer claim, a sweep or a cancel superseded it."""
+
+
+class StepsNotFinished(DeletionError):
+    """Completion was asked for while some steps have not recorded their progress."""
+
+
+class UnknownRecoveryPoint(DeletionError):
+    """Bug: a status or step name outside the closed set reached the workflow."""
+
+
+class InjectedFault(DeletionError):
+    """The faults table asked for an error at this step boundary (a lesson, not a bug)."""
+
+
+class DeletionStoreUnavailable(DeletionError):
+    """DynamoDB, S3 or SQS refused a call for a reason other than a failed condition."""

@@ -1,0 +1,422 @@
+"""Claims, leases and fencing tokens for deletion requests.
+
+Every write to the ``deletion_requests`` table goes through this module, and every one
+of them is a single conditional write, so DynamoDB decides each race in one place.
+One job per function; the handlers only choose which of them to call.
+
+Item shape: ``deletion_request_id``, ``user_id``, ``status``, ``due_at``, and while a
+worker holds it ``lease_owner``, ``lease_expires_at`` (epoch seconds; the range key of
+the ``by_status_lease`` index), ``fencing_token`` (grows by one with every claim),
+``attempts`` (claims so far), ``steps_done`` (string set).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from enum import StrEnum
+
+from boto3.dynamodb.conditions import Attr, Key
+from boto3.dynamodb.types import TypeDeserializer
+from botocore.exceptions import ClientError
+
+from deletion_errors import (
+    ClaimLost,
+    DeletionStoreUnavailable,
+    StepsNotFinished,
+    UnknownDeletionRequest,
+    UnknownRecoveryPoint,
+)
+
+
+class Status(StrEnum):
+    SCHEDULED = "SCHEDULED"  # waiting for its schedule to fire
+    PROCESSING = "PROCESSING"  # claimed: one worker holds a lease
+    COMPLETED = "COMPLETED"  # every step done; final
+    RETRYABLE = "RETRYABLE"  # a worker failed or vanished; may be claimed again
+    FAILED = "FAILED"  # out of attempts; a message waits on the dead-letter queue
+    CANCELLED = "CANCELLED"  # the user changed their mind before it started; final
+
+
+class ClaimOutcome(StrEnum):
+    CLAIMED = "claimed"  # this worker holds the request: go on
+    ALREADY_DONE = "already_done"
+    IN_PROGRESS = "in_progress"  # another worker holds a live lease
+    CANCELLED = "cancelled"
+    FAILED = "failed"  # out of attempts; only a redrive may claim it
+
+
+# The steps that record progress, in workflow order. Completion requires all of them.
+STEPS = ("delete_records", "delete_files", "delete_identity", "send_goodbye")
+
+BY_STATUS_LEASE = "by_status_lease"
+BY_USER = "by_user"
+
+_MEANING_FOR_LOSER = {
+    Status.COMPLETED: ClaimOutcome.ALREADY_DONE,
+    Status.PROCESSING: ClaimOutcome.IN_PROGRESS,
+    Status.CANCELLED: ClaimOutcome.CANCELLED,
+    Status.FAILED: ClaimOutcome.FAILED,
+}
+
+
+@dataclass(frozen=True)
+class Request:
+    """A deletion request as read from the table."""
+
+    deletion_request_id: str
+    user_id: str
+    status: Status
+    due_at: int
+    fencing_token: int = 0
+    attempts: int = 0
+    lease_owner: str | None = None
+    lease_expires_at: int | None = None
+    steps_done: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_item(cls, item: dict) -> Request:
+        status = item.get("status")
+        if status not in Status.__members__:
+            raise UnknownRecoveryPoint(f"bug: unknown status {status!r} on {item.get('deletion_request_id')}")
+        lease = item.get("lease_expires_at")
+        return cls(
+            deletion_request_id=item["deletion_request_id"],
+            user_id=item["user_id"],
+            status=Status(status),
+            due_at=int(item.get("due_at", 0)),
+            fencing_token=int(item.get("fencing_token", 0)),
+            attempts=int(item.get("attempts", 0)),
+            lease_owner=item.get("lease_owner"),
+            lease_expires_at=None if lease is None else int(lease),
+            steps_done=frozenset(item.get("steps_done", ())),
+        )
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a winning worker holds: the token every one of its writes must carry."""
+
+    deletion_request_id: str
+    user_id: str
+    owner: str
+    fencing_token: int
+    attempts: int
+    lease_expires_at: int
+    steps_done: frozenset[str]
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    outcome: ClaimOutcome
+    claim: Claim | None
+    request: Request
+
+
+def _now(now: float | None) -> int:
+    return int(time.time() if now is None else now)
+
+
+def _condition_failed(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+def _old_item(exc: ClientError) -> dict | None:
+    """The item as it was when the condition failed (ReturnValuesOnConditionCheckFailure)."""
+    raw = exc.response.get("Item")
+    if not raw:
+        return None
+    deserializer = TypeDeserializer()
+    return {name: deserializer.deserialize(value) for name, value in raw.items()}
+
+
+def _unavailable(exc: ClientError, what: str) -> DeletionStoreUnavailable:
+    return DeletionStoreUnavailable(f"{what}: {exc.response.get('Error', {}).get('Code')}")
+
+
+def read(table, deletion_request_id: str) -> Request:
+    """The request as it is now (strongly consistent), or UnknownDeletionRequest."""
+    try:
+        item = table.get_item(Key={"deletion_request_id": deletion_request_id}, ConsistentRead=True).get("Item")
+    except ClientError as exc:
+        raise _unavailable(exc, f"reading {deletion_request_id}") from exc
+    if item is None:
+        raise UnknownDeletionRequest(deletion_request_id)
+    return Request.from_item(item)
+
+
+def create(table, deletion_request_id: str, user_id: str, due_at: int, now: float | None = None) -> tuple[Request, bool]:
+    """Store a new SCHEDULED request; if the id exists, return the stored one. (request, created)."""
+    item = {
+        "deletion_request_id": deletion_request_id,
+        "user_id": user_id,
+        "status": Status.SCHEDULED.value,
+        "due_at": int(due_at),
+        "created_at": _now(now),
+        "fencing_token": 0,
+        "attempts": 0,
+    }
+    try:
+        table.put_item(
+            Item=item,
+            ConditionExpression=Attr("deletion_request_id").not_exists(),
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
+    except ClientError as exc:
+        if not _condition_failed(exc):
+            raise _unavailable(exc, f"creating {deletion_request_id}") from exc
+        old = _old_item(exc)
+        return (Request.from_item(old) if old else read(table, deletion_request_id)), False
+    return Request.from_item(item), True
+
+
+def claim(
+    table,
+    deletion_request_id: str,
+    owner: str,
+    lease_seconds: int,
+    now: float | None = None,
+    redrive: bool = False,
+) -> ClaimResult:
+    """Take the request for ``owner`` with a fresh lease and the next fencing token.
+
+    A loser gets the outcome that the current status means, and acts on nothing.
+    """
+    t = _now(now)
+    # The timeline this condition guards against:
+    #
+    #   worker A  claim (token 7) ── stalls: GC pause, slow network ──────── write(7) refused
+    #   lease A   [=========== 120 s ===========]
+    #   worker B                                   claim (token 8) ─ write(8) accepted
+    #
+    # A may claim only while nobody holds a live lease; B may claim after A's lease ran
+    # out even though A is still alive, and the token is what stops A's late writes.
+    exists = Attr("deletion_request_id").exists()
+    waiting = Attr("status").is_in([Status.SCHEDULED.value, Status.RETRYABLE.value])
+    lease_expired = Attr("status").eq(Status.PROCESSING.value) & Attr("lease_expires_at").lt(t)
+    # The same owner claiming again: a retry after the first reply was lost.
+    same_owner_again = Attr("status").eq(Status.PROCESSING.value) & Attr("lease_owner").eq(owner)
+    # Only an operator's redrive may take a FAILED request, with a fresh attempt budget.
+    redriven = Attr("status").eq(Status.FAILED.value)
+    claimable = (redriven if redrive else waiting | lease_expired | same_owner_again)
+    attempts = "attempts = :one" if redrive else "attempts = if_not_exists(attempts, :zero) + :one"
+    try:
+        new = table.update_item(
+            Key={"deletion_request_id": deletion_request_id},
+            UpdateExpression=(
+                "SET #status = :processing, lease_owner = :owner, lease_expires_at = :until, claimed_at = :now, "
+                "fencing_token = if_not_exists(fencing_token, :zero) + :one, " + attempts
+            ),
+            ConditionExpression=exists & claimable,
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues={
+                ":processing": Status.PROCESSING.value,
+                ":owner": owner,
+                ":until": t + int(lease_seconds),
+                ":now": t,
+                ":zero": 0,
+                ":one": 1,
+            },
+            ReturnValues="ALL_NEW",
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )["Attributes"]
+    except ClientError as exc:
+        if not _condition_failed(exc):
+            raise _unavailable(exc, f"claiming {deletion_request_id}") from exc
+        old = _old_item(exc)
+        if old is None:
+            raise UnknownDeletionRequest(deletion_request_id) from exc
+        request = Request.from_item(old)
+        return ClaimResult(_loser_outcome(request, redrive), None, request)
+    request = Request.from_item(new)
+    held = Claim(
+        deletion_request_id=request.deletion_request_id,
+        user_id=request.user_id,
+        owner=owner,
+        fencing_token=request.fencing_token,
+        attempts=request.attempts,
+        lease_expires_at=int(request.lease_expires_at or 0),
+        steps_done=request.steps_done,
+    )
+    return ClaimResult(ClaimOutcome.CLAIMED, held, request)
+
+
+def _loser_outcome(request: Request, redrive: bool) -> ClaimOutcome:
+    if request.status in _MEANING_FOR_LOSER:
+        return _MEANING_FOR_LOSER[request.status]
+    # SCHEDULED or RETRYABLE refused only a redrive: the request is not failed, it is
+    # waiting for its ordinary delivery, which will claim it.
+    if redrive:
+        return ClaimOutcome.IN_PROGRESS
+    raise UnknownRecoveryPoint(f"bug: claim refused while {request.status}")
+
+
+def holds_claim(claim: Claim):
+    """The condition every progress write carries: still PROCESSING, still this token."""
+    return Attr("status").eq(Status.PROCESSING.value) & Attr("fencing_token").eq(claim.fencing_token)
+
+
+def step_done_update(table_name: str, claim: Claim, step: str, lease_seconds: int, now: float | None = None) -> dict:
+    """The progress write for ``step``, as an Update usable alone or inside a transaction.
+
+    It also renews the lease: a worker that keeps making progress keeps its claim.
+    """
+    if step not in STEPS:
+        raise UnknownRecoveryPoint(f"bug: unknown step {step!r}")
+    return {
+        "TableName": table_name,
+        "Key": {"deletion_request_id": claim.deletion_request_id},
+        "UpdateExpression": "ADD steps_done :step SET lease_expires_at = :until",
+        "ConditionExpression": holds_claim(claim),
+        "ExpressionAttributeValues": {":step": {step}, ":until": _now(now) + int(lease_seconds)},
+    }
+
+
+def record_step(table, claim: Claim, step: str, lease_seconds: int, now: float | None = None) -> None:
+    """Mark ``step`` done for this claim, or raise ClaimLost if the claim was superseded."""
+    update = step_done_update(table.name, claim, step, lease_seconds, now)
+    del update["TableName"]
+    _fenced_update(table, claim, update, f"recording {step}")
+
+
+def complete(table, claim: Claim, now: float | None = None) -> None:
+    """PROCESSING -> COMPLETED, only for the current token and only once every step is done."""
+    every_step = Attr("steps_done").contains(STEPS[0])
+    for step in STEPS[1:]:
+        every_step = every_step & Attr("steps_done").contains(step)
+    update = {
+        "Key": {"deletion_request_id": claim.deletion_request_id},
+        "UpdateExpression": "SET #status = :completed, completed_at = :now REMOVE lease_expires_at, lease_owner",
+        "ConditionExpression": holds_claim(claim) & every_step,
+        "ExpressionAttributeNames": {"#status": "status"},
+        "ExpressionAttributeValues": {":completed": Status.COMPLETED.value, ":now": _now(now)},
+    }
+    try:
+        _fenced_update(table, claim, update, "completing")
+    except ClaimLost:
+        current = read(table, claim.deletion_request_id)
+        if current.status is Status.PROCESSING and current.fencing_token == claim.fencing_token:
+            missing = sorted(set(STEPS) - current.steps_done)
+            raise StepsNotFinished(f"{claim.deletion_request_id}: steps not done: {', '.join(missing)}") from None
+        raise
+
+
+def release_after_failure(
+    table, claim: Claim, error: str, max_attempts: int, retry_delay_seconds: int, now: float | None = None
+) -> Status:
+    """Give the request back after a failed attempt: RETRYABLE, or FAILED once out of attempts.
+
+    A RETRYABLE request keeps ``lease_expires_at``, set to when it may be retried, so the
+    sweeper finds it on the same index as an expired lease.
+    """
+    t = _now(now)
+    out_of_attempts = claim.attempts >= max_attempts
+    if out_of_attempts:
+        expression = "SET #status = :next, last_error = :error REMOVE lease_expires_at, lease_owner"
+        values = {":next": Status.FAILED.value, ":error": error[:1000]}
+    else:
+        expression = "SET #status = :next, last_error = :error, lease_expires_at = :retry_at REMOVE lease_owner"
+        values = {":next": Status.RETRYABLE.value, ":error": error[:1000], ":retry_at": t + int(retry_delay_seconds)}
+    update = {
+        "Key": {"deletion_request_id": claim.deletion_request_id},
+        "UpdateExpression": expression,
+        "ConditionExpression": holds_claim(claim),
+        "ExpressionAttributeNames": {"#status": "status"},
+        "ExpressionAttributeValues": values,
+    }
+    _fenced_update(table, claim, update, "releasing after failure")
+    return Status.FAILED if out_of_attempts else Status.RETRYABLE
+
+
+def cancel(table, deletion_request_id: str, now: float | None = None) -> tuple[bool, Request]:
+    """SCHEDULED -> CANCELLED. (True, request) for the winner; (False, current request) otherwise.
+
+    Cancel and the schedule's claim race on the same item; each is one conditional write
+    from SCHEDULED, so exactly one of them wins.
+    """
+    try:
+        new = table.update_item(
+            Key={"deletion_request_id": deletion_request_id},
+            UpdateExpression="SET #status = :cancelled, cancelled_at = :now",
+            ConditionExpression=Attr("status").eq(Status.SCHEDULED.value),
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues={":cancelled": Status.CANCELLED.value, ":now": _now(now)},
+            ReturnValues="ALL_NEW",
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )["Attributes"]
+    except ClientError as exc:
+        if not _condition_failed(exc):
+            raise _unavailable(exc, f"cancelling {deletion_request_id}") from exc
+        old = _old_item(exc)
+        if old is None:
+            raise UnknownDeletionRequest(deletion_request_id) from exc
+        return False, Request.from_item(old)
+    return True, Request.from_item(new)
+
+
+def expired_leases(table, now: float | None = None) -> list[Request]:
+    """PROCESSING requests whose lease ran out, from the index (no table scan)."""
+    return _query_status_before(table, Status.PROCESSING, _now(now))
+
+
+def due_retries(table, now: float | None = None) -> list[Request]:
+    """RETRYABLE requests whose retry time has come, from the same index."""
+    return _query_status_before(table, Status.RETRYABLE, _now(now) + 1)
+
+
+def _query_status_before(table, status: Status, before: int) -> list[Request]:
+    found, start = [], None
+    while True:
+        page_args = {"ExclusiveStartKey": start} if start else {}
+        try:
+            page = table.query(
+                IndexName=BY_STATUS_LEASE,
+                KeyConditionExpression=Key("status").eq(status.value) & Key("lease_expires_at").lt(before),
+                **page_args,
+            )
+        except ClientError as exc:
+            raise _unavailable(exc, f"querying {status} on {BY_STATUS_LEASE}") from exc
+        found.extend(Request.from_item(item) for item in page.get("Items", []))
+        start = page.get("LastEvaluatedKey")
+        if not start:
+            return found
+
+
+def sweep(table, seen: Request, max_attempts: int, retry_delay_seconds: int = 0, now: float | None = None) -> Status | None:
+    """Move a request whose lease expired to RETRYABLE (FAILED when out of attempts).
+
+    Conditional on the token the sweeper saw, so a claim that lands between the index
+    query and this write is left alone. None when the request moved on meanwhile.
+    """
+    t = _now(now)
+    out_of_attempts = seen.attempts >= max_attempts
+    if out_of_attempts:
+        expression = "SET #status = :next, last_error = :error REMOVE lease_expires_at, lease_owner"
+        values = {":next": Status.FAILED.value}
+    else:
+        expression = "SET #status = :next, last_error = :error, lease_expires_at = :retry_at REMOVE lease_owner"
+        values = {":next": Status.RETRYABLE.value, ":retry_at": t + int(retry_delay_seconds)}
+    values[":error"] = f"lease of {seen.lease_owner} expired"
+    still_as_seen = Attr("status").eq(Status.PROCESSING.value) & Attr("fencing_token").eq(seen.fencing_token)
+    try:
+        table.update_item(
+            Key={"deletion_request_id": seen.deletion_request_id},
+            UpdateExpression=expression,
+            ConditionExpression=still_as_seen & Attr("lease_expires_at").lt(t),
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues=values,
+        )
+    except ClientError as exc:
+        if _condition_failed(exc):
+            return None
+        raise _unavailable(exc, f"sweeping {seen.deletion_request_id}") from exc
+    return Status.FAILED if out_of_attempts else Status.RETRYABLE
+
+
+def _fenced_update(table, claim: Claim, update: dict, what: str) -> None:
+    try:
+        table.update_item(**update)
+    except ClientError as exc:
+        if _condition_failed(exc):
+            raise ClaimLost(f"{claim.deletion_request_id}: {what} refused for token {claim.fencing_token}") from exc
+        raise _unavailable(exc, f"{what} {claim.deletion_request_id}") from exc
