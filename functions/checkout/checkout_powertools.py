@@ -13,6 +13,8 @@ processor (``pass_key_downstream``) closes that last gap.
 
 from __future__ import annotations
 
+import time
+
 from aws_lambda_powertools.utilities.idempotency import (
     DynamoDBPersistenceLayer,
     IdempotencyConfig,
@@ -45,6 +47,8 @@ config = IdempotencyConfig(
 @idempotent_function(data_keyword_argument="payment", persistence_store=persistence, config=config)
 def charge_once(payment: dict, order: request.ChargeRequest, trace: Trace) -> dict:
     trace.end(CHECK)  # the in-progress record is ours: the check is over
+    # The same widened window as the hand-rolled checkout: here it cannot hurt.
+    time.sleep(request.check_act_delay_ms(order) / 1000)
     with trace.step(CHARGE):
         charge = processor.charge(order)
     faults.crash_if_armed(faults.AFTER_CHARGE, order.idempotency_key)

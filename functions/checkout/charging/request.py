@@ -6,12 +6,13 @@ A checkout request looks like::
 
 ``amount`` is in minor units (cents), as payment APIs take it, so no float ever
 touches money. Optional fields steer the lesson, not the payment:
-``check_act_delay_ms`` widens the hand-rolled race window, ``pass_key_downstream``
+``check_act_delay_ms`` widens the window between check and charge, ``pass_key_downstream``
 hands the idempotency key on to the card processor.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,17 @@ class ChargeRequest:
     def payment(self) -> dict[str, Any]:
         """The fields that define the payment; a retry must repeat them exactly."""
         return {"idempotency_key": self.idempotency_key, "amount": self.amount, "currency": self.currency}
+
+
+def check_act_delay_ms(order: ChargeRequest) -> int:
+    """The pause between check and charge: the request's, else CHECK_ACT_DELAY_MS, else 0."""
+    if order.check_act_delay_ms is not None:
+        return order.check_act_delay_ms
+    configured = os.environ.get("CHECK_ACT_DELAY_MS") or "0"
+    try:
+        return _delay(int(configured))
+    except (ValueError, InvalidRequest) as exc:
+        raise RuntimeError(f"CHECK_ACT_DELAY_MS={configured!r} is not a whole number from 0 to {MAX_DELAY_MS}") from exc
 
 
 def parse(event: Any) -> ChargeRequest:
