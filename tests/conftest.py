@@ -1,0 +1,84 @@
+"""Fixtures shared by every test: a real embedded backend on loopback, and the stack.
+
+`backend` starts the embedded server in its own process on a free port, once per
+test session, and points every boto3 client (and the harness) at it.
+`stack` applies the Terraform root to that backend once and returns the `lab` map.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import textwrap
+import uuid
+import zipfile
+
+import pytest
+
+from idemlab import clients
+from idemlab.embedded.server import EmbeddedBackend
+
+
+@pytest.fixture(scope="session")
+def backend():
+    os.environ.update(
+        {
+            "BACKEND": "embedded",
+            "AWS_ACCESS_KEY_ID": "test",
+            "AWS_SECRET_ACCESS_KEY": "test",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_REGION": "us-east-1",
+        }
+    )
+    server = EmbeddedBackend().start()
+    os.environ["AWS_ENDPOINT_URL"] = server.url
+    os.environ["LAB_PORT"] = str(server.port)
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def stack(backend):
+    from idemlab import stack as lab_stack
+
+    return lab_stack.deploy()
+
+
+@pytest.fixture(scope="session")
+def lambda_role(backend) -> str:
+    """An IAM role for functions created directly by tests (moto checks it exists)."""
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}],
+    }
+    role = clients.client("iam").create_role(RoleName=f"test-{uuid.uuid4().hex[:8]}", AssumeRolePolicyDocument=json.dumps(trust))
+    return role["Role"]["Arn"]
+
+
+def zip_source(source: str, module: str = "app") -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(f"{module}.py", textwrap.dedent(source))
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def make_function(lambda_role):
+    """Create a Lambda function from handler source; returns its name."""
+
+    def create(source: str, timeout: int = 3, environment: dict | None = None, **extra) -> str:
+        name = f"fn-{uuid.uuid4().hex[:10]}"
+        clients.client("lambda").create_function(
+            FunctionName=name,
+            Runtime="python3.12",
+            Role=lambda_role,
+            Handler="app.handler",
+            Code={"ZipFile": zip_source(source)},
+            Timeout=timeout,
+            Environment={"Variables": environment or {}},
+            **extra,
+        )
+        return name
+
+    return create
