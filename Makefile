@@ -1,0 +1,63 @@
+# Idempotency Lab. BACKEND=embedded|localstack|aws (default: LocalStack when a Docker
+# engine answers, else embedded). Every target installs what it needs first.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+TOOLS := .lab/tools
+BACKEND ?=
+export BACKEND
+
+.PHONY: help install tools up down status build deploy plan destroy lab test bench redrive clean
+
+help:
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+install: $(VENV)/.installed ## create .venv with the pinned dependencies
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[lab,test]'
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $@
+
+tools: $(TOOLS)/.installed ## install checkov in a venv of its own (its pins clash with ours)
+
+$(TOOLS)/.installed:
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/pip install --quiet --disable-pip-version-check checkov==3.3.30
+	touch $@
+
+up: install ## start the backend (reuses a running one)
+	$(PY) -m idemlab up
+
+down: install ## stop the backend
+	$(PY) -m idemlab down
+
+status: install ## is the backend up?
+	$(PY) -m idemlab status
+
+build: install ## build the Lambda zips into build/
+	$(PY) -m idemlab.build
+
+deploy: up ## build, then apply the Terraform stack to the backend
+	$(PY) -m idemlab deploy
+
+plan: install ## show what a deploy would change (nothing, after a deploy)
+	$(PY) -m idemlab plan
+
+destroy: install ## remove the stack from the backend
+	$(PY) -m idemlab destroy
+
+lab: deploy ## backend up, stack deployed, JupyterLab on the notebooks
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --no-browser
+
+test: install tools ## the whole test suite, on an embedded backend it starts itself
+	$(PY) -m pytest
+
+bench: install ## measure the embedded backend and the strategies, side by side
+	$(PY) -m idemlab.bench
+
+clean: ## stop the backend and remove everything the lab generated
+	-$(PY) -m idemlab down
+	rm -rf .lab build

@@ -1,0 +1,47 @@
+"""The lab's command line (what the Makefile calls).
+
+    python -m idemlab up | down | status       the selected backend
+    python -m idemlab deploy | plan | destroy  the Terraform stack on it
+    python -m idemlab outputs                  the `lab` map, as JSON
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from idemlab import backend, settings
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m idemlab", description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=["up", "down", "status", "deploy", "plan", "destroy", "outputs"])
+    parser.add_argument("--prefix", default="lab", help="name prefix of the stack (default: lab)")
+    args = parser.parse_args(argv)
+    if args.command in ("up", "down", "status"):
+        return backend.main([args.command])
+
+    from idemlab import stack
+
+    try:
+        if args.command == "deploy":
+            started = time.monotonic()
+            stack.deploy(prefix=args.prefix)
+            print(f"deployed '{args.prefix}' to {settings.backend()} in {time.monotonic() - started:.1f} s")
+        elif args.command == "plan":
+            print(stack.plan_text(prefix=args.prefix))
+        elif args.command == "destroy":
+            stack.destroy(prefix=args.prefix)
+            print(f"destroyed '{args.prefix}' on {settings.backend()}")
+        else:
+            print(json.dumps(stack.outputs(prefix=args.prefix), indent=2, sort_keys=True))
+    except (stack.StackError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,29 @@
+"""The first cell of every notebook: which backend, which endpoint, what is deployed.
+
+    from idemlab import lab
+    stack = lab.connect()
+"""
+
+from __future__ import annotations
+
+from idemlab import settings, stack
+
+
+class NotDeployed(RuntimeError):
+    """The notebook needs the stack, and it has not been deployed to this backend."""
+
+
+def connect(prefix: str = "lab") -> dict:
+    """Print where the lab runs and what is deployed there; return the `lab` outputs."""
+    chosen = settings.backend()
+    where = settings.endpoint_url() or f"AWS {settings.region()}"
+    try:
+        outputs = stack.outputs(prefix=prefix, backend=chosen)
+    except Exception as exc:  # no outputs file, or Terraform cannot read it
+        raise NotDeployed(f"no '{prefix}' stack on {chosen} ({where}): run `make up deploy` first ({exc})") from exc
+    print(f"Backend: {chosen} at {where}")
+    for kind in ("tables", "functions", "state_machines", "queues", "buckets"):
+        names = outputs.get(kind) or {}
+        if names:
+            print(f"  {kind:15} {len(names):2}: {', '.join(sorted(names))}")
+    return outputs

@@ -1,0 +1,52 @@
+"""Every notebook runs top to bottom, headless, against the deployed stack.
+
+The notebooks assert their own teaching outcomes (a duplicate row, a double charge);
+a failed assertion fails the cell, and the cell fails this test.
+"""
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from idemlab import settings
+
+NOTEBOOKS = sorted((settings.ROOT / "notebooks").glob("*.ipynb"))
+CELL_TIMEOUT_SECONDS = 300
+
+
+def committed(path: Path) -> dict:
+    shown = subprocess.run(["git", "show", f"HEAD:{path.relative_to(settings.ROOT)}"], capture_output=True, text=True, cwd=settings.ROOT)
+    return json.loads(shown.stdout) if shown.returncode == 0 else json.loads(path.read_text())
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS, "notebooks/ holds no notebook"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_stored_without_outputs(path):
+    cells = [cell for cell in committed(path)["cells"] if cell["cell_type"] == "code"]
+    dirty = [n for n, cell in enumerate(cells) if cell.get("outputs") or cell.get("execution_count")]
+    assert not dirty, f"{path.name}: code cells {dirty} have outputs; clear them before committing"
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_runs_headless_and_asserts_its_outcomes(stack, path, record_property):
+    notebook = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        notebook,
+        timeout=CELL_TIMEOUT_SECONDS,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    started = time.monotonic()
+    client.execute()
+    elapsed = time.monotonic() - started
+    record_property("seconds", round(elapsed, 1))
+    print(f"{path.name} ran in {elapsed:.1f} s")
