@@ -1,0 +1,1 @@
+"""`make bench`: measurements side by side in one run, reported as ratios."""
