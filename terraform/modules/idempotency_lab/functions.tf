@@ -18,7 +18,9 @@ locals {
     card_processor      = { scenario = "checkout", timeout = 10, tables = { ledger = "read_write", processor_keys = "read_write", faults = "read_update" } }
     checkout_naive      = { scenario = "checkout", timeout = 15, invokes = ["card_processor"], tables = { faults = "read_update" } }
     checkout_handrolled = { scenario = "checkout", timeout = 15, invokes = ["card_processor"], tables = { handrolled_idempotency = "read_write", faults = "read_update" } }
-    checkout_powertools = { scenario = "checkout", timeout = 15, invokes = ["card_processor"], tables = { powertools_idempotency = "idempotency", faults = "read_update" } }
+    # Powertools' in-progress lease lasts as long as the invocation may: a short timeout
+    # lets the crash-after-charge demo show the lease expiring within seconds.
+    checkout_powertools = { scenario = "checkout", timeout = 6, invokes = ["card_processor"], tables = { powertools_idempotency = "idempotency", faults = "read_update" } }
 
     # Lesson 3: delayed account deletion.
     request_deletion = {
