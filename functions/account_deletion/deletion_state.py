@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from enum import StrEnum
 
-from boto3.dynamodb.conditions import Attr, Key
+from boto3.dynamodb.conditions import Attr, ConditionExpressionBuilder, Key
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import ClientError
 
@@ -251,9 +251,29 @@ def _loser_outcome(request: Request, redrive: bool) -> ClaimOutcome:
     raise UnknownRecoveryPoint(f"bug: claim refused while {request.status}")
 
 
+def is_last_attempt(attempts: int, max_attempts: int) -> bool:
+    """True when a failure of this attempt should end in FAILED rather than RETRYABLE."""
+    return attempts >= max_attempts
+
+
 def holds_claim(claim: Claim):
     """The condition every progress write carries: still PROCESSING, still this token."""
     return Attr("status").eq(Status.PROCESSING.value) & Attr("fencing_token").eq(claim.fencing_token)
+
+
+def with_condition(spec: dict, condition) -> dict:
+    """``spec`` with ``condition`` written out as expression, names and values.
+
+    Table methods do this themselves, but inside TransactWriteItems each action must
+    carry its own placeholders, so the progress write and the claim check build theirs.
+    """
+    built = ConditionExpressionBuilder().build_expression(condition)
+    return {
+        **spec,
+        "ConditionExpression": built.condition_expression,
+        "ExpressionAttributeNames": {**spec.get("ExpressionAttributeNames", {}), **built.attribute_name_placeholders},
+        "ExpressionAttributeValues": {**spec.get("ExpressionAttributeValues", {}), **built.attribute_value_placeholders},
+    }
 
 
 def step_done_update(table_name: str, claim: Claim, step: str, lease_seconds: int, now: float | None = None) -> dict:
@@ -263,13 +283,18 @@ def step_done_update(table_name: str, claim: Claim, step: str, lease_seconds: in
     """
     if step not in STEPS:
         raise UnknownRecoveryPoint(f"bug: unknown step {step!r}")
-    return {
+    spec = {
         "TableName": table_name,
         "Key": {"deletion_request_id": claim.deletion_request_id},
         "UpdateExpression": "ADD steps_done :step SET lease_expires_at = :until",
-        "ConditionExpression": holds_claim(claim),
         "ExpressionAttributeValues": {":step": {step}, ":until": _now(now) + int(lease_seconds)},
     }
+    return with_condition(spec, holds_claim(claim))
+
+
+def claim_check(table_name: str, claim: Claim) -> dict:
+    """A transaction action that only asserts this worker still holds the claim."""
+    return with_condition({"TableName": table_name, "Key": {"deletion_request_id": claim.deletion_request_id}}, holds_claim(claim))
 
 
 def record_step(table, claim: Claim, step: str, lease_seconds: int, now: float | None = None) -> None:
@@ -310,7 +335,7 @@ def release_after_failure(
     sweeper finds it on the same index as an expired lease.
     """
     t = _now(now)
-    out_of_attempts = claim.attempts >= max_attempts
+    out_of_attempts = is_last_attempt(claim.attempts, max_attempts)
     if out_of_attempts:
         expression = "SET #status = :next, last_error = :error REMOVE lease_expires_at, lease_owner"
         values = {":next": Status.FAILED.value, ":error": error[:1000]}
@@ -389,7 +414,7 @@ def sweep(table, seen: Request, max_attempts: int, retry_delay_seconds: int = 0,
     query and this write is left alone. None when the request moved on meanwhile.
     """
     t = _now(now)
-    out_of_attempts = seen.attempts >= max_attempts
+    out_of_attempts = is_last_attempt(seen.attempts, max_attempts)
     if out_of_attempts:
         expression = "SET #status = :next, last_error = :error REMOVE lease_expires_at, lease_owner"
         values = {":next": Status.FAILED.value}

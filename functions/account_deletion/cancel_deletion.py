@@ -1,0 +1,32 @@
+"""Cancel a deletion while it is still SCHEDULED.
+
+Cancel and the schedule firing race on one conditional write each, from SCHEDULED:
+exactly one wins. A cancel that loses says what happened instead.
+"""
+
+from __future__ import annotations
+
+from botocore.exceptions import ClientError
+
+import deletion_config as config
+import deletion_input as checked
+import deletion_state as state
+from deletion_errors import DeletionStoreUnavailable
+from request_deletion import schedule_name
+
+
+def handler(event, context):
+    request_id = checked.identifier(event, "deletion_request_id")
+    cancelled, request = state.cancel(config.table("deletion_requests"), request_id)
+    if cancelled:
+        _delete_schedule(request_id)
+    return {"deletion_request_id": request_id, "cancelled": cancelled, "status": request.status.value}
+
+
+def _delete_schedule(request_id: str) -> None:
+    # Tidiness only: if the schedule still fires, its claim finds CANCELLED and stops.
+    try:
+        config.client("scheduler").delete_schedule(Name=schedule_name(request_id), GroupName=config.required("SCHEDULE_GROUP"))
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] != "ResourceNotFoundException":
+            raise DeletionStoreUnavailable(f"deleting the schedule of {request_id}: {exc.response['Error'].get('Code')}") from exc

@@ -1,0 +1,52 @@
+"""Last step: end the attempt. COMPLETED when every step is done; after a failure
+(the workflow's Catch passes ``error``), RETRYABLE, or FAILED plus a dead-letter message
+once the attempts are used up."""
+
+from __future__ import annotations
+
+import json
+
+import deletion_config as config
+import deletion_dead_letters as dead_letters
+import deletion_faults as faults
+import deletion_state as state
+from deletion_errors import ClaimLost
+from deletion_steps import claim_from_event
+
+STEP = "complete"
+
+
+def handler(event, context):
+    claim = claim_from_event(event)
+    if "error" in event:
+        return release(claim, _describe(event["error"]))
+    faults.strike(STEP, faults.BEFORE, claim.deletion_request_id, context)
+    state.complete(config.table("deletion_requests"), claim)
+    faults.strike(STEP, faults.AFTER_PROGRESS, claim.deletion_request_id, context)
+    return {"deletion_request_id": claim.deletion_request_id, "status": state.Status.COMPLETED.value}
+
+
+def release(claim: state.Claim, reason: str) -> dict:
+    table = config.table("deletion_requests")
+    current = state.read(table, claim.deletion_request_id)
+    if current.status is not state.Status.PROCESSING or current.fencing_token != claim.fencing_token:
+        return {"deletion_request_id": claim.deletion_request_id, "status": "superseded"}
+    if state.is_last_attempt(claim.attempts, config.max_attempts()):
+        dead_letters.send(claim.deletion_request_id, claim.user_id, reason)
+    try:
+        status = state.release_after_failure(table, claim, reason, config.max_attempts(), config.retry_delay_seconds())
+    except ClaimLost:
+        return {"deletion_request_id": claim.deletion_request_id, "status": "superseded"}
+    return {"deletion_request_id": claim.deletion_request_id, "status": status.value, "error": reason}
+
+
+def _describe(error) -> str:
+    """Step Functions' Catch output ({"Error", "Cause"}) as one line."""
+    if isinstance(error, dict):
+        cause = error.get("Cause", "")
+        try:
+            cause = json.loads(cause).get("errorMessage", cause)
+        except (ValueError, AttributeError):
+            pass
+        return f"{error.get('Error', 'Error')}: {cause}".strip()
+    return str(error)

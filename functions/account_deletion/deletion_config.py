@@ -1,0 +1,117 @@
+"""Names and limits of the account-deletion functions, from the environment Terraform sets.
+
+Read at call time, not import time, so a test (or a warm Lambda environment) sees the
+values of the moment.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+import boto3
+
+# A claim must outlast the slowest step with all its retries (a 30 s step timeout,
+# tried 3 times with backoff, is about 100 s) so a live worker never loses it between
+# two progress writes, each of which renews it; and it must be short enough that a
+# vanished worker's request is handed on within minutes. Terraform passes 300.
+DEFAULT_LEASE_SECONDS = 300
+
+# Claims of one request before it is FAILED and goes to the dead-letter queue: enough
+# to ride out a crash and a transient outage, few enough that a request that fails for
+# a reason no retry can fix reaches a human the same hour.
+DEFAULT_MAX_ATTEMPTS = 3
+
+# How long a RETRYABLE request waits before the sweeper restarts it: time for a
+# transient outage to pass. The sweeper runs every few minutes, so this is a minimum.
+DEFAULT_RETRY_DELAY_SECONDS = 60
+
+# 30 days between the request and the deletion: the grace period in which a user can
+# change their mind. The workshop sets seconds through DELETION_DELAY_SECONDS.
+DEFAULT_DELAY_SECONDS = 30 * 24 * 3600
+MAX_DELAY_SECONDS = 365 * 24 * 3600  # Scheduler accepts any date; a year guards typos
+
+METRIC_NAMESPACE = "IdempotencyLab"
+STUCK_METRIC_NAME = "StuckDeletionRequests"
+
+
+def table_name(key: str) -> str:
+    """The table for a design key: ``table_name("user_records")`` reads USER_RECORDS_TABLE."""
+    return required(f"{key.upper()}_TABLE")
+
+
+def required(variable: str) -> str:
+    value = os.environ.get(variable)
+    if not value:
+        raise RuntimeError(f"{variable} is not set; the function's configuration is incomplete")
+    return value
+
+
+def optional(variable: str) -> str | None:
+    return os.environ.get(variable) or None
+
+
+def number(variable: str, default: int) -> int:
+    raw = os.environ.get(variable)
+    if raw is None or raw == "":
+        return default
+    value = int(raw)
+    if value < 0:
+        raise RuntimeError(f"{variable}={raw} must not be negative")
+    return value
+
+
+def lease_seconds() -> int:
+    return number("LEASE_SECONDS", DEFAULT_LEASE_SECONDS)
+
+
+def max_attempts() -> int:
+    return number("MAX_ATTEMPTS", DEFAULT_MAX_ATTEMPTS)
+
+
+def retry_delay_seconds() -> int:
+    return number("RETRY_DELAY_SECONDS", DEFAULT_RETRY_DELAY_SECONDS)
+
+
+def state_machine_arn() -> str:
+    # Terraform's `starts` convention; the shorter name is accepted too.
+    arn = optional("ACCOUNT_DELETION_STATE_MACHINE_ARN") or optional("ACCOUNT_DELETION_STATE_MACHINE")
+    if not arn:
+        raise RuntimeError("ACCOUNT_DELETION_STATE_MACHINE_ARN is not set; the function's configuration is incomplete")
+    return arn
+
+
+def table(key: str):
+    return _dynamodb().Table(table_name(key))
+
+
+def client(service: str):
+    return _client(service, os.environ.get("AWS_ENDPOINT_URL") or None)
+
+
+@lru_cache(maxsize=None)
+def _client(service: str, endpoint_url: str | None):
+    # boto3 honours AWS_ENDPOINT_URL itself; the key only keeps a test that moves the
+    # endpoint from getting a client of the previous one.
+    return boto3.client(service, endpoint_url=endpoint_url)
+
+
+def _dynamodb():
+    return _resource(os.environ.get("AWS_ENDPOINT_URL") or None)
+
+
+@lru_cache(maxsize=None)
+def _resource(endpoint_url: str | None):
+    return boto3.resource("dynamodb", endpoint_url=endpoint_url)
+
+
+def transact_write(items: list[dict]) -> None:
+    """TransactWriteItems through the resource's client, which accepts Python values
+    and condition objects the way Table methods do."""
+    _dynamodb().meta.client.transact_write_items(TransactItems=items)
+
+
+def transact_write(items: list[dict]) -> None:
+    """TransactWriteItems through the resource's client, which accepts Python values
+    and condition objects the way Table methods do."""
+    _dynamodb().meta.client.transact_write_items(TransactItems=items)

@@ -1,0 +1,37 @@
+"""A message on the deletion dead-letter queue for each request that ran out of attempts.
+
+The body is the workflow input that restarts the request as a redrive; TARGET_ARN
+tells the redrive tool where to deliver it. Sent before the request is marked FAILED,
+so a crash in between leaves a message too many (the redrive is idempotent) rather
+than a FAILED request nobody hears about.
+"""
+
+from __future__ import annotations
+
+import json
+
+from botocore.exceptions import ClientError
+
+import deletion_config as config
+from deletion_errors import DeletionStoreUnavailable
+
+
+def send(deletion_request_id: str, user_id: str, reason: str) -> str:
+    """Put the request on the dead-letter queue; returns the message id."""
+    attributes = {
+        "DELETION_REQUEST_ID": deletion_request_id,
+        "USER_ID": user_id,
+        "ERROR_MESSAGE": reason[:1000] or "unknown",
+    }
+    target = config.optional("ACCOUNT_DELETION_STATE_MACHINE_ARN") or config.optional("ACCOUNT_DELETION_STATE_MACHINE")
+    if target:
+        attributes["TARGET_ARN"] = target
+    try:
+        sent = config.client("sqs").send_message(
+            QueueUrl=config.required("DELETION_DLQ_QUEUE_URL"),
+            MessageBody=json.dumps({"deletion_request_id": deletion_request_id, "redrive": True}),
+            MessageAttributes={k: {"DataType": "String", "StringValue": v} for k, v in attributes.items()},
+        )
+    except ClientError as exc:
+        raise DeletionStoreUnavailable(f"dead-lettering {deletion_request_id}: {exc.response['Error'].get('Code')}") from exc
+    return sent["MessageId"]

@@ -1,0 +1,97 @@
+"""The recovery points of one deletion attempt, shared by the step functions.
+
+The workflow passes the claim from step to step. Each step is a recovery point: it
+first checks that its worker still holds the claim, skips itself when an earlier
+attempt already recorded it, and otherwise does its effect (idempotent, so doing it
+again after a crash changes nothing) and then records its progress under the token.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import deletion_config as config
+import deletion_faults as faults
+import deletion_state as state
+from deletion_errors import ClaimLost, InvalidDeletionInput, UnknownRecoveryPoint
+
+# What happens after each recovery point; the ASL spells out the same order.
+NEXT_AFTER = {
+    "claim": "delete_records",
+    "delete_records": "delete_files",
+    "delete_files": "delete_identity",
+    "delete_identity": "send_goodbye",
+    "send_goodbye": "complete",
+}
+
+
+def next_after(point: str) -> str:
+    if point not in NEXT_AFTER:
+        raise UnknownRecoveryPoint(f"bug: unknown recovery point {point!r}")
+    return NEXT_AFTER[point]
+
+
+def claim_to_event(claim: state.Claim) -> dict:
+    """The claim as JSON for the workflow state."""
+    return {
+        "deletion_request_id": claim.deletion_request_id,
+        "user_id": claim.user_id,
+        "owner": claim.owner,
+        "fencing_token": claim.fencing_token,
+        "attempts": claim.attempts,
+        "lease_expires_at": claim.lease_expires_at,
+        "steps_done": sorted(claim.steps_done),
+    }
+
+
+def claim_from_event(event: dict) -> state.Claim:
+    """The claim a step was handed; bad input raises before anything is touched."""
+    if not isinstance(event, dict):
+        raise InvalidDeletionInput(f"a step needs the claim as a JSON object, not {type(event).__name__}")
+    missing = [f for f in ("deletion_request_id", "user_id", "owner", "fencing_token") if f not in event]
+    if missing:
+        raise InvalidDeletionInput(f"the claim is missing {', '.join(missing)}")
+    token = event["fencing_token"]
+    if isinstance(token, bool) or not isinstance(token, int) or token < 1:
+        raise InvalidDeletionInput(f"fencing_token must be a positive integer, not {token!r}")
+    return state.Claim(
+        deletion_request_id=str(event["deletion_request_id"]),
+        user_id=str(event["user_id"]),
+        owner=str(event["owner"]),
+        fencing_token=token,
+        attempts=int(event.get("attempts", 0)),
+        lease_expires_at=int(event.get("lease_expires_at", 0)),
+        steps_done=frozenset(event.get("steps_done", ())),
+    )
+
+
+def run_step(
+    step: str,
+    event: dict,
+    context,
+    effect: Callable[[state.Claim], None],
+    effect_records_progress: bool = False,
+) -> dict:
+    """Run one step as a recovery point; returns the claim for the next step.
+
+    ``effect_records_progress``: the effect writes its own progress in the same
+    transaction, so there is no moment between effect and progress to fail in.
+    """
+    if step not in state.STEPS:
+        raise UnknownRecoveryPoint(f"bug: unknown step {step!r}")
+    claim = claim_from_event(event)
+    table = config.table("deletion_requests")
+    current = state.read(table, claim.deletion_request_id)
+    if current.status is not state.Status.PROCESSING or current.fencing_token != claim.fencing_token:
+        # Checked before the effect to spare a superseded worker useless work; the
+        # progress write below is what actually keeps it out.
+        raise ClaimLost(f"{claim.deletion_request_id}: token {claim.fencing_token} superseded ({current.status}, token {current.fencing_token})")
+    if step in current.steps_done:
+        return {**event, "steps_done": sorted(current.steps_done)}
+    faults.strike(step, faults.BEFORE, claim.deletion_request_id, context)
+    effect(claim)
+    if not effect_records_progress:
+        faults.strike(step, faults.AFTER_EFFECT, claim.deletion_request_id, context)
+        state.record_step(table, claim, step, config.lease_seconds())
+    faults.strike(step, faults.AFTER_PROGRESS, claim.deletion_request_id, context)
+    return {**event, "steps_done": sorted(current.steps_done | {step})}

@@ -1,0 +1,325 @@
+"""The deletion's step functions run in this process against a real API server: every
+step a recovery point, faults at its boundaries, the naive worker for contrast."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+import pytest
+
+from idemlab import clients
+from idemlab.lessons import deletion
+
+state = deletion.import_function_module("deletion_state")
+errors = deletion.import_function_module("deletion_errors")
+faults = deletion.import_function_module("deletion_faults")
+request_deletion = deletion.import_function_module("request_deletion")
+cancel_deletion = deletion.import_function_module("cancel_deletion")
+sweeper = deletion.import_function_module("sweeper")
+naive = deletion.import_function_module("naive_deletion_worker")
+steps = deletion.import_function_module("deletion_steps")
+
+
+@pytest.fixture(scope="module")
+def names(backend) -> deletion.Names:
+    tables = deletion.create_tables(clients.client("dynamodb"))
+    prefix = f"t{uuid.uuid4().hex[:8]}"
+    clients.client("s3").create_bucket(Bucket=f"{prefix}-user-files")
+    sqs = clients.client("sqs")
+    scheduler_dlq = sqs.create_queue(QueueName=f"{prefix}-scheduler_dlq")["QueueUrl"]
+    deletion_dlq = sqs.create_queue(QueueName=f"{prefix}-deletion_dlq")["QueueUrl"]
+    clients.client("scheduler").create_schedule_group(Name=f"{prefix}-deletions")
+    # A stand-in workflow: these tests run the steps themselves and only need to see
+    # that the sweeper starts an execution.
+    machine = clients.client("stepfunctions").create_state_machine(
+        name=f"{prefix}-account_deletion",
+        definition=json.dumps({"StartAt": "Wait", "States": {"Wait": {"Type": "Pass", "End": True}}}),
+        roleArn="arn:aws:iam::123456789012:role/stand-in",
+        type="STANDARD",
+    )
+    return deletion.Names(
+        tables=tables,
+        bucket=f"{prefix}-user-files",
+        schedule_group=f"{prefix}-deletions",
+        scheduler_role_arn="arn:aws:iam::123456789012:role/scheduler",
+        scheduler_dlq_arn=sqs.get_queue_attributes(QueueUrl=scheduler_dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"],
+        deletion_dlq_url=deletion_dlq,
+        state_machine_arn=machine["stateMachineArn"],
+    )
+
+
+@pytest.fixture
+def env(names, monkeypatch):
+    """The functions' environment, with a lease long enough never to expire by itself."""
+    for name, value in names.function_env(LEASE_SECONDS=60, MAX_ATTEMPTS=3, RETRY_DELAY_SECONDS=0).items():
+        monkeypatch.setenv(name, value)
+    return monkeypatch
+
+
+def requests_table(names):
+    return deletion._dynamodb().Table(names.tables["deletion_requests"])
+
+
+def new_user(names, records=3, files=2) -> str:
+    user_id = f"u{uuid.uuid4().hex[:10]}"
+    deletion.seed_user(names, user_id, records=records, files=files)
+    return user_id
+
+
+def requested(user_id: str, **extra) -> str:
+    return request_deletion.handler({"user_id": user_id, "delay_seconds": 0, **extra}, None)["deletion_request_id"]
+
+
+GONE = {"records": 0, "files": 0, "identities": 0}
+
+
+def test_a_deletion_removes_everything_of_its_user_and_nothing_else(names, env):
+    user, bystander = new_user(names, records=120, files=3), new_user(names)
+    request_id = requested(user)
+    assert deletion.run_workflow_in_process(request_id, "exec-1") == "COMPLETED"
+    assert deletion.leftovers(names, user) == GONE
+    assert deletion.leftovers(names, bystander) == {"records": 3, "files": 2, "identities": 1}
+    assert deletion.goodbyes(names, user) == 1
+    assert deletion.request_status(names, request_id) == "COMPLETED"
+
+
+def test_asking_twice_for_the_same_user_returns_the_same_request_and_one_schedule(names, env):
+    user = new_user(names)
+    first = request_deletion.handler({"user_id": user, "delay_seconds": 3600}, None)
+    second = request_deletion.handler({"user_id": user, "delay_seconds": 7200}, None)
+    assert first["created"] and not second["created"]
+    assert second["deletion_request_id"] == first["deletion_request_id"]
+    assert second["due_at"] == first["due_at"]
+    scheduler = clients.client("scheduler")
+    listed = scheduler.list_schedules(GroupName=names.schedule_group, NamePrefix=f"deletion-{first['deletion_request_id']}")
+    assert len(listed["Schedules"]) == 1
+    schedule = scheduler.get_schedule(Name=f"deletion-{first['deletion_request_id']}", GroupName=names.schedule_group)
+    assert schedule["ScheduleExpression"] == request_deletion.at_expression(first["due_at"])
+    assert schedule["ActionAfterCompletion"] == "DELETE"
+    target = schedule["Target"]
+    assert target["Arn"] == "arn:aws:scheduler:::aws-sdk:sfn:startExecution"
+    assert target["DeadLetterConfig"]["Arn"] == names.scheduler_dlq_arn
+    assert target["RetryPolicy"] == {"MaximumRetryAttempts": 3, "MaximumEventAgeInSeconds": 3600}
+    start = json.loads(target["Input"])
+    assert start["Name"] == first["deletion_request_id"]
+    assert start["StateMachineArn"] == names.state_machine_arn
+    assert json.loads(start["Input"]) == {"deletion_request_id": first["deletion_request_id"]}
+
+
+@pytest.mark.parametrize(
+    "event, complaint",
+    [
+        ({"user_id": ""}, "user_id"),
+        ({"user_id": "has space"}, "user_id"),
+        ({"user_id": "x" * 41}, "user_id"),
+        ({"user_id": "ok", "delay_seconds": -1}, "delay_seconds"),
+        ({"user_id": "ok", "delay_seconds": "30"}, "delay_seconds"),
+        ({"user_id": "ok", "idempotency_key": "a/b"}, "idempotency_key"),
+        (["user_id", "ok"], "JSON object"),
+    ],
+)
+def test_a_bad_request_is_refused_and_changes_nothing(names, env, event, complaint):
+    before = requests_table(names).scan(Select="COUNT")["Count"]
+    with pytest.raises(errors.InvalidDeletionInput, match=complaint):
+        request_deletion.handler(event, None)
+    assert requests_table(names).scan(Select="COUNT")["Count"] == before
+
+
+def test_a_step_handed_a_bad_claim_refuses_before_touching_anything(names, env):
+    user = new_user(names)
+    with pytest.raises(errors.InvalidDeletionInput, match="fencing_token"):
+        deletion.import_function_module("delete_records").handler({"deletion_request_id": "x", "user_id": user, "owner": "o", "fencing_token": "1"}, None)
+    assert deletion.leftovers(names, user) == {"records": 3, "files": 2, "identities": 1}
+
+
+def test_cancel_before_the_fire_wins_and_the_fire_then_does_nothing(names, env):
+    user = new_user(names)
+    request_id = requested(user)
+    answer = cancel_deletion.handler({"deletion_request_id": request_id}, None)
+    assert answer == {"deletion_request_id": request_id, "cancelled": True, "status": "CANCELLED"}
+    listed = clients.client("scheduler").list_schedules(GroupName=names.schedule_group, NamePrefix=f"deletion-{request_id}")
+    assert listed["Schedules"] == []
+    assert deletion.run_workflow_in_process(request_id, "exec-late") == "cancelled"
+    assert deletion.leftovers(names, user) == {"records": 3, "files": 2, "identities": 1}
+    again = cancel_deletion.handler({"deletion_request_id": request_id}, None)
+    assert again["cancelled"] is False and again["status"] == "CANCELLED"
+
+
+def test_cancel_after_the_fire_loses_and_says_so(names, env):
+    request_id = requested(new_user(names))
+    deletion.run_workflow_in_process(request_id, "exec-1")
+    answer = cancel_deletion.handler({"deletion_request_id": request_id}, None)
+    assert answer == {"deletion_request_id": request_id, "cancelled": False, "status": "COMPLETED"}
+
+
+def test_a_second_delivery_after_completion_changes_nothing(names, env):
+    user = new_user(names)
+    request_id = requested(user)
+    assert deletion.run_workflow_in_process(request_id, "exec-1") == "COMPLETED"
+    deletion.seed_user(names, user, records=1, files=0)  # new data after the deletion: must stay
+    assert deletion.run_workflow_in_process(request_id, "exec-2") == "already_done"
+    assert deletion.leftovers(names, user)["records"] == 1
+    assert deletion.goodbyes(names, user) == 1
+
+
+@pytest.mark.parametrize("step", ["delete_files", "delete_identity", "send_goodbye"])
+def test_an_effect_whose_progress_write_failed_is_reconciled_by_repeating_it(names, env, step):
+    user = new_user(names)
+    request_id = requested(user)
+    deletion.arm_fault(names, step, faults.AFTER_EFFECT, request_id, faults.ERROR)
+    assert deletion.run_workflow_in_process(request_id, "exec-1") == "COMPLETED"
+    assert deletion.leftovers(names, user) == GONE
+    assert deletion.goodbyes(names, user) == 1
+
+
+def test_delete_records_has_no_gap_between_effect_and_progress(names, env):
+    user = new_user(names, records=5)
+    request_id = requested(user)
+    deletion.arm_fault(names, "delete_records", faults.AFTER_PROGRESS, request_id, faults.ERROR)
+    assert deletion.run_workflow_in_process(request_id, "exec-1") == "COMPLETED"
+    assert deletion.leftovers(names, user) == GONE
+
+
+def test_a_failed_attempt_leaves_retryable_and_the_next_resumes_without_repeating_steps(names, env):
+    user = new_user(names)
+    request_id = requested(user)
+    deletion.arm_fault(names, "delete_files", faults.BEFORE, request_id, faults.ERROR, times=steps_retries() + 1)
+    assert deletion.run_workflow_in_process(request_id, "exec-1") == "RETRYABLE"
+    stored = state.read(requests_table(names), request_id)
+    assert stored.steps_done == {"delete_records"} and stored.attempts == 1
+    # Armed but never reached: if the next attempt redid delete_records, it would fail here.
+    sentinel = deletion.arm_fault(names, "delete_records", faults.BEFORE, request_id, faults.ERROR, times=5)
+    assert deletion.run_workflow_in_process(request_id, "exec-2") == "COMPLETED"
+    faults_table = deletion._dynamodb().Table(names.tables["faults"])
+    assert faults_table.get_item(Key={"fault_key": sentinel})["Item"]["remaining"] == 5
+    assert deletion.leftovers(names, user) == GONE
+    assert deletion.goodbyes(names, user) == 1
+
+
+def steps_retries() -> int:
+    return deletion.STEP_RETRIES
+
+
+def test_out_of_attempts_fails_with_a_dead_letter_and_a_redrive_completes(names, env):
+    env.setenv("MAX_ATTEMPTS", "2")
+    user = new_user(names)
+    request_id = requested(user)
+    key = deletion.arm_fault(names, "send_goodbye", faults.BEFORE, request_id, faults.ERROR, times=100)
+    assert deletion.run_workflow_in_process(request_id, "exec-1") == "RETRYABLE"
+    assert deletion.run_workflow_in_process(request_id, "exec-2") == "FAILED"
+    assert deletion.run_workflow_in_process(request_id, "exec-3") == "failed"
+    messages = drain(names.deletion_dlq_url)
+    mine = [m for m in messages if m["MessageAttributes"]["DELETION_REQUEST_ID"]["StringValue"] == request_id]
+    assert len(mine) == 1
+    assert json.loads(mine[0]["Body"]) == {"deletion_request_id": request_id, "redrive": True}
+    assert mine[0]["MessageAttributes"]["TARGET_ARN"]["StringValue"] == names.state_machine_arn
+    assert "InjectedFault" in mine[0]["MessageAttributes"]["ERROR_MESSAGE"]["StringValue"]
+    deletion._dynamodb().Table(names.tables["faults"]).delete_item(Key={"fault_key": key})  # the cause is fixed
+    assert deletion.run_workflow_in_process(request_id, "redrive-1", redrive=True) == "COMPLETED"
+    assert deletion.leftovers(names, user) == GONE
+    assert deletion.goodbyes(names, user) == 1
+
+
+def drain(queue_url: str) -> list[dict]:
+    sqs = clients.client("sqs")
+    found = []
+    while True:
+        got = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"], WaitTimeSeconds=0)
+        if not got.get("Messages"):
+            return found
+        for message in got["Messages"]:
+            found.append(message)
+            sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+
+
+@pytest.mark.timeout(60)
+def test_a_crashed_worker_is_swept_restarted_and_resumed(names, env):
+    env.setenv("LEASE_SECONDS", "1")
+    user = new_user(names)
+    request_id = requested(user)
+    deletion.arm_fault(names, "delete_files", faults.AFTER_EFFECT, request_id, faults.CRASH)
+    code = "import sys; from idemlab.lessons import deletion; deletion.run_workflow_in_process(sys.argv[1], 'exec-crash')"
+    died = subprocess.run([sys.executable, "-c", code, request_id], capture_output=True, text=True, timeout=30)
+    assert died.returncode == faults.CRASH_EXIT_CODE, died.stderr
+    stored = state.read(requests_table(names), request_id)
+    assert stored.status is state.Status.PROCESSING and stored.steps_done == {"delete_records"}
+    assert deletion.leftovers(names, user)["files"] == 0  # its effect happened, its progress did not
+    time.sleep(2.1)  # the crashed worker's lease runs out (whole seconds)
+    swept = sweeper.run_once()
+    assert swept["stuck"] >= 1
+    assert f"{request_id}-retry-1" in swept["restarted"]
+    assert deletion.request_status(names, request_id) == "RETRYABLE"
+    assert deletion.run_workflow_in_process(request_id, f"{request_id}-retry-1") == "COMPLETED"
+    assert deletion.leftovers(names, user) == GONE
+    assert deletion.goodbyes(names, user) == 1
+    again = sweeper.run_once()
+    assert f"{request_id}-retry-1" not in again["restarted"]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("step", ["delete_records", "delete_files", "send_goodbye"])
+def test_a_zombie_that_stalled_past_its_lease_is_stopped_by_the_token(names, env, step):
+    user = new_user(names)
+    request_id = requested(user)
+    deletion.arm_fault(names, step, faults.BEFORE, request_id, faults.TIMEOUT)  # in-process: a 2 s stall
+    outcome = {}
+    zombie = threading.Thread(target=lambda: outcome.update(zombie=deletion.run_workflow_in_process(request_id, "zombie")))
+    zombie.start()
+    deadline = time.time() + 10
+    while deletion.request_status(names, request_id) != "PROCESSING" and time.time() < deadline:
+        time.sleep(0.02)
+    # The successor claims as if the zombie's lease had run out (its clock is ahead).
+    successor = state.claim(requests_table(names), request_id, "successor", 60, now=time.time() + 120)
+    assert successor.claim.fencing_token == 2
+    claim = {k: v for k, v in deletion.import_function_module("deletion_steps").claim_to_event(successor.claim).items()}
+    assert deletion.run_steps_in_process(claim) == "COMPLETED"
+    zombie.join(timeout=30)
+    assert outcome["zombie"] == "superseded"
+    assert deletion.leftovers(names, user) == GONE
+    assert deletion.goodbyes(names, user) == 1
+    stored = state.read(requests_table(names), request_id)
+    assert (stored.status, stored.fencing_token) == (state.Status.COMPLETED, 2)
+
+
+def test_the_sweeper_publishes_the_stuck_count(names, env):
+    env.setenv("METRIC_NAMESPACE", f"Test{uuid.uuid4().hex[:6]}")
+    request_id = requested(new_user(names))
+    state.claim(requests_table(names), request_id, "vanished", 1, now=time.time() - 100)
+    result = sweeper.run_once()
+    assert result["stuck"] >= 1
+    cloudwatch = clients.client("cloudwatch")
+    metrics = cloudwatch.list_metrics(Namespace=sweeper.config.optional("METRIC_NAMESPACE"))["Metrics"]
+    assert [m["MetricName"] for m in metrics] == ["StuckDeletionRequests"]
+    stats = cloudwatch.get_metric_statistics(
+        Namespace=sweeper.config.optional("METRIC_NAMESPACE"),
+        MetricName="StuckDeletionRequests",
+        StartTime=time.time() - 600,
+        EndTime=time.time() + 600,
+        Period=60,
+        Statistics=["Maximum"],
+    )
+    assert max(p["Maximum"] for p in stats["Datapoints"]) == result["stuck"]
+
+
+def test_the_naive_worker_delivered_twice_sends_two_goodbyes(names, env):
+    user = new_user(names)
+    request_id = requested(user)
+    naive.handler({"deletion_request_id": request_id}, None)
+    naive.handler({"deletion_request_id": request_id}, None)
+    assert deletion.leftovers(names, user) == GONE
+    assert deletion.goodbyes(names, user) == 2
+
+
+def test_the_naive_worker_after_an_error_redoes_everything(names, env):
+    user = new_user(names)
+    request_id = requested(user)
+    deletion.arm_fault(names, "send_goodbye", faults.AFTER_EFFECT, request_id, faults.ERROR)
+    with pytest.raises(errors.InjectedFault):
+        naive.handler({"deletion_request_id": request_id}, None)
+    naive.handler({"deletion_request_id": request_id}, None)  # the platform's retry
+    assert deletion.goodbyes(names, user) == 2
