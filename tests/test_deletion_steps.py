@@ -27,30 +27,16 @@ steps = deletion.import_function_module("deletion_steps")
 
 @pytest.fixture(scope="module")
 def names(backend) -> deletion.Names:
-    tables = deletion.create_tables(clients.client("dynamodb"))
-    prefix = f"t{uuid.uuid4().hex[:8]}"
-    clients.client("s3").create_bucket(Bucket=f"{prefix}-user-files")
-    sqs = clients.client("sqs")
-    scheduler_dlq = sqs.create_queue(QueueName=f"{prefix}-scheduler_dlq")["QueueUrl"]
-    deletion_dlq = sqs.create_queue(QueueName=f"{prefix}-deletion_dlq")["QueueUrl"]
-    clients.client("scheduler").create_schedule_group(Name=f"{prefix}-deletions")
+    names = deletion.create_private_scenario()
     # A stand-in workflow: these tests run the steps themselves and only need to see
     # that the sweeper starts an execution.
-    machine = clients.client("stepfunctions").create_state_machine(
-        name=f"{prefix}-account_deletion",
+    clients.client("stepfunctions").create_state_machine(
+        name=names.state_machine_arn.rsplit(":", 1)[1],
         definition=json.dumps({"StartAt": "Wait", "States": {"Wait": {"Type": "Pass", "End": True}}}),
         roleArn="arn:aws:iam::123456789012:role/stand-in",
         type="STANDARD",
     )
-    return deletion.Names(
-        tables=tables,
-        bucket=f"{prefix}-user-files",
-        schedule_group=f"{prefix}-deletions",
-        scheduler_role_arn="arn:aws:iam::123456789012:role/scheduler",
-        scheduler_dlq_arn=sqs.get_queue_attributes(QueueUrl=scheduler_dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"],
-        deletion_dlq_url=deletion_dlq,
-        state_machine_arn=machine["stateMachineArn"],
-    )
+    return names
 
 
 @pytest.fixture

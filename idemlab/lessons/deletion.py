@@ -125,6 +125,32 @@ class Names:
         return env
 
 
+def create_private_scenario(state_machine_name: str | None = None) -> Names:
+    """Everything the deletion functions need except the functions themselves, under a
+    fresh prefix on the selected backend, for tests that run without the Terraform stack.
+
+    The state machine is only named (its ARN is derived); the caller creates it.
+    """
+    prefix = f"t{uuid.uuid4().hex[:8]}"
+    tables = create_tables(clients.client("dynamodb"), prefix)
+    clients.client("s3").create_bucket(Bucket=f"{prefix}-user-files")
+    sqs = clients.client("sqs")
+    scheduler_dlq = sqs.create_queue(QueueName=f"{prefix}-scheduler_dlq")["QueueUrl"]
+    deletion_dlq = sqs.create_queue(QueueName=f"{prefix}-deletion_dlq")["QueueUrl"]
+    clients.client("scheduler").create_schedule_group(Name=f"{prefix}-deletions")
+    account = clients.client("sts").get_caller_identity()["Account"]
+    machine = state_machine_name or f"{prefix}-account_deletion"
+    return Names(
+        tables=tables,
+        bucket=f"{prefix}-user-files",
+        schedule_group=f"{prefix}-deletions",
+        scheduler_role_arn=f"arn:aws:iam::{account}:role/{prefix}-scheduler",
+        scheduler_dlq_arn=sqs.get_queue_attributes(QueueUrl=scheduler_dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"],
+        deletion_dlq_url=deletion_dlq,
+        state_machine_arn=f"arn:aws:states:{settings.region()}:{account}:stateMachine:{machine}",
+    )
+
+
 def _dynamodb():
     return boto3.resource("dynamodb", endpoint_url=settings.endpoint_url(), region_name=settings.region())
 
