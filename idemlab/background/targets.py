@@ -1,0 +1,107 @@
+"""Deliver an event to a target ARN the way EventBridge Scheduler does.
+
+Shared by the scheduler firer and the redrive tool: both hand an input to a target
+and must tell a failure worth retrying from one that no retry can fix.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from botocore import xform_name
+from botocore.exceptions import ClientError, ConnectionError as BotocoreConnectionError
+
+from idemlab import clients
+
+UNIVERSAL_PREFIX = "arn:aws:scheduler:::aws-sdk:"
+# Scheduler's universal targets name services by their SDK names; boto3 differs for some.
+BOTO3_SERVICE = {"sfn": "stepfunctions"}
+# Failures Scheduler retries: throttling and the service's own trouble. Anything else
+# (a missing target, a bad input, a refused permission) fails the same way every time.
+RETRYABLE_CODES = {
+    "ThrottlingException",
+    "Throttling",
+    "TooManyRequestsException",
+    "RequestLimitExceeded",
+    "ServiceUnavailable",
+    "ServiceUnavailableException",
+    "InternalServerError",
+    "InternalFailure",
+    "ServiceException",
+}
+
+
+class DeliveryFailed(Exception):
+    """The target refused the event or could not be reached."""
+
+    def __init__(self, code: str, message: str, retryable: bool):
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.retryable = retryable
+
+
+def deliver(target_arn: str, input_text: str | None, endpoint_url: str | None = None) -> dict:
+    """Hand ``input_text`` to the target; returns the target's answer. Raises DeliveryFailed."""
+    body = input_text if input_text is not None else "{}"
+    try:
+        return _dispatch(target_arn, body, endpoint_url)
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        code = error.get("Code", "Unknown")
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        raise DeliveryFailed(code, error.get("Message", ""), code in RETRYABLE_CODES or status >= 500) from exc
+    except BotocoreConnectionError as exc:
+        raise DeliveryFailed("ConnectionError", str(exc), True) from exc
+
+
+def _dispatch(target_arn: str, body: str, endpoint_url: str | None) -> dict:
+    if target_arn.startswith(UNIVERSAL_PREFIX):
+        return _universal(target_arn, body, endpoint_url)
+    parts = target_arn.split(":", 5)
+    if len(parts) != 6 or parts[0] != "arn":
+        raise DeliveryFailed("ValidationException", f"not an ARN: {target_arn!r}", False)
+    service, region, account, resource = parts[2], parts[3], parts[4], parts[5]
+    if service == "lambda":
+        # Scheduler invokes Lambda asynchronously: delivered means queued, not run.
+        answer = clients.client("lambda", endpoint_url).invoke(FunctionName=target_arn, InvocationType="Event", Payload=body.encode())
+        return {"StatusCode": answer.get("StatusCode")}
+    if service == "states" and resource.startswith("stateMachine:"):
+        # moto needs a name on every StartExecution; AWS would make one up the same way.
+        answer = clients.client("stepfunctions", endpoint_url).start_execution(stateMachineArn=target_arn, name=uuid.uuid4().hex, input=body)
+        return {"executionArn": answer["executionArn"]}
+    if service == "sqs":
+        sqs = clients.client("sqs", endpoint_url)
+        url = sqs.get_queue_url(QueueName=resource, QueueOwnerAWSAccountId=account)["QueueUrl"]
+        return {"MessageId": sqs.send_message(QueueUrl=url, MessageBody=body)["MessageId"]}
+    raise DeliveryFailed("ValidationException", f"targets of {service} are not supported here: {target_arn}", False)
+
+
+def _universal(target_arn: str, body: str, endpoint_url: str | None) -> dict:
+    """``arn:aws:scheduler:::aws-sdk:<service>:<apiAction>`` with the input as parameters."""
+    service, _, action = target_arn[len(UNIVERSAL_PREFIX) :].partition(":")
+    if not service or not action:
+        raise DeliveryFailed("ValidationException", f"incomplete universal target: {target_arn}", False)
+    client = clients.client(BOTO3_SERVICE.get(service, service), endpoint_url)
+    operation = action[0].upper() + action[1:]
+    try:
+        model = client.meta.service_model.operation_model(operation)
+    except Exception as exc:  # botocore raises OperationNotFoundError, not a ClientError
+        raise DeliveryFailed("ValidationException", f"{service} has no action {action}", False) from exc
+    try:
+        parameters = json.loads(body)
+    except ValueError as exc:
+        raise DeliveryFailed("ValidationException", f"the input of {target_arn} is not JSON: {exc}", False) from exc
+    if not isinstance(parameters, dict):
+        raise DeliveryFailed("ValidationException", f"the input of {target_arn} must be a JSON object", False)
+    # Universal targets spell parameters in PascalCase ("StateMachineArn"); some APIs
+    # name them in camelCase ("stateMachineArn"): match them without regard to case.
+    members = {name.lower(): name for name in (model.input_shape.members if model.input_shape else {})}
+    unknown = [key for key in parameters if key.lower() not in members]
+    if unknown:
+        raise DeliveryFailed("ValidationException", f"{action} takes no parameter {', '.join(unknown)}", False)
+    call = getattr(client, xform_name(operation))
+    answer = call(**{members[key.lower()]: value for key, value in parameters.items()})
+    answer.pop("ResponseMetadata", None)
+    return answer
