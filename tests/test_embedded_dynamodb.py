@@ -64,3 +64,16 @@ def test_conditional_transaction_has_exactly_one_winner_and_no_partial_write(bac
     effects = [item for item in scan_all(table) if "#effect#" in item["pk"]["S"]]
     # A cancelled transaction must not leave its second item behind.
     assert len(effects) == ROUNDS
+
+
+def test_backend_counts_dynamodb_requests_by_action(backend, table):
+    from idemlab.embedded.server import request_counts
+
+    before = request_counts(backend)["dynamodb"]
+    ddb = clients.client("dynamodb")
+    ddb.put_item(TableName=table, Item={"pk": {"S": "counted"}})
+    ddb.get_item(TableName=table, Key={"pk": {"S": "counted"}})
+    ddb.get_item(TableName=table, Key={"pk": {"S": "counted"}})
+    after = request_counts(backend)["dynamodb"]
+    assert after.get("PutItem", 0) - before.get("PutItem", 0) == 1
+    assert after.get("GetItem", 0) - before.get("GetItem", 0) == 2

@@ -21,6 +21,7 @@ import urllib.request
 from pathlib import Path
 
 HEALTH_PATH = "/_idemlab/health"  # control endpoints stay off the AWS API paths
+COUNTS_PATH = "/_idemlab/counts"
 READY_TIMEOUT_SECONDS = 20
 
 
@@ -129,12 +130,26 @@ def _lookup_function(arn: str):
     return lambda_backends[account][region].get_function(arn)
 
 
-def _health_middleware(app, runtime):
+def request_counts(url: str) -> dict:
+    """DynamoDB requests served so far, by action (for the cost benchmarks)."""
+    with urllib.request.urlopen(url + COUNTS_PATH, timeout=5) as response:
+        return json.loads(response.read())
+
+
+def _control_middleware(app, runtime):
+    from idemlab.embedded.dynamodb_atomic import REQUEST_COUNTS
+
+    def reply(start_response, document: dict):
+        body = json.dumps(document).encode()
+        start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+        return [body]
+
     def wrapped(environ, start_response):
-        if environ.get("PATH_INFO") == HEALTH_PATH:
-            body = json.dumps({"status": "ready", "backend": "embedded", "lambda_environments": runtime.environments()}).encode()
-            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
-            return [body]
+        path = environ.get("PATH_INFO")
+        if path == HEALTH_PATH:
+            return reply(start_response, {"status": "ready", "backend": "embedded", "lambda_environments": runtime.environments()})
+        if path == COUNTS_PATH:
+            return reply(start_response, {"dynamodb": dict(REQUEST_COUNTS)})
         return app(environ, start_response)
 
     return wrapped
@@ -164,7 +179,7 @@ def serve(port: int, host: str = "127.0.0.1") -> None:
     if terraform_compat is not None:
         terraform_compat.install()
 
-    app = _health_middleware(DomainDispatcherApplication(create_backend_app), runtime)
+    app = _control_middleware(DomainDispatcherApplication(create_backend_app), runtime)
     server = make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)
 
     def stop(signum, frame):
