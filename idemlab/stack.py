@@ -35,6 +35,9 @@ MIRROR_CANDIDATES = ("/opt/tf-plugins", "~/.terraform.d/plugins", "/usr/share/te
 # Not copied into a working copy: Terraform's own files and what only the module's tests use.
 COPY_IGNORED = (".terraform", ".terraform.lock.hcl", "terraform.tfstate*", "*.tfplan", "localstack_providers_override.tf", "tests", "examples")
 OUTPUT_TAIL_LINES = 40
+# Most resources wait on the provider's fixed polls (5 s and more), not on the server: run
+# them all at once rather than Terraform's default ten.
+PARALLELISM = "-parallelism=40"
 PREFIX_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
 
 
@@ -174,6 +177,7 @@ def _tail(output: str) -> str:
 def _run(command: list[str], cwd: Path, env: dict[str, str], what: str, ok: tuple[int, ...] = (0,)) -> tuple[int, str]:
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
     output = done.stdout + done.stderr
+    (cwd / f"last-{what}.log").write_text(output)  # the whole story, when the tail is not enough
     if done.returncode not in ok:
         raise StackError(f"terraform {what} failed (exit {done.returncode}) in {cwd}:\n{_tail(output)}")
     return done.returncode, output
@@ -189,7 +193,10 @@ class _Stack:
         self.dir = WORKING_COPIES / self.name
         self.env = terraform_env(self.backend)
         self.runner = [_terraform()] if self.backend == "aws" else [sys.executable, _tflocal()]
-        self.variables = ["-var", f"prefix={self.prefix}", "-var", f"artifacts_dir={settings.BUILD_DIR}"]
+        # The stack's own copy of the zips: a build running meanwhile (another deploy, a test)
+        # must not change a zip between Terraform's plan and its apply.
+        self.artifacts = self.dir / "artifacts"
+        self.variables = ["-var", f"prefix={self.prefix}", "-var", f"artifacts_dir={self.artifacts}"]
 
     def terraform(self, *args: str, ok: tuple[int, ...] = (0,)) -> tuple[int, str]:
         # init and output need no endpoints: plain terraform is enough.
@@ -199,6 +206,10 @@ class _Stack:
 
     def prepare(self) -> None:
         _sync_working_copy(self.name)
+        shutil.rmtree(self.artifacts, ignore_errors=True)
+        self.artifacts.mkdir()
+        for artifact in sorted(settings.BUILD_DIR.glob("*.zip")):
+            shutil.copy2(artifact, self.artifacts / artifact.name)
         self.terraform("init", "-input=false", "-no-color")
 
 
@@ -209,7 +220,7 @@ def deploy(prefix: str = "lab", backend: str | None = None) -> dict:
     with _locked(stack.name):
         stack.prepare()
         started = time.monotonic()
-        stack.terraform("apply", "-auto-approve", "-input=false", "-no-color", *stack.variables)
+        stack.terraform("apply", "-auto-approve", "-input=false", "-no-color", PARALLELISM, *stack.variables)
         elapsed = time.monotonic() - started
         lab = json.loads(stack.terraform("output", "-json", "-no-color", "lab")[1])
         OUTPUTS_DIR.mkdir(parents=True, exist_ok=True)
@@ -234,7 +245,7 @@ def plan_is_empty(prefix: str = "lab", backend: str | None = None) -> bool:
     with _locked(stack.name):
         stack.prepare()
         # -detailed-exitcode: 0 = no changes, 2 = changes, 1 = error.
-        code, _ = stack.terraform("plan", "-detailed-exitcode", "-input=false", "-no-color", *stack.variables, ok=(0, 2))
+        code, _ = stack.terraform("plan", "-detailed-exitcode", "-input=false", "-no-color", PARALLELISM, *stack.variables, ok=(0, 2))
     return code == 0
 
 
@@ -253,5 +264,5 @@ def destroy(prefix: str = "lab", backend: str | None = None) -> None:
     build.build_all()  # the configuration hashes the zips even to destroy
     with _locked(stack.name):
         stack.prepare()
-        stack.terraform("destroy", "-auto-approve", "-input=false", "-no-color", *stack.variables)
+        stack.terraform("destroy", "-auto-approve", "-input=false", "-no-color", PARALLELISM, *stack.variables)
         (OUTPUTS_DIR / f"{stack.name}.json").unlink(missing_ok=True)

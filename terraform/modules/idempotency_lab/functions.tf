@@ -30,17 +30,17 @@ locals {
     }
     cancel_deletion   = { scenario = "account_deletion", timeout = 10, tables = { deletion_requests = "read_write" }, grants = ["delete_deletion_schedule"] }
     claim_deletion    = { scenario = "account_deletion", timeout = 10, tables = { deletion_requests = "read_write", faults = "read_update" }, env = local.deletion_env }
-    delete_records    = { scenario = "account_deletion", timeout = 30, tables = { deletion_requests = "read_write", user_records = "read_write", faults = "read_update" } }
-    delete_files      = { scenario = "account_deletion", timeout = 30, tables = { deletion_requests = "read_write", faults = "read_update" }, grants = ["delete_user_files"] }
-    delete_identity   = { scenario = "account_deletion", timeout = 10, tables = { deletion_requests = "read_write", identities = "read_write", faults = "read_update" } }
-    send_goodbye      = { scenario = "account_deletion", timeout = 10, tables = { deletion_requests = "read_write", email_outbox = "read_write", faults = "read_update" } }
-    complete_deletion = { scenario = "account_deletion", timeout = 10, tables = { deletion_requests = "read_write", faults = "read_update" }, sends = ["deletion_dlq"], env = local.deletion_env }
+    delete_records    = { scenario = "account_deletion", timeout = 30, tables = { deletion_requests = "read_write", user_records = "read_write", faults = "read_update" }, env = local.deletion_env }
+    delete_files      = { scenario = "account_deletion", timeout = 30, tables = { deletion_requests = "read_write", faults = "read_update" }, grants = ["delete_user_files"], env = local.deletion_env }
+    delete_identity   = { scenario = "account_deletion", timeout = 10, tables = { deletion_requests = "read_write", identities = "read_write", faults = "read_update" }, env = local.deletion_env }
+    send_goodbye      = { scenario = "account_deletion", timeout = 10, tables = { deletion_requests = "read_write", email_outbox = "read_write", faults = "read_update" }, env = local.deletion_env }
+    complete_deletion = { scenario = "account_deletion", timeout = 10, tables = { deletion_requests = "read_write", faults = "read_update" }, sends = ["deletion_dlq"], env = merge(local.deletion_env, { ACCOUNT_DELETION_STATE_MACHINE_ARN = local.workflow_arn["account_deletion"] }) }
     naive_deletion_worker = {
       scenario = "account_deletion", timeout = 60, grants = ["delete_user_files"]
       tables   = { deletion_requests = "read_write", user_records = "read_write", identities = "read_write", email_outbox = "read_write", faults = "read_update" }
     }
     sweeper = {
-      scenario = "account_deletion", timeout = 60, tables = { deletion_requests = "read_write" }
+      scenario = "account_deletion", timeout = 60, tables = { deletion_requests = "read_write" }, sends = ["deletion_dlq"]
       starts   = ["account_deletion"], grants = ["put_stuck_metric"], env = local.deletion_env
     }
   }
@@ -76,7 +76,7 @@ locals {
   # scheduler role and the scheduler DLQ, because handlers build their own clients.
   common_env = {
     LAB_PREFIX                   = var.prefix
-    USER_FILES_BUCKET            = aws_s3_bucket.user_files.bucket
+    USER_FILES_BUCKET            = aws_s3_bucket.this["user_files"].bucket
     SCHEDULE_GROUP               = aws_scheduler_schedule_group.this.name
     SCHEDULER_ROLE_ARN           = aws_iam_role.scheduler.arn
     SCHEDULER_DLQ_ARN            = local.queue_arns["scheduler_dlq"]
@@ -103,7 +103,8 @@ resource "aws_lambda_function" "this" {
   handler          = each.value.handler
   timeout          = each.value.timeout
   memory_size      = var.lambda_memory_mb
-  filename         = "${var.artifacts_dir}/${each.value.scenario}.zip"
+  s3_bucket        = aws_s3_object.code[each.value.scenario].bucket
+  s3_key           = aws_s3_object.code[each.value.scenario].key
   source_code_hash = filebase64sha256("${var.artifacts_dir}/${each.value.scenario}.zip")
 
   environment {

@@ -27,8 +27,8 @@ locals {
       { Effect = "Allow", Action = ["scheduler:DeleteSchedule", "scheduler:GetSchedule"], Resource = [local.schedule_arn_in_group] },
     ]
     delete_user_files = [
-      { Effect = "Allow", Action = ["s3:ListBucket"], Resource = [aws_s3_bucket.user_files.arn] },
-      { Effect = "Allow", Action = ["s3:GetObject", "s3:DeleteObject"], Resource = ["${aws_s3_bucket.user_files.arn}/*"] },
+      { Effect = "Allow", Action = ["s3:ListBucket"], Resource = [aws_s3_bucket.this["user_files"].arn] },
+      { Effect = "Allow", Action = ["s3:GetObject", "s3:DeleteObject"], Resource = ["${aws_s3_bucket.this["user_files"].arn}/*"] },
     ]
     put_stuck_metric = [
       # PutMetricData has no resource-level permissions; the condition pins the namespace.

@@ -8,7 +8,7 @@ output "lab" {
     state_machines     = { for key, s in aws_sfn_state_machine.this : key => s.arn }
     queues             = local.queue_urls
     queue_arns         = local.queue_arns
-    buckets            = { user_files = aws_s3_bucket.user_files.bucket }
+    buckets            = { for key, b in aws_s3_bucket.this : key => b.bucket }
     schedule_group     = aws_scheduler_schedule_group.this.name
     scheduler_role_arn = aws_iam_role.scheduler.arn
     alarms = merge(

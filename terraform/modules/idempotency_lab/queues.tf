@@ -27,6 +27,9 @@ resource "aws_sqs_queue" "dead_letter" {
   message_retention_seconds  = each.value.retention_seconds
   visibility_timeout_seconds = each.value.visibility_seconds
   sqs_managed_sse_enabled    = true
+  # Inline rather than an aws_sqs_queue_policy: the provider waits about 25 s for each
+  # queue's attributes to settle, and a separate policy resource waits as long again.
+  policy = try(local.queue_policies[each.key], null)
 
   tags = merge(local.tags, { Name = local.name[each.key] })
 }

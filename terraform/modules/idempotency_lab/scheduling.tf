@@ -35,16 +35,20 @@ resource "aws_lambda_permission" "sweeper_rule" {
   source_arn    = aws_cloudwatch_event_rule.sweeper.arn
 }
 
-resource "aws_sqs_queue_policy" "sweeper_rule_dlq" {
-  queue_url = local.queue_urls["sweeper_rule_dlq"]
-  policy = jsonencode({
-    Version = "2012-10-17"
-    Statement = [{
-      Effect    = "Allow"
-      Principal = { Service = "events.amazonaws.com" }
-      Action    = "sqs:SendMessage"
-      Resource  = local.queue_arns["sweeper_rule_dlq"]
-      Condition = { ArnEquals = { "aws:SourceArn" = aws_cloudwatch_event_rule.sweeper.arn } }
-    }]
-  })
+locals {
+  # Queue policies, set inline on the queues (see queues.tf). A queue cannot refer to its own
+  # ARN attribute, so the ARN is spelled out.
+  queue_policies = {
+    sweeper_rule_dlq = jsonencode({
+      Version = "2012-10-17"
+      Statement = [{
+        Sid       = "AllowSweeperRuleDeadLetters"
+        Effect    = "Allow"
+        Principal = { Service = "events.amazonaws.com" }
+        Action    = "sqs:SendMessage"
+        Resource  = "arn:${local.partition}:sqs:${local.region}:${local.account_id}:${local.name["sweeper_rule_dlq"]}"
+        Condition = { ArnEquals = { "aws:SourceArn" = aws_cloudwatch_event_rule.sweeper.arn } }
+      }]
+    })
+  }
 }

@@ -1,26 +1,44 @@
-resource "aws_s3_bucket" "user_files" {
-  # Bucket names are global: account and region make the lab's name unique.
-  bucket        = "${var.prefix}-user-files-${local.account_id}-${local.region}"
+locals {
+  # Both buckets: private, encrypted, TLS only. `user_files` holds what the deletion lesson
+  # removes; `artifacts` holds the function zips.
+  buckets = {
+    user_files = "${var.prefix}-user-files-${local.account_id}-${local.region}"
+    artifacts  = "${var.prefix}-artifacts-${local.account_id}-${local.region}"
+  }
+
+  scenarios = toset([for f in local.function_specs : f.scenario])
+}
+
+resource "aws_s3_bucket" "this" {
+  for_each = local.buckets
+
+  # Bucket names are global: account and region make the lab's names unique.
+  bucket        = each.value
   force_destroy = var.enable_bucket_force_destroy
 
-  #checkov:skip=CKV_AWS_21:no versioning on purpose: the deletion lesson must really remove a user's files, and old versions would keep them
-  #checkov:skip=CKV_AWS_18:access logging needs a second bucket; the workshop bucket holds generated files only
+  #checkov:skip=CKV_AWS_21:no versioning on purpose: the deletion lesson must really remove a user's files, and artifacts are rebuilt from source
+  #checkov:skip=CKV_AWS_18:access logging needs a further bucket; these hold generated workshop files and zips only
   #checkov:skip=CKV_AWS_144:cross-region replication would copy user files the deletion must remove
   #checkov:skip=CKV2_AWS_62:nothing consumes object events in this lab
   #checkov:skip=CKV_AWS_145:SSE-S3 (AES256) encryption; a customer-managed KMS key adds a monthly fee and buys nothing for workshop data
-  tags = merge(local.tags, { Name = "${var.prefix}-user-files" })
+  #checkov:skip=CKV2_AWS_61:no lifecycle rules: objects are deleted by the lesson or with the stack, and the provider's lifecycle resource adds about a minute to every apply
+  tags = merge(local.tags, { Name = each.value })
 }
 
-resource "aws_s3_bucket_public_access_block" "user_files" {
-  bucket                  = aws_s3_bucket.user_files.id
+resource "aws_s3_bucket_public_access_block" "this" {
+  for_each = local.buckets
+
+  bucket                  = aws_s3_bucket.this[each.key].id
   block_public_acls       = true
   block_public_policy     = true
   ignore_public_acls      = true
   restrict_public_buckets = true
 }
 
-resource "aws_s3_bucket_server_side_encryption_configuration" "user_files" {
-  bucket = aws_s3_bucket.user_files.id
+resource "aws_s3_bucket_server_side_encryption_configuration" "this" {
+  for_each = local.buckets
+
+  bucket = aws_s3_bucket.this[each.key].id
   rule {
     apply_server_side_encryption_by_default {
       sse_algorithm = "AES256"
@@ -28,20 +46,10 @@ resource "aws_s3_bucket_server_side_encryption_configuration" "user_files" {
   }
 }
 
-resource "aws_s3_bucket_lifecycle_configuration" "user_files" {
-  bucket = aws_s3_bucket.user_files.id
-  rule {
-    id     = "abort-incomplete-uploads"
-    status = "Enabled"
-    filter {}
-    abort_incomplete_multipart_upload {
-      days_after_initiation = 1
-    }
-  }
-}
+resource "aws_s3_bucket_policy" "this" {
+  for_each = local.buckets
 
-resource "aws_s3_bucket_policy" "user_files" {
-  bucket = aws_s3_bucket.user_files.id
+  bucket = aws_s3_bucket.this[each.key].id
   policy = jsonencode({
     Version = "2012-10-17"
     Statement = [{
@@ -49,10 +57,24 @@ resource "aws_s3_bucket_policy" "user_files" {
       Effect    = "Deny"
       Principal = "*"
       Action    = "s3:*"
-      Resource  = [aws_s3_bucket.user_files.arn, "${aws_s3_bucket.user_files.arn}/*"]
+      Resource  = [aws_s3_bucket.this[each.key].arn, "${aws_s3_bucket.this[each.key].arn}/*"]
       Condition = { Bool = { "aws:SecureTransport" = "false" } }
     }]
   })
   # S3 rejects a policy while the public access block is being applied.
-  depends_on = [aws_s3_bucket_public_access_block.user_files]
+  depends_on = [aws_s3_bucket_public_access_block.this]
+}
+
+# Function code goes through S3: with `filename`, the AWS provider creates functions one at
+# a time (a global lock held through its 5 s wait for each), 18 functions took 95 s.
+resource "aws_s3_object" "code" {
+  for_each = local.scenarios
+
+  bucket      = aws_s3_bucket.this["artifacts"].id
+  key         = "functions/${each.key}.zip"
+  source      = "${var.artifacts_dir}/${each.key}.zip"
+  source_hash = filemd5("${var.artifacts_dir}/${each.key}.zip")
+  tags        = merge(local.tags, { Name = "${each.key}.zip" })
+
+  depends_on = [aws_s3_bucket_server_side_encryption_configuration.this]
 }

@@ -1,19 +1,21 @@
 locals {
   # One entry per state machine. The definition is a template under workflows/; it receives
   # `<function key>_arn` for every function in `invokes`, `<table key>_table` for every table
-  # in `tables` (for direct DynamoDB integrations), plus the entry's own `vars`.
+  # in `tables` (for direct DynamoDB integrations), and `<alias>_arn` for every entry of
+  # `aliases` (template name -> function key). Entries hold only literals, so that function
+  # entries may use local.workflow_arn without a dependency cycle.
   workflows = {
     vehicle_registration_naive = {
       type       = "EXPRESS"
       definition = "vehicle_registration.asl.json"
       invokes    = ["rmv_check", "write_vehicle_naive", "notify"]
-      vars       = { write_vehicle_arn = local.function_arn["write_vehicle_naive"] }
+      aliases    = { write_vehicle = "write_vehicle_naive" }
     }
     vehicle_registration_idempotent = {
       type       = "EXPRESS"
       definition = "vehicle_registration.asl.json"
       invokes    = ["rmv_check", "write_vehicle_idempotent", "notify"]
-      vars       = { write_vehicle_arn = local.function_arn["write_vehicle_idempotent"] }
+      aliases    = { write_vehicle = "write_vehicle_idempotent" }
     }
     account_deletion = {
       # Standard: exactly-once execution, and a duplicate StartExecution with the same name is recognised.
@@ -31,7 +33,7 @@ locals {
     vars = merge(
       { for fn in w.invokes : "${fn}_arn" => local.function_arn[fn] },
       { for t in keys(try(w.tables, {})) : "${t}_table" => local.name[t] },
-      try(w.vars, {}),
+      { for alias, fn in try(w.aliases, {}) : "${alias}_arn" => local.function_arn[fn] },
     )
   } }
 }
