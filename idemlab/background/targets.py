@@ -42,11 +42,15 @@ class DeliveryFailed(Exception):
         self.retryable = retryable
 
 
-def deliver(target_arn: str, input_text: str | None, endpoint_url: str | None = None) -> dict:
-    """Hand ``input_text`` to the target; returns the target's answer. Raises DeliveryFailed."""
+def deliver(target_arn: str, input_text: str | None, endpoint_url: str | None = None, execution_name: str | None = None) -> dict:
+    """Hand ``input_text`` to the target; returns the target's answer. Raises DeliveryFailed.
+
+    ``execution_name`` names the execution when the target is a state machine (a
+    redrive names it after the message, so delivering the message again is refused).
+    """
     body = input_text if input_text is not None else "{}"
     try:
-        return _dispatch(target_arn, body, endpoint_url)
+        return _dispatch(target_arn, body, endpoint_url, execution_name)
     except ClientError as exc:
         error = exc.response.get("Error", {})
         code = error.get("Code", "Unknown")
@@ -56,7 +60,7 @@ def deliver(target_arn: str, input_text: str | None, endpoint_url: str | None = 
         raise DeliveryFailed("ConnectionError", str(exc), True) from exc
 
 
-def _dispatch(target_arn: str, body: str, endpoint_url: str | None) -> dict:
+def _dispatch(target_arn: str, body: str, endpoint_url: str | None, execution_name: str | None) -> dict:
     if target_arn.startswith(UNIVERSAL_PREFIX):
         return _universal(target_arn, body, endpoint_url)
     parts = target_arn.split(":", 5)
@@ -69,7 +73,8 @@ def _dispatch(target_arn: str, body: str, endpoint_url: str | None) -> dict:
         return {"StatusCode": answer.get("StatusCode")}
     if service == "states" and resource.startswith("stateMachine:"):
         # moto needs a name on every StartExecution; AWS would make one up the same way.
-        answer = clients.client("stepfunctions", endpoint_url).start_execution(stateMachineArn=target_arn, name=uuid.uuid4().hex, input=body)
+        name = execution_name or uuid.uuid4().hex
+        answer = clients.client("stepfunctions", endpoint_url).start_execution(stateMachineArn=target_arn, name=name, input=body)
         return {"executionArn": answer["executionArn"]}
     if service == "sqs":
         sqs = clients.client("sqs", endpoint_url)

@@ -1,0 +1,163 @@
+"""Re-deliver what waits on a dead-letter queue: ``make redrive``.
+
+Each message goes back to the target it was meant for, at a limited rate, and is
+deleted only once its target accepted it; a message that still cannot be delivered
+stays on the queue. Running it twice is safe: the second run finds only what the first
+could not deliver, and the consumers are idempotent anyway.
+
+Three kinds of message are understood:
+- dead-letter events of EventBridge Scheduler and of the deletion workflow: the body is
+  the target's input, the TARGET_ARN attribute says where it goes;
+- on-failure records of asynchronous Lambda invocations: ``requestContext.functionArn``
+  and ``requestPayload``;
+- anything else is left where it is and reported.
+
+SQS's own StartMessageMoveTask cannot do this: it only moves messages back to a source
+queue, and these dead-letter queues have none (FACTS.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+
+from idemlab import clients
+from idemlab.background.targets import DeliveryFailed, deliver
+
+# Deliveries per second: slow enough that a backlog of thousands does not knock over
+# the target that just recovered, fast enough to drain a workshop queue in seconds.
+DEFAULT_RATE_PER_SECOND = 5.0
+# How long a received message stays hidden while this run works through the queue, so
+# one run sees each message once; what it leaves is made visible again when it ends.
+VISIBILITY_SECONDS = 300
+# A target that says the event's work already exists has, in effect, received it.
+ALREADY_DELIVERED_CODES = {"ExecutionAlreadyExists"}
+
+
+@dataclass
+class RedriveReport:
+    queue_url: str
+    delivered: list[str] = field(default_factory=list)  # message ids, deleted from the queue
+    already_delivered: list[str] = field(default_factory=list)  # deleted too
+    failed: dict[str, str] = field(default_factory=dict)  # message id -> why; left on the queue
+    not_understood: list[str] = field(default_factory=list)  # left on the queue
+
+    def summary(self) -> str:
+        return (
+            f"{self.queue_url}: {len(self.delivered)} delivered, {len(self.already_delivered)} already delivered, "
+            f"{len(self.failed)} failed, {len(self.not_understood)} not understood"
+        )
+
+
+def target_of(message: dict) -> tuple[str, str] | None:
+    """(target ARN, input) the message was meant for, or None when it does not say."""
+    attributes = message.get("MessageAttributes") or {}
+    if "TARGET_ARN" in attributes:
+        return attributes["TARGET_ARN"]["StringValue"], message["Body"]
+    try:
+        record = json.loads(message["Body"])
+    except ValueError:
+        return None
+    if isinstance(record, dict) and isinstance(record.get("requestContext"), dict) and "requestPayload" in record:
+        function_arn = record["requestContext"].get("functionArn", "")
+        if function_arn.count(":") > 6:  # drop a version qualifier such as :$LATEST
+            function_arn = function_arn.rsplit(":", 1)[0]
+        return function_arn, json.dumps(record["requestPayload"])
+    return None
+
+
+def run_once(
+    queue_url: str,
+    rate_per_second: float = DEFAULT_RATE_PER_SECOND,
+    limit: int | None = None,
+    endpoint_url: str | None = None,
+) -> RedriveReport:
+    """One pass over the queue; returns what happened to each message."""
+    if rate_per_second <= 0:
+        raise ValueError(f"rate_per_second must be positive, not {rate_per_second}")
+    sqs = clients.client("sqs", endpoint_url)
+    report = RedriveReport(queue_url)
+    left: list[str] = []  # receipt handles of messages that stay on the queue
+    try:
+        _redrive(sqs, queue_url, rate_per_second, limit, endpoint_url, report, left)
+    finally:
+        for handle in left:
+            sqs.change_message_visibility(QueueUrl=queue_url, ReceiptHandle=handle, VisibilityTimeout=0)
+    return report
+
+
+def _redrive(sqs, queue_url, rate_per_second, limit, endpoint_url, report: RedriveReport, left: list[str]) -> None:
+    seen: set[str] = set()
+    interval = 1.0 / rate_per_second
+    next_slot = time.monotonic()
+    while limit is None or len(seen) < limit:
+        batch = sqs.receive_message(
+            QueueUrl=queue_url,
+            MaxNumberOfMessages=10 if limit is None else max(1, min(10, limit - len(seen))),
+            MessageAttributeNames=["All"],
+            VisibilityTimeout=VISIBILITY_SECONDS,
+            WaitTimeSeconds=0,
+        ).get("Messages", [])
+        fresh = [m for m in batch if m["MessageId"] not in seen]
+        if not fresh:
+            return
+        for message in fresh:
+            seen.add(message["MessageId"])
+            destination = target_of(message)
+            if destination is None:
+                report.not_understood.append(message["MessageId"])
+                left.append(message["ReceiptHandle"])
+                continue
+            time.sleep(max(0.0, next_slot - time.monotonic()))
+            next_slot = max(next_slot, time.monotonic()) + interval
+            target_arn, input_text = destination
+            try:
+                # Named after the message: a message delivered but not deleted (a crash
+                # in between) is refused as already delivered the next time.
+                deliver(target_arn, input_text, endpoint_url, execution_name=f"redrive-{message['MessageId']}")
+            except DeliveryFailed as exc:
+                if exc.code not in ALREADY_DELIVERED_CODES:
+                    report.failed[message["MessageId"]] = str(exc)
+                    left.append(message["ReceiptHandle"])
+                    continue
+                report.already_delivered.append(message["MessageId"])
+            else:
+                report.delivered.append(message["MessageId"])
+            sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+
+
+def _queue_urls(names: list[str]) -> list[str]:
+    """URLs as given, or the stack's queues by key (``deletion_dlq``); default: every ``*_dlq``."""
+    if names and all(name.startswith(("http://", "https://")) for name in names):
+        return names
+    from idemlab import stack
+
+    queues = stack.outputs()["queues"]
+    keys = names or sorted(key for key in queues if key.endswith("_dlq"))
+    unknown = [key for key in keys if key not in queues and not key.startswith(("http://", "https://"))]
+    if unknown:
+        raise SystemExit(f"redrive: no queue {', '.join(unknown)} in the stack; known: {', '.join(sorted(queues))}")
+    return [key if key.startswith(("http://", "https://")) else queues[key] for key in keys]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m idemlab.background.redrive", description=__doc__.split("\n\n")[0])
+    parser.add_argument("queues", nargs="*", help="queue URLs or stack queue keys (default: every *_dlq of the stack)")
+    parser.add_argument("--rate", type=float, default=DEFAULT_RATE_PER_SECOND, help="deliveries per second")
+    parser.add_argument("--limit", type=int, default=None, help="at most this many messages per queue")
+    args = parser.parse_args(argv)
+    failed = 0
+    for url in _queue_urls(args.queues):
+        report = run_once(url, rate_per_second=args.rate, limit=args.limit)
+        print(f"redrive: {report.summary()}")
+        for message_id, why in report.failed.items():
+            print(f"redrive:   {message_id} left on the queue: {why}", file=sys.stderr)
+        failed += len(report.failed)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
