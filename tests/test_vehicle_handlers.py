@@ -1,4 +1,4 @@
-"""The vehicle-registration handlers, called in-process against a real DynamoDB API server.
+"""The vehicle-registration handlers, called in-process against the embedded backend.
 
 These pin down each function on its own; tests/test_vehicle_workflow.py runs them
 deployed, inside the state machines.
@@ -10,7 +10,6 @@ import uuid
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from idemlab.lessons.vehicles import MALFORMED_REQUESTS, VALID_VIN, import_function_module, new_request
 
@@ -23,23 +22,10 @@ errors = import_function_module("registration.errors")
 TABLE_KEYS = {"vehicles_naive": "registration_id", "vehicles": "request_id", "faults": "fault_key"}
 
 
-@pytest.fixture(scope="module")
-def dynamodb_url():
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
-
-
 @pytest.fixture
-def tables(dynamodb_url, monkeypatch):
+def tables(backend, monkeypatch):
     """Fresh tables for one test, named in the environment as Terraform would."""
-    monkeypatch.setenv("AWS_ENDPOINT_URL", dynamodb_url)
-    for name, value in {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    resource = boto3.resource("dynamodb", endpoint_url=dynamodb_url, region_name="us-east-1")
+    resource = boto3.resource("dynamodb", endpoint_url=backend, region_name="us-east-1")
     made = {}
     for key, hash_key in TABLE_KEYS.items():
         made[key] = resource.create_table(

@@ -8,13 +8,22 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
+import re
 import sys
+import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
-from idemlab import settings
+from boto3.dynamodb.types import TypeDeserializer
+
+from idemlab import clients, settings
 
 FUNCTION_DIR = settings.ROOT / "functions" / "vehicle_registration"
+_DESERIALIZE = TypeDeserializer().deserialize
 
 
 def import_function_module(name: str) -> ModuleType:
@@ -83,3 +92,201 @@ def new_request(owner: str = "Ada Lovelace", vin: str = VALID_VIN, notify_failur
     if notify_failures:
         request["fault_injection"] = {"notify_failures": notify_failures}
     return request
+
+
+# ---------------------------------------------------------------------------------------
+# Running the deployed workflows. ``stack`` is the ``lab`` output map (docs/DESIGN.md).
+
+KINDS = ("naive", "idempotent")
+WORKFLOW_KEYS = {"naive": "vehicle_registration_naive", "idempotent": "vehicle_registration_idempotent"}
+TABLE_KEYS = {"naive": "vehicles_naive", "idempotent": "vehicles"}
+POLL_SECONDS = 0.1  # an execution of this workflow takes about 0.1-2 s on a warm backend
+WAIT_SECONDS = 60  # covers cold workers on a busy 2-core CI machine, plus the 1 s Retry interval
+
+
+class ExecutionTimeout(TimeoutError):
+    """An execution did not finish within the wait."""
+
+
+@dataclass(frozen=True)
+class Execution:
+    arn: str
+    status: str  # SUCCEEDED, FAILED, TIMED_OUT or ABORTED
+    output: dict | None = None
+    error: str | None = None
+    cause: str | None = None
+
+    @property
+    def registration_id(self) -> str | None:
+        return (self.output or {}).get("registration", {}).get("registration_id")
+
+    @property
+    def error_message(self) -> str | None:
+        """The failing function's own message, taken out of Lambda's error payload."""
+        try:
+            return json.loads(self.cause or "")["errorMessage"]
+        except (ValueError, KeyError, TypeError):
+            return self.cause
+
+
+def _kind(kind: str) -> str:
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    return kind
+
+
+def _stepfunctions(pool: int = 10) -> Any:
+    return clients.client("stepfunctions", max_pool_connections=pool)
+
+
+def start(stack: dict, kind: str, request: object, sfn: Any = None) -> str:
+    """Start one asynchronous execution; returns its ARN without waiting."""
+    request_id = request.get("request_id") if isinstance(request, dict) else None
+    # A unique name per execution: the same request sent twice is two executions.
+    name = f"{str(request_id or 'request')[:40]}-{uuid.uuid4().hex[:12]}"
+    name = re.sub(r"[^A-Za-z0-9_-]", "-", name)
+    response = (sfn or _stepfunctions()).start_execution(
+        stateMachineArn=stack["state_machines"][WORKFLOW_KEYS[_kind(kind)]],
+        name=name,
+        input=json.dumps(request),
+    )
+    return response["executionArn"]
+
+
+def wait(execution_arn: str, timeout: float = WAIT_SECONDS, sfn: Any = None) -> Execution:
+    """Poll until the execution ends.
+
+    AWS answers DescribeExecution for Express executions only when a Map Run started
+    them; the emulators answer it for all. On AWS the lesson runs synchronously instead.
+    """
+    sfn = sfn or _stepfunctions()
+    deadline = time.monotonic() + timeout
+    while True:
+        described = sfn.describe_execution(executionArn=execution_arn)
+        if described["status"] != "RUNNING":
+            return _execution(execution_arn, described)
+        if time.monotonic() > deadline:
+            raise ExecutionTimeout(f"{execution_arn} still RUNNING after {timeout:.0f} s")
+        time.sleep(POLL_SECONDS)
+
+
+def run(stack: dict, kind: str, request: object, sfn: Any = None) -> Execution:
+    """Start an execution and wait for its end (on AWS: run it synchronously, see wait)."""
+    if settings.backend() == "aws":
+        return run_sync(stack, kind, request)
+    sfn = sfn or _stepfunctions()
+    return wait(start(stack, kind, request, sfn), sfn=sfn)
+
+
+def run_sync(stack: dict, kind: str, request: object) -> Execution:
+    """StartSyncExecution: the call returns when the execution has ended, with its result."""
+    response = _stepfunctions().start_sync_execution(
+        stateMachineArn=stack["state_machines"][WORKFLOW_KEYS[_kind(kind)]],
+        input=json.dumps(request),
+    )
+    return _execution(response["executionArn"], response)
+
+
+def run_many(stack: dict, kind: str, request: object, times: int, concurrency: int) -> list[Execution]:
+    """``times`` executions of the same request, ``concurrency`` of them in flight at once."""
+    sfn = _stepfunctions(pool=concurrency)  # boto3 clients are safe to share between threads
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        return list(pool.map(lambda _: run(stack, kind, request, sfn), range(times)))
+
+
+def _execution(arn: str, described: dict) -> Execution:
+    output = described.get("output")
+    return Execution(
+        arn=arn,
+        status=described["status"],
+        output=json.loads(output) if output else None,
+        error=described.get("error"),
+        cause=described.get("cause"),
+    )
+
+
+def outline(stack: dict, kind: str) -> None:
+    """Print the deployed workflow's states, the function each task runs, and its Retry."""
+    described = _stepfunctions().describe_state_machine(stateMachineArn=stack["state_machines"][WORKFLOW_KEYS[_kind(kind)]])
+    print(f"{described['name']} ({described['type']})")
+    _print_states(json.loads(described["definition"]), depth=1)
+
+
+def _print_states(definition: dict, depth: int) -> None:
+    pad = "    " * depth
+    for name, state in definition["States"].items():
+        runs = f" runs {state['Resource'].rsplit(':', 1)[-1]}" if "Resource" in state else ""
+        print(f"{pad}{name}: {state['Type']}{runs}")
+        for retry in state.get("Retry", []):
+            print(f"{pad}    Retry on {', '.join(retry['ErrorEquals'])}: up to {retry.get('MaxAttempts', 3)} more attempts")
+        for branch in state.get("Branches", []):
+            _print_states(branch, depth + 1)
+
+
+def show_source(module: str) -> None:
+    """Print one of the Lambda modules, as deployed."""
+    print((FUNCTION_DIR / f"{module}.py").read_text())
+
+
+# ---------------------------------------------------------------------------------------
+# Looking at the tables.
+
+
+def rows(stack: dict, kind: str, request_id: str | None = None) -> list[dict]:
+    """The registrations in the kind's table, for one request id or all of them."""
+    dynamodb = clients.client("dynamodb")
+    scan: dict = {"TableName": stack["tables"][TABLE_KEYS[_kind(kind)]], "ConsistentRead": True}
+    if request_id is not None:
+        scan.update(FilterExpression="request_id = :r", ExpressionAttributeValues={":r": {"S": request_id}})
+    found = []
+    for page in dynamodb.get_paginator("scan").paginate(**scan):
+        found += [{name: _DESERIALIZE(value) for name, value in item.items()} for item in page["Items"]]
+    return found
+
+
+def count_rows(stack: dict, kind: str, request_id: str) -> int:
+    return len(rows(stack, kind, request_id))
+
+
+def notify_attempts(stack: dict, request_id: str) -> int:
+    """How often the notify step ran for a request with injected faults (0 if none)."""
+    item = clients.client("dynamodb").get_item(
+        TableName=stack["tables"]["faults"], Key={"fault_key": {"S": f"notify#{request_id}"}}, ConsistentRead=True
+    ).get("Item")
+    return int(item["attempts"]["N"]) if item else 0
+
+
+def show(registrations: list[dict]) -> None:
+    """Print registrations as a short table, one line each."""
+    for r in sorted(registrations, key=lambda r: r["registered_at"]):
+        print(f"{r['registered_at']}  {r['registration_id']}  {r['request_id']}  {r['vin']}  {r['owner']}")
+    print(f"({len(registrations)} row{'s' if len(registrations) != 1 else ''})")
+
+
+# ---------------------------------------------------------------------------------------
+# The picture of what the two ways of running one request twice leave behind.
+
+SCENARIOS = ("same request twice", "notify failed once")
+
+
+def chart(counts: dict[str, dict[str, int]]) -> Any:
+    """Grouped bars: rows per logical request, naive vs idempotent, per scenario."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    width = 0.38
+    for offset, kind in zip((-width / 2, width / 2), KINDS):
+        values = [counts[kind][scenario] for scenario in SCENARIOS]
+        bars = ax.bar([i + offset for i in range(len(SCENARIOS))], values, width, label=kind)
+        ax.bar_label(bars)
+    ax.axhline(1, color="grey", linestyle=":", linewidth=1)
+    ax.set_xticks(range(len(SCENARIOS)), SCENARIOS)
+    ax.set_ylabel("rows for one request")
+    ax.set_ylim(0, max(max(c.values()) for c in counts.values()) + 1)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # rows come whole
+    ax.set_title("One logical request, run twice")
+    ax.legend()
+    fig.tight_layout()
+    return fig
+

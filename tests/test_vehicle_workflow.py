@@ -1,0 +1,93 @@
+"""The deployed vehicle-registration workflows (Terraform applied to the embedded backend)."""
+
+from __future__ import annotations
+
+import pytest
+
+from idemlab import clients
+from idemlab.lessons import vehicles
+from idemlab.lessons.vehicles import MALFORMED_REQUESTS, new_request
+
+# Generous: the first stack test of a session also waits for the one terraform apply
+# (about 2 minutes on a busy 2-core machine); the tests themselves take seconds.
+pytestmark = [pytest.mark.stack, pytest.mark.timeout(600)]
+
+
+def table_size(stack, table_key):
+    scan = clients.client("dynamodb").scan(TableName=stack["tables"][table_key], Select="COUNT", ConsistentRead=True)
+    return scan["Count"]
+
+
+def test_fifty_executions_of_one_request_leave_exactly_one_idempotent_row(stack):
+    request = new_request()
+    executions = vehicles.run_many(stack, "idempotent", request, times=50, concurrency=10)
+    assert [e.status for e in executions] == ["SUCCEEDED"] * 50
+    stored = vehicles.rows(stack, "idempotent", request["request_id"])
+    assert len(stored) == 1
+    # Every execution, first or not, reports the one registration that is stored.
+    assert {e.registration_id for e in executions} == {stored[0]["registration_id"]}
+
+
+def test_fifty_executions_of_one_request_leave_fifty_naive_rows(stack):
+    request = new_request()
+    executions = vehicles.run_many(stack, "naive", request, times=50, concurrency=10)
+    assert [e.status for e in executions] == ["SUCCEEDED"] * 50
+    assert vehicles.count_rows(stack, "naive", request["request_id"]) == 50
+    assert len({e.registration_id for e in executions}) == 50
+
+
+@pytest.mark.parametrize("kind, rows", [("naive", 2), ("idempotent", 1)])
+def test_one_notify_failure_runs_the_write_twice_in_one_execution(stack, kind, rows):
+    request = new_request(notify_failures=1)
+    execution = vehicles.run(stack, kind, request)
+    assert execution.status == "SUCCEEDED"
+    assert vehicles.notify_attempts(stack, request["request_id"]) == 2
+    assert vehicles.count_rows(stack, kind, request["request_id"]) == rows
+
+
+@pytest.mark.parametrize("kind, rows", [("naive", 2), ("idempotent", 1)])
+def test_same_request_twice_is_two_executions(stack, kind, rows):
+    request = new_request()
+    first, second = vehicles.run(stack, kind, request), vehicles.run(stack, kind, request)
+    assert (first.status, second.status) == ("SUCCEEDED", "SUCCEEDED")
+    assert vehicles.count_rows(stack, kind, request["request_id"]) == rows
+    assert (first.registration_id == second.registration_id) == (kind == "idempotent")
+
+
+@pytest.mark.parametrize("kind", vehicles.KINDS)
+@pytest.mark.parametrize("case", sorted(MALFORMED_REQUESTS))
+def test_malformed_request_fails_with_a_clear_error_and_writes_nothing(stack, kind, case):
+    request, error_name = MALFORMED_REQUESTS[case]
+    before = {key: table_size(stack, key) for key in ("vehicles_naive", "vehicles", "faults")}
+    execution = vehicles.run(stack, kind, request)
+    assert execution.status == "FAILED"
+    assert execution.error == error_name
+    assert execution.error_message and len(execution.error_message) > 10
+    assert {key: table_size(stack, key) for key in before} == before
+
+
+def test_a_used_request_id_with_another_owner_fails_and_keeps_the_first_registration(stack):
+    request = new_request(owner="Ada Lovelace")
+    assert vehicles.run(stack, "idempotent", request).status == "SUCCEEDED"
+    reused = vehicles.run(stack, "idempotent", {**request, "owner": "Charles Babbage"})
+    assert (reused.status, reused.error) == ("FAILED", "RequestMismatchError")
+    assert [r["owner"] for r in vehicles.rows(stack, "idempotent", request["request_id"])] == ["Ada Lovelace"]
+
+
+def test_more_notify_failures_than_retries_fail_the_execution_after_one_write(stack):
+    # The Retry allows 3 more attempts; the 4th failure ends the execution, and the row
+    # written by the first attempt stays: a failed execution is not rolled back.
+    request = new_request(notify_failures=4)
+    execution = vehicles.run(stack, "idempotent", request)
+    assert (execution.status, execution.error) == ("FAILED", "NotifyTransientError")
+    assert vehicles.notify_attempts(stack, request["request_id"]) == 4
+    assert vehicles.count_rows(stack, "idempotent", request["request_id"]) == 1
+
+
+def test_sync_execution_returns_the_stored_registration(stack):
+    request = new_request()
+    first = vehicles.run_sync(stack, "idempotent", request)
+    again = vehicles.run_sync(stack, "idempotent", request)
+    assert (first.status, again.status) == ("SUCCEEDED", "SUCCEEDED")
+    assert first.registration_id == again.registration_id
+    assert first.output["notification"] == {"notified": True, "registration_id": first.registration_id}
