@@ -1,0 +1,262 @@
+"""Lesson 2 plumbing: invoke the checkouts, many copies at once, count charges, draw them.
+
+The notebook ``02_side_effects_and_races.ipynb`` imports this module and the tests use
+it too, so what the notebook shows is what CI checks. A charge is counted in the
+ledger (one entry per charge, grouped by the order's idempotency key), never taken
+from what a checkout says about itself.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import threading
+import time
+import uuid
+from collections import Counter
+from typing import Callable, Iterable
+
+from idemlab import settings
+from idemlab.clients import client
+
+FUNCTION_DIR = settings.ROOT / "functions" / "checkout"
+STRATEGIES = ("naive", "handrolled", "powertools")
+
+
+def _load_outcomes():
+    # The answers are defined once, next to the handlers that give them.
+    spec = importlib.util.spec_from_file_location("checkout_outcomes", FUNCTION_DIR / "charging" / "outcomes.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+outcomes = _load_outcomes()
+# Not a checkout answer: the function died (or timed out) before it could answer.
+CRASHED = "crashed"
+
+Invoke = Callable[[str, dict], dict]
+
+
+def order(prefix: str = "order", amount: int = 1999, currency: str = "EUR", **options) -> dict:
+    """A checkout request with a fresh idempotency key, so every run starts clean."""
+    return {"idempotency_key": f"{prefix}-{uuid.uuid4().hex[:12]}", "amount": amount, "currency": currency, **options}
+
+
+def concurrently(call: Callable[[], dict], copies: int) -> list[dict]:
+    """Run ``call`` in ``copies`` threads released together; answers in thread order."""
+    if copies < 1:
+        raise ValueError(f"copies must be at least 1, got {copies}")
+    answers: list[dict | BaseException | None] = [None] * copies
+    start = threading.Barrier(copies)
+
+    def one(index: int) -> None:
+        start.wait()
+        try:
+            answers[index] = call()
+        except BaseException as exc:  # re-raised below, in the caller's thread
+            answers[index] = exc
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(copies)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for answer in answers:
+        if isinstance(answer, BaseException):
+            raise answer
+    return answers  # type: ignore[return-value]
+
+
+class Ledger:
+    """The card processor's ledger: every charge is one entry."""
+
+    def __init__(self, table: str, dynamodb=None):
+        self.table = table
+        self._dynamodb = dynamodb or client("dynamodb")
+
+    def charges(self, references: Iterable[str] | None = None) -> Counter:
+        """Charges per order reference (all of them, or only ``references``)."""
+        wanted = None if references is None else set(references)
+        counts: Counter = Counter()
+        paginator = self._dynamodb.get_paginator("scan")
+        pages = paginator.paginate(
+            TableName=self.table,
+            ProjectionExpression="#ref",
+            ExpressionAttributeNames={"#ref": "reference"},  # a DynamoDB reserved word
+            ConsistentRead=True,
+        )
+        for page in pages:
+            for item in page["Items"]:
+                reference = item["reference"]["S"]
+                if wanted is None or reference in wanted:
+                    counts[reference] += 1
+        if wanted is not None:
+            for reference in wanted:
+                counts.setdefault(reference, 0)
+        return counts
+
+    def count(self, reference: str) -> int:
+        return self.charges([reference])[reference]
+
+
+class Checkout:
+    """The deployed checkout scenario (the ``lab`` output of the stack), as the lesson uses it."""
+
+    def __init__(self, stack: dict):
+        self.functions = stack["functions"]
+        self.tables = stack["tables"]
+        # One attempt per call: an SDK retry of an invocation is itself a duplicate request.
+        self._lambda = client("lambda", retries={"total_max_attempts": 1}, read_timeout=90, max_pool_connections=64)
+        self._dynamodb = client("dynamodb", max_pool_connections=64)
+        self.ledger = Ledger(self.tables["ledger"], self._dynamodb)
+
+    def function(self, strategy: str) -> str:
+        if strategy not in STRATEGIES:
+            raise ValueError(f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
+        return self.functions[f"checkout_{strategy}"]
+
+    def invoke(self, strategy: str, request: dict) -> dict:
+        """One synchronous invocation; a crash or timeout becomes a ``crashed`` answer."""
+        response = self._lambda.invoke(FunctionName=self.function(strategy), Payload=json.dumps(request).encode())
+        body = json.loads(response["Payload"].read() or b"null")
+        if response.get("FunctionError"):
+            return {"strategy": strategy, "outcome": CRASHED, "charge_id": None, "trace": [], "error": body}
+        return body
+
+    def invoke_concurrently(self, strategy: str, request: dict, copies: int) -> list[dict]:
+        return concurrently(lambda: self.invoke(strategy, request), copies)
+
+    def charges(self, request_or_key: dict | str) -> int:
+        key = request_or_key["idempotency_key"] if isinstance(request_or_key, dict) else request_or_key
+        return self.ledger.count(key)
+
+    def timeout_seconds(self, strategy: str) -> int:
+        return self._lambda.get_function_configuration(FunctionName=self.function(strategy))["Timeout"]
+
+    def arm_crash_after_charge(self, request: dict, times: int = 1) -> None:
+        """The next ``times`` invocations for this key die right after charging."""
+        self._dynamodb.put_item(
+            TableName=self.tables["faults"],
+            Item={"fault_key": {"S": f"after_charge#{request['idempotency_key']}"}, "remaining": {"N": str(times)}},
+        )
+
+
+def run_rounds(invoke: Invoke, ledger: Ledger, strategy: str, rounds: int, copies: int, **options) -> list[int]:
+    """Send ``copies`` identical requests at once, ``rounds`` times; charges per round."""
+    keys = []
+    for _ in range(rounds):
+        request = order(prefix=f"round-{strategy}", **options)
+        concurrently(lambda: invoke(strategy, request), copies)
+        keys.append(request["idempotency_key"])
+    counts = ledger.charges(keys)
+    return [counts[key] for key in keys]
+
+
+def retry_until_answered(invoke: Invoke, strategy: str, request: dict, within_seconds: float, every: float = 0.5) -> list[dict]:
+    """Retry while the key is held by an invocation that will never finish; all answers."""
+    answers = []
+    deadline = time.monotonic() + within_seconds
+    while True:
+        answers.append(invoke(strategy, request))
+        if answers[-1]["outcome"] != outcomes.IN_PROGRESS or time.monotonic() > deadline:
+            return answers
+        time.sleep(every)
+
+
+# --- in-process: the handlers in this process, against the same API server -------------
+
+TABLE_KEYS = {
+    "ledger": "charge_id",
+    "processor_keys": "idempotency_key",
+    "handrolled_idempotency": "idempotency_key",
+    "powertools_idempotency": "id",
+    "faults": "fault_key",
+}
+
+
+def environment(tables: dict[str, str]) -> dict[str, str]:
+    """The variables Terraform gives the functions, minus CARD_PROCESSOR_FUNCTION:
+    without it the checkouts run the card processor's handler in-process."""
+    return {f"{key.upper()}_TABLE": tables[key] for key in TABLE_KEYS}
+
+
+class InvocationContext:
+    """The part of the Lambda context the handlers read: the time they have left."""
+
+    def __init__(self, timeout_seconds: float):
+        self._deadline = time.time() + timeout_seconds
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.time()) * 1000))
+
+
+def import_handler(name: str):
+    """A handler module of functions/checkout, imported the way the zip's root lays it out.
+
+    Call after ``environment(...)`` is in ``os.environ``: like a Lambda cold start, a
+    module reads its configuration and makes its clients when first imported.
+    """
+    import importlib
+    import sys
+
+    folder = str(FUNCTION_DIR)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    return importlib.import_module(name)
+
+
+def invoke_in_process(strategy: str, request: dict, timeout_seconds: float = 6) -> dict:
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
+    return import_handler(f"checkout_{strategy}").handler(request, InvocationContext(timeout_seconds))
+
+
+# --- pictures -------------------------------------------------------------------------
+
+STEP_COLOURS = {"check": "#4c72b0", "charge": "#c44e52", "record": "#55a868"}
+
+
+def plot_timeline(answers: list[dict], title: str = "", ax=None):
+    """One row per invocation; its check, charge and record bars on a shared time axis."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 0.5 + 0.45 * len(answers)))
+    starts = [step["start"] for answer in answers for step in answer.get("trace", [])]
+    origin = min(starts) if starts else 0.0
+    for row, answer in enumerate(answers):
+        for step in answer.get("trace", []):
+            begin_ms = (step["start"] - origin) * 1000
+            width_ms = max((step["end"] - step["start"]) * 1000, 1.0)
+            ax.broken_barh([(begin_ms, width_ms)], (row - 0.35, 0.7), color=STEP_COLOURS[step["step"]])
+    labels = [f"copy {i + 1} (pid {a.get('pid', '?')}): {a['outcome']}" for i, a in enumerate(answers)]
+    ax.set_yticks(range(len(answers)), labels)
+    ax.invert_yaxis()
+    ax.set_xlabel("milliseconds since the first step of any copy")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=colour) for colour in STEP_COLOURS.values()]
+    ax.legend(handles, list(STEP_COLOURS), loc="lower right", fontsize="small")
+    ax.set_title(title)
+    return ax
+
+
+def plot_charges(results: dict[str, list[int]], copies: int, ax=None):
+    """Charges per round for each strategy: one is right, more is a double charge."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 3.5))
+    names = list(results)
+    once = [sum(1 for n in results[name] if n == 1) for name in names]
+    more = [sum(1 for n in results[name] if n > 1) for name in names]
+    never = [sum(1 for n in results[name] if n == 0) for name in names]
+    ax.bar(names, once, color="#55a868", label="charged once")
+    ax.bar(names, more, bottom=once, color="#c44e52", label="charged more than once")
+    ax.bar(names, never, bottom=[a + b for a, b in zip(once, more)], color="#999999", label="never charged")
+    for x, name in enumerate(names):
+        ax.annotate(f"{sum(results[name])} charges", (x, len(results[name])), ha="center", va="bottom", fontsize="small")
+    ax.set_ylabel(f"rounds of {copies} identical requests")
+    ax.set_ylim(0, max(len(r) for r in results.values()) * 1.2)
+    ax.legend(loc="upper left", fontsize="small", bbox_to_anchor=(1.0, 1.0))
+    ax.tick_params(axis="x", labelrotation=15)
+    return ax

@@ -1,0 +1,183 @@
+"""The checkout handlers, run in this process against the embedded backend's DynamoDB.
+
+Concurrency is real: copies of a request run in threads released together, and every
+charge is counted in the ledger table, never taken from a handler's own answer. The
+card processor runs in-process too (no CARD_PROCESSOR_FUNCTION), against the same
+tables; tests/test_checkout_stack.py repeats the key claims through Lambda.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from idemlab.clients import client
+from idemlab.lessons import checkout as lab2
+
+# 300 rounds is the acceptance bar (CHECKOUT_ROUNDS=300); CI runs fewer to stay in budget.
+ROUNDS = int(os.environ.get("CHECKOUT_ROUNDS", "50"))
+COPIES = 10
+RACE_WINDOW_MS = 20  # hand-rolled check-to-charge pause: wider than the threads' start skew
+BAD_EVENTS = [
+    {"amount": 1999, "currency": "EUR"},
+    {"idempotency_key": "bad-amount-text", "amount": "abc", "currency": "EUR"},
+    {"idempotency_key": "bad-amount-negative", "amount": -1999, "currency": "EUR"},
+    {"idempotency_key": "bad-currency", "amount": 1999, "currency": "DOGE"},
+]
+
+
+@pytest.fixture(scope="module")
+def tables(backend):
+    dynamodb = client("dynamodb")
+    suffix = uuid.uuid4().hex[:8]
+    names = {key: f"inproc-{key}-{suffix}" for key in lab2.TABLE_KEYS}
+    for key, hash_key in lab2.TABLE_KEYS.items():
+        dynamodb.create_table(
+            TableName=names[key],
+            KeySchema=[{"AttributeName": hash_key, "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": hash_key, "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+    with pytest.MonkeyPatch.context() as patch:
+        for variable, value in lab2.environment(names).items():
+            patch.setenv(variable, value)
+        patch.delenv("CARD_PROCESSOR_FUNCTION", raising=False)
+        patch.delenv("CHECK_ACT_DELAY_MS", raising=False)
+        yield names
+
+
+@pytest.fixture(scope="module")
+def ledger(tables):
+    return lab2.Ledger(tables["ledger"])
+
+
+def invoke(strategy: str, request: dict) -> dict:
+    return lab2.invoke_in_process(strategy, request)
+
+
+def test_naive_retry_charges_twice(ledger):
+    request = lab2.order()
+    answers = [invoke("naive", request) for _ in range(2)]
+    assert [a["outcome"] for a in answers] == [lab2.outcomes.CHARGED] * 2
+    assert ledger.count(request["idempotency_key"]) == 2
+
+
+@pytest.mark.parametrize("strategy", ["handrolled", "powertools"])
+def test_sequential_retry_replays_the_first_charge(strategy, ledger):
+    request = lab2.order()
+    first, second = invoke(strategy, request), invoke(strategy, request)
+    assert (first["outcome"], second["outcome"]) == (lab2.outcomes.CHARGED, lab2.outcomes.REPLAYED)
+    assert second["charge_id"] == first["charge_id"]
+    assert [s["step"] for s in first["trace"]] == ["check", "charge", "record"]
+    assert [s["step"] for s in second["trace"]] == ["check"]
+    assert ledger.count(request["idempotency_key"]) == 1
+
+
+@pytest.mark.parametrize("strategy", lab2.STRATEGIES)
+@pytest.mark.parametrize("event", BAD_EVENTS, ids=["no-key", "amount-text", "amount-negative", "currency"])
+def test_bad_input_is_rejected_and_charges_nothing(strategy, event, ledger):
+    before = sum(ledger.charges().values())
+    answer = invoke(strategy, event)
+    assert answer["outcome"] == lab2.outcomes.REJECTED
+    assert answer["error"]["type"] == "InvalidRequest" and answer["error"]["message"]
+    assert sum(ledger.charges().values()) == before
+
+
+@pytest.mark.parametrize("strategy", ["handrolled", "powertools"])
+@pytest.mark.parametrize("downstream", [False, True], ids=["own-table", "downstream-key"])
+def test_same_key_with_another_amount_is_rejected_without_a_charge(strategy, downstream, ledger):
+    request = lab2.order(pass_key_downstream=downstream)
+    assert invoke(strategy, request)["outcome"] == lab2.outcomes.CHARGED
+    answer = invoke(strategy, {**request, "amount": request["amount"] + 1})
+    assert answer["outcome"] == lab2.outcomes.REJECTED
+    assert answer["error"]["type"] == "PayloadMismatch"
+    assert ledger.count(request["idempotency_key"]) == 1
+
+
+def test_processor_refuses_a_reused_downstream_key_with_another_amount(ledger):
+    # The naive checkout has no memory of its own, so this reaches the processor's check.
+    request = lab2.order(pass_key_downstream=True)
+    assert invoke("naive", request)["outcome"] == lab2.outcomes.CHARGED
+    answer = invoke("naive", {**request, "amount": 1})
+    assert (answer["outcome"], answer["error"]["type"]) == (lab2.outcomes.REJECTED, "PayloadMismatch")
+    assert ledger.count(request["idempotency_key"]) == 1
+
+
+def _rounds(ledger, strategy, **options) -> tuple[list[int], list[list[str]]]:
+    keys, answers = [], []
+    for _ in range(ROUNDS):
+        request = lab2.order(prefix=f"inproc-{strategy}", **options)
+        answers.append(sorted(a["outcome"] for a in lab2.concurrently(lambda: invoke(strategy, request), COPIES)))
+        keys.append(request["idempotency_key"])
+    counts = ledger.charges(keys)
+    return [counts[k] for k in keys], answers
+
+
+@pytest.mark.timeout(240)
+def test_handrolled_concurrent_copies_double_charge_in_nearly_every_round(ledger):
+    charges, _ = _rounds(ledger, "handrolled", check_act_delay_ms=RACE_WINDOW_MS)
+    doubled = sum(1 for n in charges if n > 1)
+    assert doubled >= 0.9 * ROUNDS, f"double charges in {doubled}/{ROUNDS} rounds; charges per round: {sorted(set(charges))}"
+
+
+@pytest.mark.timeout(240)
+def test_powertools_concurrent_copies_charge_exactly_once_every_round(ledger):
+    charges, answers = _rounds(ledger, "powertools", check_act_delay_ms=RACE_WINDOW_MS)
+    wrong = [n for n in charges if n != 1]
+    assert not wrong, f"{len(wrong)}/{ROUNDS} rounds charged {sorted(set(wrong))} times"
+    per_round = {tuple(sorted(set(a) - {lab2.outcomes.IN_PROGRESS, lab2.outcomes.REPLAYED})) for a in answers}
+    assert per_round == {(lab2.outcomes.CHARGED,)}, f"answers other than one charge per round: {per_round}"
+    in_progress = sum(a.count(lab2.outcomes.IN_PROGRESS) for a in answers)
+    assert in_progress > 0, "no copy ever saw the first one in progress: the copies did not overlap"
+
+
+@pytest.mark.timeout(240)
+def test_downstream_key_charges_once_even_when_the_handrolled_check_races(ledger):
+    charges, answers = _rounds(ledger, "handrolled", check_act_delay_ms=RACE_WINDOW_MS, pass_key_downstream=True)
+    wrong = [n for n in charges if n != 1]
+    assert not wrong, f"{len(wrong)}/{ROUNDS} rounds charged {sorted(set(wrong))} times"
+    raced = sum(1 for a in answers if a.count(lab2.outcomes.CHARGED) > 1)
+    assert raced >= 0.9 * ROUNDS, f"the check raced in only {raced}/{ROUNDS} rounds, so the processor's key was barely tested"
+
+
+CRASHING_CHILD = """
+import json, sys
+from idemlab.lessons import checkout as lab2
+request, timeout = json.loads(sys.argv[1]), float(sys.argv[2])
+print(json.dumps(lab2.invoke_in_process("powertools", request, timeout_seconds=timeout)))
+"""
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("downstream", "expected_charges"), [(False, 2), (True, 1)], ids=["no-downstream-key", "downstream-key"])
+def test_crash_after_charge_charges_again_unless_the_key_goes_downstream(downstream, expected_charges, tables, ledger):
+    lease_seconds = 2.0  # the crashed invocation's remaining time: its in-progress lease
+    request = lab2.order(prefix="crash", pass_key_downstream=downstream)
+    client("dynamodb").put_item(
+        TableName=tables["faults"],
+        Item={"fault_key": {"S": f"after_charge#{request['idempotency_key']}"}, "remaining": {"N": "1"}},
+    )
+    child = subprocess.run(
+        [sys.executable, "-c", CRASHING_CHILD, json.dumps(request), str(lease_seconds)],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        timeout=30,
+    )
+    assert child.returncode == 70, f"the child should have died after charging: {child.returncode} {child.stderr[-500:]}"
+    assert ledger.count(request["idempotency_key"]) == 1
+
+    crashed_at = time.monotonic()
+    answers = lab2.retry_until_answered(invoke, "powertools", request, within_seconds=lease_seconds + 5, every=0.2)
+    assert answers[0]["outcome"] == lab2.outcomes.IN_PROGRESS, "a retry inside the lease must be told to wait"
+    assert answers[-1]["outcome"] == lab2.outcomes.CHARGED, answers[-1]
+    assert time.monotonic() - crashed_at >= lease_seconds - 0.5
+    assert answers[-1]["processor_replayed"] is downstream
+    charges = ledger.count(request["idempotency_key"])
+    assert charges == expected_charges, f"{charges} charges after a crash and a retry (downstream key: {downstream})"
