@@ -203,3 +203,97 @@ def test_the_naive_worker_crashing_after_the_email_sends_it_twice(deployed):
     assert "FunctionError" not in retried
     assert deletion.leftovers(deployed, user_id) == GONE
     assert deletion.goodbyes(deployed, user_id) == 2
+
+
+@pytest.fixture
+def function_env(deployed, monkeypatch):
+    """request_deletion and cancel_deletion run in this process with the functions' env."""
+    for name, value in deployed.function_env().items():
+        monkeypatch.setenv(name, value)
+
+
+def execution_arn(names, execution_name: str) -> str:
+    return names.state_machine_arn.replace(":stateMachine:", ":execution:") + f":{execution_name}"
+
+
+@pytest.mark.timeout(120)
+def test_a_requested_deletion_fires_on_schedule_and_completes(deployed, function_env):
+    from idemlab.background.scheduler_firer import DELIVERED, SchedulerFirer
+
+    user_id = f"u{uuid.uuid4().hex[:10]}"
+    deletion.seed_user(deployed, user_id)
+    asked = request_deletion.handler({"user_id": user_id, "delay_seconds": 2}, None)
+    firer = SchedulerFirer(groups=(deployed.schedule_group,))
+    assert firer.run_once(now=time.time()) == []  # not due yet
+    fired = firer.run_once(now=asked["due_at"] + 1)
+    assert [f.outcome for f in fired] == [DELIVERED]
+    execution = finished(execution_arn(deployed, asked["deletion_request_id"]))
+    assert execution["status"] == "SUCCEEDED"
+    assert deletion.leftovers(deployed, user_id) == GONE
+    assert deletion.goodbyes(deployed, user_id) == 1
+    assert clients.client("scheduler").list_schedules(GroupName=deployed.schedule_group, NamePrefix=f"deletion-{asked['deletion_request_id']}")["Schedules"] == []
+
+
+@pytest.mark.timeout(120)
+def test_a_schedule_fired_twice_deletes_once(deployed, function_env):
+    from idemlab.background.scheduler_firer import DELIVERED, SchedulerFirer
+
+    user_id = f"u{uuid.uuid4().hex[:10]}"
+    deletion.seed_user(deployed, user_id)
+    asked = request_deletion.handler({"user_id": user_id, "delay_seconds": 0}, None)
+    firings = SchedulerFirer(groups=(deployed.schedule_group,)).fire_twice(f"deletion-{asked['deletion_request_id']}", deployed.schedule_group)
+    assert firings[0].outcome == DELIVERED
+    # The second start has the same name: Step Functions either returns the running
+    # execution or refuses it, and a refused event waits on the DLQ for the redrive.
+    assert firings[1].outcome in (DELIVERED, "dead_lettered")
+    assert finished(execution_arn(deployed, asked["deletion_request_id"]))["status"] == "SUCCEEDED"
+    assert deletion.goodbyes(deployed, user_id) == 1
+    assert deletion.leftovers(deployed, user_id) == GONE
+
+
+@pytest.mark.timeout(240)
+def test_cancel_racing_the_fire_has_one_winner_and_a_consistent_end(deployed, function_env):
+    from idemlab.background.scheduler_firer import SchedulerFirer
+
+    cancel_deletion = deletion.import_function_module("cancel_deletion")
+    tally = {"CANCELLED": 0, "COMPLETED": 0}
+    for round_number in range(6):
+        user_id = f"u{uuid.uuid4().hex[:10]}"
+        deletion.seed_user(deployed, user_id)
+        asked = request_deletion.handler({"user_id": user_id, "delay_seconds": 0}, None)
+        request_id = asked["deletion_request_id"]
+        firer = SchedulerFirer(groups=(deployed.schedule_group,))
+        start_line = threading.Barrier(2)
+        answers = {}
+
+        def fire():
+            start_line.wait()
+            try:
+                answers["fire"] = firer.fire_now(f"deletion-{request_id}", deployed.schedule_group)
+            except LookupError:  # the cancel deleted the schedule first
+                answers["fire"] = None
+
+        def cancel():
+            start_line.wait()
+            # Later in each round, so the claim sometimes gets there first.
+            time.sleep(round_number * 0.4)
+            answers["cancel"] = cancel_deletion.handler({"deletion_request_id": request_id}, None)
+
+        threads = [threading.Thread(target=fire), threading.Thread(target=cancel)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        if answers.get("fire") is not None and answers["fire"].outcome == "delivered":
+            finished(execution_arn(deployed, request_id))
+        status = deletion.request_status(deployed, request_id)
+        tally[status] += 1
+        assert answers["cancel"]["cancelled"] == (status == "CANCELLED")
+        if status == "CANCELLED":
+            assert deletion.leftovers(deployed, user_id) == {"records": 3, "files": 2, "identities": 1}
+            assert deletion.goodbyes(deployed, user_id) == 0
+        else:
+            assert deletion.leftovers(deployed, user_id) == GONE
+            assert deletion.goodbyes(deployed, user_id) == 1
+    print(f"cancel vs fire: {tally}")
+    assert sum(tally.values()) == 6
