@@ -274,16 +274,18 @@ def test_a_zombie_that_stalled_past_its_lease_is_stopped_by_the_token(names, env
 
 def test_the_sweeper_publishes_the_stuck_count(names, env):
     env.setenv("METRIC_NAMESPACE", f"Test{uuid.uuid4().hex[:6]}")
+    env.setenv("LAB_PREFIX", "lab-under-test")
     request_id = requested(new_user(names))
     state.claim(requests_table(names), request_id, "vanished", 1, now=time.time() - 100)
     result = sweeper.run_once()
     assert result["stuck"] >= 1
     cloudwatch = clients.client("cloudwatch")
     metrics = cloudwatch.list_metrics(Namespace=sweeper.config.optional("METRIC_NAMESPACE"))["Metrics"]
-    assert [m["MetricName"] for m in metrics] == ["StuckDeletionRequests"]
+    assert [(m["MetricName"], m["Dimensions"]) for m in metrics] == [("StuckProcessingRequests", [{"Name": "Prefix", "Value": "lab-under-test"}])]
     stats = cloudwatch.get_metric_statistics(
         Namespace=sweeper.config.optional("METRIC_NAMESPACE"),
-        MetricName="StuckDeletionRequests",
+        MetricName="StuckProcessingRequests",
+        Dimensions=[{"Name": "Prefix", "Value": "lab-under-test"}],
         StartTime=time.time() - 600,
         EndTime=time.time() + 600,
         Period=60,

@@ -32,7 +32,7 @@ DEFAULT_DELAY_SECONDS = 30 * 24 * 3600
 MAX_DELAY_SECONDS = 365 * 24 * 3600  # Scheduler accepts any date; a year guards typos
 
 METRIC_NAMESPACE = "IdempotencyLab"
-STUCK_METRIC_NAME = "StuckDeletionRequests"
+STUCK_METRIC_NAME = "StuckProcessingRequests"  # Terraform passes its own name too
 
 
 def table_name(key: str) -> str:

@@ -60,7 +60,10 @@ def restart(request: state.Request) -> str | None:
 
 
 def publish_stuck_count(count: int) -> None:
-    config.client("cloudwatch").put_metric_data(
-        Namespace=config.optional("METRIC_NAMESPACE") or config.METRIC_NAMESPACE,
-        MetricData=[{"MetricName": config.optional("STUCK_METRIC_NAME") or config.STUCK_METRIC_NAME, "Value": count, "Unit": "Count"}],
-    )
+    """The count behind the stuck-requests alarm; zero too, so the alarm sees a value."""
+    datum = {"MetricName": config.optional("STUCK_METRIC_NAME") or config.STUCK_METRIC_NAME, "Value": count, "Unit": "Count"}
+    prefix = config.optional("LAB_PREFIX")
+    if prefix:
+        # The alarm watches the metric of its own deployment, told apart by this dimension.
+        datum["Dimensions"] = [{"Name": "Prefix", "Value": prefix}]
+    config.client("cloudwatch").put_metric_data(Namespace=config.optional("METRIC_NAMESPACE") or config.METRIC_NAMESPACE, MetricData=[datum])
