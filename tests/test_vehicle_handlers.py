@@ -74,7 +74,7 @@ def test_second_run_of_idempotent_writer_returns_stored_registration(tables):
 def test_reused_request_id_for_another_vehicle_is_refused_and_changes_nothing(tables):
     request = new_request(owner="Ada Lovelace")
     first = write_idempotent.handler(request, None)
-    with pytest.raises(errors.RequestMismatchError, match="already registered"):
+    with pytest.raises(errors.RequestMismatchError, match="already used to register a different"):
         write_idempotent.handler({**request, "owner": "Charles Babbage"}, None)
     assert rows(tables["vehicles"]) == [first]
 

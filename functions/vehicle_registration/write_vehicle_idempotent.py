@@ -44,9 +44,10 @@ def _stored_registration(table: Any, request: RegistrationRequest, raw_item: Any
         # Emulators that ignore ReturnValuesOnConditionCheckFailure send no item back.
         stored = table.get_item(Key={"request_id": request.request_id}, ConsistentRead=True)["Item"]
     if stored["request_fingerprint"] != request.fingerprint():
+        # Naming only the key: the stored row belongs to whoever sent the first request.
         raise RequestMismatchError(
-            f"request_id {request.request_id!r} already registered VIN {stored['vin']} for "
-            f"{stored['owner']!r}; a different request needs a new request_id"
+            f"request_id {request.request_id!r} was already used to register a different "
+            "VIN or owner; a different request needs a new request_id"
         )
     return stored
 
