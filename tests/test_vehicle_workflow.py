@@ -1,6 +1,10 @@
-"""The deployed vehicle-registration workflows (Terraform applied to the embedded backend)."""
+"""The deployed vehicle-registration workflows and functions (Terraform applied to the embedded backend)."""
 
 from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
 
 import pytest
 
@@ -91,3 +95,46 @@ def test_sync_execution_returns_the_stored_registration(stack):
     assert (first.status, again.status) == ("SUCCEEDED", "SUCCEEDED")
     assert first.registration_id == again.registration_id
     assert first.output["notification"] == {"notified": True, "registration_id": first.registration_id}
+
+
+RACE_ROUNDS = 20
+RACERS = 10
+
+
+def invoke_together(stack, function_key, request, racers):
+    """``racers`` invocations of one deployed function with one request, released at once."""
+    lam = clients.client("lambda", max_pool_connections=racers)
+    start = threading.Barrier(racers)
+    answers = [None] * racers
+
+    def invoke(i):
+        start.wait()
+        response = lam.invoke(FunctionName=stack["functions"][function_key], Payload=json.dumps(request))
+        answers[i] = (response.get("FunctionError"), json.loads(response["Payload"].read()))
+
+    threads = [threading.Thread(target=invoke, args=(i,)) for i in range(racers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return answers
+
+
+def test_racing_invocations_of_the_idempotent_writer_store_one_row_every_round(stack):
+    outcomes = Counter()
+    for _ in range(RACE_ROUNDS):
+        request = new_request()
+        answers = invoke_together(stack, "write_vehicle_idempotent", request, RACERS)
+        assert [error for error, _ in answers] == [None] * RACERS
+        stored = vehicles.rows(stack, "idempotent", request["request_id"])
+        returned = {payload["registration_id"] for _, payload in answers}
+        outcomes[(len(stored), len(returned))] += 1
+        assert returned == {stored[0]["registration_id"]}
+    assert outcomes == Counter({(1, 1): RACE_ROUNDS})
+
+
+def test_racing_invocations_of_the_naive_writer_store_a_row_each(stack):
+    request = new_request()
+    answers = invoke_together(stack, "write_vehicle_naive", request, RACERS)
+    assert [error for error, _ in answers] == [None] * RACERS
+    assert vehicles.count_rows(stack, "naive", request["request_id"]) == RACERS
