@@ -133,3 +133,12 @@ def test_missing_table_variable_is_a_configuration_error(tables, monkeypatch):
     monkeypatch.delenv("VEHICLES_TABLE")
     with pytest.raises(errors.ConfigurationError, match="VEHICLES_TABLE"):
         write_idempotent.handler(new_request(), None)
+
+
+def test_stored_registration_is_read_back_when_the_refusal_carries_no_item(tables):
+    # Backends that ignore ReturnValuesOnConditionCheckFailure send the refusal without
+    # the item; the writer then reads the row itself.
+    request = new_request()
+    first = write_idempotent.handler(request, None)
+    parsed = import_function_module("registration.request").parse_request(request)
+    assert write_idempotent._stored_registration(tables["vehicles"], parsed, None) == first
