@@ -148,7 +148,7 @@ variable "alarm_actions" {
 }
 
 variable "enable_bucket_force_destroy" {
-  description = "Let `terraform destroy` delete the user files bucket even when it still holds objects."
+  description = "Let `terraform destroy` delete the buckets (user files, function zips) even when they still hold objects."
   type        = bool
   default     = true
 }

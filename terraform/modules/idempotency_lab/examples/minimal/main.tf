@@ -1,0 +1,31 @@
+# The module on its own, as a team would call it from their own root.
+# Build the zips first: python -m idemlab.build (from the repository root).
+terraform {
+  required_version = ">= 1.5.0"
+  required_providers {
+    aws = {
+      source  = "hashicorp/aws"
+      version = ">= 5.100.0"
+    }
+  }
+}
+
+provider "aws" {
+  region = "eu-west-1"
+}
+
+module "idempotency_lab" {
+  source = "../.."
+
+  prefix                       = "demo"
+  artifacts_dir                = "${path.root}/../../../../../build"
+  deletion_delay_seconds       = 60
+  async_maximum_retry_attempts = 1
+  tags = {
+    team = "payments"
+  }
+}
+
+output "lab" {
+  value = module.idempotency_lab.lab
+}

@@ -1,0 +1,211 @@
+# Plan-level checks of the module with a mocked AWS provider: nothing is created.
+# Run from the module directory with the zips built, e.g.
+#   terraform test -var artifacts_dir=../../../build
+# (tests/test_terraform_static.py does this with zips it builds itself).
+
+mock_provider "aws" {
+  mock_data "aws_caller_identity" {
+    defaults = { account_id = "123456789012" }
+  }
+  mock_data "aws_region" {
+    defaults = { name = "us-east-1" }
+  }
+  mock_data "aws_partition" {
+    defaults = { partition = "aws" }
+  }
+  # Only where the provider checks an ARN's shape; elsewhere the mock's random strings keep
+  # each instance distinct, which the checks below rely on.
+  mock_resource "aws_iam_role" {
+    defaults = { arn = "arn:aws:iam::123456789012:role/mock" }
+  }
+  mock_resource "aws_lambda_function" {
+    defaults = { arn = "arn:aws:lambda:us-east-1:123456789012:function:mock" }
+  }
+  mock_resource "aws_cloudwatch_event_rule" {
+    defaults = { arn = "arn:aws:events:us-east-1:123456789012:rule/mock" }
+  }
+}
+
+# Distinct queue ARNs, so that "goes to a dead-letter queue" cannot pass by coincidence.
+override_resource {
+  target = aws_sqs_queue.dead_letter["vehicle_registration_dlq"]
+  values = { arn = "arn:aws:sqs:us-east-1:123456789012:tftest-vehicle-registration-dlq" }
+}
+override_resource {
+  target = aws_sqs_queue.dead_letter["checkout_dlq"]
+  values = { arn = "arn:aws:sqs:us-east-1:123456789012:tftest-checkout-dlq" }
+}
+override_resource {
+  target = aws_sqs_queue.dead_letter["deletion_dlq"]
+  values = { arn = "arn:aws:sqs:us-east-1:123456789012:tftest-deletion-dlq" }
+}
+override_resource {
+  target = aws_sqs_queue.dead_letter["scheduler_dlq"]
+  values = { arn = "arn:aws:sqs:us-east-1:123456789012:tftest-scheduler-dlq" }
+}
+override_resource {
+  target = aws_sqs_queue.dead_letter["sweeper_rule_dlq"]
+  values = { arn = "arn:aws:sqs:us-east-1:123456789012:tftest-sweeper-rule-dlq" }
+}
+
+variables {
+  prefix = "tftest"
+}
+
+run "workflows_are_logged_and_express_where_designed" {
+  command = apply
+
+  assert {
+    condition     = aws_sfn_state_machine.this["vehicle_registration_naive"].type == "EXPRESS" && aws_sfn_state_machine.this["vehicle_registration_idempotent"].type == "EXPRESS"
+    error_message = "The vehicle registration workflows must be EXPRESS (at-least-once: the lesson depends on it)."
+  }
+
+  assert {
+    condition     = aws_sfn_state_machine.this["account_deletion"].type == "STANDARD"
+    error_message = "The account deletion workflow must be STANDARD (exactly-once executions, named starts)."
+  }
+
+  assert {
+    condition = alltrue([for sm in aws_sfn_state_machine.this :
+      sm.logging_configuration[0].level == "ALL" && sm.logging_configuration[0].include_execution_data && endswith(sm.logging_configuration[0].log_destination, ":*")
+    ])
+    error_message = "Every workflow logs ALL with execution data to a log group ARN ending in ':*'."
+  }
+}
+
+run "tables_are_encrypted_recoverable_and_on_demand" {
+  command = apply
+
+  assert {
+    condition = alltrue([for t in aws_dynamodb_table.this :
+      t.server_side_encryption[0].enabled && t.point_in_time_recovery[0].enabled && t.billing_mode == "PAY_PER_REQUEST"
+    ])
+    error_message = "Every table needs server-side encryption, point-in-time recovery and on-demand billing."
+  }
+
+  assert {
+    condition     = aws_dynamodb_table.this["powertools_idempotency"].ttl[0].enabled && aws_dynamodb_table.this["powertools_idempotency"].ttl[0].attribute_name == "expiration"
+    error_message = "The Powertools idempotency table expires records through TTL on `expiration`."
+  }
+
+  assert {
+    condition = toset([for g in aws_dynamodb_table.this["deletion_requests"].global_secondary_index : "${g.name}:${g.hash_key}:${coalesce(g.range_key, "-")}"]) == toset(
+      ["by_user:user_id:-", "by_status_lease:status:lease_expires_at"]
+    )
+    error_message = "The sweeper finds stuck requests by Query on by_status_lease (status, lease_expires_at), not by Scan."
+  }
+}
+
+run "every_async_path_has_a_dead_letter_queue" {
+  command = apply
+
+  assert {
+    condition     = length(aws_lambda_function_event_invoke_config.this) == length(aws_lambda_function.this)
+    error_message = "Every function needs an asynchronous invoke config."
+  }
+
+  assert {
+    condition = alltrue([for c in aws_lambda_function_event_invoke_config.this :
+      contains([for q in aws_sqs_queue.dead_letter : q.arn], c.destination_config[0].on_failure[0].destination) && c.maximum_retry_attempts != null && c.maximum_event_age_in_seconds != null
+    ])
+    error_message = "Every function's failed async invocations go to an SQS dead-letter queue, with explicit retries and event age."
+  }
+
+  assert {
+    condition     = aws_cloudwatch_event_target.sweeper.dead_letter_config[0].arn == aws_sqs_queue.dead_letter["sweeper_rule_dlq"].arn
+    error_message = "The sweeper rule's undeliverable events go to its dead-letter queue."
+  }
+
+  assert {
+    condition     = contains(flatten([for s in jsondecode(aws_iam_role_policy.scheduler.policy).Statement : s.Resource if contains(flatten([s.Action]), "sqs:SendMessage")]), aws_sqs_queue.dead_letter["scheduler_dlq"].arn)
+    error_message = "Scheduler's role may send failed deletion starts to the scheduler dead-letter queue."
+  }
+
+  assert {
+    condition     = alltrue([for q in aws_sqs_queue.dead_letter : q.sqs_managed_sse_enabled])
+    error_message = "Every dead-letter queue is encrypted."
+  }
+}
+
+run "alarms_watch_every_dlq_and_stuck_requests" {
+  command = apply
+
+  assert {
+    condition     = toset(keys(aws_cloudwatch_metric_alarm.dlq_not_empty)) == toset(keys(aws_sqs_queue.dead_letter))
+    error_message = "Every dead-letter queue has a not-empty alarm."
+  }
+
+  assert {
+    condition = alltrue([for a in aws_cloudwatch_metric_alarm.dlq_not_empty :
+      a.metric_name == "ApproximateNumberOfMessagesVisible" && a.comparison_operator == "GreaterThanThreshold" && a.threshold == 0
+    ])
+    error_message = "A dead-letter alarm fires on the first visible message."
+  }
+
+  assert {
+    condition     = aws_cloudwatch_metric_alarm.stuck_processing.namespace == output.stuck_metric.namespace && aws_cloudwatch_metric_alarm.stuck_processing.metric_name == output.stuck_metric.name
+    error_message = "The stuck-PROCESSING alarm watches the metric the sweeper is told to publish."
+  }
+}
+
+run "iam_is_least_privilege" {
+  command = apply
+
+  assert {
+    condition     = keys(aws_iam_role.function) == keys(aws_lambda_function.this) && length(distinct([for r in aws_iam_role.function : r.name])) == length(aws_lambda_function.this)
+    error_message = "Every function has a role of its own."
+  }
+
+  assert {
+    condition = alltrue(flatten([for p in concat(values(aws_iam_role_policy.function), values(aws_iam_role_policy.workflow), [aws_iam_role_policy.scheduler]) : [
+      for s in jsondecode(p.policy).Statement : alltrue([for a in flatten([s.Action]) : !strcontains(a, "*")]) if s.Effect == "Allow"
+    ]]))
+    error_message = "No IAM statement allows a wildcard action."
+  }
+
+  assert {
+    condition = alltrue(flatten([for p in concat(values(aws_iam_role_policy.function), values(aws_iam_role_policy.workflow), [aws_iam_role_policy.scheduler]) : [
+      for s in jsondecode(p.policy).Statement : !(contains(flatten([s.Resource]), "*") && anytrue([for a in flatten([s.Action]) : can(regex("^(dynamodb|s3|sqs|lambda|states|scheduler):", a))]))
+    ]]))
+    error_message = "No IAM statement grants a data service (DynamoDB, S3, SQS, Lambda, Step Functions, Scheduler) on Resource \"*\"."
+  }
+
+  assert {
+    condition = alltrue([for key, p in aws_iam_role_policy.function :
+      contains(flatten([for s in jsondecode(p.policy).Statement : s.Resource]), "${aws_cloudwatch_log_group.function[key].arn}:*")
+    ])
+    error_message = "Every function may write to its own log group."
+  }
+
+  assert {
+    condition     = !contains(flatten([for s in jsondecode(aws_iam_role_policy.function["checkout_naive"].policy).Statement : s.Resource]), aws_dynamodb_table.this["ledger"].arn)
+    error_message = "A checkout reaches the ledger only through card_processor."
+  }
+}
+
+run "outputs_follow_the_design" {
+  command = apply
+
+  assert {
+    condition = toset(keys(output.lab)) == toset([
+      "region", "tables", "functions", "function_arns", "state_machines", "queues", "queue_arns",
+      "buckets", "schedule_group", "scheduler_role_arn", "alarms",
+    ])
+    error_message = "The lab output has exactly the keys of docs/DESIGN.md."
+  }
+
+  assert {
+    condition     = alltrue([for name in values(output.lab.tables) : startswith(name, "tftest-")])
+    error_message = "Every name carries the prefix."
+  }
+}
+
+run "a_bad_prefix_is_refused" {
+  command = plan
+
+  variables {
+    prefix = "Bad_Prefix"
+  }
+
+  expect_failures = [var.prefix]
+}
