@@ -1,0 +1,63 @@
+"""The function zips: deterministic (a second plan stays empty), complete, and refused
+cleanly when the input is wrong."""
+
+from __future__ import annotations
+
+import zipfile
+
+import pytest
+
+from idemlab import build
+
+
+def test_building_twice_gives_identical_bytes_and_hashes(tmp_path):
+    first = build.build_all(out_dir=tmp_path / "a")
+    second = build.build_all(out_dir=tmp_path / "b")
+    assert [a.scenario for a in first] == [b.scenario for b in second] == build.scenarios()
+    for a, b in zip(first, second):
+        assert a.path.read_bytes() == b.path.read_bytes()
+        assert a.sha256_base64 == b.sha256_base64
+
+
+def test_rebuilding_unchanged_sources_leaves_the_zip_untouched(tmp_path):
+    [artifact, *_] = build.build_all(out_dir=tmp_path)
+    before = artifact.path.stat().st_mtime_ns
+    [again, *_] = build.build_all(out_dir=tmp_path)
+    assert not again.changed and again.path.stat().st_mtime_ns == before
+
+
+def test_a_zip_holds_the_handlers_at_its_root_and_powertools_beside_them(tmp_path):
+    for artifact in build.build_all(out_dir=tmp_path):
+        with zipfile.ZipFile(artifact.path) as archive:
+            names = archive.namelist()
+            infos = archive.infolist()
+        sources = build.source_files(build.FUNCTIONS_DIR / artifact.scenario)
+        assert set(sources) <= set(names)
+        assert {"aws_lambda_powertools/__init__.py", "jmespath/__init__.py", "typing_extensions.py"} <= set(names)
+        assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+        assert names == sorted(names)
+        assert {info.date_time for info in infos} == {build.FIXED_TIMESTAMP}
+
+
+def test_a_scenario_without_python_files_is_refused_and_nothing_is_written(tmp_path):
+    functions = tmp_path / "functions"
+    (functions / "empty_scenario").mkdir(parents=True)
+    (functions / "empty_scenario" / "notes.txt").write_text("no code here")
+    out = tmp_path / "out"
+    with pytest.raises(build.BuildError, match="no .py files"):
+        build.build_all(functions_dir=functions, out_dir=out)
+    assert not out.exists()
+
+
+def test_a_missing_functions_folder_is_a_clear_error(tmp_path):
+    with pytest.raises(build.BuildError, match="no functions folder"):
+        build.build_all(functions_dir=tmp_path / "absent", out_dir=tmp_path / "out")
+    assert build.main(["--functions", str(tmp_path / "absent"), "--out", str(tmp_path / "out")]) == 1
+
+
+def test_a_file_shadowing_a_bundled_package_is_refused(tmp_path):
+    functions = tmp_path / "functions"
+    (functions / "clash").mkdir(parents=True)
+    (functions / "clash" / "typing_extensions.py").write_text("x = 1\n")
+    with pytest.raises(build.BuildError, match="shadow"):
+        build.build_all(functions_dir=functions, out_dir=tmp_path / "out")
