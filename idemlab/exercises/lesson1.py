@@ -91,9 +91,9 @@ def _first_attempt_and_retry(candidate: Callable, table: Any) -> None:
             f"{stored['registration_id']}): a put without a condition overwrites the row"
         )
     if returned != first:
+        got = returned.get("registration_id") if isinstance(returned, dict) else returned
         raise ExerciseFailed(
-            f"the retry returned registration {returned.get('registration_id') if isinstance(returned, dict) else returned!r}; "
-            f"it should return the stored one, {first['registration_id']}"
+            f"the retry returned registration {got!r}; it should return the stored one, {first['registration_id']}"
         )
 
 

@@ -135,6 +135,10 @@ def _kind(kind: str) -> str:
     return kind
 
 
+def _workflow_arn(stack: dict, kind: str) -> str:
+    return stack["state_machines"][WORKFLOW_KEYS[_kind(kind)]]
+
+
 def _stepfunctions(pool: int = 10) -> Any:
     return clients.client("stepfunctions", max_pool_connections=pool)
 
@@ -146,7 +150,7 @@ def start(stack: dict, kind: str, request: object, sfn: Any = None) -> str:
     name = f"{str(request_id or 'request')[:40]}-{uuid.uuid4().hex[:12]}"
     name = re.sub(r"[^A-Za-z0-9_-]", "-", name)
     response = (sfn or _stepfunctions()).start_execution(
-        stateMachineArn=stack["state_machines"][WORKFLOW_KEYS[_kind(kind)]],
+        stateMachineArn=_workflow_arn(stack, kind),
         name=name,
         input=json.dumps(request),
     )
@@ -181,7 +185,7 @@ def run(stack: dict, kind: str, request: object, sfn: Any = None) -> Execution:
 def run_sync(stack: dict, kind: str, request: object) -> Execution:
     """StartSyncExecution: the call returns when the execution has ended, with its result."""
     response = _stepfunctions().start_sync_execution(
-        stateMachineArn=stack["state_machines"][WORKFLOW_KEYS[_kind(kind)]],
+        stateMachineArn=_workflow_arn(stack, kind),
         input=json.dumps(request),
     )
     return _execution(response["executionArn"], response)
@@ -207,7 +211,7 @@ def _execution(arn: str, described: dict) -> Execution:
 
 def outline(stack: dict, kind: str) -> None:
     """Print the deployed workflow's states, the function each task runs, and its Retry."""
-    described = _stepfunctions().describe_state_machine(stateMachineArn=stack["state_machines"][WORKFLOW_KEYS[_kind(kind)]])
+    described = _stepfunctions().describe_state_machine(stateMachineArn=_workflow_arn(stack, kind))
     print(f"{described['name']} ({described['type']})")
     _print_states(json.loads(described["definition"]), depth=1)
 
@@ -218,7 +222,8 @@ def _print_states(definition: dict, depth: int) -> None:
         runs = f" runs {state['Resource'].rsplit(':', 1)[-1]}" if "Resource" in state else ""
         print(f"{pad}{name}: {state['Type']}{runs}")
         for retry in state.get("Retry", []):
-            print(f"{pad}    Retry on {', '.join(retry['ErrorEquals'])}: up to {retry.get('MaxAttempts', 3)} more attempts")
+            errors = ", ".join(retry["ErrorEquals"])
+            print(f"{pad}    Retry on {errors}: up to {retry.get('MaxAttempts', 3)} more attempts")
         for branch in state.get("Branches", []):
             _print_states(branch, depth + 1)
 
