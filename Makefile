@@ -58,6 +58,9 @@ test: install tools ## the whole test suite, on an embedded backend it starts it
 bench: install ## measure the embedded backend and the strategies, side by side
 	$(PY) -m idemlab.bench
 
+redrive: install ## re-deliver every dead-letter queue of the stack to its target (safe to repeat)
+	$(PY) -m idemlab.background.redrive
+
 clean: ## stop the backend and remove everything the lab generated
 	-$(PY) -m idemlab down
 	rm -rf .lab build

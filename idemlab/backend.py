@@ -18,8 +18,30 @@ import urllib.request
 
 from idemlab import settings
 
-EMBEDDED_LOG = settings.STATE_DIR / "embedded.log"
-EMBEDDED_PID = settings.STATE_DIR / "embedded.pid"
+# Neither LocalStack community nor moto fires EventBridge Scheduler schedules: the lab
+# runs its own firer beside either of them (idemlab/background/scheduler_firer.py).
+FIRER_MODULE = "idemlab.background.scheduler_firer"
+
+
+def _state_file(kind: str, suffix: str):
+    """Per port, so a second lab (or the tests) on another port never shares them."""
+    return settings.STATE_DIR / f"{kind}-{settings.port()}.{suffix}"
+
+
+def embedded_log():
+    return _state_file("embedded", "log")
+
+
+def embedded_pid():
+    return _state_file("embedded", "pid")
+
+
+def firer_log():
+    return _state_file("scheduler-firer", "log")
+
+
+def firer_pid():
+    return _state_file("scheduler-firer", "pid")
 LOCALSTACK_HEALTH = "/_localstack/health"
 LOCALSTACK_READY_SECONDS = 180  # first start pulls the image; later starts take seconds
 COMPOSE_FILE = settings.ROOT / "docker-compose.yml"
@@ -29,53 +51,84 @@ class BackendError(Exception):
     """The backend could not be brought up or down; the message is for the user."""
 
 
-def _read_pid() -> int | None:
+def _read_pid(pid_file) -> int | None:
     try:
-        pid = int(EMBEDDED_PID.read_text().strip())
+        pid = int(pid_file.read_text().strip())
         os.kill(pid, 0)
     except (OSError, ValueError):
         return None
     return pid
 
 
-def embedded_up() -> str:
-    try:
-        from idemlab.embedded.server import EmbeddedBackend, health, port_in_use
-    except ImportError as exc:
-        raise BackendError(f"missing dependency ({exc.name}): run `make install`; log {EMBEDDED_LOG}") from exc
-    url = f"http://127.0.0.1:{settings.port()}"
-    pid = _read_pid()
-    if pid and health(url):
-        return f"embedded backend already running on {url} (pid {pid}), reusing it; log {EMBEDDED_LOG}"
-    if port_in_use(settings.port()):
-        raise BackendError(
-            f"port {settings.port()} is busy with another program (LocalStack? set LAB_PORT or stop it); log {EMBEDDED_LOG}"
-        )
-    settings.STATE_DIR.mkdir(parents=True, exist_ok=True)
-    try:
-        server = EmbeddedBackend(port=settings.port(), log_path=EMBEDDED_LOG).start(detach=True)
-    except RuntimeError as exc:
-        raise BackendError(str(exc)) from exc
-    EMBEDDED_PID.write_text(str(server.process.pid))
-    return f"embedded backend up on {url} (pid {server.process.pid}); log {EMBEDDED_LOG}"
-
-
-def embedded_down() -> str:
-    pid = _read_pid()
+def _stop_pid(pid_file) -> int | None:
+    pid = _read_pid(pid_file)
+    pid_file.unlink(missing_ok=True)
     if not pid:
-        EMBEDDED_PID.unlink(missing_ok=True)
-        return "embedded backend is not running"
+        return None
     os.kill(pid, signal.SIGTERM)
     for _ in range(100):
         try:
             os.kill(pid, 0)
         except OSError:
-            break
+            return pid
         time.sleep(0.1)
-    else:
-        os.kill(pid, signal.SIGKILL)
-    EMBEDDED_PID.unlink(missing_ok=True)
-    return f"embedded backend stopped (pid {pid})"
+    os.kill(pid, signal.SIGKILL)
+    return pid
+
+
+def firer_up() -> str:
+    """Start the schedule firer against the selected endpoint, unless it runs already."""
+    pid = _read_pid(firer_pid())
+    if pid:
+        return f"scheduler firer already running (pid {pid}); log {firer_log()}"
+    settings.STATE_DIR.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "AWS_ENDPOINT_URL": settings.endpoint_url()}
+    with open(firer_log(), "ab") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", FIRER_MODULE],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
+    time.sleep(0.5)
+    if process.poll() is not None:
+        raise BackendError(f"scheduler firer exited with code {process.returncode}; log {firer_log()}")
+    firer_pid().write_text(str(process.pid))
+    return f"scheduler firer up (pid {process.pid}); log {firer_log()}"
+
+
+def firer_down() -> str:
+    pid = _stop_pid(firer_pid())
+    return f"scheduler firer stopped (pid {pid})" if pid else "scheduler firer is not running"
+
+
+def embedded_up() -> str:
+    try:
+        from idemlab.embedded.server import EmbeddedBackend, health, port_in_use
+    except ImportError as exc:
+        raise BackendError(f"missing dependency ({exc.name}): run `make install`; log {embedded_log()}") from exc
+    url = f"http://127.0.0.1:{settings.port()}"
+    pid = _read_pid(embedded_pid())
+    if pid and health(url):
+        return f"embedded backend already running on {url} (pid {pid}), reusing it; log {embedded_log()}"
+    if port_in_use(settings.port()):
+        raise BackendError(
+            f"port {settings.port()} is busy with another program (LocalStack? set LAB_PORT or stop it); log {embedded_log()}"
+        )
+    settings.STATE_DIR.mkdir(parents=True, exist_ok=True)
+    try:
+        server = EmbeddedBackend(port=settings.port(), log_path=embedded_log()).start(detach=True)
+    except RuntimeError as exc:
+        raise BackendError(str(exc)) from exc
+    embedded_pid().write_text(str(server.process.pid))
+    return f"embedded backend up on {url} (pid {server.process.pid}); log {embedded_log()}"
+
+
+def embedded_down() -> str:
+    pid = _stop_pid(embedded_pid())
+    return f"embedded backend stopped (pid {pid})" if pid else "embedded backend is not running"
 
 
 def _localstack_health(url: str) -> dict | None:
@@ -151,10 +204,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=["up", "down", "status"])
     args = parser.parse_args(argv)
     try:
+        chosen = settings.backend()
         if args.action == "status":
             print(status())
+        elif args.action == "up":
+            print(ACTIONS[(chosen, "up")]())
+            if chosen != "aws":  # on AWS, Scheduler fires schedules itself
+                print(firer_up())
         else:
-            print(ACTIONS[(settings.backend(), args.action)]())
+            if chosen != "aws":
+                print(firer_down())
+            print(ACTIONS[(chosen, "down")]())
     except (BackendError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
