@@ -245,3 +245,43 @@ def run_steps_in_process(claim: dict) -> str:
         return complete.handler(claim, None)["status"]
     except errors.ClaimLost:
         return "superseded"
+
+
+# -- the deployed workflow ------------------------------------------------------------
+
+
+def invoke(lab: dict, function_key: str, event: dict) -> dict:
+    """Invoke a deployed deletion function and return its answer; a function error raises."""
+    import json
+
+    answer = clients.client("lambda").invoke(FunctionName=lab["functions"][function_key], Payload=json.dumps(event).encode())
+    body = json.loads(answer["Payload"].read() or b"null")
+    if answer.get("FunctionError"):
+        raise RuntimeError(f"{function_key} failed: {body}")
+    return body
+
+
+def start(names: Names, deletion_request_id: str, execution_name: str | None = None) -> str:
+    """Start the workflow for a request, named like the schedule names it unless told."""
+    import json
+
+    return clients.client("stepfunctions").start_execution(
+        stateMachineArn=names.state_machine_arn,
+        name=execution_name or deletion_request_id,
+        input=json.dumps({"deletion_request_id": deletion_request_id}),
+    )["executionArn"]
+
+
+def wait_for(execution_arn: str, timeout: float = 120) -> dict:
+    """The execution once it stopped running."""
+    import time
+
+    sfn = clients.client("stepfunctions")
+    deadline = time.monotonic() + timeout
+    while True:
+        described = sfn.describe_execution(executionArn=execution_arn)
+        if described["status"] != "RUNNING":
+            return described
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{execution_arn} still running after {timeout} s")
+        time.sleep(0.2)

@@ -1,0 +1,139 @@
+"""The acceptance matrix of lesson 3 over the deployed stack on the embedded backend:
+every fault point x {1, 2, 3 deliveries} x {sequential, concurrent}.
+
+Each cell is its own user and request; the cells run side by side. Every request must
+end COMPLETED with every record, file and identity of its user gone, nothing of a
+bystander touched, and exactly one goodbye email. The naive worker, run through the
+same faults and deliveries, fails visibly.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from idemlab import clients
+from idemlab.lessons import deletion
+
+faults = deletion.import_function_module("deletion_faults")
+
+pytestmark = [pytest.mark.stack, pytest.mark.timeout(900)]
+
+# Every boundary at which a worker can die. delete_records has no after_effect: its
+# effect and its progress commit in one transaction. claim and complete are themselves
+# the progress write, so they have no separate effect either.
+FAULT_POINTS = [
+    ("claim", faults.BEFORE),
+    ("claim", faults.AFTER_PROGRESS),
+    ("delete_records", faults.BEFORE),
+    ("delete_records", faults.AFTER_PROGRESS),
+    *[(step, point) for step in ("delete_files", "delete_identity", "send_goodbye") for point in faults.POINTS],
+    ("complete", faults.BEFORE),
+    ("complete", faults.AFTER_PROGRESS),
+]
+DELIVERIES = (1, 2, 3)
+MODES = ("sequential", "concurrent")
+PARALLEL_CELLS = 6  # cells in flight at once: enough to overlap, few enough for 2 cores
+GONE = {"records": 0, "files": 0, "identities": 0}
+SEEDED = {"records": 3, "files": 2, "identities": 1}
+
+
+@pytest.fixture(scope="module")
+def names(stack) -> deletion.Names:
+    return deletion.Names.from_outputs(stack)
+
+
+def new_request(stack, names) -> tuple[str, str]:
+    user_id = f"u{uuid.uuid4().hex[:10]}"
+    deletion.seed_user(names, user_id)
+    # Due in an hour: the deliveries below stand in for the schedule firing.
+    asked = deletion.invoke(stack, "request_deletion", {"user_id": user_id, "delay_seconds": 3600})
+    return user_id, asked["deletion_request_id"]
+
+
+def deliver(names, request_id: str, deliveries: int, mode: str) -> list[dict]:
+    """Start the workflow ``deliveries`` times, one after another or all at once."""
+    execution_names = [request_id] + [f"{request_id}-dup{n}" for n in range(2, deliveries + 1)]
+    if mode == "sequential":
+        return [deletion.wait_for(deletion.start(names, request_id, name)) for name in execution_names]
+    arns = [None] * deliveries
+    start_line = threading.Barrier(deliveries)
+
+    def go(index):
+        start_line.wait()
+        arns[index] = deletion.start(names, request_id, execution_names[index])
+
+    threads = [threading.Thread(target=go, args=(i,)) for i in range(deliveries)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return [deletion.wait_for(arn) for arn in arns]
+
+
+def run_cell(stack, names, step, point, deliveries, mode) -> dict:
+    user_id, request_id = new_request(stack, names)
+    deletion.arm_fault(names, step, point, request_id, faults.CRASH)
+    executions = deliver(names, request_id, deliveries, mode)
+    return {
+        "cell": f"{step}.{point} x{deliveries} {mode}",
+        "executions": [e["status"] for e in executions],
+        "status": deletion.request_status(names, request_id),
+        "leftovers": deletion.leftovers(names, user_id),
+        "goodbyes": deletion.goodbyes(names, user_id),
+    }
+
+
+def test_every_fault_point_and_delivery_pattern_deletes_once(stack, names):
+    bystander = f"u{uuid.uuid4().hex[:10]}"
+    deletion.seed_user(names, bystander)
+    cells = list(itertools.product(FAULT_POINTS, DELIVERIES, MODES))
+    began = time.monotonic()
+    with ThreadPoolExecutor(max_workers=PARALLEL_CELLS) as pool:
+        results = list(pool.map(lambda c: run_cell(stack, names, c[0][0], c[0][1], c[1], c[2]), cells))
+    elapsed = time.monotonic() - began
+    print(f"\n{len(results)} cells in {elapsed:.0f} s")
+    wrong = [
+        r for r in results
+        if (r["status"], r["leftovers"], r["goodbyes"]) != ("COMPLETED", GONE, 1)
+    ]
+    for r in wrong:
+        print(f"WRONG {r}")
+    assert wrong == []
+    assert deletion.leftovers(names, bystander) == SEEDED
+    # Every delivery ended as an execution that succeeded (the crash is retried inside).
+    assert all(set(r["executions"]) == {"SUCCEEDED"} for r in results), [r for r in results if set(r["executions"]) != {"SUCCEEDED"}]
+
+
+def invoke_naive(stack, request_id: str) -> bool:
+    """One delivery to the naive worker, retried once after a crash as Lambda would; True if it ran to the end."""
+    payload = json.dumps({"deletion_request_id": request_id}).encode()
+    lam = clients.client("lambda")
+    for _ in range(2):
+        if not lam.invoke(FunctionName=stack["functions"]["naive_deletion_worker"], Payload=payload).get("FunctionError"):
+            return True
+    return False
+
+
+@pytest.mark.parametrize(
+    "step, point, deliveries",
+    [
+        ("send_goodbye", faults.AFTER_EFFECT, 1),  # crash after the email: the retry sends another
+        ("delete_files", faults.BEFORE, 2),  # two deliveries: two emails
+        ("delete_identity", faults.AFTER_EFFECT, 3),
+    ],
+)
+def test_the_naive_worker_fails_the_same_matrix_visibly(stack, names, step, point, deliveries):
+    user_id, request_id = new_request(stack, names)
+    deletion.arm_fault(names, step, point, request_id, faults.CRASH)
+    for _ in range(deliveries):
+        invoke_naive(stack, request_id)
+    goodbyes = deletion.goodbyes(names, user_id)
+    print(f"naive {step}.{point} x{deliveries}: {goodbyes} goodbye emails")
+    assert goodbyes > 1
