@@ -158,11 +158,7 @@ def start(stack: dict, kind: str, request: object, sfn: Any = None) -> str:
 
 
 def wait(execution_arn: str, timeout: float = WAIT_SECONDS, sfn: Any = None) -> Execution:
-    """Poll until the execution ends.
-
-    AWS answers DescribeExecution for Express executions only when a Map Run started
-    them; the emulators answer it for all. On AWS the lesson runs synchronously instead.
-    """
+    """Poll DescribeExecution until the execution ends (embedded backend only, see run)."""
     sfn = sfn or _stepfunctions()
     deadline = time.monotonic() + timeout
     while True:
@@ -175,8 +171,15 @@ def wait(execution_arn: str, timeout: float = WAIT_SECONDS, sfn: Any = None) -> 
 
 
 def run(stack: dict, kind: str, request: object, sfn: Any = None) -> Execution:
-    """Start an execution and wait for its end (on AWS: run it synchronously, see wait)."""
-    if settings.backend() == "aws":
+    """Run one execution to its end and return its result.
+
+    AWS refuses DescribeExecution for an Express execution (unless a Map Run started it),
+    and so does LocalStack, with ``InvalidArn``. Only the embedded backend answers it, so
+    only there is the execution started asynchronously and polled; elsewhere it runs
+    through StartSyncExecution. The duplicates this lesson counts come from a second
+    execution and from the Retry inside one, which both ways share.
+    """
+    if settings.backend() != "embedded":
         return run_sync(stack, kind, request)
     sfn = sfn or _stepfunctions()
     return wait(start(stack, kind, request, sfn), sfn=sfn)
