@@ -6,10 +6,13 @@ deployed, inside the state machines.
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import boto3
 import pytest
+
+from idemlab import settings
 
 from idemlab.lessons.vehicles import MALFORMED_REQUESTS, VALID_VIN, import_function_module, new_request
 
@@ -142,3 +145,25 @@ def test_stored_registration_is_read_back_when_the_refusal_carries_no_item(table
     first = write_idempotent.handler(request, None)
     parsed = import_function_module("registration.request").parse_request(request)
     assert write_idempotent._stored_registration(tables["vehicles"], parsed, None) == first
+
+
+ASL_TEMPLATE = settings.ROOT / "terraform/modules/idempotency_lab/workflows/vehicle_registration.asl.json"
+
+
+def retried_error_names(states: dict) -> set[str]:
+    names = set()
+    for state in states.values():
+        for retrier in state.get("Retry", []) + state.get("Catch", []):
+            names.update(retrier["ErrorEquals"])
+        for branch in state.get("Branches", []):
+            names |= retried_error_names(branch["States"])
+    return names
+
+
+def test_every_error_the_workflow_and_the_lesson_name_is_raised_by_the_functions():
+    # Step Functions matches errors by class name: a renamed class would silently stop a Retry.
+    defined = {name for name, value in vars(errors).items() if isinstance(value, type)}
+    named_by_workflow = retried_error_names(json.loads(ASL_TEMPLATE.read_text())["States"])
+    assert named_by_workflow == {"NotifyTransientError"}
+    assert named_by_workflow <= defined
+    assert {error for _, error in MALFORMED_REQUESTS.values()} <= defined
