@@ -1,0 +1,85 @@
+"""The real thing: the Terraform root applied to the embedded backend, used through the
+names in its outputs, planned again (no changes), and destroyed.
+
+Its own prefix (`tfci`), so it coexists with the session's `lab` stack.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+import pytest
+from botocore.exceptions import ClientError
+
+from idemlab import clients, stack
+
+PREFIX = "tfci"
+DESIGN_KEYS = {
+    "region", "tables", "functions", "function_arns", "state_machines", "queues", "queue_arns",
+    "buckets", "schedule_group", "scheduler_role_arn", "alarms",
+}
+VALID_VIN = "1M8GDM9AXKP042788"  # check digit X, the textbook example
+
+
+def test_a_bad_prefix_is_refused_before_anything_runs():
+    with pytest.raises(ValueError, match="prefix"):
+        stack.deploy(prefix="Bad_Prefix", backend="embedded")
+    with pytest.raises(ValueError, match="backend"):
+        stack.deploy(prefix="lab", backend="mainframe")
+
+
+def test_outputs_of_a_stack_never_deployed_say_how_to_deploy(backend):
+    with pytest.raises(stack.StackError, match="make deploy"):
+        stack.outputs(prefix="nothere")
+
+
+def test_stacks_of_different_prefixes_or_endpoints_get_their_own_working_copy(backend, monkeypatch):
+    first = stack.stack_name("lab", "embedded")
+    assert stack.stack_name("tfci", "embedded") != first
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
+    assert stack.stack_name("lab", "embedded") != first
+
+
+@pytest.mark.timeout(900)
+def test_apply_use_plan_nothing_destroy(backend, capsys):
+    started = time.monotonic()
+    lab = stack.deploy(prefix=PREFIX)
+    applied = time.monotonic() - started
+    timings = {"apply_seconds": round(applied, 1)}
+
+    assert set(lab) == DESIGN_KEYS
+    assert stack.outputs(PREFIX) == lab
+    assert all(name.startswith(f"{PREFIX}-") for name in lab["tables"].values())
+
+    # Every name in the outputs exists on the backend.
+    dynamodb, sfn = clients.client("dynamodb"), clients.client("stepfunctions")
+    for table in lab["tables"].values():
+        assert dynamodb.describe_table(TableName=table)["Table"]["TableStatus"] == "ACTIVE"
+    types = {key: sfn.describe_state_machine(stateMachineArn=arn)["type"] for key, arn in lab["state_machines"].items()}
+    assert types == {"vehicle_registration_naive": "EXPRESS", "vehicle_registration_idempotent": "EXPRESS", "account_deletion": "STANDARD"}
+
+    # A deployed function, found and checked only through the outputs, writes to its table.
+    request_id = f"tfci-{uuid.uuid4().hex[:12]}"
+    event = {"request_id": request_id, "vin": VALID_VIN, "owner": "Ada Lovelace"}
+    reply = clients.client("lambda").invoke(FunctionName=lab["functions"]["write_vehicle_idempotent"], Payload=json.dumps(event))
+    body = json.loads(reply["Payload"].read())
+    assert "FunctionError" not in reply, body
+    stored = dynamodb.get_item(TableName=lab["tables"]["vehicles"], Key={"request_id": {"S": request_id}}, ConsistentRead=True)
+    assert stored["Item"]["owner"]["S"] == "Ada Lovelace"
+
+    started = time.monotonic()
+    assert stack.plan_is_empty(PREFIX), stack.plan_text(PREFIX)[-4000:]
+    timings["second_plan_seconds"] = round(time.monotonic() - started, 1)
+
+    started = time.monotonic()
+    stack.destroy(PREFIX)
+    timings["destroy_seconds"] = round(time.monotonic() - started, 1)
+    with capsys.disabled():
+        print(f"\nterraform lifecycle on the embedded backend: {timings}")
+    with pytest.raises(ClientError) as gone:
+        dynamodb.describe_table(TableName=lab["tables"]["vehicles"])
+    assert gone.value.response["Error"]["Code"] == "ResourceNotFoundException"
+    with pytest.raises(stack.StackError):
+        stack.outputs(PREFIX)
