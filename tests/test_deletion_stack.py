@@ -137,3 +137,34 @@ def test_the_naive_worker_fails_the_same_matrix_visibly(stack, names, step, poin
     goodbyes = deletion.goodbyes(names, user_id)
     print(f"naive {step}.{point} x{deliveries}: {goodbyes} goodbye emails")
     assert goodbyes > 1
+
+
+def test_a_request_out_of_attempts_fails_to_the_dlq_and_completes_after_redrive(stack, names):
+    from idemlab.background import redrive
+
+    user_id, request_id = new_request(stack, names)
+    # Fails every try of every attempt until the cause is "fixed" below.
+    key = deletion.arm_fault(names, "send_goodbye", faults.BEFORE, request_id, faults.ERROR, times=1000)
+    state = deletion.import_function_module("deletion_state")
+    table = deletion._dynamodb().Table(names.tables["deletion_requests"])
+    name = request_id
+    for _ in range(3):  # MAX_ATTEMPTS in the module's default
+        assert deletion.wait_for(deletion.start(names, request_id, name))["status"] == "FAILED"
+        stored = state.read(table, request_id)
+        # What the sweeper starts once the retry delay has passed, without the wait.
+        name = f"{request_id}-retry-{stored.fencing_token}"
+    assert stored.status is state.Status.FAILED
+    assert deletion.leftovers(names, user_id)["records"] == 0  # steps before the fault stay done
+    assert deletion.goodbyes(names, user_id) == 0
+    deletion._dynamodb().Table(names.tables["faults"]).delete_item(Key={"fault_key": key})
+    report = redrive.run_once(names.deletion_dlq_url)
+    assert report.failed == {}
+    redriven = [
+        arn for arn in clients.client("stepfunctions").list_executions(stateMachineArn=names.state_machine_arn)["executions"]
+        if arn["name"] in {f"redrive-{m}" for m in report.delivered}
+    ]
+    for execution in redriven:
+        deletion.wait_for(execution["executionArn"])
+    assert deletion.request_status(names, request_id) == "COMPLETED"
+    assert deletion.leftovers(names, user_id) == GONE
+    assert deletion.goodbyes(names, user_id) == 1
