@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import time
 import uuid
@@ -70,7 +71,14 @@ class AsyncInvoker:
 
     def submit(self, event: QueuedEvent) -> None:
         if not self._closed:
-            self._pool.submit(self._attempt, event)
+            self._pool.submit(self._attempt_logged, event)
+
+    def _attempt_logged(self, event: QueuedEvent) -> None:
+        # The pool would swallow an exception; a lost event must at least be visible.
+        try:
+            self._attempt(event)
+        except Exception as exc:
+            print(f"embedded: async event {event.request_id} for {event.function_arn} lost: {exc!r}", file=sys.stderr, flush=True)
 
     def shutdown(self) -> None:
         self._closed = True

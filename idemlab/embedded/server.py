@@ -90,8 +90,8 @@ class EmbeddedBackend:
         self.stop()
 
 
-def _deliverer(endpoint_url: str):
-    """Send an async-invocation record to its destination, through our own API."""
+def _client_factory(endpoint_url: str):
+    """boto3 clients to this very server, for the parts that act like AWS's own callers."""
     import boto3
 
     session = boto3.session.Session(aws_access_key_id="test", aws_secret_access_key="test")
@@ -103,6 +103,12 @@ def _deliverer(endpoint_url: str):
             if (service, region) not in clients:
                 clients[(service, region)] = session.client(service, endpoint_url=endpoint_url, region_name=region)
             return clients[(service, region)]
+
+    return client
+
+
+def _deliverer(client, endpoint_url: str):
+    """Send an async-invocation record to its destination, through our own API."""
 
     def deliver(target_arn: str, body: str, attributes: dict) -> None:
         _, _, service, region, account, resource = target_arn.split(":", 5)
@@ -165,10 +171,12 @@ def serve(port: int, host: str = "127.0.0.1") -> None:
     from idemlab.embedded import dynamodb_atomic, lambda_api, stepfunctions_ext
     from idemlab.embedded.lambda_async import AsyncInvoker
     from idemlab.embedded.lambda_runtime import LambdaRuntime
+    from idemlab.embedded.rule_scheduler import RuleScheduler
 
     work_dir = Path(tempfile.mkdtemp(prefix="idemlab-lambda-"))
     runtime = LambdaRuntime(endpoint_url, work_dir)
-    service = lambda_api.LambdaService(runtime, lambda invoke: AsyncInvoker(invoke, _deliverer(endpoint_url)))
+    client = _client_factory(endpoint_url)
+    service = lambda_api.LambdaService(runtime, lambda invoke: AsyncInvoker(invoke, _deliverer(client, endpoint_url)))
     dynamodb_atomic.install()
     stepfunctions_ext.install()
     lambda_api.install(service, _lookup_function)
@@ -187,10 +195,12 @@ def serve(port: int, host: str = "127.0.0.1") -> None:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    rules = RuleScheduler(client, region=os.environ.get("AWS_DEFAULT_REGION", "us-east-1")).start()
     print(f"embedded: serving AWS APIs on {endpoint_url}", file=sys.stderr, flush=True)
     try:
         server.serve_forever()
     finally:
+        rules.stop()
         service.invoker.shutdown()
         runtime.shutdown()
         print("embedded: stopped", file=sys.stderr, flush=True)

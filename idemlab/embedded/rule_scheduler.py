@@ -1,0 +1,101 @@
+"""Fire EventBridge rules that have a schedule expression, as EventBridge does.
+
+moto stores such rules but never fires them; LocalStack does. The account-deletion
+sweeper runs from one (`rate(1 minute)`), so the embedded backend fires them too:
+every `rate(...)` rule, at its rate, to each Lambda target (an asynchronous invoke,
+so the function's retries apply), with the target's `Input` or the scheduled event.
+`cron(...)` expressions are not evaluated here; none of the lab's rules uses one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import threading
+import time
+import uuid
+from datetime import datetime, timezone
+
+RATE = re.compile(r"^rate\((\d+)\s+(minute|minutes|hour|hours|day|days)\)$")
+UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
+POLL_SECONDS = 1.0
+
+
+def rate_seconds(expression: str) -> int | None:
+    match = RATE.match(expression or "")
+    if not match:
+        return None
+    return int(match.group(1)) * UNIT_SECONDS[match.group(2).rstrip("s")]
+
+
+def scheduled_event(rule_arn: str, account: str, region: str) -> dict:
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": account,
+        "time": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "region": region,
+        "resources": [rule_arn],
+        "detail": {},
+    }
+
+
+class RuleScheduler:
+    """A thread that fires due rate() rules; `run_once` is one pass, for tests."""
+
+    def __init__(self, client_factory, region: str = "us-east-1"):
+        self._events = client_factory("events", region)
+        self._lambda = client_factory("lambda", region)
+        self._region = region
+        self._next_due: dict[str, float] = {}
+        self._stop = threading.Event()
+
+    def run_once(self, now: float | None = None) -> list[str]:
+        now = time.time() if now is None else now
+        fired = []
+        for rule in self._rules():
+            period = rate_seconds(rule.get("ScheduleExpression", ""))
+            if period is None or rule.get("State") != "ENABLED":
+                continue
+            # The first firing comes one period after the rule is first seen, as on AWS.
+            due = self._next_due.setdefault(rule["Arn"], now + period)
+            if now >= due:
+                self._next_due[rule["Arn"]] = now + period
+                self._fire(rule)
+                fired.append(rule["Name"])
+        return fired
+
+    def _rules(self) -> list[dict]:
+        rules, token = [], None
+        while True:
+            page = self._events.list_rules(**({"NextToken": token} if token else {}))
+            rules += page.get("Rules", [])
+            token = page.get("NextToken")
+            if not token:
+                return rules
+
+    def _fire(self, rule: dict) -> None:
+        account = rule["Arn"].split(":")[4]
+        for target in self._events.list_targets_by_rule(Rule=rule["Name"]).get("Targets", []):
+            if ":lambda:" not in target["Arn"]:
+                print(f"embedded: rule {rule['Name']}: target {target['Arn']} is not a Lambda function, skipped", file=sys.stderr)
+                continue
+            payload = target.get("Input") or json.dumps(scheduled_event(rule["Arn"], account, self._region))
+            self._lambda.invoke(FunctionName=target["Arn"], InvocationType="Event", Payload=payload.encode())
+
+    def start(self) -> "RuleScheduler":
+        threading.Thread(target=self._loop, name="rule-scheduler", daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(POLL_SECONDS):
+            try:
+                self.run_once()
+            except Exception as exc:  # keep firing later rules; say what failed
+                print(f"embedded: rule scheduler pass failed: {exc}", file=sys.stderr)
