@@ -1,0 +1,46 @@
+"""The answer key of lesson 3's exercises: each solution passes its check, and the naive
+starting point fails it with a message that says why."""
+
+from __future__ import annotations
+
+import boto3
+import pytest
+
+from idemlab.exercises import ExerciseFailed, lesson3
+from idemlab.lessons import deletion
+
+
+@pytest.fixture(scope="module")
+def tables(backend) -> dict:
+    """The two tables the exercises use, as the stack's outputs would name them."""
+    return {"tables": deletion.create_tables(boto3.client("dynamodb", endpoint_url=backend, region_name="us-east-1"))}
+
+
+@pytest.mark.timeout(120)
+def test_the_fenced_write_solution_passes(tables):
+    assert "zombie" in lesson3.fenced_write_exercise(tables).check(lesson3.record_step)
+
+
+@pytest.mark.timeout(120)
+def test_the_naive_progress_write_fails_because_the_zombie_lands(tables):
+    with pytest.raises(ExerciseFailed, match="token"):
+        lesson3.fenced_write_exercise(tables).check(lesson3.naive_record_step)
+
+
+@pytest.mark.timeout(120)
+def test_the_goodbye_solution_passes(tables):
+    assert "exactly one" in lesson3.goodbye_exercise(tables).check(lesson3.send_goodbye)
+
+
+@pytest.mark.timeout(120)
+def test_the_naive_goodbye_fails_because_a_retry_sends_again(tables):
+    with pytest.raises(ExerciseFailed, match="2 emails"):
+        lesson3.goodbye_exercise(tables).check(lesson3.naive_send_goodbye)
+
+
+def test_hints_and_solutions_print(tables, capsys):
+    for exercise in (lesson3.fenced_write_exercise(tables), lesson3.goodbye_exercise(tables)):
+        exercise.hint()
+        exercise.solution()
+    shown = capsys.readouterr().out
+    assert "fencing_token" in shown and "attribute_not_exists(idempotency_key)" in shown
