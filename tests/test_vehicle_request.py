@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from idemlab.lessons.vehicles import VALID_VIN, import_function_module
+
+# A loaded 2-core CI machine can pause one example past Hypothesis' 200 ms default.
+no_deadline = settings(deadline=None)
 
 request_module = import_function_module("registration.request")
 errors = import_function_module("registration.errors")
@@ -21,6 +24,7 @@ json_values = st.recursive(
 valid = {"request_id": "req-1", "vin": VALID_VIN, "owner": "Ada Lovelace"}
 
 
+@no_deadline
 @given(json_values)
 def test_any_json_value_is_parsed_or_refused_with_a_named_error(value):
     try:
@@ -29,6 +33,7 @@ def test_any_json_value_is_parsed_or_refused_with_a_named_error(value):
         assert str(refused)
 
 
+@no_deadline
 @given(st.sampled_from(sorted(valid)), json_values)
 def test_a_valid_request_with_one_field_replaced_is_parsed_or_refused(field, value):
     try:
@@ -46,6 +51,7 @@ def test_each_missing_field_is_named(missing):
         request_module.parse_request(incomplete)
 
 
+@no_deadline
 @given(st.integers(-3, 10))
 def test_notify_failures_must_be_a_small_count(count):
     event = {**valid, "fault_injection": {"notify_failures": count}}
