@@ -163,6 +163,8 @@ def _sync_working_copy(name: str) -> Path:
     """Refresh the configuration files of a working copy, keeping its state and .terraform."""
     copy = WORKING_COPIES / name
     copy.mkdir(parents=True, exist_ok=True)
+    # *.tf includes an override file a killed tflocal left behind; tflocal refuses to start
+    # while one exists.
     for old in copy.glob("*.tf"):
         old.unlink()
     shutil.rmtree(copy / "modules", ignore_errors=True)
@@ -210,7 +212,9 @@ class _Stack:
         self.artifacts.mkdir()
         for artifact in sorted(settings.BUILD_DIR.glob("*.zip")):
             shutil.copy2(artifact, self.artifacts / artifact.name)
-        self.terraform("init", "-input=false", "-no-color")
+        # The plugin cache is shared by every working copy, and Terraform does not lock it.
+        with _locked(".init"):
+            self.terraform("init", "-input=false", "-no-color")
 
 
 def deploy(prefix: str = "lab", backend: str | None = None) -> dict:
