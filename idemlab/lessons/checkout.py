@@ -99,6 +99,16 @@ class Ledger:
     def count(self, reference: str) -> int:
         return self.charges([reference])[reference]
 
+    def charge_ids(self, reference: str) -> list[str]:
+        pages = self._dynamodb.get_paginator("scan").paginate(
+            TableName=self.table,
+            FilterExpression="#ref = :ref",
+            ExpressionAttributeNames={"#ref": "reference"},
+            ExpressionAttributeValues={":ref": {"S": reference}},
+            ConsistentRead=True,
+        )
+        return [item["charge_id"]["S"] for page in pages for item in page["Items"]]
+
 
 class Checkout:
     """The deployed checkout scenario (the ``lab`` output of the stack), as the lesson uses it."""
@@ -127,9 +137,29 @@ class Checkout:
     def invoke_concurrently(self, strategy: str, request: dict, copies: int) -> list[dict]:
         return concurrently(lambda: self.invoke(strategy, request), copies)
 
+    def start_environments(self, strategy: str, copies: int) -> None:
+        """Have ``copies`` execution environments running, so no copy waits for a cold start.
+
+        The request is invalid on purpose (no idempotency key): it is rejected at once and
+        charges nothing, but each concurrent invocation still needs an environment.
+        """
+        answers = self.invoke_concurrently(strategy, {"amount": 1, "currency": "EUR"}, copies)
+        unexpected = [a["outcome"] for a in answers if a["outcome"] != outcomes.REJECTED]
+        if unexpected:
+            raise RuntimeError(f"warm-up requests should be rejected, got {unexpected}")
+
     def charges(self, request_or_key: dict | str) -> int:
         key = request_or_key["idempotency_key"] if isinstance(request_or_key, dict) else request_or_key
         return self.ledger.count(key)
+
+    def charge_card(self, request: dict) -> str:
+        """Charge the card through the deployed card processor, with no downstream key."""
+        call = {"reference": request["idempotency_key"], "amount": request["amount"], "currency": request["currency"]}
+        response = self._lambda.invoke(FunctionName=self.functions["card_processor"], Payload=json.dumps(call).encode())
+        body = json.loads(response["Payload"].read() or b"null")
+        if response.get("FunctionError"):
+            raise RuntimeError(f"card processor failed: {body.get('errorType')}: {body.get('errorMessage')}")
+        return body["charge_id"]
 
     def timeout_seconds(self, strategy: str) -> int:
         return self._lambda.get_function_configuration(FunctionName=self.function(strategy))["Timeout"]
@@ -162,6 +192,15 @@ def retry_until_answered(invoke: Invoke, strategy: str, request: dict, within_se
         if answers[-1]["outcome"] != outcomes.IN_PROGRESS or time.monotonic() > deadline:
             return answers
         time.sleep(every)
+
+
+def show_code(file: str, first: str, last: str) -> None:
+    """Print the lines of ``functions/checkout/<file>`` from the one holding ``first``
+    up to, not including, the one holding ``last``: the notebook shows the real code."""
+    lines = (FUNCTION_DIR / file).read_text().splitlines()
+    begin = next(i for i, line in enumerate(lines) if first in line)
+    end = next(i for i, line in enumerate(lines) if i > begin and last in line)
+    print("\n".join(lines[begin:end]).rstrip())
 
 
 # --- in-process: the handlers in this process, against the same API server -------------

@@ -1,0 +1,150 @@
+"""Lesson 2 exercise: claim the idempotency key before charging, not after.
+
+The learner writes ``charge_once(table, order, charge_card)``: charge the card at most
+once per ``order["idempotency_key"]`` and return the charge id. ``table`` is the deployed
+``handrolled_idempotency`` table (a boto3 Table, hash key ``idempotency_key``);
+``charge_card(order)`` charges through the deployed card processor, with no downstream
+key, and returns the new charge id. ``exercise(stack).check(charge_once)`` runs it.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+import boto3
+
+from idemlab import settings
+from idemlab.exercises import Exercise, ExerciseFailed
+from idemlab.lessons.checkout import Checkout, Ledger, order
+
+# Simultaneous attempts per round, and rounds: check-then-charge lets several attempts
+# through in nearly every round, so three rounds of eight leave no room for luck.
+RACERS = 8
+ROUNDS = 3
+
+HINT = """\
+Reading the table first cannot work: eight attempts all read "no record" before any
+of them writes one. Make the claim the first write, and make it conditional:
+    table.put_item(Item={"idempotency_key": key, "status": "IN_PROGRESS"},
+                   ConditionExpression="attribute_not_exists(idempotency_key)")
+Only the attempt whose put succeeds may call charge_card; afterwards it stores the
+charge id on the record (update_item). An attempt whose put fails with
+table.meta.client.exceptions.ConditionalCheckFailedException must not charge: it reads
+the record and returns its charge_id, or raises ChargeInProgress when there is none yet."""
+
+
+class ChargeInProgress(Exception):
+    """Another attempt holds this order's key and has not recorded its charge yet."""
+
+
+def check_then_charge(table: Any, order: dict, charge_card: Callable[[dict], str]) -> str:
+    """The starting point: the hand-rolled checkout's check, charge, record."""
+    key = {"idempotency_key": order["idempotency_key"]}
+    stored = table.get_item(Key=key, ConsistentRead=True).get("Item")
+    if stored:
+        return stored["charge_id"]
+    charge_id = charge_card(order)
+    table.put_item(Item={**key, "charge_id": charge_id})
+    return charge_id
+
+
+def charge_once(table: Any, order: dict, charge_card: Callable[[dict], str]) -> str:
+    key = {"idempotency_key": order["idempotency_key"]}
+    try:
+        # The claim is the check: only one attempt's conditional put can succeed.
+        table.put_item(Item={**key, "status": "IN_PROGRESS"}, ConditionExpression="attribute_not_exists(idempotency_key)")
+    except table.meta.client.exceptions.ConditionalCheckFailedException:
+        stored = table.get_item(Key=key, ConsistentRead=True)["Item"]
+        if "charge_id" in stored:
+            return stored["charge_id"]
+        raise ChargeInProgress(f"order {order['idempotency_key']} is being charged; retry later")
+    charge_id = charge_card(order)
+    table.update_item(
+        Key=key,
+        UpdateExpression="SET charge_id = :charge, #status = :done",
+        ExpressionAttributeNames={"#status": "status"},
+        ExpressionAttributeValues={":charge": charge_id, ":done": "COMPLETED"},
+    )
+    return charge_id
+
+
+def exercise(stack: dict) -> Exercise:
+    """The exercise, bound to the deployed checkout tables and card processor of ``stack``."""
+    return Exercise(
+        title="Charge a card once per idempotency key",
+        hint_text=HINT,
+        solution_fn=charge_once,
+        verify=lambda candidate: verify(candidate, stack),
+    )
+
+
+def verify(candidate: Callable[[Any, dict, Callable], str], stack: dict) -> str:
+    """Run ``candidate`` as a first attempt, a retry and races; ExerciseFailed says what broke."""
+    shop = Checkout(stack)
+    table_name = stack["tables"]["handrolled_idempotency"]
+    _first_attempt_and_retry(candidate, _table(table_name), shop)
+    for round_number in range(1, ROUNDS + 1):
+        _race(candidate, table_name, shop, round_number)
+    return f"a retry returns the first charge, and {RACERS} simultaneous attempts charged once in each of {ROUNDS} rounds"
+
+
+def _first_attempt_and_retry(candidate: Callable, table: Any, shop: Checkout) -> None:
+    request = order(prefix="exercise")
+    first = _call(candidate, table, request, shop, "the first attempt")
+    retry = _call(candidate, table, request, shop, "the retry")
+    charges = shop.charges(request)
+    if charges != 1:
+        raise ExerciseFailed(f"a first attempt and one retry made {charges} charges; a retry must not charge again")
+    if not (first == retry == _ledger_charge_ids(shop.ledger, request)[0]):
+        raise ExerciseFailed(f"first attempt returned {first!r} and the retry {retry!r}; both must return the one charge id")
+
+
+def _race(candidate: Callable, table_name: str, shop: Checkout, round_number: int) -> None:
+    request = order(prefix="exercise-race")
+    tables = [_table(table_name) for _ in range(RACERS)]  # boto3 resources are per thread
+    start = threading.Barrier(RACERS)
+    returned: list[Any] = [None] * RACERS
+
+    def attempt(i: int) -> None:
+        start.wait()
+        try:
+            returned[i] = candidate(tables[i], request, shop.charge_card)
+        except Exception as exc:  # an attempt told to retry later is a fine answer
+            returned[i] = exc
+
+    threads = [threading.Thread(target=attempt, args=(i,)) for i in range(RACERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    charges = shop.charges(request)
+    if charges > 1:
+        raise ExerciseFailed(
+            f"round {round_number}: {RACERS} simultaneous attempts made {charges} charges. Reading first and "
+            "writing after lets several attempts see no record; the claim must be a conditional write"
+        )
+    if charges == 0:
+        raise ExerciseFailed(f"round {round_number}: {RACERS} simultaneous attempts made 0 charges; the winning claim must charge")
+    charge_id = _ledger_charge_ids(shop.ledger, request)[0]
+    wrong = [r for r in returned if not isinstance(r, Exception) and r != charge_id]
+    if wrong:
+        raise ExerciseFailed(f"round {round_number}: attempts returned {wrong[:3]}, but the one charge is {charge_id}")
+
+
+def _ledger_charge_ids(ledger: Ledger, request: dict) -> list[str]:
+    return ledger.charge_ids(request["idempotency_key"])
+
+
+def _call(candidate: Callable, table: Any, request: dict, shop: Checkout, what: str) -> str:
+    try:
+        return candidate(table, request, shop.charge_card)
+    except Exception as exc:
+        raise ExerciseFailed(f"{what} raised {type(exc).__name__}: {exc}") from exc
+
+
+def _table(name: str) -> Any:
+    if settings.endpoint_url():
+        settings.use_local_credentials()
+    session = boto3.session.Session(region_name=settings.region())
+    return session.resource("dynamodb", endpoint_url=settings.endpoint_url()).Table(name)

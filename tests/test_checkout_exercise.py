@@ -1,0 +1,43 @@
+"""The lesson 2 exercise's answer key, checked both ways on the deployed stack."""
+
+from __future__ import annotations
+
+import pytest
+
+from idemlab.exercises import ExerciseFailed, lesson2
+
+pytestmark = pytest.mark.stack
+
+
+@pytest.fixture(scope="module")
+def ex(stack):
+    return lesson2.exercise(stack)
+
+
+@pytest.mark.timeout(120)
+def test_solution_passes_the_check(ex):
+    assert "charged once" in ex.check(lesson2.charge_once)
+
+
+@pytest.mark.timeout(120)
+def test_check_then_charge_fails_the_race(ex):
+    with pytest.raises(ExerciseFailed, match="simultaneous attempts made [2-8] charges"):
+        ex.check(lesson2.check_then_charge)
+
+
+@pytest.mark.timeout(120)
+def test_an_answer_that_never_charges_fails(ex):
+    def pretend(table, order, charge_card):
+        return "ch_made_up"
+
+    with pytest.raises(ExerciseFailed, match="made 0 charges"):
+        ex.check(pretend)
+
+
+@pytest.mark.timeout(120)
+def test_an_answer_that_charges_every_retry_fails(ex):
+    def charge_always(table, order, charge_card):
+        return charge_card(order)
+
+    with pytest.raises(ExerciseFailed, match="made 2 charges"):
+        ex.check(charge_always)
