@@ -15,8 +15,8 @@ locals {
     notify                   = { scenario = "vehicle_registration", timeout = 10, tables = { faults = "read_update" } }
 
     # Lesson 2: checkout; every checkout charges through card_processor.
-    card_processor      = { scenario = "checkout", timeout = 10, tables = { ledger = "read_write", processor_keys = "read_write", faults = "read_update" } }
-    checkout_naive      = { scenario = "checkout", timeout = 15, invokes = ["card_processor"], tables = { faults = "read_update" } }
+    card_processor      = { scenario = "checkout", timeout = 10, tables = { ledger = "read_write", processor_keys = "read_write" } }
+    checkout_naive      = { scenario = "checkout", timeout = 15, invokes = ["card_processor"] }
     checkout_handrolled = { scenario = "checkout", timeout = 15, invokes = ["card_processor"], tables = { handrolled_idempotency = "read_write", faults = "read_update" } }
     # Powertools' in-progress lease lasts as long as the invocation may: a short timeout
     # lets the crash-after-charge demo show the lease expiring within seconds.
@@ -25,8 +25,9 @@ locals {
     # Lesson 3: delayed account deletion.
     request_deletion = {
       scenario = "account_deletion", timeout = 10, tables = { deletion_requests = "read_write" }
-      grants   = ["create_deletion_schedule"], sends = ["scheduler_dlq"], starts = ["account_deletion"]
-      env      = { DELETION_DELAY_SECONDS = tostring(var.deletion_delay_seconds) }
+      # The schedules it creates start the workflow as Scheduler's role: it needs the ARN, not the right.
+      grants = ["create_deletion_schedule"]
+      env    = { DELETION_DELAY_SECONDS = tostring(var.deletion_delay_seconds), ACCOUNT_DELETION_STATE_MACHINE_ARN = local.workflow_arn["account_deletion"] }
     }
     cancel_deletion   = { scenario = "account_deletion", timeout = 10, tables = { deletion_requests = "read_write" }, grants = ["delete_deletion_schedule"] }
     claim_deletion    = { scenario = "account_deletion", timeout = 10, tables = { deletion_requests = "read_write", faults = "read_update" }, env = local.deletion_env }
