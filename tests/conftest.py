@@ -40,9 +40,16 @@ def backend():
 
 @pytest.fixture(scope="session")
 def stack(backend):
+    import shutil
+
     from idemlab import stack as lab_stack
 
-    return lab_stack.deploy()
+    yield lab_stack.deploy()
+    # The backend dies with the session; its Terraform state and outputs would only
+    # describe a port that no longer answers.
+    name = lab_stack.stack_name()
+    shutil.rmtree(lab_stack.WORKING_COPIES / name, ignore_errors=True)
+    (lab_stack.OUTPUTS_DIR / f"{name}.json").unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="session")
