@@ -82,11 +82,9 @@ def provider_mirror() -> Path | None:
     return None
 
 
-def write_cli_config() -> Path:
-    """Terraform's CLI config: a shared plugin cache, and the mirror when one exists."""
-    PLUGIN_CACHE.mkdir(parents=True, exist_ok=True)
-    lines = [f"plugin_cache_dir = {json.dumps(str(PLUGIN_CACHE))}"]
-    mirror = provider_mirror()
+def cli_config_text(mirror: Path | None, plugin_cache: Path = PLUGIN_CACHE) -> str:
+    """Terraform's CLI config: a shared plugin cache, and the mirror when there is one."""
+    lines = [f"plugin_cache_dir = {json.dumps(str(plugin_cache))}"]
     if mirror:
         lines += [
             "provider_installation {",
@@ -99,10 +97,17 @@ def write_cli_config() -> Path:
             "  }",
             "}",
         ]
-    text = "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n"
+
+
+def write_cli_config() -> Path:
+    PLUGIN_CACHE.mkdir(parents=True, exist_ok=True)
+    text = cli_config_text(provider_mirror())
     if not CLI_CONFIG.exists() or CLI_CONFIG.read_text() != text:
         CLI_CONFIG.parent.mkdir(parents=True, exist_ok=True)
-        CLI_CONFIG.write_text(text)
+        partial = CLI_CONFIG.with_suffix(".tmp")
+        partial.write_text(text)
+        partial.replace(CLI_CONFIG)  # atomic: a Terraform starting meanwhile reads old or new
     return CLI_CONFIG
 
 

@@ -83,3 +83,20 @@ def test_apply_use_plan_nothing_destroy(backend, capsys):
     assert gone.value.response["Error"]["Code"] == "ResourceNotFoundException"
     with pytest.raises(stack.StackError):
         stack.outputs(PREFIX)
+
+
+def test_the_cli_config_uses_a_provider_mirror_only_when_one_exists(tmp_path):
+    mirrored = stack.cli_config_text(tmp_path / "mirror", plugin_cache=tmp_path / "cache")
+    assert 'filesystem_mirror {' in mirrored and f'"{tmp_path / "mirror"}"' in mirrored
+    assert 'exclude = ["registry.terraform.io/hashicorp/aws"]' in mirrored
+    assert f'plugin_cache_dir = "{tmp_path / "cache"}"' in mirrored
+    public = stack.cli_config_text(None, plugin_cache=tmp_path / "cache")
+    assert "provider_installation" not in public and "plugin_cache_dir" in public
+
+
+def test_a_mirror_named_in_the_environment_must_hold_the_provider(tmp_path, monkeypatch):
+    monkeypatch.setenv("TF_PROVIDER_MIRROR", str(tmp_path))
+    with pytest.raises(stack.StackError, match="holds no registry.terraform.io/hashicorp/aws"):
+        stack.provider_mirror()
+    (tmp_path / "registry.terraform.io" / "hashicorp" / "aws").mkdir(parents=True)
+    assert stack.provider_mirror() == tmp_path
