@@ -285,3 +285,253 @@ def wait_for(execution_arn: str, timeout: float = 120) -> dict:
         if time.monotonic() > deadline:
             raise TimeoutError(f"{execution_arn} still running after {timeout} s")
         time.sleep(0.2)
+
+
+# -- notebook 03: claims and leases, told on a timeline ------------------------------------
+
+
+@dataclass
+class Timeline:
+    """What happened to one request, per worker, on one clock: for the pictures."""
+
+    events: list = None  # (time, worker, label, outcome): True accepted, False refused, None a note
+    leases: list = None  # (worker, start, end, token)
+
+    def __post_init__(self):
+        self.events, self.leases = [], []
+
+    def event(self, t: float, worker: str, label: str, accepted: bool | None) -> None:
+        self.events.append((t, worker, label, accepted))
+
+    def lease(self, worker: str, start: float, end: float, token: int) -> None:
+        self.leases.append((worker, start, end, token))
+
+    def draw(self, title: str = "", ax=None):
+        import matplotlib.pyplot as plt
+
+        workers = list(dict.fromkeys([w for _, w, _, _ in self.events] + [w for w, *_ in self.leases]))
+        if ax is None:
+            _, ax = plt.subplots(figsize=(11, 0.6 + 1.5 * len(workers)))
+        row = {w: i for i, w in enumerate(workers)}
+        for worker, start, end, token in self.leases:
+            ax.broken_barh([(start, end - start)], (row[worker] - 0.12, 0.24), color="#e4e4e4", edgecolor="#aaaaaa")
+            ax.annotate(f"lease (token {token})", (end, row[worker]), fontsize="x-small", color="#777777", ha="right", va="center")
+        look = {True: ("#55a868", "o"), False: ("#c44e52", "X"), None: ("#777777", "d")}
+        for worker in workers:
+            mine = sorted((e for e in self.events if e[1] == worker), key=lambda e: e[0])
+            for n, (t, _, label, accepted) in enumerate(mine):
+                colour, marker = look[accepted]
+                y = row[worker]
+                ax.plot(t, y, marker=marker, color=colour, markersize=10, zorder=3)
+                # Labels alternate above and below the lane so neighbours do not collide.
+                offset = -0.42 if n % 2 == 0 else 0.42
+                ax.annotate(label, (t, y + offset), fontsize="small", ha="center", va="center", color=colour)
+        ax.set_yticks(range(len(workers)), workers)
+        ax.set_ylim(len(workers) - 0.3, -0.7)
+        ax.set_xlabel("seconds   (green: write accepted by DynamoDB, red: refused, grey: what the worker does)")
+        ax.set_title(title)
+        return ax
+
+
+def deletion_requests_table(lab: dict):
+    return _dynamodb().Table(lab["tables"]["deletion_requests"])
+
+
+def new_request_item(lab: dict, user_id: str | None = None) -> str:
+    """A SCHEDULED request straight in the table (no schedule): for the in-notebook stories."""
+    state = import_function_module("deletion_state")
+    request_id = f"del-story-{uuid.uuid4().hex[:10]}"
+    state.create(deletion_requests_table(lab), request_id, user_id or f"user-{uuid.uuid4().hex[:6]}", 0)
+    return request_id
+
+
+def zombie_story(lab: dict, lease_seconds: int = 30) -> tuple[Timeline, dict]:
+    """Worker A claims, stalls past its lease; B claims; A wakes and writes: refused.
+
+    Runs on the deployed table with an explicit clock, so the story takes milliseconds
+    and ends the same way every time.
+    """
+    state = import_function_module("deletion_state")
+    errors = import_function_module("deletion_errors")
+    table, request_id, timeline = deletion_requests_table(lab), new_request_item(lab), Timeline()
+    t0 = 1_800_000_000
+    a = state.claim(table, request_id, "worker A", lease_seconds, now=t0).claim
+    timeline.event(0, "worker A", f"claim: token {a.fencing_token}", True)
+    state.record_step(table, a, "delete_records", lease_seconds, now=t0 + 10)
+    timeline.event(10, "worker A", "delete_records done", True)
+    timeline.lease("worker A", 0, 10 + lease_seconds, a.fencing_token)
+    timeline.event(20, "worker A", "stalls: GC pause, slow network", None)
+    early = state.claim(table, request_id, "worker B", lease_seconds, now=t0 + 30)
+    timeline.event(30, "worker B", f"claim: {early.outcome.value}", early.claim is not None)
+    b = state.claim(table, request_id, "worker B", lease_seconds, now=t0 + 10 + lease_seconds + 2).claim
+    b_at = 10 + lease_seconds + 2
+    timeline.event(b_at, "worker B", f"claim: token {b.fencing_token}", True)
+    timeline.lease("worker B", b_at, b_at + lease_seconds, b.fencing_token)
+    outcome = {"early_claim": early.outcome.value, "zombie_write": "accepted", "tokens": (a.fencing_token, b.fencing_token)}
+    try:
+        state.record_step(table, a, "delete_files", lease_seconds, now=t0 + b_at + 3)
+    except errors.ClaimLost:
+        outcome["zombie_write"] = "refused"
+    timeline.event(b_at + 3, "worker A", f"wakes, writes with token {a.fencing_token}", outcome["zombie_write"] == "accepted")
+    for offset, step in enumerate(("delete_files", "delete_identity", "send_goodbye"), start=8):
+        state.record_step(table, b, step, lease_seconds, now=t0 + b_at + offset)
+    timeline.event(b_at + 8, "worker B", "files, identity, email", True)
+    state.complete(table, b, now=t0 + b_at + 16)
+    timeline.event(b_at + 16, "worker B", "COMPLETED", True)
+    outcome["final"] = state.read(table, request_id)
+    return timeline, outcome
+
+
+def claim_race(lab: dict, workers: int = 8, rounds: int = 20) -> dict[str, int]:
+    """``workers`` threads claim the same request at once, ``rounds`` times: outcomes counted."""
+    import threading
+    from collections import Counter
+
+    state = import_function_module("deletion_state")
+    tables = [deletion_requests_table(lab) for _ in range(workers)]
+    tally: Counter = Counter()
+    winners_per_round: Counter = Counter()
+    for _ in range(rounds):
+        request_id = new_request_item(lab)
+        start_line = threading.Barrier(workers)
+        outcomes = [None] * workers
+
+        def claim(index):
+            start_line.wait()
+            outcomes[index] = state.claim(tables[index], request_id, f"worker-{index}", 60).outcome.value
+
+        threads = [threading.Thread(target=claim, args=(i,)) for i in range(workers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        tally.update(outcomes)
+        winners_per_round[outcomes.count("claimed")] += 1
+    return {"outcomes": dict(tally), "winners_per_round": dict(winners_per_round)}
+
+
+def cancel_race(lab: dict, rounds: int = 20) -> dict[str, int]:
+    """A cancel and a claim on the same SCHEDULED request at the same moment, ``rounds`` times."""
+    import threading
+    from collections import Counter
+
+    state = import_function_module("deletion_state")
+    tables = [deletion_requests_table(lab), deletion_requests_table(lab)]
+    tally: Counter = Counter()
+    for _ in range(rounds):
+        request_id = new_request_item(lab)
+        start_line = threading.Barrier(2)
+        won = {}
+
+        def cancel():
+            start_line.wait()
+            won["cancel"] = state.cancel(tables[0], request_id)[0]
+
+        def claim():
+            start_line.wait()
+            won["claim"] = state.claim(tables[1], request_id, "the schedule", 60).claim is not None
+
+        threads = [threading.Thread(target=cancel), threading.Thread(target=claim)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        winners = [name for name, ok in won.items() if ok]
+        tally[winners[0] if len(winners) == 1 else f"{len(winners)} winners"] += 1
+    return dict(tally)
+
+
+def request_for(lab: dict, user_id: str, delay_seconds: int = 0) -> dict:
+    """Ask the deployed request_deletion function to delete ``user_id`` later."""
+    return invoke(lab, "request_deletion", {"user_id": user_id, "delay_seconds": delay_seconds})
+
+
+def the_schedule(lab: dict, deletion_request_id: str) -> dict:
+    request_deletion = import_function_module("request_deletion")
+    return clients.client("scheduler").get_schedule(Name=request_deletion.schedule_name(deletion_request_id), GroupName=lab["schedule_group"])
+
+
+def executions_of(lab: dict, deletion_request_id: str) -> list[dict]:
+    """Executions whose name starts with the request id, oldest first."""
+    sfn = clients.client("stepfunctions")
+    found, token = [], None
+    while True:
+        page = sfn.list_executions(stateMachineArn=lab["state_machines"]["account_deletion"], **({"nextToken": token} if token else {}))
+        found += [e for e in page["executions"] if e["name"].startswith(deletion_request_id)]
+        token = page.get("nextToken")
+        if not token:
+            return sorted(found, key=lambda e: e["startDate"])
+
+
+def last_state(execution_arn: str) -> str:
+    """The last state an execution entered: how it ended (AlreadyDone, Complete, ...)."""
+    events = clients.client("stepfunctions").get_execution_history(executionArn=execution_arn, maxResults=1000)["events"]
+    entered = [e for e in sorted(events, key=lambda e: e["id"]) if e.get("stateEnteredEventDetails")]
+    return entered[-1]["stateEnteredEventDetails"]["name"] if entered else "?"
+
+
+# -- notebook 04: partial failures and recovery ------------------------------------------------
+
+
+def task_attempts(execution_arn: str) -> list[tuple[str, str]]:
+    """(state, what happened) for every Lambda attempt of an execution, in order."""
+    events = sorted(
+        clients.client("stepfunctions").get_execution_history(executionArn=execution_arn, maxResults=1000)["events"],
+        key=lambda e: e["id"],
+    )
+    current, attempts = None, []
+    for event in events:
+        if event.get("stateEnteredEventDetails"):
+            current = event["stateEnteredEventDetails"]["name"]
+        elif event["type"] == "LambdaFunctionSucceeded":
+            attempts.append((current, "succeeded"))
+        elif event["type"] in ("LambdaFunctionFailed", "LambdaFunctionTimedOut"):
+            details = event.get("lambdaFunctionFailedEventDetails") or event.get("lambdaFunctionTimedOutEventDetails") or {}
+            attempts.append((current, f"failed: {details.get('error', event['type'])}"))
+    return attempts
+
+
+def draw_attempts(attempts: list[tuple[str, str]], title: str = "", ax=None):
+    """One row per workflow state; a green dot per successful attempt, a red cross per failure."""
+    import matplotlib.pyplot as plt
+
+    states = list(dict.fromkeys(state for state, _ in attempts))
+    if ax is None:
+        _, ax = plt.subplots(figsize=(10, 0.6 + 0.5 * len(states)))
+    for n, (state_name, what) in enumerate(attempts):
+        ok = what == "succeeded"
+        ax.plot(n, states.index(state_name), marker="o" if ok else "X", color="#55a868" if ok else "#c44e52", markersize=10)
+        if not ok:
+            ax.annotate(what.replace("failed: ", ""), (n, states.index(state_name) + 0.3), fontsize="x-small", color="#c44e52")
+    ax.set_yticks(range(len(states)), states)
+    ax.set_ylim(len(states) - 0.3, -0.7)
+    ax.set_xlabel("Lambda attempts, in order")
+    ax.set_title(title)
+    return ax
+
+
+def steps_done(lab: dict, deletion_request_id: str) -> list[str]:
+    state = import_function_module("deletion_state")
+    return sorted(state.read(deletion_requests_table(lab), deletion_request_id).steps_done)
+
+
+def queue_depth(url: str) -> int:
+    attributes = clients.client("sqs").get_queue_attributes(
+        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    )["Attributes"]
+    return int(attributes["ApproximateNumberOfMessages"]) + int(attributes["ApproximateNumberOfMessagesNotVisible"])
+
+
+def run_until_failed(lab: dict, names: Names, deletion_request_id: str, max_attempts: int = 3) -> list[str]:
+    """Start attempts until the request is FAILED, as the sweeper would restart it after
+    each failure (without waiting for its retry delay); the end states of the attempts."""
+    state = import_function_module("deletion_state")
+    table, name, ends = deletion_requests_table(lab), deletion_request_id, []
+    for _ in range(max_attempts):
+        execution = wait_for(start(names, deletion_request_id, name))
+        ends.append(f"{execution['status']} -> request {state.read(table, deletion_request_id).status.value}")
+        stored = state.read(table, deletion_request_id)
+        if stored.status is not state.Status.RETRYABLE:
+            break
+        name = f"{deletion_request_id}-retry-{stored.fencing_token}"
+    return ends
