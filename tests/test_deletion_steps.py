@@ -311,3 +311,47 @@ def test_the_naive_worker_after_an_error_redoes_everything(names, env):
         naive.handler({"deletion_request_id": request_id}, None)
     naive.handler({"deletion_request_id": request_id}, None)  # the platform's retry
     assert deletion.goodbyes(names, user) == 2
+
+
+@pytest.mark.parametrize(
+    "event, complaint",
+    [
+        ({"deletion_request_id": "del 1"}, "deletion_request_id"),
+        ({}, "deletion_request_id"),
+        ("del-1", "JSON object"),
+    ],
+)
+def test_cancel_refuses_bad_input(names, env, event, complaint):
+    with pytest.raises(errors.InvalidDeletionInput, match=complaint):
+        cancel_deletion.handler(event, None)
+
+
+def test_cancelling_an_unknown_request_says_so(names, env):
+    with pytest.raises(errors.UnknownDeletionRequest):
+        cancel_deletion.handler({"deletion_request_id": "del-never-asked"}, None)
+
+
+@pytest.mark.parametrize(
+    "event, complaint",
+    [
+        ({"input": {"deletion_request_id": "del-x"}}, "owner"),
+        ({"owner": "o" * 81, "input": {"deletion_request_id": "del-x"}}, "owner"),
+        ({"owner": "exec-1", "input": {"deletion_request_id": "del-x", "redrive": "yes"}}, "redrive"),
+        ({"owner": "exec-1", "input": "del-x"}, "JSON object"),
+    ],
+)
+def test_the_claim_refuses_bad_input_and_changes_nothing(names, env, event, complaint):
+    request_id = requested(new_user(names))
+    event = json.loads(json.dumps(event).replace("del-x", request_id))
+    with pytest.raises(errors.InvalidDeletionInput, match=complaint):
+        deletion.import_function_module("claim_deletion").handler(event, None)
+    assert deletion.request_status(names, request_id) == "SCHEDULED"
+
+
+@pytest.mark.parametrize("point, kind, times", [("halfway", faults.CRASH, 1), (faults.BEFORE, "explode", 1), (faults.BEFORE, faults.ERROR, 0)])
+def test_arming_a_fault_wrongly_is_refused_and_arms_nothing(names, env, point, kind, times):
+    faults_table = deletion._dynamodb().Table(names.tables["faults"])
+    before = faults_table.scan(Select="COUNT")["Count"]
+    with pytest.raises(errors.InvalidDeletionInput):
+        faults.arm(faults_table, "delete_files", point, "del-x", kind, times)
+    assert faults_table.scan(Select="COUNT")["Count"] == before
