@@ -83,9 +83,10 @@ def verify(candidate: Callable[[Any, dict, Callable], str], stack: dict) -> str:
     """Run ``candidate`` as a first attempt, a retry and races; ExerciseFailed says what broke."""
     shop = Checkout(stack)
     table_name = stack["tables"]["handrolled_idempotency"]
-    _first_attempt_and_retry(candidate, _table(table_name), shop)
+    tables = [_table(table_name) for _ in range(RACERS)]  # boto3 resources are per thread
+    _first_attempt_and_retry(candidate, tables[0], shop)
     for round_number in range(1, ROUNDS + 1):
-        _race(candidate, table_name, shop, round_number)
+        _race(candidate, tables, shop, round_number)
     return f"a retry returns the first charge, and {RACERS} simultaneous attempts charged once in each of {ROUNDS} rounds"
 
 
@@ -100,9 +101,8 @@ def _first_attempt_and_retry(candidate: Callable, table: Any, shop: Checkout) ->
         raise ExerciseFailed(f"first attempt returned {first!r} and the retry {retry!r}; both must return the one charge id")
 
 
-def _race(candidate: Callable, table_name: str, shop: Checkout, round_number: int) -> None:
+def _race(candidate: Callable, tables: list[Any], shop: Checkout, round_number: int) -> None:
     request = order(prefix="exercise-race")
-    tables = [_table(table_name) for _ in range(RACERS)]  # boto3 resources are per thread
     start = threading.Barrier(RACERS)
     returned: list[Any] = [None] * RACERS
 

@@ -47,17 +47,22 @@ def concurrently(call: Callable[[], dict], copies: int) -> list[dict]:
     """Run ``call`` in ``copies`` threads released together; answers in thread order."""
     if copies < 1:
         raise ValueError(f"copies must be at least 1, got {copies}")
-    answers: list[dict | BaseException | None] = [None] * copies
-    start = threading.Barrier(copies)
+    return all_at_once([call] * copies)
+
+
+def all_at_once(calls: list[Callable[[], dict]]) -> list[dict]:
+    """Run each call in its own thread, all released by one barrier; answers in order."""
+    answers: list[dict | BaseException | None] = [None] * len(calls)
+    start = threading.Barrier(len(calls))
 
     def one(index: int) -> None:
         start.wait()
         try:
-            answers[index] = call()
+            answers[index] = calls[index]()
         except BaseException as exc:  # re-raised below, in the caller's thread
             answers[index] = exc
 
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(copies)]
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(calls))]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -137,16 +142,21 @@ class Checkout:
     def invoke_concurrently(self, strategy: str, request: dict, copies: int) -> list[dict]:
         return concurrently(lambda: self.invoke(strategy, request), copies)
 
-    def start_environments(self, strategy: str, copies: int) -> None:
-        """Have ``copies`` execution environments running, so no copy waits for a cold start.
+    def start_environments(self, strategy: str, copies: int, hold_ms: int = 300) -> set[int]:
+        """Start ``copies`` execution environments, so that no copy of a later request
+        waits for a cold start (which would spread the copies over a second or more).
 
-        The request is invalid on purpose (no idempotency key): it is rejected at once and
-        charges nothing, but each concurrent invocation still needs an environment.
+        Lambda starts an environment for each request that finds all others busy, so
+        ``copies`` one-cent orders that each hold their environment for ``hold_ms`` do it.
+        They are real orders (one charge each, under ``warm-up-`` references); a request
+        that is merely rejected returns too fast to keep an environment busy.
         """
-        answers = self.invoke_concurrently(strategy, {"amount": 1, "currency": "EUR"}, copies)
-        unexpected = [a["outcome"] for a in answers if a["outcome"] != outcomes.REJECTED]
-        if unexpected:
-            raise RuntimeError(f"warm-up requests should be rejected, got {unexpected}")
+        requests = [order(prefix="warm-up", amount=1, check_act_delay_ms=hold_ms) for _ in range(copies)]
+        answers = all_at_once([lambda r=r: self.invoke(strategy, r) for r in requests])
+        failed = [a for a in answers if a["outcome"] != outcomes.CHARGED]
+        if failed:
+            raise RuntimeError(f"warm-up orders should be charged, got {failed}")
+        return {a["pid"] for a in answers}
 
     def charges(self, request_or_key: dict | str) -> int:
         key = request_or_key["idempotency_key"] if isinstance(request_or_key, dict) else request_or_key
@@ -274,7 +284,7 @@ def plot_timeline(answers: list[dict], title: str = "", ax=None):
     ax.invert_yaxis()
     ax.set_xlabel("milliseconds since the first step of any copy")
     handles = [plt.Rectangle((0, 0), 1, 1, color=colour) for colour in STEP_COLOURS.values()]
-    ax.legend(handles, list(STEP_COLOURS), loc="lower right", fontsize="small")
+    ax.legend(handles, list(STEP_COLOURS), loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
     ax.set_title(title)
     return ax
 
