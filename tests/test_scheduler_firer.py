@@ -227,3 +227,29 @@ def test_the_module_loop_runs_a_pass_and_exits(world):
     scheduler_firer.main(["--once", "--group", world["group"]])
     assert not exists(world, name)
     assert [json.loads(m["Body"]) for m in drain(world["target_url"])] == [{"loop": 1}]
+
+
+def test_the_loop_keeps_running_while_the_backend_is_away_and_stops_on_sigterm(world):
+    """Started as `make up` starts it, pointed at a port nothing listens on: each pass
+    fails, is reported, and the loop goes on until SIGTERM."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from idemlab.lessons.deletion import settings
+
+    env = {**os.environ, "AWS_ENDPOINT_URL": "http://127.0.0.1:9", "AWS_MAX_ATTEMPTS": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "idemlab.background.scheduler_firer", "--interval", "0.2"],
+        cwd=settings.ROOT,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(3)
+    assert process.poll() is None, process.stderr.read()
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=20)
+    assert process.returncode == 0
+    assert "pass failed" in err and "stopped" in err

@@ -83,9 +83,13 @@ class SchedulerFirer:
     endpoint_url: str | None = None
     groups: tuple[str, ...] | None = None  # only these schedule groups; None: every group
     pending: dict[tuple[str, str], _Pending] = field(default_factory=dict)
+    _clients: dict = field(default_factory=dict, repr=False)
 
     def _scheduler(self):
-        return clients.client("scheduler", self.endpoint_url)
+        # One client for the firer's life: it asks every second, and a client is costly to make.
+        if "scheduler" not in self._clients:
+            self._clients["scheduler"] = clients.client("scheduler", self.endpoint_url)
+        return self._clients["scheduler"]
 
     def run_once(self, now: float | None = None) -> list[Firing]:
         """One pass: fire (or retry) every due one-time schedule; what happened to each."""
@@ -252,18 +256,20 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     firer = SchedulerFirer(groups=tuple(args.group)) if args.group else default_firer()
     print(f"scheduler-firer: watching schedules every {args.interval} s", file=sys.stderr, flush=True)
-    while not stopping:
-        try:
-            for firing in firer.run_once():
-                print(f"scheduler-firer: {firing.group}/{firing.name} {firing.outcome} (attempt {firing.attempt}) {firing.detail}", file=sys.stderr, flush=True)
-        except (ClientError, BotoCoreError, OSError) as exc:
-            # The backend may be restarting; the next pass tries again.
-            print(f"scheduler-firer: pass failed: {exc}", file=sys.stderr, flush=True)
-        except KeyboardInterrupt:
-            break
-        if args.once:
-            break
-        time.sleep(args.interval)
+    try:
+        while not stopping:
+            try:
+                for firing in firer.run_once():
+                    print(f"scheduler-firer: {firing.group}/{firing.name} {firing.outcome} (attempt {firing.attempt}) {firing.detail}", file=sys.stderr, flush=True)
+            except (ClientError, BotoCoreError, OSError) as exc:
+                # The backend may be restarting; the next pass tries again.
+                print(f"scheduler-firer: pass failed: {exc}", file=sys.stderr, flush=True)
+            if args.once:
+                break
+            time.sleep(args.interval)
+    except KeyboardInterrupt:
+        pass
+    print("scheduler-firer: stopped", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":
