@@ -63,6 +63,19 @@ def lambda_role(backend) -> str:
     return role["Role"]["Arn"]
 
 
+@pytest.fixture
+def table(backend) -> str:
+    """A fresh pay-per-request table keyed by a string `pk`."""
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    clients.client("dynamodb").create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    return name
+
+
 def zip_source(source: str, module: str = "app") -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:

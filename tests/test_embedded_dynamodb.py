@@ -4,7 +4,6 @@ moto alone lets two conditional writers both win in about 1 % of 50-way races
 (docs/DESIGN.md); these tests race 50 clients in 2 processes for 200 rounds.
 """
 
-import uuid
 
 import pytest
 
@@ -14,19 +13,6 @@ from idemlab.race import PROCESSING, SCHEDULED, race
 ROUNDS = 200
 CLIENTS = 50
 PROCESSES = 2
-
-
-@pytest.fixture
-def table(backend):
-    name = f"race-{uuid.uuid4().hex[:8]}"
-    ddb = clients.client("dynamodb")
-    ddb.create_table(
-        TableName=name,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    return name
 
 
 def scan_all(table: str) -> list[dict]:

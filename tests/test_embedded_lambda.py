@@ -40,18 +40,6 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-@pytest.fixture
-def table(backend):
-    name = f"lambda-{uuid.uuid4().hex[:8]}"
-    clients.client("dynamodb").create_table(
-        TableName=name,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    return name
-
-
 def test_handler_returns_values_computed_from_its_environment(make_function):
     name = make_function(
         """

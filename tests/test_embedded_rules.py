@@ -1,6 +1,5 @@
 """Scheduled EventBridge rules fire on the embedded backend, as they do on AWS."""
 
-import json
 import time
 import uuid
 
@@ -18,14 +17,7 @@ def test_rate_expressions_are_read_in_seconds():
 
 
 @pytest.mark.timeout(60)
-def test_rate_rule_invokes_its_lambda_target_once_per_period(backend, make_function):
-    table = f"rules-{uuid.uuid4().hex[:8]}"
-    clients.client("dynamodb").create_table(
-        TableName=table,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+def test_rate_rule_invokes_its_lambda_target_once_per_period(make_function, table):
     function = make_function(
         """
         import boto3, json, os

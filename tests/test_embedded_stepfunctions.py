@@ -27,18 +27,6 @@ def handler(event, context):
 """
 
 
-@pytest.fixture
-def table(backend):
-    name = f"sfn-{uuid.uuid4().hex[:8]}"
-    clients.client("dynamodb").create_table(
-        TableName=name,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    return name
-
-
 def create_machine(definition: dict, lambda_role: str, kind: str = "EXPRESS") -> str:
     return clients.client("stepfunctions").create_state_machine(
         name=f"sm-{uuid.uuid4().hex[:8]}", definition=json.dumps(definition), roleArn=lambda_role, type=kind
