@@ -121,7 +121,12 @@ def terraform_env(backend: str) -> dict[str, str]:
         CHECKPOINT_DISABLE="1",  # no version check against checkpoint-api.hashicorp.com
     )
     env.setdefault("AWS_DEFAULT_REGION", settings.region())
-    if backend != "aws":
+    if backend == "aws":
+        # The AWS provider honours AWS_ENDPOINT_URL too; a value left over from a local
+        # backend would send a real deploy to an emulator.
+        for name in ("AWS_ENDPOINT_URL", "S3_HOSTNAME"):
+            env.pop(name, None)
+    else:
         url = settings.endpoint_url()
         env.update(
             AWS_ENDPOINT_URL=url,

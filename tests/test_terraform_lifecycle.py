@@ -100,3 +100,10 @@ def test_a_mirror_named_in_the_environment_must_hold_the_provider(tmp_path, monk
         stack.provider_mirror()
     (tmp_path / "registry.terraform.io" / "hashicorp" / "aws").mkdir(parents=True)
     assert stack.provider_mirror() == tmp_path
+
+
+def test_an_aws_deploy_never_inherits_a_local_endpoint(monkeypatch):
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:4566")
+    assert "AWS_ENDPOINT_URL" not in stack.terraform_env("aws")
+    assert stack.terraform_env("embedded")["AWS_ENDPOINT_URL"] == "http://127.0.0.1:4566"
+    assert stack.terraform_env("embedded")["S3_HOSTNAME"] == "127.0.0.1"
