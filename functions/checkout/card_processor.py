@@ -83,6 +83,10 @@ def _charge_once_per_key(charge: ProcessorCharge) -> dict:
     except ClientError as exc:
         if exc.response["Error"]["Code"] != "TransactionCanceledException":
             raise
+        reasons = [reason.get("Code", "None") for reason in exc.response.get("CancellationReasons", [])]
+        if reasons[:1] != ["ConditionalCheckFailed"]:
+            # e.g. TransactionConflict on AWS: nothing was written, so the caller may retry.
+            raise RuntimeError(f"charge with key {charge.idempotency_key!r} was cancelled: {reasons}") from exc
         return _first_charge_for(charge)
     return {"charge_id": charge_id, "replayed": False}
 
@@ -92,10 +96,7 @@ def _first_charge_for(charge: ProcessorCharge) -> dict:
         TableName=settings.table("processor_keys"),
         Key={"idempotency_key": {"S": charge.idempotency_key}},
         ConsistentRead=True,
-    ).get("Item")
-    if stored is None:
-        # The transaction was cancelled for another reason than the key's condition.
-        raise RuntimeError(f"charge with key {charge.idempotency_key!r} was cancelled and no earlier charge exists")
+    )["Item"]  # present: the key's condition failed, and keys are never deleted
     if int(stored["amount"]["N"]) != charge.amount or stored["currency"]["S"] != charge.currency:
         raise PayloadMismatch(
             f"idempotency key {charge.idempotency_key!r} was used for "
