@@ -159,3 +159,15 @@ def test_a_limit_stops_after_that_many_messages(dlq):
 def test_a_rate_that_cannot_be_kept_is_refused(dlq):
     with pytest.raises(ValueError, match="rate_per_second"):
         redrive.run_once(dlq["url"], rate_per_second=0)
+
+
+def test_the_command_redrives_the_queues_it_is_given_and_exits_nonzero_on_leftovers(dlq, capsys):
+    machine = clients.client("stepfunctions").create_state_machine(name=f"cmd-{uuid.uuid4().hex[:8]}", definition=PASS_MACHINE, roleArn=ROLE)
+    attributes = {"TARGET_ARN": {"DataType": "String", "StringValue": machine["stateMachineArn"]}}
+    clients.client("sqs").send_message(QueueUrl=dlq["url"], MessageBody="{}", MessageAttributes=attributes)
+    assert redrive.main([dlq["url"], "--rate", "50"]) == 0
+    assert "1 delivered" in capsys.readouterr().out
+    missing = {"TARGET_ARN": {"DataType": "String", "StringValue": "arn:aws:lambda:us-east-1:123456789012:function:gone"}}
+    clients.client("sqs").send_message(QueueUrl=dlq["url"], MessageBody="{}", MessageAttributes=missing)
+    assert redrive.main([dlq["url"]]) == 1
+    assert depth(dlq["url"]) == 1

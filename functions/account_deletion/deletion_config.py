@@ -106,12 +106,6 @@ def _resource(endpoint_url: str | None):
 
 
 def transact_write(items: list[dict]) -> None:
-    """TransactWriteItems through the resource's client, which accepts Python values
-    and condition objects the way Table methods do."""
-    _dynamodb().meta.client.transact_write_items(TransactItems=items)
-
-
-def transact_write(items: list[dict]) -> None:
-    """TransactWriteItems through the resource's client, which accepts Python values
-    and condition objects the way Table methods do."""
+    """TransactWriteItems through the resource's client, which serialises Python values;
+    each action's condition must already be written out (deletion_state.with_condition)."""
     _dynamodb().meta.client.transact_write_items(TransactItems=items)

@@ -66,7 +66,7 @@ def _dispatch(target_arn: str, body: str, endpoint_url: str | None, execution_na
     parts = target_arn.split(":", 5)
     if len(parts) != 6 or parts[0] != "arn":
         raise DeliveryFailed("ValidationException", f"not an ARN: {target_arn!r}", False)
-    service, region, account, resource = parts[2], parts[3], parts[4], parts[5]
+    service, account, resource = parts[2], parts[4], parts[5]
     if service == "lambda":
         # Scheduler invokes Lambda asynchronously: delivered means queued, not run.
         answer = clients.client("lambda", endpoint_url).invoke(FunctionName=target_arn, InvocationType="Event", Payload=body.encode())
