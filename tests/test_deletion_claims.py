@@ -252,3 +252,15 @@ def test_a_corrupt_status_raises_instead_of_being_guessed(table):
     )
     with pytest.raises(errors.UnknownRecoveryPoint):
         state.read(table, request_id)
+
+
+def test_a_redrive_retrying_its_own_claim_takes_it_over_again(table):
+    request_id = new_request(table)
+    claim = claimed(table, request_id, "worker-a")
+    state.release_after_failure(table, claim, "boom", max_attempts=1, retry_delay_seconds=0, now=T0)
+    first = state.claim(table, request_id, "redrive-1", LEASE, now=T0 + 1, redrive=True)
+    again = state.claim(table, request_id, "redrive-1", LEASE, now=T0 + 2, redrive=True)
+    assert (first.outcome, again.outcome) == (ClaimOutcome.CLAIMED, ClaimOutcome.CLAIMED)
+    assert again.claim.fencing_token == first.claim.fencing_token + 1
+    other = state.claim(table, request_id, "redrive-2", LEASE, now=T0 + 3, redrive=True)
+    assert other.outcome is ClaimOutcome.IN_PROGRESS

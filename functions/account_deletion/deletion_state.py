@@ -198,7 +198,7 @@ def claim(
     same_owner_again = Attr("status").eq(Status.PROCESSING.value) & Attr("lease_owner").eq(owner)
     # Only an operator's redrive may take a FAILED request, with a fresh attempt budget.
     redriven = Attr("status").eq(Status.FAILED.value)
-    claimable = (redriven if redrive else waiting | lease_expired | same_owner_again)
+    claimable = (redriven if redrive else waiting | lease_expired) | same_owner_again
     attempts = "attempts = :one" if redrive else "attempts = if_not_exists(attempts, :zero) + :one"
     try:
         new = table.update_item(
