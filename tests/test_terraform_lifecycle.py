@@ -107,3 +107,19 @@ def test_an_aws_deploy_never_inherits_a_local_endpoint(monkeypatch):
     assert "AWS_ENDPOINT_URL" not in stack.terraform_env("aws")
     assert stack.terraform_env("embedded")["AWS_ENDPOINT_URL"] == "http://127.0.0.1:4566"
     assert stack.terraform_env("embedded")["S3_HOSTNAME"] == "127.0.0.1"
+
+
+@pytest.mark.timeout(600)
+def test_concurrent_terraform_runs_never_collide(backend):
+    """Three plans at once: two on one stack (its lock serialises them; unserialised, the
+    second tflocal would refuse the first one's override file) and one on another."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    prefixes = ["tfcca", "tfcca", "tfccb"]
+    with ThreadPoolExecutor(len(prefixes)) as pool:
+        plans = list(pool.map(stack.plan_text, prefixes))
+    for prefix, plan in zip(prefixes, plans):
+        assert "Plan: " in plan and " to add, 0 to change, 0 to destroy" in plan
+        assert f'"{prefix}-vehicles"' in plan
+        other = "tfccb" if prefix == "tfcca" else "tfcca"
+        assert f'"{other}-vehicles"' not in plan
