@@ -264,3 +264,15 @@ def test_a_redrive_retrying_its_own_claim_takes_it_over_again(table):
     assert again.claim.fencing_token == first.claim.fencing_token + 1
     other = state.claim(table, request_id, "redrive-2", LEASE, now=T0 + 3, redrive=True)
     assert other.outcome is ClaimOutcome.IN_PROGRESS
+
+
+def test_completing_twice_under_the_same_claim_is_a_no_op_but_a_zombie_still_loses(table):
+    request_id = new_request(table)
+    zombie = claimed(table, request_id, "worker-a")
+    holder = claimed(table, request_id, "worker-b", now=T0 + LEASE + 1)
+    finish_steps(table, holder, now=T0 + LEASE + 2)
+    state.complete(table, holder, now=T0 + LEASE + 3)
+    state.complete(table, holder, now=T0 + LEASE + 4)
+    with pytest.raises(errors.ClaimLost):
+        state.complete(table, zombie, now=T0 + LEASE + 5)
+    assert state.read(table, request_id).status is Status.COMPLETED

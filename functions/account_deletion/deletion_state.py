@@ -305,7 +305,10 @@ def record_step(table, claim: Claim, step: str, lease_seconds: int, now: float |
 
 
 def complete(table, claim: Claim, now: float | None = None) -> None:
-    """PROCESSING -> COMPLETED, only for the current token and only once every step is done."""
+    """PROCESSING -> COMPLETED, only for the current token and only once every step is done.
+
+    Completing again under the same token is a no-op, so a retried completion succeeds.
+    """
     every_step = Attr("steps_done").contains(STEPS[0])
     for step in STEPS[1:]:
         every_step = every_step & Attr("steps_done").contains(step)
@@ -320,6 +323,8 @@ def complete(table, claim: Claim, now: float | None = None) -> None:
         _fenced_update(table, claim, update, "completing")
     except ClaimLost:
         current = read(table, claim.deletion_request_id)
+        if current.status is Status.COMPLETED and current.fencing_token == claim.fencing_token:
+            return  # this claim completed it already: a retry whose first reply was lost
         if current.status is Status.PROCESSING and current.fencing_token == claim.fencing_token:
             missing = sorted(set(STEPS) - current.steps_done)
             raise StepsNotFinished(f"{claim.deletion_request_id}: steps not done: {', '.join(missing)}") from None
