@@ -279,4 +279,17 @@ def destroy(prefix: str = "lab", backend: str | None = None) -> None:
     with _locked(stack.name):
         stack.prepare()
         stack.terraform("destroy", "-auto-approve", "-input=false", "-no-color", PARALLELISM, *stack.variables)
-        (OUTPUTS_DIR / f"{stack.name}.json").unlink(missing_ok=True)
+        _remove_working_copy(stack.name)
+
+
+def forget(prefix: str = "lab", backend: str | None = None) -> None:
+    """Drop a stack's working copy and outputs without Terraform: for a backend that is gone
+    (an embedded server that stopped took its resources with it)."""
+    name = stack_name(prefix, backend)
+    with _locked(name):
+        _remove_working_copy(name)
+
+
+def _remove_working_copy(name: str) -> None:
+    (OUTPUTS_DIR / f"{name}.json").unlink(missing_ok=True)
+    shutil.rmtree(WORKING_COPIES / name, ignore_errors=True)

@@ -83,6 +83,7 @@ def test_apply_use_plan_nothing_destroy(backend, capsys):
     assert gone.value.response["Error"]["Code"] == "ResourceNotFoundException"
     with pytest.raises(stack.StackError):
         stack.outputs(PREFIX)
+    assert not (stack.WORKING_COPIES / stack.stack_name(PREFIX)).exists()
 
 
 def test_the_cli_config_uses_a_provider_mirror_only_when_one_exists(tmp_path):
@@ -118,6 +119,9 @@ def test_concurrent_terraform_runs_never_collide(backend):
     prefixes = ["tfcca", "tfcca", "tfccb"]
     with ThreadPoolExecutor(len(prefixes)) as pool:
         plans = list(pool.map(stack.plan_text, prefixes))
+    for prefix in set(prefixes):
+        stack.forget(prefix)
+        assert not (stack.WORKING_COPIES / stack.stack_name(prefix)).exists()
     for prefix, plan in zip(prefixes, plans):
         assert "Plan: " in plan and " to add, 0 to change, 0 to destroy" in plan
         assert f'"{prefix}-vehicles"' in plan
