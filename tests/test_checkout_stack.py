@@ -62,6 +62,11 @@ def test_bad_input_through_lambda_is_rejected_and_charges_nothing(strategy, shop
     assert sum(shop.ledger.charges().values()) == before
 
 
+def test_warm_up_starts_one_environment_per_copy(shop):
+    pids = shop.start_environments("handrolled", copies=3)
+    assert len(pids) == 3, f"warm-up answered from processes {sorted(pids)}"
+
+
 @pytest.mark.timeout(900)
 def test_powertools_charges_exactly_once_in_every_round(shop, record_property):
     warm_up, charges = _rounds(shop, "powertools", check_act_delay_ms=RACE_WINDOW_MS)
