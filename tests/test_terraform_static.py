@@ -93,3 +93,45 @@ def test_module_readme_tables_are_current():
     assert readme.read_text() == tfdocs.render_readme(readme.read_text(), MODULE_DIR), (
         "terraform/modules/idempotency_lab/README.md is out of date: run `python -m idemlab.tfdocs`"
     )
+
+
+TYPO_TEST = """
+mock_provider "aws" {
+  mock_data "aws_caller_identity" {
+    defaults = { account_id = "123456789012" }
+  }
+  mock_data "aws_region" {
+    defaults = { name = "us-east-1" }
+  }
+  mock_data "aws_partition" {
+    defaults = { partition = "aws" }
+  }
+}
+
+run "plan_with_a_mistyped_entry" {
+  command = plan
+}
+"""
+
+
+@pytest.mark.timeout(300)
+def test_a_mistyped_entry_stops_the_plan_naming_the_entry_and_the_key(tmp_path, zips):
+    module = tmp_path / "idempotency_lab"
+    shutil.copytree(MODULE_DIR, module, ignore=shutil.ignore_patterns(".terraform", ".terraform.lock.hcl", "tests", "examples"))
+    functions_tf = module / "functions.tf"
+    entry = 'tables = { vehicles_naive = "read_write" }'
+    assert entry in functions_tf.read_text(), "the write_vehicle_naive entry changed; update this test"
+    functions_tf.write_text(functions_tf.read_text().replace(entry, 'tables = { vehicle_naive = "readwrite" }, invokes = ["card_procesor"]'))
+    (module / "tests").mkdir()
+    (module / "tests" / "typo.tftest.hcl").write_text(TYPO_TEST)
+    init = terraform("init", "-backend=false", "-input=false", "-no-color", cwd=module)
+    assert init.returncode == 0, init.stdout + init.stderr
+    done = terraform("test", "-no-color", "-var", f"artifacts_dir={zips}", cwd=module)
+    output = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode != 0 and "Resource precondition failed" in output, output[-3000:]
+    for expected in (
+        'function write_vehicle_naive: table "vehicle_naive" is not a key of local.tables',
+        'access "readwrite" to vehicle_naive is not one of',
+        'invokes "card_procesor", which is not a key of local.functions',
+    ):
+        assert expected in output, output[-3000:]

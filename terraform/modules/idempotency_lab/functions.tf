@@ -70,7 +70,7 @@ locals {
     starts   = try(f.starts, [])
     grants   = try(f.grants, [])
     env      = try(f.env, {})
-    dlq      = try(f.dlq, local.scenario_dlq[f.scenario])
+    dlq      = try(f.dlq, lookup(local.scenario_dlq, f.scenario, "(no DLQ for this scenario)"))
   } }
 
   # Names the lab itself reads: every function knows the bucket, the schedule group, the
@@ -112,10 +112,10 @@ resource "aws_lambda_function" "this" {
     variables = merge(
       local.common_env,
       { POWERTOOLS_SERVICE_NAME = each.key },
-      { for t in keys(each.value.tables) : "${upper(t)}_TABLE" => aws_dynamodb_table.this[t].name },
-      { for f in each.value.invokes : "${upper(f)}_FUNCTION" => local.name[f] },
-      { for q in each.value.sends : "${upper(q)}_QUEUE_URL" => local.queue_urls[q] },
-      { for w in each.value.starts : "${upper(w)}_STATE_MACHINE_ARN" => local.workflow_arn[w] },
+      { for t in keys(each.value.tables) : "${upper(t)}_TABLE" => try(aws_dynamodb_table.this[t].name, local.unknown) },
+      { for f in each.value.invokes : "${upper(f)}_FUNCTION" => lookup(local.name, f, local.unknown) },
+      { for q in each.value.sends : "${upper(q)}_QUEUE_URL" => lookup(local.queue_urls, q, local.unknown) },
+      { for w in each.value.starts : "${upper(w)}_STATE_MACHINE_ARN" => lookup(local.workflow_arn, w, local.unknown) },
       each.value.env,
     )
   }
@@ -143,7 +143,7 @@ resource "aws_lambda_function_event_invoke_config" "this" {
 
   destination_config {
     on_failure {
-      destination = local.queue_arns[each.value.dlq]
+      destination = lookup(local.queue_arns, each.value.dlq, local.unknown)
     }
   }
 }

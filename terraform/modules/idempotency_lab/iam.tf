@@ -47,16 +47,16 @@ locals {
     [local.xray_statement],
     [for table, level in f.tables : {
       Effect = "Allow"
-      Action = local.table_actions[level]
+      Action = lookup(local.table_actions, level, [])
       Resource = concat(
-        [aws_dynamodb_table.this[table].arn],
-        [for g in local.table_specs[table].gsis : "${aws_dynamodb_table.this[table].arn}/index/${g.name}"],
+        [try(aws_dynamodb_table.this[table].arn, local.unknown)],
+        [for g in try(local.table_specs[table].gsis, []) : "${aws_dynamodb_table.this[table].arn}/index/${g.name}"],
       )
     }],
-    length(f.invokes) == 0 ? [] : [{ Effect = "Allow", Action = ["lambda:InvokeFunction"], Resource = [for fn in f.invokes : local.function_arn[fn]] }],
-    [{ Effect = "Allow", Action = ["sqs:SendMessage"], Resource = [for q in distinct(concat([f.dlq], f.sends)) : local.queue_arns[q]] }],
-    length(f.starts) == 0 ? [] : [{ Effect = "Allow", Action = ["states:StartExecution"], Resource = [for w in f.starts : local.workflow_arn[w]] }],
-    [for grant in f.grants : local.extra_grants[grant]],
+    length(f.invokes) == 0 ? [] : [{ Effect = "Allow", Action = ["lambda:InvokeFunction"], Resource = [for fn in f.invokes : lookup(local.function_arn, fn, local.unknown)] }],
+    [{ Effect = "Allow", Action = ["sqs:SendMessage"], Resource = [for q in distinct(concat([f.dlq], f.sends)) : lookup(local.queue_arns, q, local.unknown)] }],
+    length(f.starts) == 0 ? [] : [{ Effect = "Allow", Action = ["states:StartExecution"], Resource = [for w in f.starts : lookup(local.workflow_arn, w, local.unknown)] }],
+    [for grant in f.grants : lookup(local.extra_grants, grant, [])],
   ]) }
 }
 
@@ -101,9 +101,9 @@ resource "aws_iam_role_policy" "workflow" {
   policy = jsonencode({
     Version = "2012-10-17"
     Statement = flatten([
-      [{ Effect = "Allow", Action = ["lambda:InvokeFunction"], Resource = [for fn in each.value.invokes : local.function_arn[fn]] }],
+      [{ Effect = "Allow", Action = ["lambda:InvokeFunction"], Resource = [for fn in each.value.invokes : lookup(local.function_arn, fn, local.unknown)] }],
       [for table, level in each.value.tables : {
-        Effect = "Allow", Action = local.table_actions[level], Resource = [aws_dynamodb_table.this[table].arn]
+        Effect = "Allow", Action = lookup(local.table_actions, level, []), Resource = [try(aws_dynamodb_table.this[table].arn, local.unknown)]
       }],
       [local.xray_statement],
       # Log delivery for Step Functions is configured through these account-level calls,

@@ -31,9 +31,9 @@ locals {
     invokes    = w.invokes
     tables     = try(w.tables, {})
     vars = merge(
-      { for fn in w.invokes : "${fn}_arn" => local.function_arn[fn] },
-      { for t in keys(try(w.tables, {})) : "${t}_table" => local.name[t] },
-      { for alias, fn in try(w.aliases, {}) : "${alias}_arn" => local.function_arn[fn] },
+      { for fn in w.invokes : "${fn}_arn" => lookup(local.function_arn, fn, local.unknown) },
+      { for t in keys(try(w.tables, {})) : "${t}_table" => lookup(local.name, t, local.unknown) },
+      { for alias, fn in try(w.aliases, {}) : "${alias}_arn" => lookup(local.function_arn, fn, local.unknown) },
     )
   } }
 }
