@@ -119,13 +119,30 @@ def test_warm_environment_is_reused_and_keeps_module_state(make_function):
     assert (first["calls"], second["calls"]) == (1, 2)
 
 
-def test_concurrent_invocations_run_in_parallel_in_separate_environments(make_function):
-    name = make_function(RECORDING_HANDLER, timeout=30)
+# Each invocation records its start, runs its second, then waits until all eight have
+# started: only invocations that really run at the same time can all finish.
+RENDEZVOUS_HANDLER = """
+import os, time
+import boto3
+
+def handler(event, context):
+    started = time.time()
+    table = boto3.client("dynamodb")
+    table.update_item(
+        TableName=event["table"], Key={"pk": {"S": "started"}},
+        UpdateExpression="ADD n :one", ExpressionAttributeValues={":one": {"N": "1"}},
+    )
+    time.sleep(1)
+    while int(table.get_item(TableName=event["table"], Key={"pk": {"S": "started"}}, ConsistentRead=True)["Item"]["n"]["N"]) < event["party"]:
+        time.sleep(0.05)
+    return {"pid": os.getpid(), "started": started, "ended": time.time()}
+"""
+
+
+def test_concurrent_invocations_run_in_parallel_in_separate_environments(make_function, table):
+    name = make_function(RENDEZVOUS_HANDLER, timeout=30)
     with ThreadPoolExecutor(max_workers=8) as pool:
-        # Warm up first: cold starts on a busy 2-core machine can be staggered by
-        # more than the 1 s the handler runs, which would hide the parallelism.
-        list(pool.map(lambda _: invoke(name, {"sleep": 1}), range(8)))
-        results = list(pool.map(lambda _: invoke(name, {"sleep": 1}), range(8)))
+        results = list(pool.map(lambda _: invoke(name, {"table": table, "party": 8}), range(8)))
     runs = [payload for payload, error in results if error is None]
     assert len(runs) == 8, results
     assert len({run["pid"] for run in runs}) == 8, "each concurrent invocation needs its own environment"
