@@ -15,6 +15,7 @@ import base64
 import hashlib
 import io
 import sys
+import tempfile
 import zipfile
 from dataclasses import dataclass
 from importlib import metadata
@@ -112,9 +113,11 @@ def build_scenario(folder: Path, out_dir: Path, bundle: dict[str, Path]) -> Arti
     changed = not target.exists() or target.read_bytes() != data
     if changed:
         out_dir.mkdir(parents=True, exist_ok=True)
-        partial = target.with_suffix(".zip.tmp")
-        partial.write_bytes(data)
-        partial.replace(target)
+        # A temporary file of its own, then an atomic rename: builds running at the same
+        # time (two deploys, a test) never leave or read a half-written zip.
+        with tempfile.NamedTemporaryFile(dir=out_dir, prefix=f".{folder.name}.", suffix=".tmp", delete=False) as partial:
+            partial.write(data)
+        Path(partial.name).replace(target)
     digest = base64.b64encode(hashlib.sha256(data).digest()).decode()
     return Artifact(folder.name, target, digest, changed)
 

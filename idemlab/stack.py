@@ -195,6 +195,13 @@ def _run(command: list[str], cwd: Path, env: dict[str, str], what: str, ok: tupl
     return done.returncode, output
 
 
+def _build() -> None:
+    try:
+        _build()
+    except build.BuildError as exc:
+        raise StackError(f"building the function zips failed: {exc}") from exc
+
+
 class _Stack:
     """A working copy bound to one backend and prefix."""
 
@@ -230,7 +237,7 @@ class _Stack:
 def deploy(prefix: str = "lab", backend: str | None = None) -> dict:
     """Build the zips and apply the root to the backend; return the ``lab`` output."""
     stack = _Stack(prefix, backend)
-    build.build_all()
+    _build()
     with _locked(stack.name):
         stack.prepare()
         started = time.monotonic()
@@ -255,7 +262,7 @@ def outputs(prefix: str = "lab", backend: str | None = None) -> dict:
 def plan_is_empty(prefix: str = "lab", backend: str | None = None) -> bool:
     """True when Terraform would change nothing: the deployed stack matches the code."""
     stack = _Stack(prefix, backend)
-    build.build_all()
+    _build()
     with _locked(stack.name):
         stack.prepare()
         # -detailed-exitcode: 0 = no changes, 2 = changes, 1 = error.
@@ -266,7 +273,7 @@ def plan_is_empty(prefix: str = "lab", backend: str | None = None) -> bool:
 def plan_text(prefix: str = "lab", backend: str | None = None) -> str:
     """The full plan output, for reading what a non-empty plan wants to change."""
     stack = _Stack(prefix, backend)
-    build.build_all()
+    _build()
     with _locked(stack.name):
         stack.prepare()
         return stack.terraform("plan", "-input=false", "-no-color", *stack.variables)[1]
@@ -275,7 +282,7 @@ def plan_text(prefix: str = "lab", backend: str | None = None) -> str:
 def destroy(prefix: str = "lab", backend: str | None = None) -> None:
     """Remove everything the stack created, and forget its outputs."""
     stack = _Stack(prefix, backend)
-    build.build_all()  # the configuration hashes the zips even to destroy
+    _build()  # the configuration hashes the zips even to destroy
     with _locked(stack.name):
         stack.prepare()
         stack.terraform("destroy", "-auto-approve", "-input=false", "-no-color", PARALLELISM, *stack.variables)

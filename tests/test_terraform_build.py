@@ -61,3 +61,19 @@ def test_a_file_shadowing_a_bundled_package_is_refused(tmp_path):
     (functions / "clash" / "typing_extensions.py").write_text("x = 1\n")
     with pytest.raises(build.BuildError, match="shadow"):
         build.build_all(functions_dir=functions, out_dir=tmp_path / "out")
+
+
+def test_concurrent_builds_into_one_folder_always_leave_whole_zips(tmp_path):
+    """Eight builders at once (as parallel deploys and tests do), five rounds: every zip
+    ends up byte-identical to a lone build, and no temporary file is left behind."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    reference = {a.scenario: a.path.read_bytes() for a in build.build_all(out_dir=tmp_path / "reference")}
+    shared = tmp_path / "shared"
+    for _ in range(5):
+        for stale in shared.glob("*.zip"):
+            stale.unlink()
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda _: build.build_all(out_dir=shared), range(8)))
+        assert {p.stem: p.read_bytes() for p in shared.glob("*.zip")} == reference
+        assert not list(shared.glob(".*.tmp"))
