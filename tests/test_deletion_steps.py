@@ -252,7 +252,7 @@ def test_a_crashed_worker_is_swept_restarted_and_resumed(names, env):
 def test_a_zombie_that_stalled_past_its_lease_is_stopped_by_the_token(names, env, step):
     user = new_user(names)
     request_id = requested(user)
-    deletion.arm_fault(names, step, faults.BEFORE, request_id, faults.TIMEOUT)  # in-process: a 2 s stall
+    deletion.arm_fault(names, step, faults.BEFORE, request_id, faults.TIMEOUT)  # in-process: a stall (STALL_SECONDS_WITHOUT_CONTEXT)
     outcome = {}
     zombie = threading.Thread(target=lambda: outcome.update(zombie=deletion.run_workflow_in_process(request_id, "zombie")))
     zombie.start()
