@@ -197,7 +197,7 @@ def _run(command: list[str], cwd: Path, env: dict[str, str], what: str, ok: tupl
 
 def _build() -> None:
     try:
-        _build()
+        build.build_all()
     except build.BuildError as exc:
         raise StackError(f"building the function zips failed: {exc}") from exc
 
