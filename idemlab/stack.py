@@ -1,6 +1,6 @@
 """Deploy the Terraform root to the selected backend, and read what it created.
 
-``deploy()`` builds the zips, then runs ``tflocal`` (embedded, LocalStack) or plain
+``deploy()`` builds the zips (into the working copy), then runs ``tflocal`` (embedded, LocalStack) or plain
 ``terraform`` (AWS) in a working copy of ``terraform/`` of its own under
 ``.lab/terraform/<name>/``, one per (endpoint, prefix): state and tflocal's override file
 stay there, so deploys to different endpoints or prefixes never collide. After an apply
@@ -195,9 +195,9 @@ def _run(command: list[str], cwd: Path, env: dict[str, str], what: str, ok: tupl
     return done.returncode, output
 
 
-def _build() -> None:
+def _build(out_dir: Path) -> None:
     try:
-        build.build_all()
+        build.build_all(out_dir=out_dir)
     except build.BuildError as exc:
         raise StackError(f"building the function zips failed: {exc}") from exc
 
@@ -212,8 +212,8 @@ class _Stack:
         self.dir = WORKING_COPIES / self.name
         self.env = terraform_env(self.backend)
         self.runner = [_terraform()] if self.backend == "aws" else [sys.executable, _tflocal()]
-        # The stack's own copy of the zips: a build running meanwhile (another deploy, a test)
-        # must not change a zip between Terraform's plan and its apply.
+        # The stack's own zips, built under its lock: a build elsewhere (another deploy, a
+        # test, `make build`) never changes them between Terraform's plan and its apply.
         self.artifacts = self.dir / "artifacts"
         self.variables = ["-var", f"prefix={self.prefix}", "-var", f"artifacts_dir={self.artifacts}"]
 
@@ -223,12 +223,12 @@ class _Stack:
         command = ([_terraform()] if plain else self.runner) + list(args)
         return _run(command, self.dir, self.env, args[0], ok)
 
-    def prepare(self) -> None:
+    def prepare(self, rebuild: bool = True) -> None:
+        """Refresh the configuration; zips built from the sources now, or (rebuild=False)
+        the ones the last apply used."""
         _sync_working_copy(self.name)
-        shutil.rmtree(self.artifacts, ignore_errors=True)
-        self.artifacts.mkdir()
-        for artifact in sorted(settings.BUILD_DIR.glob("*.zip")):
-            shutil.copy2(artifact, self.artifacts / artifact.name)
+        if rebuild or not any(self.artifacts.glob("*.zip")):
+            _build(self.artifacts)
         # The plugin cache is shared by every working copy, and Terraform does not lock it.
         with _locked(".init"):
             self.terraform("init", "-input=false", "-no-color")
@@ -237,7 +237,6 @@ class _Stack:
 def deploy(prefix: str = "lab", backend: str | None = None) -> dict:
     """Build the zips and apply the root to the backend; return the ``lab`` output."""
     stack = _Stack(prefix, backend)
-    _build()
     with _locked(stack.name):
         stack.prepare()
         started = time.monotonic()
@@ -259,32 +258,33 @@ def outputs(prefix: str = "lab", backend: str | None = None) -> dict:
     return json.loads(path.read_text())
 
 
-def plan_is_empty(prefix: str = "lab", backend: str | None = None) -> bool:
-    """True when Terraform would change nothing: the deployed stack matches the code."""
+def plan_is_empty(prefix: str = "lab", backend: str | None = None, rebuild: bool = True) -> bool:
+    """True when Terraform would change nothing: the deployed stack matches the code.
+
+    rebuild=False plans with the zips of the last apply, so the answer is about Terraform,
+    the provider and the backend only, not about sources edited since.
+    """
     stack = _Stack(prefix, backend)
-    _build()
     with _locked(stack.name):
-        stack.prepare()
+        stack.prepare(rebuild)
         # -detailed-exitcode: 0 = no changes, 2 = changes, 1 = error.
         code, _ = stack.terraform("plan", "-detailed-exitcode", "-input=false", "-no-color", PARALLELISM, *stack.variables, ok=(0, 2))
     return code == 0
 
 
-def plan_text(prefix: str = "lab", backend: str | None = None) -> str:
+def plan_text(prefix: str = "lab", backend: str | None = None, rebuild: bool = True) -> str:
     """The full plan output, for reading what a non-empty plan wants to change."""
     stack = _Stack(prefix, backend)
-    _build()
     with _locked(stack.name):
-        stack.prepare()
+        stack.prepare(rebuild)
         return stack.terraform("plan", "-input=false", "-no-color", *stack.variables)[1]
 
 
 def destroy(prefix: str = "lab", backend: str | None = None) -> None:
     """Remove everything the stack created, and forget its outputs."""
     stack = _Stack(prefix, backend)
-    _build()  # the configuration hashes the zips even to destroy
     with _locked(stack.name):
-        stack.prepare()
+        stack.prepare(rebuild=False)  # the configuration hashes the zips even to destroy
         stack.terraform("destroy", "-auto-approve", "-input=false", "-no-color", PARALLELISM, *stack.variables)
         _remove_working_copy(stack.name)
 

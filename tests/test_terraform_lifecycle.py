@@ -70,7 +70,8 @@ def test_apply_use_plan_nothing_destroy(backend, capsys):
     assert stored["Item"]["owner"]["S"] == "Ada Lovelace"
 
     started = time.monotonic()
-    assert stack.plan_is_empty(PREFIX), stack.plan_text(PREFIX)[-4000:]
+    # With the zips it applied: other people's edits to functions/ meanwhile are not a diff.
+    assert stack.plan_is_empty(PREFIX, rebuild=False), stack.plan_text(PREFIX, rebuild=False)[-4000:]
     timings["second_plan_seconds"] = round(time.monotonic() - started, 1)
 
     started = time.monotonic()
