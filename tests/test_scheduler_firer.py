@@ -222,6 +222,14 @@ def test_a_bad_universal_input_is_refused_without_retrying(world):
     drain(world["dlq_url"])
 
 
+def test_an_input_of_the_wrong_type_is_dead_lettered_not_retried_forever(world):
+    name = schedule(world, "arn:aws:scheduler:::aws-sdk:sfn:startExecution", '{"StateMachineArn": 5}', time.time() - 1)
+    fired = SchedulerFirer(groups=(world["group"],)).fire_now(name, world["group"])
+    assert (fired.outcome, fired.attempt) == (DEAD_LETTERED, 1)
+    [letter] = drain(world["dlq_url"])
+    assert letter["MessageAttributes"]["ERROR_CODE"]["StringValue"] == "ValidationException"
+
+
 def test_the_module_loop_runs_a_pass_and_exits(world):
     name = schedule(world, world["target_arn"], '{"loop": 1}', time.time() - 1)
     scheduler_firer.main(["--once", "--group", world["group"]])

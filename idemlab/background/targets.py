@@ -10,7 +10,7 @@ import json
 import uuid
 
 from botocore import xform_name
-from botocore.exceptions import ClientError, ConnectionError as BotocoreConnectionError
+from botocore.exceptions import ClientError, ConnectionError as BotocoreConnectionError, ParamValidationError
 
 from idemlab import clients
 
@@ -58,6 +58,9 @@ def deliver(target_arn: str, input_text: str | None, endpoint_url: str | None = 
         raise DeliveryFailed(code, error.get("Message", ""), code in RETRYABLE_CODES or status >= 500) from exc
     except BotocoreConnectionError as exc:
         raise DeliveryFailed("ConnectionError", str(exc), True) from exc
+    except ParamValidationError as exc:
+        # The input does not fit the target's API: the same every time, never retried.
+        raise DeliveryFailed("ValidationException", str(exc), False) from exc
 
 
 def _dispatch(target_arn: str, body: str, endpoint_url: str | None, execution_name: str | None) -> dict:
