@@ -230,6 +230,24 @@ def test_an_input_of_the_wrong_type_is_dead_lettered_not_retried_forever(world):
     assert letter["MessageAttributes"]["ERROR_CODE"]["StringValue"] == "ValidationException"
 
 
+def test_a_missing_dead_letter_queue_drops_the_event_and_other_schedules_still_fire(world):
+    gone = "arn:aws:sqs:us-east-1:123456789012:no-such-dlq"
+    name = f"s-{uuid.uuid4().hex[:10]}"
+    clients.client("scheduler").create_schedule(
+        Name=name,
+        GroupName=world["group"],
+        ScheduleExpression=at(time.time() - 1),
+        FlexibleTimeWindow={"Mode": "OFF"},
+        ActionAfterCompletion="DELETE",
+        Target={"Arn": "arn:aws:lambda:us-east-1:123456789012:function:gone", "RoleArn": "arn:aws:iam::123456789012:role/s", "DeadLetterConfig": {"Arn": gone}},
+    )
+    fine = schedule(world, world["target_arn"], '{"fine": 1}', time.time() - 1)
+    outcomes = {f.name: f.outcome for f in SchedulerFirer(groups=(world["group"],)).run_once()}
+    assert outcomes[name] == "dropped" and outcomes[fine] == DELIVERED
+    assert not exists(world, name)
+    drain(world["target_url"])
+
+
 def test_the_module_loop_runs_a_pass_and_exits(world):
     name = schedule(world, world["target_arn"], '{"loop": 1}', time.time() - 1)
     scheduler_firer.main(["--once", "--group", world["group"]])

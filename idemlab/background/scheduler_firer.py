@@ -46,7 +46,8 @@ _AT = re.compile(r"^at\((\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\)$")
 DELIVERED = "delivered"
 RETRY_LATER = "retry_later"
 DEAD_LETTERED = "dead_lettered"
-DROPPED = "dropped"  # failed for good and the schedule has no dead-letter queue
+DROPPED = "dropped"  # failed for good, and no dead-letter queue took it
+PASS_FAILED = "pass_failed"  # the firer could not finish this schedule; the next pass retries
 
 
 @dataclass
@@ -104,7 +105,12 @@ class SchedulerFirer:
                 continue
             if self.pending.get((group, name), _Pending()).next_try > now:
                 continue
-            firings.append(self._fire(schedule, due, now))
+            try:
+                firings.append(self._fire(schedule, due, now))
+            except (ClientError, BotoCoreError) as exc:
+                # One schedule's trouble (its queue gone, the backend restarting) must not
+                # keep the others from firing.
+                firings.append(Firing(group, name, PASS_FAILED, self.pending.get((group, name), _Pending()).attempts, str(exc)))
         return firings
 
     def fire_now(self, name: str, group: str = "default") -> Firing:
@@ -167,7 +173,11 @@ class SchedulerFirer:
             return DROPPED
         _, _, _, _, account, queue_name = dlq_arn.split(":", 5)
         sqs = clients.client("sqs", self.endpoint_url)
-        url = sqs.get_queue_url(QueueName=queue_name, QueueOwnerAWSAccountId=account)["QueueUrl"]
+        try:
+            url = sqs.get_queue_url(QueueName=queue_name, QueueOwnerAWSAccountId=account)["QueueUrl"]
+        except ClientError as exc:
+            print(f"scheduler-firer: {schedule['Name']} failed for good and its dead-letter queue is unusable ({exc}): {failure}", file=sys.stderr)
+            return DROPPED
         # The attributes Scheduler puts on its dead-letter events (user guide,
         # configuring-schedule-dlq); the body is the input the target should have had.
         attributes = {
