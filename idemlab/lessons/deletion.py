@@ -7,9 +7,13 @@ import this module, so what a notebook shows is what CI checks.
 from __future__ import annotations
 
 import importlib
+import json
 import sys
+import threading
+import time
 import uuid
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from types import ModuleType
 
 import boto3
@@ -252,8 +256,6 @@ def run_steps_in_process(claim: dict) -> str:
 
 def invoke(lab: dict, function_key: str, event: dict) -> dict:
     """Invoke a deployed deletion function and return its answer; a function error raises."""
-    import json
-
     answer = clients.client("lambda").invoke(FunctionName=lab["functions"][function_key], Payload=json.dumps(event).encode())
     body = json.loads(answer["Payload"].read() or b"null")
     if answer.get("FunctionError"):
@@ -263,8 +265,6 @@ def invoke(lab: dict, function_key: str, event: dict) -> dict:
 
 def start(names: Names, deletion_request_id: str, execution_name: str | None = None) -> str:
     """Start the workflow for a request, named like the schedule names it unless told."""
-    import json
-
     return clients.client("stepfunctions").start_execution(
         stateMachineArn=names.state_machine_arn,
         name=execution_name or deletion_request_id,
@@ -274,8 +274,6 @@ def start(names: Names, deletion_request_id: str, execution_name: str | None = N
 
 def wait_for(execution_arn: str, timeout: float = 120) -> dict:
     """The execution once it stopped running."""
-    import time
-
     sfn = clients.client("stepfunctions")
     deadline = time.monotonic() + timeout
     while True:
@@ -294,11 +292,8 @@ def wait_for(execution_arn: str, timeout: float = 120) -> dict:
 class Timeline:
     """What happened to one request, per worker, on one clock: for the pictures."""
 
-    events: list = None  # (time, worker, label, outcome): True accepted, False refused, None a note
-    leases: list = None  # (worker, start, end, token)
-
-    def __post_init__(self):
-        self.events, self.leases = [], []
+    events: list = field(default_factory=list)  # (time, worker, label, outcome): True accepted, False refused, None a note
+    leases: list = field(default_factory=list)  # (worker, start, end, token)
 
     def event(self, t: float, worker: str, label: str, accepted: bool | None) -> None:
         self.events.append((t, worker, label, accepted))
@@ -384,9 +379,6 @@ def zombie_story(lab: dict, lease_seconds: int = 30) -> tuple[Timeline, dict]:
 
 def claim_race(lab: dict, workers: int = 8, rounds: int = 20) -> dict[str, int]:
     """``workers`` threads claim the same request at once, ``rounds`` times: outcomes counted."""
-    import threading
-    from collections import Counter
-
     state = import_function_module("deletion_state")
     tables = [deletion_requests_table(lab) for _ in range(workers)]
     tally: Counter = Counter()
@@ -412,9 +404,6 @@ def claim_race(lab: dict, workers: int = 8, rounds: int = 20) -> dict[str, int]:
 
 def cancel_race(lab: dict, rounds: int = 20) -> dict[str, int]:
     """A cancel and a claim on the same SCHEDULED request at the same moment, ``rounds`` times."""
-    import threading
-    from collections import Counter
-
     state = import_function_module("deletion_state")
     tables = [deletion_requests_table(lab), deletion_requests_table(lab)]
     tally: Counter = Counter()
