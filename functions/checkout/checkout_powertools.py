@@ -13,6 +13,7 @@ processor (``pass_key_downstream``) closes that last gap.
 
 from __future__ import annotations
 
+import os
 import time
 
 from aws_lambda_powertools.utilities.idempotency import (
@@ -41,6 +42,9 @@ config = IdempotencyConfig(
     raise_on_no_idempotency_key=True,
     # A day covers any client's retry horizon; the TTL attribute then clears the record.
     expires_after_seconds=24 * 60 * 60,
+    # Off by default. The deployed checkout_powertools_cached turns it on, so the bench can
+    # show what an in-memory copy of finished records saves on duplicates (and what it cannot).
+    use_local_cache=os.environ.get("IDEMPOTENCY_LOCAL_CACHE") == "true",
 )
 
 

@@ -9,7 +9,7 @@ import os
 from datetime import datetime, timezone
 
 from idemlab import settings
-from idemlab.bench import embedded
+from idemlab.bench import cost_of_idempotency, embedded
 
 RESULTS_DIR = settings.STATE_DIR / "bench"
 
@@ -23,6 +23,7 @@ def main() -> None:
     results = {"machine": machine, "taken_at": datetime.now(timezone.utc).isoformat(), "embedded_backend": embedded.run(args.quick)}
     print("Embedded backend against the parts it extends")
     print(embedded.table(results["embedded_backend"]))
+    results["idempotency_strategies"] = cost_of_idempotency.run_section(args.quick, RESULTS_DIR)
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     out = RESULTS_DIR / "results.json"
     out.write_text(json.dumps(results, indent=2))

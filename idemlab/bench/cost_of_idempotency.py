@@ -1,0 +1,100 @@
+"""The bench's "cost of idempotency" section, and its short version for notebook 05.
+
+`make bench` calls ``run_section``: a fresh embedded backend of its own, the whole stack
+deployed to it once (prefix "bench"), every strategy measured, the tables printed and
+the chart saved. The notebook calls ``short_run`` on the stack it is connected to.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+
+from idemlab import settings, stack
+from idemlab.bench import strategy_report, strategy_runs
+from idemlab.embedded.server import EmbeddedBackend
+
+PREFIX = "bench"
+CHART_NAME = "cost_of_idempotency.png"
+NOTEBOOK_CHART = settings.STATE_DIR / "bench" / "cost_of_idempotency_notebook.png"
+# Samples per strategy and delivery, copies released together, rounds of them. The full
+# run gives p99 from 40 invocations per cell (nearest rank: the second slowest) and fits,
+# with the deploy and the backend section, in the 5 minutes `make bench` may take on 2 cores.
+FULL = {"samples": 40, "copies": 16, "rounds": 5}
+QUICK = {"samples": 8, "copies": 4, "rounds": 2}
+# The notebook's version: enough to show every count, short enough for a 60 s CI budget.
+SHORT = {"samples": 2, "copies": 3, "rounds": 1}
+# The notebook's backend also runs the lessons' leftovers (retried events, the sweeper
+# restarting stuck deletions): a sample needs this long of quiet on either side.
+SHARED_BACKEND_GUARD_SECONDS = 0.2
+
+
+@contextmanager
+def _pointed_at(backend: EmbeddedBackend):
+    """Point the harness (and Terraform) at ``backend`` for the duration, then restore."""
+    wanted = {
+        "AWS_ENDPOINT_URL": backend.url,
+        "BACKEND": "embedded",
+        "LAB_PORT": str(backend.port),
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    saved = {name: os.environ.get(name) for name in wanted}
+    os.environ.update(wanted)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _forget_stack(prefix: str) -> None:
+    """The stack's working copy and outputs die with the backend: remove them, not leave litter."""
+    name = stack.stack_name(prefix)
+    shutil.rmtree(stack.WORKING_COPIES / name, ignore_errors=True)
+    (stack.WORKING_COPIES / f"{name}.lock").unlink(missing_ok=True)
+    (stack.OUTPUTS_DIR / f"{name}.json").unlink(missing_ok=True)
+
+
+def measure_on_own_backend(samples: int, copies: int, rounds: int) -> dict:
+    with EmbeddedBackend() as backend, _pointed_at(backend):
+        try:
+            outputs = stack.deploy(prefix=PREFIX)
+            bench = strategy_runs.StrategyBench(outputs, backend.url)
+            return strategy_runs.run(bench, samples, copies, rounds)
+        finally:
+            _forget_stack(PREFIX)
+
+
+def run_section(quick: bool, results_dir: Path) -> dict:
+    """Measure, print the tables, save the chart; the section of results.json."""
+    sizes = QUICK if quick else FULL
+    measured = measure_on_own_backend(**sizes)
+    result = strategy_report.report(measured)
+    chart = strategy_report.chart(result, results_dir / CHART_NAME)
+    print(f"\nThe cost of idempotency: DynamoDB requests per delivery, counted at the backend ({sizes})")
+    print(strategy_report.requests_table(result))
+    print("\nLatency of the handler invocation (Invoke round trip) and throughput, against naive")
+    print(strategy_report.latency_table(result))
+    print("\n" + strategy_report.notes(result))
+    print(f"chart: {chart.relative_to(settings.ROOT)}")
+    return {"sizes": sizes, "measured": measured, "report": result, "chart": str(chart.relative_to(settings.ROOT))}
+
+
+def short_run(outputs: dict, chart_path: Path = NOTEBOOK_CHART) -> dict:
+    """The notebook's live version, on the stack ``outputs`` describes (the current backend)."""
+    if settings.backend() != "embedded":
+        raise RuntimeError(
+            f"the requests are counted by the embedded backend's counter; this notebook is on {settings.backend()} "
+            "(start it with BACKEND=embedded)"
+        )
+    bench = strategy_runs.StrategyBench(outputs, settings.endpoint_url(), guard_seconds=SHARED_BACKEND_GUARD_SECONDS)
+    result = strategy_report.report(strategy_runs.run(bench, **SHORT))
+    result["chart"] = str(strategy_report.chart(result, chart_path))
+    return result

@@ -1,0 +1,65 @@
+"""On-demand DynamoDB prices, dated, and the arithmetic from counted requests to dollars.
+
+The prices are those of the Standard table class in us-east-1 on the AWS pricing page
+for on-demand capacity, as they stand since the on-demand throughput price cut of
+November 2024 (effective 2024-11-01). They were taken on PRICES_TAKEN_ON, from
+secondary sources that quote the page (this lab's machines cannot reach aws.amazon.com).
+Prices change and differ by region: check the current page before you quote a number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+SOURCE = "https://aws.amazon.com/dynamodb/pricing/on-demand/"
+PRICES_TAKEN_ON = "2026-11-29"
+REGION = "us-east-1"
+TABLE_CLASS = "Standard"
+USD_PER_MILLION_WRITE_UNITS = 0.625
+USD_PER_MILLION_READ_UNITS = 0.125
+
+# Request units per request, for items within one unit (1 KB written, 4 KB read): every
+# item the lab's handlers touch is a few hundred bytes. A conditional write whose
+# condition fails is still billed as a write, so refused claims cost as much as granted ones.
+WRITE_UNITS_PER_REQUEST = {"PutItem": 1, "UpdateItem": 1, "DeleteItem": 1}
+# Every read in the lab's handlers is strongly consistent (ConsistentRead=True), because
+# an idempotency check that may read a stale "no record" is no check: 1 unit, not 0.5.
+READ_UNITS_PER_REQUEST = {"GetItem": 1}
+# A transactional write costs 2 units per item. The counter sees requests, not items, so
+# the caller says how many items each transaction holds (the card processor's: key + ledger).
+TRANSACTION_WRITE_UNITS_PER_ITEM = 2
+
+
+class UnpricedAction(ValueError):
+    """A counted action whose request units depend on data the counter does not see."""
+
+
+def request_units(calls: Mapping[str, float], items_per_transaction: int = 2) -> tuple[float, float]:
+    """(read units, write units) for ``calls`` (requests by action, per invocation or in total)."""
+    reads = writes = 0.0
+    for action, count in calls.items():
+        if not count:
+            continue
+        if action in READ_UNITS_PER_REQUEST:
+            reads += count * READ_UNITS_PER_REQUEST[action]
+        elif action in WRITE_UNITS_PER_REQUEST:
+            writes += count * WRITE_UNITS_PER_REQUEST[action]
+        elif action == "TransactWriteItems":
+            writes += count * items_per_transaction * TRANSACTION_WRITE_UNITS_PER_ITEM
+        else:
+            # Query and Scan are billed by the bytes they read: refuse to guess.
+            raise UnpricedAction(f"no unit price for {action}; add it to idemlab/bench/prices.py with its reason")
+    return reads, writes
+
+
+def usd_per_million_invocations(calls_per_invocation: Mapping[str, float], items_per_transaction: int = 2) -> float:
+    """What a million invocations making ``calls_per_invocation`` pay DynamoDB, on demand."""
+    reads, writes = request_units(calls_per_invocation, items_per_transaction)
+    return reads * USD_PER_MILLION_READ_UNITS + writes * USD_PER_MILLION_WRITE_UNITS
+
+
+def citation() -> str:
+    return (
+        f"on-demand, {TABLE_CLASS} table class, {REGION}: ${USD_PER_MILLION_WRITE_UNITS} per million write units, "
+        f"${USD_PER_MILLION_READ_UNITS} per million read units ({SOURCE}, taken {PRICES_TAKEN_ON}; check the current page)"
+    )

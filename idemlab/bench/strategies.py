@@ -1,0 +1,210 @@
+"""The strategies the cost bench compares, and what each one needs at the least.
+
+One entry per deployed handler: the naive and idempotent writers of lesson 1, the four
+checkouts of lesson 2 (naive, hand-rolled, Powertools, Powertools with its local cache)
+and the claim step of lesson 3. For each, the DynamoDB requests the strategy itself
+must make, by action, on a first delivery and on a duplicate:
+
+- conditional insert (vehicle writer): 1 PutItem both times; the refused insert hands
+  the stored row back, so a duplicate needs no second read;
+- claim, then record the result (Powertools): a conditional PutItem, then an UpdateItem
+  with the result; a duplicate is one refused PutItem that returns the stored record;
+- check, then record (hand-rolled): a GetItem, then a PutItem; a duplicate one GetItem.
+  As cheap as a claim one request at a time, and wrong when copies race;
+- conditional claim (deletion): one conditional UpdateItem, granted or refused.
+
+Everything else a handler sends to DynamoDB is accounted for apart, so the excess over
+the minimum is the strategy's own: the business effect it protects (the card
+processor's ledger write for each charge, the naive writer's row) and the lab's
+fault-injection probes (a strongly consistent GetItem on the faults table at each armed
+point, there only so the lessons can crash a handler on purpose).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable
+
+from idemlab.lessons import deletion
+
+# How effects are counted: a charge is a ledger entry, a claim is a "claimed" answer,
+# a row is the naive writer's insert (one per invocation, it never refuses).
+CHARGE = "charge"
+CLAIM = "claim"
+ROW = "row"
+
+VEHICLE_REGISTRATION = "vehicle registration"
+CHECKOUT = "checkout"
+ACCOUNT_DELETION = "account deletion"
+
+# A published VIN with a valid check digit (the same one lesson 1 uses).
+BENCH_VIN = "1M8GDM9AXKP042788"
+
+
+def _calls(**by_action: int) -> Counter:
+    return Counter(by_action)
+
+
+@dataclass(frozen=True)
+class Strategy:
+    key: str
+    lesson: str
+    label: str
+    function: str  # key under outputs["functions"]
+    pattern: str
+    minimum_first: Counter  # the strategy's own requests a first delivery needs
+    minimum_duplicate: Counter  # ... and a duplicate
+    compared_with: str | None = None  # the naive strategy of the same lesson
+    effect: str | None = None  # what one unit of business effect is (CHARGE, CLAIM, ROW)
+    effect_calls: Counter = field(default_factory=Counter)  # requests per effect, if fixed
+    probes_per_invocation: Counter = field(default_factory=Counter)
+    probes_per_effect: Counter = field(default_factory=Counter)
+    why_minimum: str = ""
+
+    def minimum(self, firsts: int, duplicates: int) -> Counter:
+        total: Counter = Counter()
+        for action, n in self.minimum_first.items():
+            total[action] += n * firsts
+        for action, n in self.minimum_duplicate.items():
+            total[action] += n * duplicates
+        return +total  # drops the actions a zero count left behind
+
+
+# The checkouts reach the faults table once per charge, right after it (the lesson's
+# crash-after-charge point); the claim step once before claiming and once after a win.
+_PROBE = _calls(GetItem=1)
+
+STRATEGIES: tuple[Strategy, ...] = (
+    Strategy(
+        key="vehicle_naive",
+        lesson=VEHICLE_REGISTRATION,
+        label="naive insert",
+        function="write_vehicle_naive",
+        pattern="plain write, fresh key",
+        minimum_first=Counter(),
+        minimum_duplicate=Counter(),
+        effect=ROW,
+        effect_calls=_calls(PutItem=1),
+        why_minimum="no idempotency: every delivery inserts a row",
+    ),
+    Strategy(
+        key="vehicle_idempotent",
+        lesson=VEHICLE_REGISTRATION,
+        label="conditional insert",
+        function="write_vehicle_idempotent",
+        pattern="conditional insert",
+        minimum_first=_calls(PutItem=1),
+        minimum_duplicate=_calls(PutItem=1),
+        compared_with="vehicle_naive",
+        why_minimum="the insert itself carries attribute_not_exists; a refusal returns the stored row",
+    ),
+    Strategy(
+        key="checkout_naive",
+        lesson=CHECKOUT,
+        label="naive",
+        function="checkout_naive",
+        pattern="no check",
+        minimum_first=Counter(),
+        minimum_duplicate=Counter(),
+        effect=CHARGE,
+        why_minimum="no idempotency: every delivery charges",
+    ),
+    Strategy(
+        key="checkout_handrolled",
+        lesson=CHECKOUT,
+        label="hand-rolled",
+        function="checkout_handrolled",
+        pattern="check, then record",
+        minimum_first=_calls(GetItem=1, PutItem=1),
+        minimum_duplicate=_calls(GetItem=1),
+        compared_with="checkout_naive",
+        effect=CHARGE,
+        probes_per_effect=_PROBE,
+        why_minimum="read the key, charge, write the key; a duplicate only reads (and races)",
+    ),
+    Strategy(
+        key="checkout_powertools",
+        lesson=CHECKOUT,
+        label="Powertools",
+        function="checkout_powertools",
+        pattern="claim, then record",
+        minimum_first=_calls(PutItem=1, UpdateItem=1),
+        minimum_duplicate=_calls(PutItem=1),
+        compared_with="checkout_naive",
+        effect=CHARGE,
+        probes_per_effect=_PROBE,
+        why_minimum="conditional put INPROGRESS, update to COMPLETED; a duplicate's refused put returns the record",
+    ),
+    Strategy(
+        key="checkout_powertools_cached",
+        lesson=CHECKOUT,
+        label="Powertools, local cache",
+        function="checkout_powertools_cached",
+        pattern="claim, then record",
+        minimum_first=_calls(PutItem=1, UpdateItem=1),
+        minimum_duplicate=_calls(PutItem=1),
+        compared_with="checkout_naive",
+        effect=CHARGE,
+        probes_per_effect=_PROBE,
+        why_minimum="as Powertools; the cache can only answer in the environment that stored the result",
+    ),
+    Strategy(
+        key="deletion_claim",
+        lesson=ACCOUNT_DELETION,
+        label="claim step",
+        function="claim_deletion",
+        pattern="conditional claim",
+        minimum_first=_calls(UpdateItem=1),
+        minimum_duplicate=_calls(UpdateItem=1),
+        effect=CLAIM,
+        probes_per_invocation=_PROBE,
+        probes_per_effect=_PROBE,
+        why_minimum="one conditional update takes the lease or returns who holds it",
+    ),
+)
+
+BY_KEY = {strategy.key: strategy for strategy in STRATEGIES}
+
+
+def new_delivery(strategy: Strategy, outputs: dict) -> Callable[[int], dict]:
+    """A fresh request for ``strategy``; call the result with a copy number for its event.
+
+    Every copy of a delivery is the same request. For the claim step a copy is another
+    worker (its own execution name as ``owner``) reaching the same deletion request.
+    """
+    tag = uuid.uuid4().hex[:12]
+    if strategy.lesson == VEHICLE_REGISTRATION:
+        event = {"request_id": f"bench-{tag}", "vin": BENCH_VIN, "owner": "Bench Owner"}
+        return lambda copy: event
+    if strategy.lesson == CHECKOUT:
+        event = {"idempotency_key": f"bench-{tag}", "amount": 1999, "currency": "EUR"}
+        return lambda copy: event
+    if strategy.lesson == ACCOUNT_DELETION:
+        # Written before the counting starts, through lesson 3's own code (a SCHEDULED request).
+        request_id = deletion.new_request_item(outputs, user_id=f"bench-user-{tag}")
+        return lambda copy: {"deletion_request_id": request_id, "owner": f"bench-worker-{tag}-{copy}"}
+    raise ValueError(f"bug: no request shape for lesson {strategy.lesson!r}")
+
+
+# Where a strategy may leave its minimum, and why: (strategy, action, direction) -> reason.
+# The bench names the reason only when it counts the deviation.
+KNOWN_DEVIATIONS: dict[tuple[str, str, int], str] = {
+    ("checkout_handrolled", "PutItem", +1): (
+        "race: copies that read 'no record' before the first one recorded each charged and "
+        "recorded (one extra PutItem per extra charge)"
+    ),
+    ("checkout_powertools", "GetItem", +1): (
+        "the refused put came back without the stored item (ReturnValuesOnConditionCheckFailure "
+        "unsupported), so Powertools read it with a GetItem"
+    ),
+    ("checkout_powertools_cached", "GetItem", +1): (
+        "the refused put came back without the stored item, so Powertools read it with a GetItem"
+    ),
+    ("checkout_powertools_cached", "PutItem", -1): (
+        "answered from the environment's local cache: a duplicate that reached the environment "
+        "holding the finished record made no request (other environments, and in-progress "
+        "records, still go to DynamoDB)"
+    ),
+}

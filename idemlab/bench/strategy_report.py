@@ -1,0 +1,246 @@
+"""From counted requests to the answer a team wants: the cost of each strategy.
+
+Each delivery's counted requests are split by purpose:
+- effect: the business write the strategy protects (the card processor's ledger write
+  per charge, measured on its own; the naive writer's row);
+- lab probes: the fault-injection reads that only this lab's handlers make;
+- own: everything else, the strategy's price; compared with its minimum, action by
+  action, and every difference is named with its reason.
+Then dollars per million invocations (all requests, and the strategy's own share),
+latency and throughput against the naive handler of the same lesson.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from idemlab.bench import prices
+from idemlab.bench.strategies import CHARGE, KNOWN_DEVIATIONS, ROW, STRATEGIES, Strategy
+
+DELIVERIES = ("first", "duplicate", "concurrent")
+SHORT = {"GetItem": "Get", "PutItem": "Put", "UpdateItem": "Update", "DeleteItem": "Delete", "TransactWriteItems": "Transact"}
+
+
+def _scaled(calls: dict, factor: float) -> Counter:
+    return Counter({action: n * factor for action, n in calls.items() if n * factor})
+
+
+def _minus(a: dict, b: dict) -> dict:
+    actions = set(a) | set(b)
+    return {action: a.get(action, 0) - b.get(action, 0) for action in sorted(actions) if abs(a.get(action, 0) - b.get(action, 0)) > 1e-9}
+
+
+def minimum_for(strategy: Strategy, delivery: str, copies: int) -> Counter:
+    firsts, duplicates = {"first": (1, 0), "duplicate": (0, 1), "concurrent": (1, copies - 1)}[delivery]
+    return strategy.minimum(firsts, duplicates)
+
+
+def attribute(strategy: Strategy, measured: dict, delivery: str, copies: int, processor_calls: dict) -> dict:
+    """One delivery's requests (per sample: one invocation, or one round of ``copies``) by purpose."""
+    shape = measured[delivery]
+    calls = shape["calls_per_sample"]
+    effects = shape["effects_per_sample"]
+    invocations = shape["invocations_per_sample"]
+    if strategy.effect == CHARGE:
+        effect = _scaled(processor_calls, effects)
+    elif strategy.effect == ROW:
+        effect = _scaled(strategy.effect_calls, effects)
+    else:
+        effect = Counter()  # a claim, or a write that is also the check: no separate call
+    probes = _scaled(strategy.probes_per_invocation, invocations) + _scaled(strategy.probes_per_effect, effects)
+    own = _minus(_minus(calls, effect), probes)
+    minimum = minimum_for(strategy, delivery, copies)
+    excess = _minus(own, minimum)
+    per_invocation = _scaled(calls, 1 / invocations)
+    return {
+        "invocations": invocations,
+        "effects": effects,
+        "counted": dict(calls),
+        "effect": dict(effect),
+        "probes": dict(probes),
+        "own": own,
+        "minimum": dict(minimum),
+        "excess": excess,
+        "why": _reasons(strategy, excess),
+        "usd_per_million_invocations": prices.usd_per_million_invocations(per_invocation),
+        "own_usd_per_million_invocations": prices.usd_per_million_invocations(_scaled(own, 1 / invocations)),
+    }
+
+
+def _reasons(strategy: Strategy, excess: dict) -> list[str]:
+    reasons = []
+    for action, n in excess.items():
+        known = KNOWN_DEVIATIONS.get((strategy.key, action, 1 if n > 0 else -1))
+        reasons.append(known or f"unexplained: {n:+g} {action} against the stated minimum")
+    return reasons
+
+
+def report(raw: dict) -> dict:
+    """Per strategy: attribution per delivery, latency and throughput ratios to naive."""
+    copies = raw["copies"]
+    processor_calls = raw["processor_calls_per_charge"]
+    rows = {}
+    for strategy in STRATEGIES:
+        if strategy.key not in raw:
+            continue
+        measured = raw[strategy.key]
+        naive = raw.get(strategy.compared_with) if strategy.compared_with else None
+        row = {"lesson": strategy.lesson, "label": strategy.label, "pattern": strategy.pattern, "compared_with": strategy.compared_with}
+        for delivery in DELIVERIES:
+            part = attribute(strategy, measured, delivery, copies, processor_calls)
+            part["latency_ms"] = measured[delivery]["latency_ms"]
+            part["p50_ratio_to_naive"] = _ratio(measured[delivery]["latency_ms"]["p50"], naive and naive[delivery]["latency_ms"]["p50"])
+            if delivery == "concurrent":
+                part["throughput_per_s"] = measured[delivery]["throughput_per_s"]
+                part["throughput_ratio_to_naive"] = _ratio(measured[delivery]["throughput_per_s"], naive and naive[delivery]["throughput_per_s"])
+            row[delivery] = part
+        if "ledger_disagreements" in measured:
+            row["ledger_disagreements"] = measured["ledger_disagreements"]
+        rows[strategy.key] = row
+    return {"copies": copies, "processor_calls_per_charge": processor_calls, "prices": prices.citation(), "strategies": rows}
+
+
+def _ratio(value, reference):
+    return value / reference if value is not None and reference else None
+
+
+def calls_text(calls: dict) -> str:
+    calls = {action: n for action, n in calls.items() if n}
+    if not calls:
+        return "0"
+    return " + ".join(f"{_number(n)} {SHORT.get(action, action)}" for action, n in sorted(calls.items()))
+
+
+def _number(n: float) -> str:
+    return f"{n:g}" if abs(n - round(n)) < 1e-9 else f"{n:.2f}"
+
+
+def _excess_text(part: dict) -> str:
+    if not part["excess"]:
+        return "at minimum"
+    return " ".join(f"{_number(n) if n < 0 else '+' + _number(n)} {SHORT.get(action, action)}" for action, n in part["excess"].items())
+
+
+def requests_table(result: dict) -> str:
+    copies = result["copies"]
+    lines = [
+        f"| lesson | strategy | delivery | requests counted | effect | lab probes | strategy's own | minimum | excess | $ per M invocations (own) |",
+        "|---|---|---|---|---|---|---|---|---|---:|",
+    ]
+    for row in result["strategies"].values():
+        for delivery in DELIVERIES:
+            part = row[delivery]
+            label = {"first": "first", "duplicate": "duplicate", "concurrent": f"{copies} together, per round"}[delivery]
+            lines.append(
+                f"| {row['lesson']} | {row['label']} | {label} | {calls_text(part['counted'])} | {calls_text(part['effect'])} | "
+                f"{calls_text(part['probes'])} | {calls_text(part['own'])} | {calls_text(part['minimum'])} | {_excess_text(part)} | "
+                f"{part['usd_per_million_invocations']:.3f} ({part['own_usd_per_million_invocations']:.3f}) |"
+            )
+    return "\n".join(lines)
+
+
+def latency_table(result: dict) -> str:
+    copies = result["copies"]
+    lines = [
+        f"| lesson | strategy | first p50 / p99 ms | x naive | duplicate p50 / p99 ms | x naive | {copies} together p50 / p99 ms | invocations/s | x naive |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in result["strategies"].values():
+        cells = []
+        for delivery in DELIVERIES:
+            part = row[delivery]
+            cells.append(f"{part['latency_ms']['p50']:.0f} / {part['latency_ms']['p99']:.0f}")
+            if delivery == "concurrent":
+                cells.append(f"{part['throughput_per_s']:.0f}")
+                cells.append(_ratio_text(part["throughput_ratio_to_naive"]))
+            else:
+                cells.append(_ratio_text(part["p50_ratio_to_naive"]))
+        lines.append(f"| {row['lesson']} | {row['label']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _ratio_text(ratio) -> str:
+    return "-" if ratio is None else f"{ratio:.2f}"
+
+
+def notes(result: dict) -> str:
+    lines = [f"- card processor, one charge without a downstream key: {calls_text(result['processor_calls_per_charge'])} (measured alone)"]
+    for row in result["strategies"].values():
+        for delivery in DELIVERIES:
+            for why in row[delivery]["why"]:
+                lines.append(f"- {row['label']}, {delivery}: {why}")
+        if row.get("ledger_disagreements"):
+            lines.append(f"- {row['label']}: reported charges differ from the ledger (key: [reported, ledger]): {row['ledger_disagreements']}")
+    lines.append(f"- prices: {result['prices']}")
+    return "\n".join(lines)
+
+
+def chart(result: dict, path: Path) -> Path:
+    """Requests per invocation by purpose, next to the minimum; latency and throughput ratios."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: the bench runs headless
+    import matplotlib.pyplot as plt
+
+    rows = list(result["strategies"].values())
+    names = [f"{r['lesson'].split()[0]}\n{r['label']}" for r in rows]
+    fig, (calls_ax, ratio_ax) = plt.subplots(1, 2, figsize=(15, 5.5))
+    width = 0.38
+    for offset, delivery in ((-width / 2, "first"), (width / 2, "duplicate")):
+        bottom = [0.0] * len(rows)
+        for purpose, colour in (("own", "tab:blue"), ("effect", "tab:orange"), ("probes", "tab:gray")):
+            heights = [sum(r[delivery][purpose].values()) for r in rows]
+            positions = [i + offset for i in range(len(rows))]
+            label = f"{purpose}" if delivery == "first" else None
+            calls_ax.bar(positions, heights, width, bottom=bottom, color=colour, label=label, alpha=1.0 if delivery == "first" else 0.6)
+            bottom = [b + h for b, h in zip(bottom, heights)]
+        minimums = [sum(r[delivery]["minimum"].values()) for r in rows]
+        calls_ax.scatter([i + offset for i in range(len(rows))], minimums, marker="_", s=600, color="black", zorder=3, label="minimum (own)" if delivery == "first" else None)
+    calls_ax.set_xticks(range(len(rows)), names, fontsize=8)
+    calls_ax.set_ylabel("DynamoDB requests per invocation (left bar: first, right: duplicate)")
+    calls_ax.set_title("Requests counted at the backend, by purpose")
+    calls_ax.legend(fontsize=8)
+    compared = [r for r in rows if r["compared_with"]]
+    series = (
+        ("first p50", lambda r: r["first"]["p50_ratio_to_naive"]),
+        ("duplicate p50", lambda r: r["duplicate"]["p50_ratio_to_naive"]),
+        (f"{result['copies']} together: throughput", lambda r: r["concurrent"]["throughput_ratio_to_naive"]),
+    )
+    bar = 0.8 / len(series)
+    for n, (label, value) in enumerate(series):
+        ratio_ax.bar([i + (n - 1) * bar for i in range(len(compared))], [value(r) or 0 for r in compared], bar, label=label)
+    ratio_ax.axhline(1.0, color="black", linewidth=0.8)
+    ratio_ax.set_xticks(range(len(compared)), [f"{r['lesson'].split()[0]}\n{r['label']}" for r in compared], fontsize=8)
+    ratio_ax.set_ylabel("idempotent / naive of the same lesson")
+    ratio_ax.set_title("Latency and throughput against naive (1 = same)")
+    ratio_ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+
+
+def unexplained(result: dict) -> list[str]:
+    """Every count the catalogue cannot explain: empty when each strategy is at its minimum
+    or off it for a documented reason (what the notebook and the tests assert)."""
+    found = []
+    for key, row in result["strategies"].items():
+        for delivery in DELIVERIES:
+            found += [f"{key}, {delivery}: {why}" for why in row[delivery]["why"] if why.startswith("unexplained")]
+        if row.get("ledger_disagreements"):
+            found.append(f"{key}: reported charges differ from the ledger: {row['ledger_disagreements']}")
+    return found
+
+
+def minimums_table() -> str:
+    """What each strategy needs at the least, from the catalogue (before anything runs)."""
+    lines = ["| lesson | strategy | pattern | first delivery | duplicate | why |", "|---|---|---|---|---|---|"]
+    for s in STRATEGIES:
+        lines.append(
+            f"| {s.lesson} | {s.label} | {s.pattern} | {calls_text(s.minimum_first)} | {calls_text(s.minimum_duplicate)} | {s.why_minimum} |"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,279 @@
+"""Run each strategy's handler on the deployed stack and count what it costs.
+
+Every measured thing runs alone: the DynamoDB request counter of the embedded backend
+is read before and after it, so the difference is that thing's requests, counted where
+they are served. Latency is the Invoke round trip seen by the caller (HTTP, the
+execution environment, and for a checkout the nested call to the card processor).
+
+Three shapes of delivery per strategy:
+- first: a fresh request, one invocation;
+- duplicate: the same request again, after the first has answered;
+- concurrent: ``copies`` identical invocations released together (one first delivery
+  and ``copies - 1`` duplicates racing it), on environments already started.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from idemlab.bench.strategies import CHARGE, CLAIM, ROW, STRATEGIES, Strategy, new_delivery
+from idemlab.clients import client
+from idemlab.embedded.server import request_counts
+
+# Requests a measured handler can make. Anything else in a difference (the sweeper's
+# Query, fired by its schedule) came from something else running on the backend at
+# that moment: the sample is taken again (see also StrategyBench's guard_seconds).
+HANDLER_ACTIONS = frozenset({"GetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"})
+MAX_TRIES = 5
+# New execution environments started at once while warming up (see start_environments).
+WARM_UP_STEP = 4
+# No DynamoDB request for this long: nothing else is running on the backend.
+QUIET_SECONDS = 0.3
+
+
+@dataclass
+class Sample:
+    calls: Counter
+    seconds: list[float]  # one per invocation
+    effects: int  # charges, claims won or rows, as counted for this sample
+    wall_seconds: float
+    answers: list
+    request_key: str | None  # the checkout's idempotency key (the ledger's reference)
+
+
+@dataclass
+class Delivery:
+    """The samples of one delivery shape of one strategy."""
+
+    samples: list[Sample] = field(default_factory=list)
+    discarded: int = 0  # samples taken again because something else used DynamoDB
+
+    def summary(self, invocations_per_sample: int) -> dict:
+        calls: Counter = Counter()
+        for sample in self.samples:
+            calls.update(sample.calls)
+        seen = Counter(json.dumps(dict(sorted(s.calls.items()))) for s in self.samples)
+        seconds = [t for s in self.samples for t in s.seconds]
+        wall = sum(s.wall_seconds for s in self.samples)
+        n = len(self.samples)
+        return {
+            "samples": n,
+            "invocations_per_sample": invocations_per_sample,
+            "calls_per_sample": {action: count / n for action, count in sorted(calls.items())},
+            "calls_seen": [[json.loads(calls), times] for calls, times in seen.most_common()],
+            "effects_per_sample": sum(s.effects for s in self.samples) / n,
+            "latency_ms": percentiles(seconds),
+            "throughput_per_s": n * invocations_per_sample / wall if wall else None,
+            "discarded_samples": self.discarded,
+        }
+
+
+def percentiles(seconds: list[float]) -> dict:
+    """p50 and p99 in milliseconds, by nearest rank (few samples: p99 is near the max)."""
+    ordered = sorted(seconds)
+    if not ordered:
+        return {"p50": None, "p99": None}
+
+    def rank(q: float) -> float:
+        return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered) + 0.5) - 1))] * 1000
+
+    return {"p50": rank(0.50), "p99": rank(0.99)}
+
+
+class StrategyBench:
+    """The deployed stack, its Lambda client and the backend's request counter."""
+
+    def __init__(self, outputs: dict, endpoint_url: str, guard_seconds: float = 0.0):
+        """``guard_seconds`` > 0 on a backend shared with other work (the notebook's, the
+        tests'): each sample then starts after that long without a DynamoDB request and
+        is taken again if one arrives within that long after it, so a workflow the
+        sweeper restarts meanwhile is not counted as the strategy's."""
+        self.outputs = outputs
+        self.endpoint_url = endpoint_url
+        self.guard_seconds = guard_seconds
+        # One attempt per call: an SDK retry would be a duplicate delivery we did not ask for.
+        self._lambda = client("lambda", retries={"total_max_attempts": 1}, read_timeout=90, max_pool_connections=64)
+        self._dynamodb = client("dynamodb")
+
+    def counted(self) -> Counter:
+        return Counter(request_counts(self.endpoint_url)["dynamodb"])
+
+    def wait_until_quiet(self, quiet_seconds: float = QUIET_SECONDS, timeout: float = 10.0) -> None:
+        """Return once DynamoDB has served nothing for ``quiet_seconds`` (or after ``timeout``).
+
+        Asynchronous work still running on the backend (a retried event, the sweeper)
+        would otherwise land in the first samples' counts.
+        """
+        deadline = time.monotonic() + timeout
+        last = self.counted()
+        while time.monotonic() < deadline:
+            time.sleep(quiet_seconds)
+            now = self.counted()
+            if now == last:
+                return
+            last = now
+
+    def invoke(self, function_key: str, event: dict, check: bool = True) -> tuple[float, dict | None]:
+        """The round trip in seconds and the answer; a function error raises (or is None unchecked)."""
+        started = time.perf_counter()
+        response = self._lambda.invoke(FunctionName=self.outputs["functions"][function_key], Payload=json.dumps(event).encode())
+        body = json.loads(response["Payload"].read() or b"null")
+        elapsed = time.perf_counter() - started
+        if response.get("FunctionError"):
+            if check:
+                raise RuntimeError(f"{function_key} failed during the bench: {body}")
+            return elapsed, None
+        return elapsed, body
+
+    def _quiet_since(self, counts: Counter) -> bool:
+        time.sleep(self.guard_seconds)
+        return self.counted() == counts
+
+    def _together(self, function_key: str, events: list[dict], check: bool = True) -> tuple[list, float]:
+        """Invoke once per event, all released at the same moment; answers and wall time."""
+        start_line = threading.Barrier(len(events) + 1)
+        results: list = [None] * len(events)
+
+        def one(index: int) -> None:
+            start_line.wait()
+            try:
+                results[index] = self.invoke(function_key, events[index], check)
+            except BaseException as exc:  # re-raised in the caller's thread
+                results[index] = exc
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(len(events))]
+        for thread in threads:
+            thread.start()
+        start_line.wait()
+        started = time.perf_counter()
+        for thread in threads:
+            thread.join()
+        wall = time.perf_counter() - started
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return results, wall
+
+    def _measure(self, strategy: Strategy, events: list[dict], delivery: Delivery) -> Sample:
+        """Invoke ``events`` together, counting around them; again if the count was disturbed."""
+        for _ in range(MAX_TRIES):
+            if self.guard_seconds:
+                self.wait_until_quiet(self.guard_seconds)
+            before = self.counted()
+            results, wall = self._together(strategy.function, events)
+            after = self.counted()
+            calls = after - before
+            undisturbed = not self.guard_seconds or self._quiet_since(after)
+            if set(calls) <= HANDLER_ACTIONS and undisturbed:
+                answers = [answer for _, answer in results]
+                seconds = [elapsed for elapsed, _ in results]
+                return Sample(calls, seconds, _effects(strategy, answers), wall, answers, events[0].get("idempotency_key"))
+            delivery.discarded += 1
+        raise RuntimeError(f"{strategy.key}: DynamoDB was busy with other work in {MAX_TRIES} tries; run the bench alone")
+
+    def start_environments(self, strategy: Strategy, copies: int) -> None:
+        """``copies`` warm environments (fresh requests, not counted), so no copy waits on a cold start.
+
+        Ramped up a few at a time: sixteen Python runtimes importing boto3 and Powertools
+        at once on two busy cores can outlast the 30 s init timeout. Each step reuses the
+        environments already warm and starts only the new ones.
+        """
+        in_flight = 0
+        while in_flight < copies:
+            in_flight = min(copies, in_flight + WARM_UP_STEP)
+            for _ in range(MAX_TRIES):  # an init timeout kills its environment: start it again
+                events = [new_delivery(strategy, self.outputs)(0) for _ in range(in_flight)]
+                answered, _ = self._together(strategy.function, events, check=False)
+                if all(body is not None for _, body in answered):
+                    break
+
+    def sequential(self, strategy: Strategy, samples: int) -> tuple[Delivery, Delivery]:
+        first, duplicate = Delivery(), Delivery()
+        for _ in range(samples):
+            event_for = new_delivery(strategy, self.outputs)
+            first.samples.append(self._measure(strategy, [event_for(0)], first))
+            duplicate.samples.append(self._measure(strategy, [event_for(1)], duplicate))
+        return first, duplicate
+
+    def concurrent(self, strategy: Strategy, copies: int, rounds: int) -> Delivery:
+        together = Delivery()
+        for _ in range(rounds):
+            event_for = new_delivery(strategy, self.outputs)
+            together.samples.append(self._measure(strategy, [event_for(n) for n in range(copies)], together))
+        return together
+
+    def processor_calls_per_charge(self, samples: int = 3) -> Counter:
+        """The card processor's own requests for one charge (no downstream key), measured alone.
+
+        The most common count of a few charges, so one stray request from elsewhere cannot skew it.
+        """
+        self.invoke("card_processor", {"reference": f"bench-warm-{time.time_ns()}", "amount": 1, "currency": "EUR"})
+        self.wait_until_quiet()
+        seen: Counter = Counter()
+        for _ in range(samples):
+            call = {"reference": f"bench-processor-{time.time_ns()}", "amount": 1999, "currency": "EUR"}
+            before = self.counted()
+            self.invoke("card_processor", call)
+            seen[json.dumps(dict(self.counted() - before), sort_keys=True)] += 1
+        return Counter(json.loads(seen.most_common(1)[0][0]))
+
+    def ledger_charges(self, references) -> dict[str, int]:
+        """Ledger entries per reference: the charges that really happened."""
+        wanted, counts = set(references), Counter()
+        pages = self._dynamodb.get_paginator("scan").paginate(
+            TableName=self.outputs["tables"]["ledger"],
+            ProjectionExpression="#ref",
+            ExpressionAttributeNames={"#ref": "reference"},
+            ConsistentRead=True,
+        )
+        for page in pages:
+            for item in page["Items"]:
+                if item["reference"]["S"] in wanted:
+                    counts[item["reference"]["S"]] += 1
+        return {reference: counts[reference] for reference in wanted}
+
+
+def _effects(strategy: Strategy, answers: list) -> int:
+    """Effects of one sample, from the answers (the ledger check in run() confirms charges)."""
+    if strategy.effect == CHARGE:
+        return sum(1 for a in answers if isinstance(a, dict) and a.get("outcome") == "charged")
+    if strategy.effect == CLAIM:
+        return sum(1 for a in answers if isinstance(a, dict) and a.get("outcome") == "claimed")
+    if strategy.effect == ROW:
+        return len(answers)
+    return 0
+
+
+def run(bench: StrategyBench, samples: int, copies: int, rounds: int, strategies=STRATEGIES) -> dict:
+    """Measure every strategy; raw results by strategy key (the report attributes them)."""
+    results: dict = {"copies": copies, "processor_calls_per_charge": dict(bench.processor_calls_per_charge())}
+    for strategy in strategies:
+        # Environments for every copy first: no measured invocation waits on a cold start.
+        # The sequential deliveries then all reach the most recently used one.
+        bench.start_environments(strategy, copies)
+        bench.wait_until_quiet()
+        first, duplicate = bench.sequential(strategy, samples)
+        together = bench.concurrent(strategy, copies, rounds)
+        measured = {
+            "first": first.summary(1),
+            "duplicate": duplicate.summary(1),
+            "concurrent": together.summary(copies),
+        }
+        if strategy.effect == CHARGE:
+            measured["ledger_disagreements"] = _ledger_disagreements(bench, [first, duplicate, together])
+        results[strategy.key] = measured
+    return results
+
+
+def _ledger_disagreements(bench: StrategyBench, deliveries: list[Delivery]) -> dict:
+    """Requests whose reported charges differ from the ledger's entries: {key: [reported, ledger]}."""
+    reported: Counter = Counter()
+    for delivery in deliveries:
+        for sample in delivery.samples:
+            reported[sample.request_key] += sample.effects
+    ledger = bench.ledger_charges(reported)
+    return {key: [reported[key], ledger[key]] for key in reported if reported[key] != ledger[key]}

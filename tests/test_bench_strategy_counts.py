@@ -1,0 +1,81 @@
+"""Each strategy's DynamoDB requests, counted at the backend on the deployed stack, are
+its stated minimum, or off it only where the catalogue says why.
+
+A real assertion about behaviour: an extra read that a library starts making, a record
+write that moves, a probe that multiplies, shows up here as a count that does not match.
+Latency is measured too, and never asserted.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from idemlab import settings
+from idemlab.bench import cost_of_idempotency, strategy_report, strategy_runs
+
+pytestmark = pytest.mark.stack
+
+SAMPLES = 2
+COPIES = 4  # enough for a race and for refused claims; the bench itself uses 16
+ROUNDS = 1
+
+
+@pytest.fixture(scope="module")
+def result(stack):
+    bench = strategy_runs.StrategyBench(stack, settings.endpoint_url(), guard_seconds=cost_of_idempotency.SHARED_BACKEND_GUARD_SECONDS)
+    return strategy_report.report(strategy_runs.run(bench, SAMPLES, COPIES, ROUNDS))
+
+
+def rows(result, *keys):
+    return [result["strategies"][key] for key in keys]
+
+
+def test_every_count_is_at_its_minimum_or_explained(result):
+    assert strategy_report.unexplained(result) == []
+
+
+def test_the_card_processor_writes_one_ledger_entry_per_charge(result):
+    assert result["processor_calls_per_charge"] == {"PutItem": 1}
+
+
+@pytest.mark.parametrize("key", ["vehicle_idempotent", "checkout_powertools", "deletion_claim"])
+def test_claiming_strategies_are_at_their_minimum_first_duplicate_and_racing(result, key):
+    row = result["strategies"][key]
+    for delivery in strategy_report.DELIVERIES:
+        assert row[delivery]["own"] == row[delivery]["minimum"], f"{key}, {delivery}: {row[delivery]}"
+
+
+def test_a_powertools_duplicate_is_one_refused_put_and_no_read(result):
+    duplicate = result["strategies"]["checkout_powertools"]["duplicate"]
+    assert duplicate["counted"] == {"PutItem": 1}
+    assert duplicate["effects"] == 0
+
+
+def test_the_local_cache_answers_a_sequential_duplicate_without_dynamodb(result):
+    cached = result["strategies"]["checkout_powertools_cached"]
+    assert cached["first"]["own"] == cached["first"]["minimum"]
+    assert cached["duplicate"]["counted"] == {}
+    assert cached["duplicate"]["excess"] == {"PutItem": -1} and "local cache" in cached["duplicate"]["why"][0]
+
+
+def test_the_local_cache_saves_nothing_on_copies_racing_the_first(result):
+    # In-progress records are never cached, and each racing copy has its own environment.
+    cached = result["strategies"]["checkout_powertools_cached"]["concurrent"]
+    assert all(n <= 0 for n in cached["excess"].values())
+    assert cached["own"].get("UpdateItem") == 1
+
+
+def test_naive_handlers_make_no_idempotency_request_and_repeat_their_effect(result):
+    for row in rows(result, "vehicle_naive", "checkout_naive"):
+        assert [row[d]["own"] for d in strategy_report.DELIVERIES] == [{}, {}, {}]
+        assert row["duplicate"]["effects"] == 1  # a second row, a second charge
+        assert row["concurrent"]["effects"] == COPIES
+
+
+def test_the_hand_rolled_check_is_at_minimum_alone_and_races_together(result):
+    row = result["strategies"]["checkout_handrolled"]
+    assert row["first"]["own"] == row["first"]["minimum"]
+    assert row["duplicate"]["own"] == row["duplicate"]["minimum"]
+    racing = row["concurrent"]
+    # Every copy that got past the check charged once and wrote its record once.
+    assert racing["excess"] in ({}, {"PutItem": racing["effects"] - 1})
