@@ -40,16 +40,12 @@ def backend():
 
 @pytest.fixture(scope="session")
 def stack(backend):
-    import shutil
-
     from idemlab import stack as lab_stack
 
     yield lab_stack.deploy()
     # The backend dies with the session; its Terraform state and outputs would only
     # describe a port that no longer answers.
-    name = lab_stack.stack_name()
-    shutil.rmtree(lab_stack.WORKING_COPIES / name, ignore_errors=True)
-    (lab_stack.OUTPUTS_DIR / f"{name}.json").unlink(missing_ok=True)
+    lab_stack.forget()
 
 
 @pytest.fixture(scope="session")
