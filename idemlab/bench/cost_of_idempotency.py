@@ -25,7 +25,7 @@ NOTEBOOK_CHART = settings.STATE_DIR / "bench" / "cost_of_idempotency_notebook.pn
 FULL = {"samples": 40, "copies": 16, "rounds": 5}
 QUICK = {"samples": 8, "copies": 4, "rounds": 2}
 # The notebook's version: enough to show every count, short enough for a 60 s CI budget.
-SHORT = {"samples": 2, "copies": 3, "rounds": 1}
+SHORT = {"samples": 2, "copies": 2, "rounds": 1}
 # The notebook's backend also runs the lessons' leftovers (retried events, the sweeper
 # restarting stuck deletions): a sample needs this long of quiet on either side.
 SHARED_BACKEND_GUARD_SECONDS = 0.2
