@@ -1,0 +1,66 @@
+"""The cost report renders from measurements: tables, notes and the chart.
+
+The measurements here are written from the catalogue (every strategy exactly at its
+minimum, the naive ones charging each time), so the report's plumbing is checked in
+milliseconds; the counts themselves are checked on the stack in test_bench_strategy_counts.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from idemlab.bench import strategy_report
+from idemlab.bench.strategies import CHARGE, CLAIM, STRATEGIES
+
+COPIES = 16
+PROCESSOR = {"PutItem": 1}
+
+
+def _shape(calls: Counter, effects: int, invocations: int, p50: float) -> dict:
+    return {
+        "calls_per_sample": dict(calls),
+        "effects_per_sample": effects,
+        "invocations_per_sample": invocations,
+        "latency_ms": {"p50": p50, "p99": p50 * 3},
+        "throughput_per_s": 1000 / p50,
+    }
+
+
+def _at_minimum(strategy, delivery: str) -> dict:
+    firsts, duplicates = {"first": (1, 0), "duplicate": (0, 1), "concurrent": (1, COPIES - 1)}[delivery]
+    invocations = firsts + duplicates
+    naive = not strategy.minimum_first  # no protection: every delivery repeats the effect
+    effects = invocations if naive else (firsts if strategy.effect in (CHARGE, CLAIM) else 0)
+    calls = strategy.minimum(firsts, duplicates)
+    calls.update({a: n * effects for a, n in (PROCESSOR if strategy.effect == CHARGE else strategy.effect_calls).items()})
+    for action, n in strategy.probes_per_invocation.items():
+        calls[action] += n * invocations
+    for action, n in strategy.probes_per_effect.items():
+        calls[action] += n * effects
+    return _shape(calls, effects, invocations, p50=20.0 if naive else 30.0)
+
+
+def _measured() -> dict:
+    raw = {"copies": COPIES, "processor_calls_per_charge": PROCESSOR}
+    for strategy in STRATEGIES:
+        raw[strategy.key] = {d: _at_minimum(strategy, d) for d in strategy_report.DELIVERIES}
+    return raw
+
+
+def test_strategies_at_their_minimum_leave_nothing_unexplained():
+    assert strategy_report.unexplained(strategy_report.report(_measured())) == []
+
+
+def test_the_tables_have_a_row_per_strategy_and_delivery_with_ratios_to_naive():
+    result = strategy_report.report(_measured())
+    requests = strategy_report.requests_table(result).splitlines()
+    latency = strategy_report.latency_table(result).splitlines()
+    assert len(requests) == 2 + 3 * len(STRATEGIES)
+    assert len(latency) == 2 + len(STRATEGIES)
+    powertools = next(line for line in latency if "| Powertools |" in line)
+    assert "1.50" in powertools  # 30 ms against naive's 20 ms
+
+
+def test_the_chart_is_written(tmp_path):
+    path = strategy_report.chart(strategy_report.report(_measured()), tmp_path / "chart.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
