@@ -8,7 +8,7 @@ TOOLS := .lab/tools
 BACKEND ?=
 export BACKEND
 
-.PHONY: help install tools up down status build deploy plan destroy lab test bench redrive clean
+.PHONY: help install tools up down status build deploy plan destroy lab test soak bench redrive clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -54,6 +54,9 @@ lab: deploy ## backend up, stack deployed, JupyterLab on the notebooks
 
 test: install tools ## the whole test suite, on an embedded backend it starts itself
 	$(PY) -m pytest
+
+soak: install ## the race tests at their full acceptance counts (300 rounds; minutes)
+	CHECKOUT_ROUNDS=300 $(PY) -m pytest tests/test_checkout_stack.py tests/test_checkout_handlers.py -k round
 
 bench: install ## measure the embedded backend and the strategies, side by side
 	$(PY) -m idemlab.bench
