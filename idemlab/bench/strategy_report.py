@@ -176,6 +176,11 @@ def notes(result: dict) -> str:
     return "\n".join(lines)
 
 
+def _tick(row: dict) -> str:
+    """A short two- or three-line axis label: the lesson's first word, then the strategy."""
+    return row["lesson"].split()[0] + "\n" + row["label"].replace(", ", ",\n")
+
+
 def chart(result: dict, path: Path) -> Path:
     """Requests per invocation by purpose, next to the minimum; latency and throughput ratios."""
     import matplotlib
@@ -184,7 +189,7 @@ def chart(result: dict, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     rows = list(result["strategies"].values())
-    names = [f"{r['lesson'].split()[0]}\n{r['label']}" for r in rows]
+    names = [_tick(r) for r in rows]
     fig, (calls_ax, ratio_ax) = plt.subplots(1, 2, figsize=(15, 5.5))
     width = 0.38
     for offset, delivery in ((-width / 2, "first"), (width / 2, "duplicate")):
@@ -211,7 +216,7 @@ def chart(result: dict, path: Path) -> Path:
     for n, (label, value) in enumerate(series):
         ratio_ax.bar([i + (n - 1) * bar for i in range(len(compared))], [value(r) or 0 for r in compared], bar, label=label)
     ratio_ax.axhline(1.0, color="black", linewidth=0.8)
-    ratio_ax.set_xticks(range(len(compared)), [f"{r['lesson'].split()[0]}\n{r['label']}" for r in compared], fontsize=8)
+    ratio_ax.set_xticks(range(len(compared)), [_tick(r) for r in compared], fontsize=8)
     ratio_ax.set_ylabel("idempotent / naive of the same lesson")
     ratio_ax.set_title("Latency and throughput against naive (1 = same)")
     ratio_ax.legend(fontsize=8)
