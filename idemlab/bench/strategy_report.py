@@ -191,19 +191,22 @@ def chart(result: dict, path: Path) -> Path:
     rows = list(result["strategies"].values())
     names = [_tick(r) for r in rows]
     fig, (calls_ax, ratio_ax) = plt.subplots(1, 2, figsize=(15, 5.5))
-    width = 0.38
-    for offset, delivery in ((-width / 2, "first"), (width / 2, "duplicate")):
+    width = 0.27
+    # Three bars per strategy: first delivery, duplicate, one of the copies sent together.
+    bars = ((-width, "first", 1.0), (0.0, "duplicate", 0.6), (width, "concurrent", 0.35))
+    for offset, delivery, alpha in bars:
+        positions = [i + offset for i in range(len(rows))]
         bottom = [0.0] * len(rows)
         for purpose, colour in (("own", "tab:blue"), ("effect", "tab:orange"), ("probes", "tab:gray")):
-            heights = [sum(r[delivery][purpose].values()) for r in rows]
-            positions = [i + offset for i in range(len(rows))]
-            label = f"{purpose}" if delivery == "first" else None
-            calls_ax.bar(positions, heights, width, bottom=bottom, color=colour, label=label, alpha=1.0 if delivery == "first" else 0.6)
+            heights = [sum(r[delivery][purpose].values()) / r[delivery]["invocations"] for r in rows]
+            label = purpose if delivery == "first" else None
+            calls_ax.bar(positions, heights, width, bottom=bottom, color=colour, label=label, alpha=alpha)
             bottom = [b + h for b, h in zip(bottom, heights)]
-        minimums = [sum(r[delivery]["minimum"].values()) for r in rows]
-        calls_ax.scatter([i + offset for i in range(len(rows))], minimums, marker="_", s=600, color="black", zorder=3, label="minimum (own)" if delivery == "first" else None)
+        minimums = [sum(r[delivery]["minimum"].values()) / r[delivery]["invocations"] for r in rows]
+        minimum_label = "minimum (own)" if delivery == "first" else None
+        calls_ax.scatter(positions, minimums, marker="_", s=300, color="black", zorder=3, label=minimum_label)
     calls_ax.set_xticks(range(len(rows)), names, fontsize=8)
-    calls_ax.set_ylabel("DynamoDB requests per invocation (left bar: first, right: duplicate)")
+    calls_ax.set_ylabel(f"DynamoDB requests per invocation\n(bars: first, duplicate, {result['copies']} together)")
     calls_ax.set_title("Requests counted at the backend, by purpose")
     calls_ax.legend(fontsize=8)
     compared = [r for r in rows if r["compared_with"]]
