@@ -6,6 +6,9 @@ Each delivery's counted requests are split by purpose:
 - lab probes: the fault-injection reads that only this lab's handlers make;
 - own: everything else, the strategy's price; compared with its minimum, action by
   action, and every difference is named with its reason.
+The backend's counter knows actions, not tables, so the split is derived: the
+processor's requests per charge measured alone times the charges (checked against the
+ledger's entries), and the probes the handler's code makes per invocation and per effect.
 Then dollars per million invocations (all requests, and the strategy's own share),
 latency and throughput against the naive handler of the same lesson.
 """
@@ -93,7 +96,8 @@ def report(raw: dict) -> dict:
             part["p50_ratio_to_naive"] = _ratio(measured[delivery]["latency_ms"]["p50"], naive and naive[delivery]["latency_ms"]["p50"])
             if delivery == "concurrent":
                 part["throughput_per_s"] = measured[delivery]["throughput_per_s"]
-                part["throughput_ratio_to_naive"] = _ratio(measured[delivery]["throughput_per_s"], naive and naive[delivery]["throughput_per_s"])
+                naive_rate = naive and naive[delivery]["throughput_per_s"]
+                part["throughput_ratio_to_naive"] = _ratio(measured[delivery]["throughput_per_s"], naive_rate)
             row[delivery] = part
         if "ledger_disagreements" in measured:
             row["ledger_disagreements"] = measured["ledger_disagreements"]
@@ -125,7 +129,8 @@ def _excess_text(part: dict) -> str:
 def requests_table(result: dict) -> str:
     copies = result["copies"]
     lines = [
-        f"| lesson | strategy | delivery | requests counted | effect | lab probes | strategy's own | minimum | excess | $ per M invocations (own) |",
+        "| lesson | strategy | delivery | requests counted | effect | lab probes | strategy's own | minimum | excess "
+        "| $ per M invocations (own) |",
         "|---|---|---|---|---|---|---|---|---|---:|",
     ]
     for row in result["strategies"].values():
@@ -143,7 +148,8 @@ def requests_table(result: dict) -> str:
 def latency_table(result: dict) -> str:
     copies = result["copies"]
     lines = [
-        f"| lesson | strategy | first p50 / p99 ms | x naive | duplicate p50 / p99 ms | x naive | {copies} together p50 / p99 ms | invocations/s | x naive |",
+        "| lesson | strategy | first p50 / p99 ms | x naive | duplicate p50 / p99 ms | x naive "
+        f"| {copies} together p50 / p99 ms | invocations/s | x naive |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in result["strategies"].values():
@@ -171,7 +177,8 @@ def notes(result: dict) -> str:
             for why in row[delivery]["why"]:
                 lines.append(f"- {row['label']}, {delivery}: {why}")
         if row.get("ledger_disagreements"):
-            lines.append(f"- {row['label']}: reported charges differ from the ledger (key: [reported, ledger]): {row['ledger_disagreements']}")
+            disagreements = row["ledger_disagreements"]
+            lines.append(f"- {row['label']}: reported charges differ from the ledger (key: [reported, ledger]): {disagreements}")
     lines.append(f"- prices: {result['prices']}")
     return "\n".join(lines)
 
@@ -249,6 +256,7 @@ def minimums_table() -> str:
     lines = ["| lesson | strategy | pattern | first delivery | duplicate | why |", "|---|---|---|---|---|---|"]
     for s in STRATEGIES:
         lines.append(
-            f"| {s.lesson} | {s.label} | {s.pattern} | {calls_text(s.minimum_first)} | {calls_text(s.minimum_duplicate)} | {s.why_minimum} |"
+            f"| {s.lesson} | {s.label} | {s.pattern} | {calls_text(s.minimum_first)} "
+            f"| {calls_text(s.minimum_duplicate)} | {s.why_minimum} |"
         )
     return "\n".join(lines)
