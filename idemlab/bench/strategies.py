@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from idemlab.lessons import deletion
+from idemlab.lessons.vehicles import VALID_VIN
 
 # How effects are counted: a charge is a ledger entry, a claim is a "claimed" answer,
 # a row is the naive writer's insert (one per invocation, it never refuses).
@@ -39,8 +40,6 @@ VEHICLE_REGISTRATION = "vehicle registration"
 CHECKOUT = "checkout"
 ACCOUNT_DELETION = "account deletion"
 
-# A published VIN with a valid check digit (the same one lesson 1 uses).
-BENCH_VIN = "1M8GDM9AXKP042788"
 
 
 def _calls(**by_action: int) -> Counter:
@@ -176,7 +175,7 @@ def new_delivery(strategy: Strategy, outputs: dict) -> Callable[[int], dict]:
     """
     tag = uuid.uuid4().hex[:12]
     if strategy.lesson == VEHICLE_REGISTRATION:
-        event = {"request_id": f"bench-{tag}", "vin": BENCH_VIN, "owner": "Bench Owner"}
+        event = {"request_id": f"bench-{tag}", "vin": VALID_VIN, "owner": "Bench Owner"}
         return lambda copy: event
     if strategy.lesson == CHECKOUT:
         event = {"idempotency_key": f"bench-{tag}", "amount": 1999, "currency": "EUR"}
