@@ -211,6 +211,11 @@ def arm_fault(names: Names, step: str, point: str, deletion_request_id: str, kin
     return faults.arm(_dynamodb().Table(names.tables["faults"]), step, point, deletion_request_id, kind, times)
 
 
+def disarm_fault(names: Names, fault_key: str) -> None:
+    """Take an armed fault away: the cause of the failures is fixed."""
+    _dynamodb().Table(names.tables["faults"]).delete_item(Key={"fault_key": fault_key})
+
+
 # The in-process twin of the workflow's ASL, for tests and notebook cells that run the
 # step functions without Step Functions: the same states, the same Retry and Catch.
 STEP_RETRIES = 2  # the ASL's Retry MaxAttempts
