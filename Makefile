@@ -7,6 +7,8 @@ PY := $(VENV)/bin/python
 TOOLS := .lab/tools
 BACKEND ?=
 export BACKEND
+# JupyterLab refuses to start as root (containers, cloud notebooks) unless told to.
+JUPYTER_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: help install tools up down status build deploy plan destroy lab test soak bench redrive clean
 
@@ -50,7 +52,7 @@ destroy: install ## remove the stack from the backend
 	$(PY) -m idemlab destroy
 
 lab: deploy ## backend up, stack deployed, JupyterLab on the notebooks
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --no-browser
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --no-browser $(JUPYTER_ROOT_FLAG)
 
 test: install tools ## the whole test suite, on an embedded backend it starts itself
 	$(PY) -m pytest
