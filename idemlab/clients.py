@@ -26,3 +26,11 @@ def client(service: str, endpoint_url: str | None = None, **config: object):
         region_name=settings.region(),
         config=Config(**options),
     )
+
+
+def resource(service: str, endpoint_url: str | None = None):
+    """A boto3 resource (``Table`` and friends) for ``service`` on the selected backend."""
+    url = endpoint_url or settings.endpoint_url()
+    if url:
+        settings.use_local_credentials()
+    return boto3.resource(service, endpoint_url=url, region_name=settings.region())

@@ -17,6 +17,10 @@ def connect(prefix: str = "lab") -> dict:
     """Print where the lab runs and what is deployed there; return the `lab` outputs."""
     chosen = settings.backend()
     where = settings.endpoint_url() or f"AWS {settings.region()}"
+    if settings.endpoint_url():
+        # Emulators take any key; without one, a boto3 call made anywhere in the
+        # notebook would stop at "Unable to locate credentials".
+        settings.use_local_credentials()
     try:
         outputs = stack.outputs(prefix=prefix, backend=chosen)
     except Exception as exc:  # no outputs file, or Terraform cannot read it

@@ -5,6 +5,7 @@ a failed assertion fails the cell, and the cell fails this test.
 """
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -17,6 +18,14 @@ from idemlab import settings
 
 NOTEBOOKS = sorted((settings.ROOT / "notebooks").glob("*.ipynb"))
 CELL_TIMEOUT_SECONDS = 300
+# What a learner's shell has: no AWS variables at all, only the lab's own port (the
+# test backend runs on a free port rather than 4566). Credentials, region and endpoint
+# must come from the harness, or a notebook would work in CI and fail for learners.
+LEARNER_DROPS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION", "AWS_ENDPOINT_URL")
+
+
+def learner_environment() -> dict:
+    return {name: value for name, value in os.environ.items() if name not in LEARNER_DROPS}
 
 
 def committed(path: Path) -> dict:
@@ -46,7 +55,7 @@ def test_notebook_runs_headless_and_asserts_its_outcomes(stack, path, record_pro
         resources={"metadata": {"path": str(path.parent)}},
     )
     started = time.monotonic()
-    client.execute()
+    client.execute(env=learner_environment())
     elapsed = time.monotonic() - started
     record_property("seconds", round(elapsed, 1))
     print(f"{path.name} ran in {elapsed:.1f} s")

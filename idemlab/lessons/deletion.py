@@ -16,7 +16,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from types import ModuleType
 
-import boto3
 from boto3.dynamodb.conditions import Attr, Key
 
 from idemlab import clients, settings
@@ -156,7 +155,7 @@ def create_private_scenario(state_machine_name: str | None = None) -> Names:
 
 
 def _dynamodb():
-    return boto3.resource("dynamodb", endpoint_url=settings.endpoint_url(), region_name=settings.region())
+    return clients.resource("dynamodb")
 
 
 def seed_user(names: Names, user_id: str, records: int = 3, files: int = 2) -> None:
