@@ -30,8 +30,9 @@ OUTPUTS_DIR = settings.STATE_DIR / "outputs"
 CLI_CONFIG = settings.STATE_DIR / "terraformrc"
 PLUGIN_CACHE = settings.STATE_DIR / "plugin-cache"
 AWS_PROVIDER = "registry.terraform.io/hashicorp/aws"
-# Places a provider mirror is usually unpacked to, after $TF_PROVIDER_MIRROR.
-MIRROR_CANDIDATES = ("/opt/tf-plugins", "~/.terraform.d/plugins", "/usr/share/terraform/plugins", "/usr/local/share/terraform/plugins")
+# Where a provider mirror is looked for, after $TF_PROVIDER_MIRROR: Terraform's own
+# implied mirror folders, then any folder directly under /opt (images often unpack one there).
+MIRROR_CANDIDATES = ("~/.terraform.d/plugins", "~/.local/share/terraform/plugins", "/usr/local/share/terraform/plugins", "/usr/share/terraform/plugins", "/opt/*")
 # Not copied into a working copy: Terraform's own files and what only the module's tests use.
 COPY_IGNORED = (".terraform", ".terraform.lock.hcl", "terraform.tfstate*", "*.tfplan", "localstack_providers_override.tf", "tests", "examples")
 OUTPUT_TAIL_LINES = 40
@@ -74,9 +75,9 @@ def provider_mirror() -> Path | None:
     explicit = os.environ.get("TF_PROVIDER_MIRROR")
     candidates = [explicit] if explicit else list(MIRROR_CANDIDATES)
     for candidate in candidates:
-        path = Path(candidate).expanduser()
-        if (path / AWS_PROVIDER).is_dir():
-            return path
+        for path in sorted(Path("/").glob(str(Path(candidate).expanduser()).lstrip("/"))):
+            if (path / AWS_PROVIDER).is_dir():
+                return path
     if explicit:
         raise StackError(f"TF_PROVIDER_MIRROR={explicit} holds no {AWS_PROVIDER}")
     return None
