@@ -11,6 +11,7 @@ import io
 import json
 import os
 import textwrap
+import time
 import uuid
 import zipfile
 
@@ -70,6 +71,36 @@ def table(backend) -> str:
         BillingMode="PAY_PER_REQUEST",
     )
     return name
+
+
+class RecordingFunction:
+    """A Lambda function that stores each event's `id` in a table: proof it ran."""
+
+    HANDLER = """
+    import os, boto3
+    def handler(event, context):
+        boto3.client("dynamodb").put_item(TableName=os.environ["TABLE"], Item={"pk": {"S": event["id"]}})
+    """
+
+    def __init__(self, make_function, table: str):
+        self.table = table
+        name = make_function(self.HANDLER, environment={"TABLE": table})
+        self.arn = clients.client("lambda").get_function(FunctionName=name)["Configuration"]["FunctionArn"]
+
+    def ran_with(self, event_id: str, timeout: float = 20) -> bool:
+        """Whether an invocation with this id has run, waiting up to `timeout` seconds."""
+        dynamodb = clients.client("dynamodb")
+        deadline = time.monotonic() + timeout
+        while "Item" not in dynamodb.get_item(TableName=self.table, Key={"pk": {"S": event_id}}):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+        return True
+
+
+@pytest.fixture
+def recording_function(make_function, table) -> RecordingFunction:
+    return RecordingFunction(make_function, table)
 
 
 def zip_source(source: str, module: str = "app") -> bytes:
