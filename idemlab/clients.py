@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import boto3
 from botocore.config import Config
 
@@ -34,3 +36,23 @@ def resource(service: str, endpoint_url: str | None = None):
     if url:
         settings.use_local_credentials()
     return boto3.resource(service, endpoint_url=url, region_name=settings.region())
+
+
+class ExecutionTimeout(TimeoutError):
+    """A Step Functions execution was still RUNNING when the wait ran out."""
+
+
+def wait_for_execution(execution_arn: str, timeout: float, poll_seconds: float = 0.1, sfn=None) -> dict:
+    """DescribeExecution once the execution has stopped running.
+
+    Express executions answer only on the embedded backend (see docs/DESIGN.md).
+    """
+    sfn = sfn or client("stepfunctions")
+    deadline = time.monotonic() + timeout
+    while True:
+        described = sfn.describe_execution(executionArn=execution_arn)
+        if described["status"] != "RUNNING":
+            return described
+        if time.monotonic() > deadline:
+            raise ExecutionTimeout(f"{execution_arn} still RUNNING after {timeout:.0f} s")
+        time.sleep(poll_seconds)

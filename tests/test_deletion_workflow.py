@@ -91,14 +91,7 @@ def start(names, request_id: str, name: str | None = None) -> str:
 
 
 def finished(execution_arn: str, timeout: float = 60) -> dict:
-    sfn = clients.client("stepfunctions")
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        described = sfn.describe_execution(executionArn=execution_arn)
-        if described["status"] != "RUNNING":
-            return described
-        time.sleep(0.2)
-    raise AssertionError(f"{execution_arn} still running after {timeout} s")
+    return clients.wait_for_execution(execution_arn, timeout, poll_seconds=0.2)
 
 
 def last_state(execution_arn: str) -> str:

@@ -1,7 +1,6 @@
 """Step Functions on the embedded backend execute ASL for real."""
 
 import json
-import time
 import uuid
 
 import pytest
@@ -33,15 +32,8 @@ def create_machine(definition: dict, lambda_role: str, kind: str = "EXPRESS") ->
     )["stateMachineArn"]
 
 
-def wait(execution_arn: str, timeout: float = 60) -> dict:
-    sfn = clients.client("stepfunctions")
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        described = sfn.describe_execution(executionArn=execution_arn)
-        if described["status"] != "RUNNING":
-            return described
-        time.sleep(0.1)
-    raise AssertionError(f"{execution_arn} still running after {timeout} s")
+def wait(execution_arn: str) -> dict:
+    return clients.wait_for_execution(execution_arn, timeout=60)
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import importlib
 import json
 import sys
 import threading
-import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -278,15 +277,7 @@ def start(names: Names, deletion_request_id: str, execution_name: str | None = N
 
 def wait_for(execution_arn: str, timeout: float = 120) -> dict:
     """The execution once it stopped running."""
-    sfn = clients.client("stepfunctions")
-    deadline = time.monotonic() + timeout
-    while True:
-        described = sfn.describe_execution(executionArn=execution_arn)
-        if described["status"] != "RUNNING":
-            return described
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{execution_arn} still running after {timeout} s")
-        time.sleep(0.2)
+    return clients.wait_for_execution(execution_arn, timeout, poll_seconds=0.2)
 
 
 # -- notebook 03: claims and leases, told on a timeline ------------------------------------

@@ -11,7 +11,6 @@ import importlib.util
 import json
 import re
 import sys
-import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -104,8 +103,7 @@ POLL_SECONDS = 0.1  # an execution of this workflow takes about 0.1-2 s on a war
 WAIT_SECONDS = 60  # covers cold workers on a busy 2-core CI machine, plus the 1 s Retry interval
 
 
-class ExecutionTimeout(TimeoutError):
-    """An execution did not finish within the wait."""
+ExecutionTimeout = clients.ExecutionTimeout  # one definition, in the harness
 
 
 @dataclass(frozen=True)
@@ -159,15 +157,8 @@ def start(stack: dict, kind: str, request: object, sfn: Any = None) -> str:
 
 def wait(execution_arn: str, timeout: float = WAIT_SECONDS, sfn: Any = None) -> Execution:
     """Poll DescribeExecution until the execution ends (embedded backend only, see run)."""
-    sfn = sfn or _stepfunctions()
-    deadline = time.monotonic() + timeout
-    while True:
-        described = sfn.describe_execution(executionArn=execution_arn)
-        if described["status"] != "RUNNING":
-            return _execution(execution_arn, described)
-        if time.monotonic() > deadline:
-            raise ExecutionTimeout(f"{execution_arn} still RUNNING after {timeout:.0f} s")
-        time.sleep(POLL_SECONDS)
+    described = clients.wait_for_execution(execution_arn, timeout, POLL_SECONDS, sfn or _stepfunctions())
+    return _execution(execution_arn, described)
 
 
 def run(stack: dict, kind: str, request: object, sfn: Any = None) -> Execution:
