@@ -41,6 +41,11 @@ def test_token_docker_socket_retry_delay_ttl_and_ports():
     assert set(service["ports"]) == {"127.0.0.1:4566:4566", "127.0.0.1:4510-4559:4510-4559"}
 
 
+def test_functions_run_on_the_hosts_architecture():
+    # LocalStack 4.14.0 reads it with config.is_env_true: "1" or "true".
+    assert localstack_service()["environment"]["LAMBDA_IGNORE_ARCHITECTURE"] in ("1", "true")
+
+
 def test_health_check_asks_localstack_itself():
     check = localstack_service()["healthcheck"]
     assert "http://localhost:4566/_localstack/health" in check["test"]
