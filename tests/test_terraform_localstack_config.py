@@ -9,15 +9,11 @@ import shlex
 import yaml
 
 from idemlab import settings
+from idemlab.backend import interpolate  # the one reader of docker-compose.yml's ${NAME:-default}
 
 COMPOSE = settings.ROOT / "docker-compose.yml"
 WORKFLOW = settings.ROOT / ".github" / "workflows" / "localstack.yml"
 PINNED_IMAGE = "localstack/localstack:4.14.0"  # last release that starts without a token
-
-
-def interpolate(value: str, env: dict[str, str]) -> str:
-    """Compose's ${NAME:-default} substitution."""
-    return re.sub(r"\$\{(\w+)(?::-([^}]*))?\}", lambda m: env.get(m.group(1)) or (m.group(2) or ""), value)
 
 
 def localstack_service() -> dict:
