@@ -10,11 +10,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
 import time
+import tomllib
 import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
 
 from idemlab import settings
 
@@ -139,30 +144,142 @@ def _localstack_health(url: str) -> dict | None:
         return None
 
 
-def _compose(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["docker", "compose", "-f", str(COMPOSE_FILE), *args], capture_output=True, text=True)
+PYPROJECT = settings.ROOT / "pyproject.toml"
+LOCALSTACK_CLI_EXTRA = "localstack"  # the optional extra of pyproject.toml that pins the CLI
+
+
+def interpolate(value: str, env: dict[str, str]) -> str:
+    """Compose's ${NAME:-default} and ${NAME} substitution."""
+    return re.sub(r"\$\{(\w+)(?::-([^}]*))?\}", lambda m: env.get(m.group(1)) or (m.group(2) or ""), str(value))
+
+
+def compose_service(env: dict[str, str] | None = None) -> dict:
+    """The localstack service of docker-compose.yml, with variables substituted from env."""
+    import yaml  # PyYAML comes with moto[server]
+
+    env = dict(os.environ) if env is None else env
+    service = yaml.safe_load(COMPOSE_FILE.read_text())["services"]["localstack"]
+    return {
+        "container_name": interpolate(service["container_name"], env),
+        "image": interpolate(service["image"], env),
+        "environment": {name: interpolate(value, env) for name, value in service["environment"].items()},
+        "ports": [interpolate(port, env) for port in service["ports"]],
+    }
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """How LocalStack is started, waited for and stopped: Compose, or the CLI without it."""
+
+    tool: str
+    up: list[str]
+    wait: list[str] | None  # None: poll the health endpoint
+    down: list[str]
+    env: dict[str, str]
+    logs: str  # the command that shows LocalStack's log, for the one-line errors
+
+
+def _compose_plugin_present(env: dict[str, str]) -> bool:
+    try:
+        done = subprocess.run(["docker", "compose", "version"], capture_output=True, env=env, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def localstack_cli() -> Path:
+    """The LocalStack CLI of this environment (the pinned `localstack` extra)."""
+    return Path(sys.executable).with_name("localstack")
+
+
+def localstack_cli_requirement() -> list[str]:
+    with open(PYPROJECT, "rb") as handle:
+        return tomllib.load(handle)["project"]["optional-dependencies"][LOCALSTACK_CLI_EXTRA]
+
+
+def localstack_launcher(env: dict[str, str] | None = None) -> Launcher:
+    """Compose when the plugin is there (the default); otherwise the LocalStack CLI, started
+    with the image, environment, container name and gateway address of docker-compose.yml."""
+    env = dict(os.environ) if env is None else env
+    if not shutil.which("docker", path=env.get("PATH")):
+        raise BackendError("Docker is not installed (no `docker` on PATH); install Docker, or use BACKEND=embedded")
+    if _compose_plugin_present(env):
+        compose = ["docker", "compose", "-f", str(COMPOSE_FILE)]
+        return Launcher("docker compose", compose + ["up", "-d"], None, compose + ["down"], env, "docker compose logs localstack")
+    service = compose_service(env)
+    # "127.0.0.1:4566:4566": the CLI binds the host side of every port to GATEWAY_LISTEN's
+    # address, as compose does; inside the container LocalStack must listen on all
+    # interfaces, so the container gets the port alone (-e overrides what the CLI derived).
+    host, host_port, container_port = service["ports"][0].split(":")
+    cli_env = {
+        **env,
+        "IMAGE_NAME": service["image"],
+        "MAIN_CONTAINER_NAME": service["container_name"],  # also what `wait` and `stop` look for
+        "GATEWAY_LISTEN": f"{host}:{host_port}",
+    }
+    up = [str(localstack_cli()), "start", "--detached", "--no-banner", "-e", f"GATEWAY_LISTEN=:{container_port}"]
+    for name, value in service["environment"].items():
+        if not value:
+            continue
+        cli_env[name] = value
+        # The CLI forwards LOCALSTACK_* variables from its own environment (the auth token
+        # then never appears in a command line); the others go by -e.
+        if not name.startswith("LOCALSTACK_"):
+            up += ["-e", f"{name}={value}"]
+    cli = str(localstack_cli())
+    return Launcher(
+        "LocalStack CLI", up, [cli, "wait", "-t", str(LOCALSTACK_READY_SECONDS)], [cli, "stop"], cli_env, "localstack logs"
+    )
+
+
+def _first_line(done: subprocess.CompletedProcess) -> str:
+    lines = [line for line in (done.stderr or done.stdout or "").strip().splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "no output"
+
+
+def _ensure_localstack_cli() -> None:
+    """Install the pinned CLI (the `localstack` extra) into this environment when it is missing."""
+    if localstack_cli().exists():
+        return
+    requirement = localstack_cli_requirement()
+    print(f"Docker Compose plugin not found: installing the LocalStack CLI ({', '.join(requirement)})", file=sys.stderr)
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *requirement], capture_output=True, text=True)
+    if done.returncode != 0 or not localstack_cli().exists():
+        raise BackendError(f"installing the LocalStack CLI failed: {_first_line(done)}; install the Compose plugin, or pip install -e '.[localstack]'")
 
 
 def localstack_up() -> str:
     url = f"http://127.0.0.1:{settings.port()}"
     if _localstack_health(url):
         return f"LocalStack already running on {url}, reusing it"
-    started = _compose("up", "-d")
+    launcher = localstack_launcher()
+    if launcher.wait is not None:
+        _ensure_localstack_cli()
+    started = subprocess.run(launcher.up, capture_output=True, text=True, env=launcher.env)
     if started.returncode != 0:
-        tail = (started.stderr or started.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise BackendError(f"docker compose up failed: {tail[0]}; log: docker compose logs localstack")
+        raise BackendError(f"{launcher.tool} failed to start LocalStack: {_first_line(started)}; log: {launcher.logs}")
+    if launcher.wait is not None:
+        waited = subprocess.run(launcher.wait, capture_output=True, text=True, env=launcher.env)
+        if waited.returncode == 0 and _localstack_health(url):
+            return f"LocalStack up on {url} (started with the LocalStack CLI: no Docker Compose plugin)"
+        raise BackendError(f"LocalStack did not become healthy in {LOCALSTACK_READY_SECONDS} s; log: {launcher.logs}")
     deadline = time.monotonic() + LOCALSTACK_READY_SECONDS
     while time.monotonic() < deadline:
         if _localstack_health(url):
             return f"LocalStack up on {url}"
         time.sleep(1)
-    raise BackendError(f"LocalStack did not become healthy in {LOCALSTACK_READY_SECONDS} s; log: docker compose logs localstack")
+    raise BackendError(f"LocalStack did not become healthy in {LOCALSTACK_READY_SECONDS} s; log: {launcher.logs}")
 
 
 def localstack_down() -> str:
-    stopped = _compose("down")
+    launcher = localstack_launcher()
+    if launcher.wait is not None and not localstack_cli().exists():
+        return "LocalStack is not running (the LocalStack CLI that would have started it is not installed)"
+    stopped = subprocess.run(launcher.down, capture_output=True, text=True, env=launcher.env)
+    if stopped.returncode != 0 and "found none" in _first_line(stopped):  # the CLI's "no such container"
+        return "LocalStack is not running"
     if stopped.returncode != 0:
-        raise BackendError(f"docker compose down failed: {stopped.stderr.strip()[-200:]}")
+        raise BackendError(f"{launcher.tool} failed to stop LocalStack: {_first_line(stopped)}")
     return "LocalStack stopped"
 
 

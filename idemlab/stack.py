@@ -216,7 +216,9 @@ class _Stack:
         # The stack's own zips, built under its lock: a build elsewhere (another deploy, a
         # test, `make build`) never changes them between Terraform's plan and its apply.
         self.artifacts = self.dir / "artifacts"
-        self.variables = ["-var", f"prefix={self.prefix}", "-var", f"artifacts_dir={self.artifacts}"]
+        # The region every client of the lab uses (settings.region(): AWS_REGION first), so
+        # the stack lands where the notebooks look for it; the root's default is only a default.
+        self.variables = ["-var", f"prefix={self.prefix}", "-var", f"artifacts_dir={self.artifacts}", "-var", f"region={settings.region()}"]
 
     def terraform(self, *args: str, ok: tuple[int, ...] = (0,)) -> tuple[int, str]:
         # init and output need no endpoints: plain terraform is enough.

@@ -3,8 +3,10 @@ terraform {
 
   required_providers {
     aws = {
-      source  = "hashicorp/aws"
-      version = ">= 5.100.0"
+      source = "hashicorp/aws"
+      # The 5.x line only: an open ">= 5.100" resolves to 6.x wherever the registry is
+      # reachable, and the lab has only ever been applied with 5.100.
+      version = "~> 5.100"
     }
   }
 }

@@ -4,6 +4,7 @@ import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -54,3 +55,80 @@ def test_unknown_backend_is_refused_with_the_choices():
     result = subprocess.run([sys.executable, "-m", "idemlab", "status"], capture_output=True, text=True, env=env, cwd=settings.ROOT)
     assert result.returncode == 1
     assert "embedded, localstack, aws" in result.stderr
+
+
+# LocalStack without the Docker Compose plugin. This machine has no Docker engine, so only
+# the decision and the command lines are tested: a stub `docker` script on a private PATH
+# stands in for the Docker CLI and answers only `docker compose version` (present or absent).
+# Nothing here fakes LocalStack or AWS; starting the container is checked where Docker runs.
+
+STUB_DOCKER = """#!/bin/sh
+if [ "$1" = "compose" ] && [ "$2" = "version" ]; then
+  {answer}
+fi
+echo "stub docker: only 'compose version' is answered" >&2
+exit 1
+"""
+
+
+def stub_docker_path(tmp_path, compose_present: bool) -> str:
+    answer = 'echo "Docker Compose version v2.29.7"; exit 0' if compose_present else "echo \"docker: 'compose' is not a docker command.\" >&2; exit 1"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    docker = bin_dir / "docker"
+    docker.write_text(STUB_DOCKER.format(answer=answer))
+    docker.chmod(0o755)
+    return str(bin_dir)
+
+
+def test_compose_starts_localstack_when_its_plugin_answers(tmp_path):
+    from idemlab import backend
+
+    launcher = backend.localstack_launcher({"PATH": stub_docker_path(tmp_path, compose_present=True)})
+    compose = ["docker", "compose", "-f", str(backend.COMPOSE_FILE)]
+    assert (launcher.tool, launcher.up, launcher.down, launcher.wait) == ("docker compose", compose + ["up", "-d"], compose + ["down"], None)
+
+
+def test_without_the_compose_plugin_the_pinned_cli_starts_the_compose_files_image_and_settings(tmp_path):
+    import yaml
+
+    from idemlab import backend
+
+    env = {"PATH": stub_docker_path(tmp_path, compose_present=False), "LOCALSTACK_AUTH_TOKEN": "ls-secret"}
+    launcher = backend.localstack_launcher(env)
+    cli = str(Path(sys.executable).with_name("localstack"))
+    assert launcher.tool == "LocalStack CLI"
+    assert launcher.up[:4] == [cli, "start", "--detached", "--no-banner"]
+    assert launcher.wait == [cli, "wait", "-t", str(backend.LOCALSTACK_READY_SECONDS)] and launcher.down == [cli, "stop"]
+    # The same image, container name, loopback-only gateway and settings as docker-compose.yml.
+    service = yaml.safe_load(backend.COMPOSE_FILE.read_text())["services"]["localstack"]
+    assert launcher.env["IMAGE_NAME"] == "localstack/localstack:4.14.0"
+    assert launcher.env["MAIN_CONTAINER_NAME"] == "idemlab-localstack" == backend.interpolate(service["container_name"], {})
+    assert launcher.env["GATEWAY_LISTEN"] == "127.0.0.1:4566" and "GATEWAY_LISTEN=:4566" in launcher.up
+    passed = {arg.split("=", 1)[0]: arg.split("=", 1)[1] for flag, arg in zip(launcher.up, launcher.up[1:]) if flag == "-e"}
+    for name, value in service["environment"].items():
+        if name.startswith("LOCALSTACK_"):
+            continue
+        assert passed[name] == backend.interpolate(value, {}), name
+    assert passed["LAMBDA_IGNORE_ARCHITECTURE"] == "1"
+    # The token reaches the CLI through its environment (it forwards LOCALSTACK_*), never argv.
+    assert launcher.env["LOCALSTACK_AUTH_TOKEN"] == "ls-secret" and not any("ls-secret" in arg for arg in launcher.up)
+    newer = backend.localstack_launcher({**env, "LOCALSTACK_IMAGE": "localstack/localstack:2026.3.0"})
+    assert newer.env["IMAGE_NAME"] == "localstack/localstack:2026.3.0"
+
+
+def test_the_cli_extra_is_pinned_to_the_release_of_the_image():
+    from idemlab import backend
+
+    image = backend.compose_service({})["image"]
+    assert backend.localstack_cli_requirement() == [f"localstack=={image.rsplit(':', 1)[1]}"] == ["localstack==4.14.0"]
+
+
+def test_no_docker_at_all_is_one_clear_line(tmp_path):
+    (tmp_path / "empty").mkdir()
+    env = {**os.environ, "BACKEND": "localstack", "LAB_PORT": str(free_port()), "PATH": str(tmp_path / "empty")}
+    env.pop("AWS_ENDPOINT_URL", None)
+    result = subprocess.run([sys.executable, "-m", "idemlab", "up"], capture_output=True, text=True, env=env, cwd=settings.ROOT, timeout=60)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Docker is not installed" in lines[0], result.stderr

@@ -1,7 +1,10 @@
 """Races decided by DynamoDB, with real threads: many rounds, every outcome counted.
 
 On the embedded backend conditional writes are atomic, as on AWS; on plain moto these
-tests would find two winners now and then (see FACTS.md), which is the point of them.
+tests would find two winners now and then (moto 5.2.5 checks a condition and then writes
+with no lock, in Table.put_item (moto/dynamodb/models/table.py) and
+DynamoDBBackend.update_item (moto/dynamodb/models/__init__.py), while its server answers
+requests on threads), which is the point of them.
 """
 
 from __future__ import annotations

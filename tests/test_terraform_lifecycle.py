@@ -7,6 +7,7 @@ Its own prefix (`tfci`), so it coexists with the session's `lab` stack.
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 
@@ -85,6 +86,23 @@ def test_apply_use_plan_nothing_destroy(backend, capsys):
     with pytest.raises(stack.StackError):
         stack.outputs(PREFIX)
     assert not (stack.WORKING_COPIES / stack.stack_name(PREFIX)).exists()
+
+
+@pytest.mark.timeout(300)
+def test_the_region_the_learner_chose_is_the_region_terraform_plans_for(backend, monkeypatch):
+    """AWS_REGION decides where the notebooks' clients look; the stack must be deployed there."""
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    prefix = "tfrg"
+    planned = stack._Stack(prefix, "embedded")
+    try:
+        with stack._locked(planned.name):
+            planned.prepare(rebuild=False)
+            # The bucket names end in the provider's region; planning them alone is quick.
+            _, plan = planned.terraform("plan", "-input=false", "-no-color", "-target=module.lab.aws_s3_bucket.this", *planned.variables)
+    finally:
+        stack.forget(prefix)
+    names = sorted(set(re.findall(rf'"({prefix}-(?:user-files|artifacts)-[0-9]+-[a-z0-9-]+)"', plan)))
+    assert len(names) == 2 and all(name.endswith("-eu-west-1") for name in names), names or plan[-3000:]
 
 
 def test_the_cli_config_uses_a_provider_mirror_only_when_one_exists(tmp_path):

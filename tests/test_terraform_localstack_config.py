@@ -9,15 +9,11 @@ import shlex
 import yaml
 
 from idemlab import settings
+from idemlab.backend import interpolate  # the one reader of docker-compose.yml's ${NAME:-default}
 
 COMPOSE = settings.ROOT / "docker-compose.yml"
 WORKFLOW = settings.ROOT / ".github" / "workflows" / "localstack.yml"
 PINNED_IMAGE = "localstack/localstack:4.14.0"  # last release that starts without a token
-
-
-def interpolate(value: str, env: dict[str, str]) -> str:
-    """Compose's ${NAME:-default} substitution."""
-    return re.sub(r"\$\{(\w+)(?::-([^}]*))?\}", lambda m: env.get(m.group(1)) or (m.group(2) or ""), value)
 
 
 def localstack_service() -> dict:
@@ -39,6 +35,11 @@ def test_token_docker_socket_retry_delay_ttl_and_ports():
     assert env["DYNAMODB_REMOVE_EXPIRED_ITEMS"] == "1"
     assert "/var/run/docker.sock:/var/run/docker.sock" in service["volumes"]
     assert set(service["ports"]) == {"127.0.0.1:4566:4566", "127.0.0.1:4510-4559:4510-4559"}
+
+
+def test_functions_run_on_the_hosts_architecture():
+    # LocalStack 4.14.0 reads it with config.is_env_true: "1" or "true".
+    assert localstack_service()["environment"]["LAMBDA_IGNORE_ARCHITECTURE"] in ("1", "true")
 
 
 def test_health_check_asks_localstack_itself():

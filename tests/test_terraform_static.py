@@ -4,6 +4,7 @@ with a mocked provider (terraform test), checkov, and the generated README table
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -37,6 +38,56 @@ def zips(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("zips")
     build.build_all(out_dir=out)
     return out
+
+
+def _version(text: str) -> tuple[int, ...]:
+    parts = [int(p) for p in text.split(".")]
+    return tuple(parts + [0] * (3 - len(parts)))
+
+
+def constraint_allows(constraint: str, version: str) -> bool:
+    """Terraform's version constraint operators (>=, >, <=, <, =, !=, ~>), enough for these files."""
+    wanted = _version(version)
+    for part in constraint.split(","):
+        op, ref = re.fullmatch(r"\s*(>=|<=|!=|~>|>|<|=)?\s*([0-9.]+)\s*", part).groups()
+        low = _version(ref)
+        if op == "~>":  # the rightmost given component may grow: ~> 5.100 is >= 5.100, < 6.0
+            given = [int(p) for p in ref.split(".")]
+            high = tuple(given[:-2] + [given[-2] + 1]) if len(given) > 1 else None
+            if wanted < low or (high and wanted >= _version(".".join(map(str, high)))):
+                return False
+        elif not {">=": wanted >= low, ">": wanted > low, "<=": wanted <= low, "<": wanted < low, "!=": wanted != low}.get(op or "=", wanted == low):
+            return False
+    return True
+
+
+def aws_constraint(versions_tf: Path) -> str:
+    import hcl2
+
+    with open(versions_tf) as handle:
+        block = hcl2.load(handle)["terraform"][0]
+    return block["required_providers"][0]["aws"]["version"].strip('"')
+
+
+def test_constraint_reader_knows_the_pessimistic_operator():
+    assert constraint_allows("~> 5.100", "5.100.0") and constraint_allows("~> 5.100", "5.123.4")
+    assert not constraint_allows("~> 5.100", "6.0.0") and not constraint_allows("~> 5.100", "5.99.0")
+    assert constraint_allows(">= 5.100.0", "6.2.0")
+
+
+@pytest.mark.parametrize("versions_tf", ["versions.tf", "modules/idempotency_lab/examples/minimal/main.tf"])
+def test_the_root_and_the_example_stay_on_provider_5(versions_tf):
+    # On a laptop that reaches the registry, an open constraint resolves to 6.x, which the
+    # lab has never been applied with.
+    constraint = aws_constraint(TERRAFORM_DIR / versions_tf)
+    assert constraint == "~> 5.100", constraint
+    assert not constraint_allows(constraint, "6.0.0")
+
+
+def test_the_module_keeps_its_minimum_and_stops_before_provider_6():
+    constraint = aws_constraint(MODULE_DIR / "versions.tf")
+    assert constraint_allows(constraint, "5.100.0") and constraint_allows(constraint, "5.120.0")
+    assert not constraint_allows(constraint, "5.99.0") and not constraint_allows(constraint, "6.0.0")
 
 
 def test_terraform_files_are_formatted():

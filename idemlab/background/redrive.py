@@ -13,7 +13,8 @@ Three kinds of message are understood:
 - anything else is left where it is and reported.
 
 SQS's own StartMessageMoveTask cannot do this: it only moves messages back to a source
-queue, and these dead-letter queues have none (FACTS.md).
+queue, and these dead-letter queues have none (SQS API reference, StartMessageMoveTask:
+https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_StartMessageMoveTask.html).
 """
 
 from __future__ import annotations

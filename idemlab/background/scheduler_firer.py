@@ -1,6 +1,9 @@
 """Fire EventBridge Scheduler one-time schedules on backends that only store them.
 
-Neither LocalStack community nor moto ever fires a schedule (see FACTS.md). This
+Neither LocalStack community nor moto ever fires a schedule (LocalStack's Scheduler docs,
+"Current limitations": https://docs.localstack.cloud/aws/services/scheduler/; its 4.14.0
+provider, localstack-core/localstack/services/scheduler/provider.py, is moto's
+moto/scheduler/models.py, which only stores schedules). This
 process does, against any endpoint, through the public Scheduler API only: it lists
 the schedules, and for each ``at()`` schedule that is due it delivers the target's
 input, retries by the schedule's RetryPolicy, sends what cannot be delivered to the

@@ -41,6 +41,21 @@ locals {
 
   # X-Ray accepts no resource-level permissions.
   xray_statement = { Effect = "Allow", Action = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"], Resource = ["*"] }
+  # A traced state machine also reads the sampling rules (Step Functions developer guide,
+  # "IAM policies for using AWS X-Ray in Step Functions",
+  # https://docs.aws.amazon.com/step-functions/latest/dg/xray-iam.html).
+  workflow_xray_statement = {
+    Effect   = "Allow"
+    Action   = ["xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules", "xray:GetSamplingTargets"]
+    Resource = ["*"]
+  }
+
+  # IAM role names: account-wide, 64 characters at most (see local.region_code).
+  iam_role_name_limit = 64
+  function_role_name  = { for key in keys(local.function_specs) : key => "${local.name[key]}-${local.region_code}-fn" }
+  workflow_role_name  = { for key in keys(local.workflow_specs) : key => "${local.workflow_name[key]}-${local.region_code}-sfn" }
+  scheduler_role_name = "${var.prefix}-${local.region_code}-scheduler"
+  role_name_too_long  = "is longer than IAM's 64 characters: choose a shorter prefix"
 
   function_statements = { for key, f in local.function_specs : key => flatten([
     [{ Effect = "Allow", Action = ["logs:CreateLogStream", "logs:PutLogEvents"], Resource = ["${aws_cloudwatch_log_group.function[key].arn}:*"] }],
@@ -63,12 +78,19 @@ locals {
 resource "aws_iam_role" "function" {
   for_each = local.function_specs
 
-  name = "${local.name[each.key]}-fn"
+  name = local.function_role_name[each.key]
   assume_role_policy = jsonencode({
     Version   = "2012-10-17"
     Statement = [{ Effect = "Allow", Action = "sts:AssumeRole", Principal = { Service = "lambda.amazonaws.com" } }]
   })
-  tags = merge(local.tags, { Name = "${local.name[each.key]}-fn" })
+  tags = merge(local.tags, { Name = local.function_role_name[each.key] })
+
+  lifecycle {
+    precondition {
+      condition     = length(local.function_role_name[each.key]) <= local.iam_role_name_limit
+      error_message = "IAM role name ${local.function_role_name[each.key]} ${local.role_name_too_long}."
+    }
+  }
 }
 
 resource "aws_iam_role_policy" "function" {
@@ -82,7 +104,7 @@ resource "aws_iam_role_policy" "function" {
 resource "aws_iam_role" "workflow" {
   for_each = local.workflow_specs
 
-  name = "${local.workflow_name[each.key]}-sfn"
+  name = local.workflow_role_name[each.key]
   assume_role_policy = jsonencode({
     Version = "2012-10-17"
     Statement = [{
@@ -90,7 +112,14 @@ resource "aws_iam_role" "workflow" {
       Condition = { StringEquals = { "aws:SourceAccount" = local.account_id } }
     }]
   })
-  tags = merge(local.tags, { Name = "${local.workflow_name[each.key]}-sfn" })
+  tags = merge(local.tags, { Name = local.workflow_role_name[each.key] })
+
+  lifecycle {
+    precondition {
+      condition     = length(local.workflow_role_name[each.key]) <= local.iam_role_name_limit
+      error_message = "IAM role name ${local.workflow_role_name[each.key]} ${local.role_name_too_long}."
+    }
+  }
 }
 
 resource "aws_iam_role_policy" "workflow" {
@@ -105,7 +134,7 @@ resource "aws_iam_role_policy" "workflow" {
       [for table, level in each.value.tables : {
         Effect = "Allow", Action = lookup(local.table_actions, level, []), Resource = [try(aws_dynamodb_table.this[table].arn, local.unknown)]
       }],
-      [local.xray_statement],
+      [local.workflow_xray_statement],
       # Log delivery for Step Functions is configured through these account-level calls,
       # which accept no resource-level permissions (Step Functions developer guide, "Logging").
       [{
@@ -121,7 +150,7 @@ resource "aws_iam_role_policy" "workflow" {
 }
 
 resource "aws_iam_role" "scheduler" {
-  name = "${var.prefix}-scheduler"
+  name = local.scheduler_role_name
   assume_role_policy = jsonencode({
     Version = "2012-10-17"
     Statement = [{
@@ -129,7 +158,14 @@ resource "aws_iam_role" "scheduler" {
       Condition = { StringEquals = { "aws:SourceAccount" = local.account_id } }
     }]
   })
-  tags = merge(local.tags, { Name = "${var.prefix}-scheduler" })
+  tags = merge(local.tags, { Name = local.scheduler_role_name })
+
+  lifecycle {
+    precondition {
+      condition     = length(local.scheduler_role_name) <= local.iam_role_name_limit
+      error_message = "IAM role name ${local.scheduler_role_name} ${local.role_name_too_long}."
+    }
+  }
 }
 
 resource "aws_iam_role_policy" "scheduler" {

@@ -7,6 +7,16 @@ locals {
   region     = data.aws_region.current.name
   partition  = data.aws_partition.current.partition
 
+  # IAM role names are global to the account, unlike every other name here: the same prefix
+  # applied in a second region would collide (EntityAlreadyExists). Role names therefore
+  # carry the region, shortened (us-east-1 -> use1, ap-southeast-4 -> apse4) to keep
+  # within IAM's 64 characters; iam.tf checks the length of each name.
+  region_words = {
+    north     = "n", south = "s", east = "e", west = "w", central = "c",
+    northeast = "ne", northwest = "nw", southeast = "se", southwest = "sw", gov = "g",
+  }
+  region_code = join("", [for part in split("-", local.region) : lookup(local.region_words, part, part)])
+
   tags = merge({ "idemlab:prefix" = var.prefix }, var.tags)
 
   # Every name is derived from the prefix and a key; hyphens because S3 allows no underscores.

@@ -1,6 +1,8 @@
 locals {
   # One entry per table. Keys are strings unless `types` says otherwise ("N", "B").
   # To add a table: add an entry here, then name it in a function's `tables`.
+  # `personal_data = true` marks a table the deletion workflow erases a user from: its
+  # point-in-time recovery follows var.personal_data_recovery_days (see below).
   tables = {
     vehicles_naive         = { hash_key = "registration_id" }
     vehicles               = { hash_key = "request_id" }
@@ -18,8 +20,8 @@ locals {
         { name = "by_status_lease", hash_key = "status", range_key = "lease_expires_at" },
       ]
     }
-    user_records = { hash_key = "user_id", range_key = "record_id" }
-    identities   = { hash_key = "user_id" }
+    user_records = { hash_key = "user_id", range_key = "record_id", personal_data = true }
+    identities   = { hash_key = "user_id", personal_data = true }
     email_outbox = { hash_key = "idempotency_key" }
   }
 
@@ -33,6 +35,13 @@ locals {
       range_key = try(g.range_key, null)
     }]
     types = try(t.types, {})
+    # Backups are part of deletion: with PITR on, an item deleted from the table can be
+    # restored for the whole recovery period (1-35 days, default 35; DynamoDB developer guide,
+    # https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/PointInTimeRecovery_Howitworks.html).
+    # A personal-data table therefore keeps PITR only when the operator chose a period and
+    # counts it in the deletion promise.
+    pitr_enabled = !try(t.personal_data, false) || var.personal_data_recovery_days > 0
+    pitr_days    = try(t.personal_data, false) && var.personal_data_recovery_days > 0 ? var.personal_data_recovery_days : null
   } }
 
   table_attributes = { for key, t in local.table_specs : key => distinct(compact(concat(
@@ -80,8 +89,10 @@ resource "aws_dynamodb_table" "this" {
     enabled = true
   }
 
+  #checkov:skip=CKV_AWS_28:PITR is off only on the personal-data tables, by default: a restore would bring back users the deletion workflow erased (see local.table_specs)
   point_in_time_recovery {
-    enabled = true
+    enabled                 = each.value.pitr_enabled
+    recovery_period_in_days = each.value.pitr_days
   }
 
   tags = merge(local.tags, { Name = local.name[each.key] })

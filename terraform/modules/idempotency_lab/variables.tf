@@ -152,3 +152,14 @@ variable "enable_bucket_force_destroy" {
   type        = bool
   default     = true
 }
+
+variable "personal_data_recovery_days" {
+  description = "Point-in-time recovery period of the tables holding personal data (user_records, identities). 0 turns PITR off there, so an erased user cannot come back from a restore; 1-35 keeps that many days of restorable history, which the deletion promise must then include."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.personal_data_recovery_days == 0 || (var.personal_data_recovery_days >= 1 && var.personal_data_recovery_days <= 35 && floor(var.personal_data_recovery_days) == var.personal_data_recovery_days)
+    error_message = "personal_data_recovery_days must be 0 (PITR off) or a whole number of days from 1 to 35 (DynamoDB's range)."
+  }
+}

@@ -78,9 +78,23 @@ run "tables_are_encrypted_recoverable_and_on_demand" {
 
   assert {
     condition = alltrue([for t in aws_dynamodb_table.this :
-      t.server_side_encryption[0].enabled && t.point_in_time_recovery[0].enabled && t.billing_mode == "PAY_PER_REQUEST"
+      t.server_side_encryption[0].enabled && t.billing_mode == "PAY_PER_REQUEST"
     ])
-    error_message = "Every table needs server-side encryption, point-in-time recovery and on-demand billing."
+    error_message = "Every table needs server-side encryption and on-demand billing."
+  }
+
+  assert {
+    condition = alltrue([for key, t in aws_dynamodb_table.this :
+      t.point_in_time_recovery[0].enabled if !contains(["user_records", "identities"], key)
+    ])
+    error_message = "Every table without personal data has point-in-time recovery."
+  }
+
+  assert {
+    condition = alltrue([for key in ["user_records", "identities"] :
+      !aws_dynamodb_table.this[key].point_in_time_recovery[0].enabled
+    ])
+    error_message = "By default no backup keeps an erased user restorable: PITR is off on user_records and identities."
   }
 
   assert {
@@ -198,6 +212,84 @@ run "outputs_follow_the_design" {
     condition     = alltrue([for name in values(output.lab.tables) : startswith(name, "tftest-")])
     error_message = "Every name carries the prefix."
   }
+}
+
+run "personal_data_keeps_only_the_recovery_period_asked_for" {
+  command = plan
+
+  variables {
+    personal_data_recovery_days = 7
+  }
+
+  assert {
+    condition = alltrue([for key in ["user_records", "identities"] :
+      aws_dynamodb_table.this[key].point_in_time_recovery[0].enabled && aws_dynamodb_table.this[key].point_in_time_recovery[0].recovery_period_in_days == 7
+    ])
+    error_message = "personal_data_recovery_days = 7 turns PITR on for the personal-data tables with a 7-day period."
+  }
+}
+
+run "a_recovery_period_dynamodb_refuses_is_refused" {
+  command = plan
+
+  variables {
+    personal_data_recovery_days = 36
+  }
+
+  expect_failures = [var.personal_data_recovery_days]
+}
+
+run "workflow_roles_may_trace_with_x_ray" {
+  command = plan
+
+  assert {
+    condition = alltrue([for p in aws_iam_role_policy.workflow :
+      length(setsubtract(
+        ["xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules", "xray:GetSamplingTargets"],
+        flatten([for s in jsondecode(p.policy).Statement : s.Action if s.Effect == "Allow" && contains(flatten([s.Resource]), "*")]),
+      )) == 0
+    ])
+    error_message = "A traced state machine's role needs xray:PutTraceSegments, PutTelemetryRecords, GetSamplingRules and GetSamplingTargets on \"*\"."
+  }
+}
+
+run "role_names_carry_the_region_and_fit_iam" {
+  command = plan
+
+  # The longest prefix the module accepts, in a region with a long name.
+  variables {
+    prefix = "abcdefghij-klmnopqrs"
+  }
+  override_data {
+    target = data.aws_region.current
+    values = { name = "ap-southeast-4" }
+  }
+
+  assert {
+    condition = alltrue([for name in concat([for r in aws_iam_role.function : r.name], [for r in aws_iam_role.workflow : r.name], [aws_iam_role.scheduler.name]) :
+      strcontains(name, "-apse4-") && length(name) <= 64
+    ])
+    error_message = "Every IAM role name carries the region (ap-southeast-4 -> apse4) and has at most 64 characters, even with a 20-character prefix."
+  }
+
+  assert {
+    condition     = aws_iam_role.workflow["vehicle_registration_idempotent"].name == "abcdefghij-klmnopqrs-vehicle-registration-idempotent-apse4-sfn"
+    error_message = "The longest role name is the idempotent vehicle workflow's."
+  }
+}
+
+run "a_role_name_iam_would_refuse_stops_the_plan" {
+  command = plan
+
+  variables {
+    prefix = "abcdefghij-klmnopqrs"
+  }
+  override_data {
+    target = data.aws_region.current
+    values = { name = "eusc-de-east-1" }
+  }
+
+  expect_failures = [aws_iam_role.workflow]
 }
 
 run "a_bad_prefix_is_refused" {
