@@ -60,13 +60,16 @@ def _backend(backend: str | None) -> str:
 
 
 def stack_name(prefix: str = "lab", backend: str | None = None) -> str:
-    """The name of a stack's working copy and outputs file: prefix, backend and where it lives."""
+    """The name of a stack's working copy and outputs file: prefix, backend and where it lives.
+
+    The region is part of it on every backend: a stack applied to one region and then
+    planned for another from the same state would orphan the first and rebuild everything.
+    """
     chosen = _backend(backend)
-    if chosen == "aws":
-        where = settings.region()
-    else:
+    where = settings.region()
+    if chosen != "aws":
         url = urlparse(settings.endpoint_url() or "")
-        where = f"{url.hostname}-{url.port or 80}"
+        where = f"{url.hostname}-{url.port or 80}-{where}"
     return re.sub(r"[^a-z0-9-]", "-", f"{_check_prefix(prefix)}-{chosen}-{where}".lower())
 
 

@@ -36,9 +36,12 @@ def test_outputs_of_a_stack_never_deployed_say_how_to_deploy(backend):
         stack.outputs(prefix="nothere")
 
 
-def test_stacks_of_different_prefixes_or_endpoints_get_their_own_working_copy(backend, monkeypatch):
+def test_stacks_of_different_prefixes_regions_or_endpoints_get_their_own_working_copy(backend, monkeypatch):
     first = stack.stack_name("lab", "embedded")
     assert stack.stack_name("tfci", "embedded") != first
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    assert stack.stack_name("lab", "embedded") != first
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
     assert stack.stack_name("lab", "embedded") != first
 
