@@ -55,6 +55,17 @@ class Sandbox:
     def on_teardown(self, call: Callable, **kwargs) -> None:
         self._teardown.append((call, kwargs))
 
+    def retry_while_role_propagates(self, call: Callable, codes: tuple[str, ...]):
+        """Call until the backend stops refusing a fresh IAM role (only AWS ever does)."""
+        deadline = time.monotonic() + ROLE_PROPAGATION_SECONDS
+        while True:
+            try:
+                return call()
+            except ClientError as exc:
+                if exc.response["Error"]["Code"] not in codes or time.monotonic() > deadline:
+                    raise
+                time.sleep(3)
+
     def teardown(self) -> list[str]:
         """Undo everything, newest first; returns what could not be deleted."""
         leftovers = []
@@ -67,18 +78,6 @@ class Sandbox:
                     leftovers.append(f"{getattr(call, '__name__', call)}({kwargs}): {code}")
         self._teardown.clear()
         return leftovers
-
-
-def retry_while_role_propagates(call: Callable, codes: tuple[str, ...]):
-    """Call until the backend stops refusing a fresh IAM role (only AWS ever does)."""
-    deadline = time.monotonic() + ROLE_PROPAGATION_SECONDS
-    while True:
-        try:
-            return call()
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] not in codes or time.monotonic() > deadline:
-                raise
-            time.sleep(3)
 
 
 @pytest.fixture(scope="session")
@@ -162,7 +161,7 @@ def make_function(sandbox: Sandbox, role_arn: str, function_zip: bytes, table: s
 
     def create(handler: str, timeout: int = 3) -> str:
         name = sandbox.name("fn")
-        created = retry_while_role_propagates(
+        created = sandbox.retry_while_role_propagates(
             lambda: lambda_.create_function(
                 FunctionName=name,
                 Runtime=RUNTIME,
@@ -189,7 +188,7 @@ def make_state_machine(sandbox: Sandbox, role_arn: str):
     sfn = sandbox.client("stepfunctions")
 
     def create(definition: dict, machine_type: str = "STANDARD") -> str:
-        arn = retry_while_role_propagates(
+        arn = sandbox.retry_while_role_propagates(
             lambda: sfn.create_state_machine(
                 name=sandbox.name(machine_type.lower()),
                 definition=json.dumps(definition),
