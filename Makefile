@@ -10,7 +10,7 @@ export BACKEND
 # JupyterLab refuses to start as root (containers, cloud notebooks) unless told to.
 JUPYTER_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help install tools up down status build deploy plan destroy lab test soak bench redrive clean
+.PHONY: help install tools up down status build deploy plan destroy lab test conformance soak bench redrive clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -56,6 +56,10 @@ lab: deploy ## backend up, stack deployed, JupyterLab on the notebooks
 
 test: install tools ## the whole test suite, on an embedded backend it starts itself
 	$(PY) -m pytest
+
+conformance: install ## the AWS behaviours the lessons rely on, checked on BACKEND (embedded unless set)
+	@if [ "$(BACKEND)" = localstack ]; then $(PY) -m idemlab up; fi
+	$(PY) -m pytest tests/conformance
 
 soak: install ## the race tests at their full acceptance counts (300 rounds; minutes)
 	CHECKOUT_ROUNDS=300 $(PY) -m pytest tests/test_checkout_stack.py tests/test_checkout_handlers.py -k round
