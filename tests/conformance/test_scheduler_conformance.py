@@ -25,7 +25,7 @@ def create_schedule(sandbox, role_arn, queue):
     return create
 
 
-def test_duplicate_schedule_name_is_a_409_conflict(sandbox, create_schedule):
+def test_duplicate_schedule_name_is_a_409_conflict(sandbox, create_schedule, request):
     """CreateSchedule with the name of an existing schedule in the same group fails with
     ConflictException, HTTP status 409.
 
@@ -38,6 +38,12 @@ def test_duplicate_schedule_name_is_a_409_conflict(sandbox, create_schedule):
         create_schedule(name, VALID_AT)
 
     assert duplicate.value.response["Error"]["Code"] == "ConflictException"
+    if sandbox.backend == "localstack":
+        # A known LocalStack 4.14.0 difference, kept visible rather than hidden: its Scheduler
+        # is moto's backend, whose ScheduleExists error carries moto's default status 400
+        # (moto/scheduler/exceptions.py), and LocalStack passes a moto error's status through
+        # (localstack-core/localstack/services/moto.py, call_moto). The lessons read the code.
+        request.node.add_marker(pytest.mark.xfail(strict=True, reason="LocalStack 4.14.0 answers ConflictException with HTTP 400"))
     assert duplicate.value.response["ResponseMetadata"]["HTTPStatusCode"] == 409
 
 
