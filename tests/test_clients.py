@@ -61,3 +61,20 @@ def test_start_sync_execution_on_an_emulator_goes_to_its_endpoint(monkeypatch):
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     monkeypatch.setenv("LAB_PORT", "4599")
     assert sent_url(clients.client("stepfunctions")).startswith("http://127.0.0.1:4599/")
+
+
+# Lesson code that must take one path on every backend, and the branches on the backend
+# it may keep (each listed, with its reason, in docs/DESIGN.md): none today.
+ONE_PATH = ("idemlab/lessons", "idemlab/exercises", "idemlab/bench", "notebooks")
+ALLOWED_BRANCHES: set[str] = set()
+
+
+def test_lesson_code_does_not_branch_on_the_backend():
+    from idemlab import settings
+
+    found = set()
+    for folder in ONE_PATH:
+        for path in sorted((settings.ROOT / folder).rglob("*")):
+            if path.suffix in (".py", ".ipynb") and "backend()" in path.read_text():
+                found.add(str(path.relative_to(settings.ROOT)))
+    assert found <= ALLOWED_BRANCHES, f"branches on settings.backend() in lesson code: {sorted(found - ALLOWED_BRANCHES)}"
