@@ -13,14 +13,16 @@ from idemlab import settings
 def client(service: str, endpoint_url: str | None = None, **config: object):
     """A boto3 client for ``service`` on the selected backend.
 
-    Step Functions gets ``inject_host_prefix=False``: botocore would otherwise send
-    ``StartSyncExecution`` to a ``sync-`` host name that a loopback endpoint lacks.
+    With an endpoint override (the emulators), Step Functions gets
+    ``inject_host_prefix=False``: botocore would otherwise send ``StartSyncExecution`` to a
+    ``sync-`` host name that a loopback endpoint lacks. Without one (AWS) the prefix stays:
+    AWS serves ``StartSyncExecution`` only at ``sync-states.<region>.amazonaws.com``.
     """
     url = endpoint_url or settings.endpoint_url()
     if url:
         settings.use_local_credentials()
     options = {"retries": {"max_attempts": 2, "mode": "standard"}, **config}
-    if service == "stepfunctions":
+    if service == "stepfunctions" and url:
         options.setdefault("inject_host_prefix", False)
     return boto3.client(
         service,
@@ -45,7 +47,8 @@ class ExecutionTimeout(TimeoutError):
 def wait_for_execution(execution_arn: str, timeout: float, poll_seconds: float = 0.1, sfn=None) -> dict:
     """DescribeExecution once the execution has stopped running.
 
-    Express executions answer only on the embedded backend (see docs/DESIGN.md).
+    For Standard executions only: AWS refuses DescribeExecution for an Express execution
+    (unless a Map Run started it; Step Functions API reference, DescribeExecution).
     """
     sfn = sfn or client("stepfunctions")
     deadline = time.monotonic() + timeout

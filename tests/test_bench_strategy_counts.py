@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from idemlab import settings
-from idemlab.bench import cost_of_idempotency, strategy_report, strategy_runs
+from idemlab.bench import cost_of_idempotency, strategies, strategy_report, strategy_runs
 
 pytestmark = pytest.mark.stack
 
@@ -79,3 +79,30 @@ def test_the_hand_rolled_check_is_at_minimum_alone_and_races_together(result):
     racing = row["concurrent"]
     # Every copy that got past the check charged once and wrote its record once.
     assert racing["excess"] in ({}, {"PutItem": racing["effects"] - 1})
+
+
+class DisturbedBench(strategy_runs.StrategyBench):
+    """The bench on the shared backend, where something else reads DynamoDB right after
+    the ``disturb``-th counted try (one real GetItem, inside the guard window)."""
+
+    def __init__(self, outputs, endpoint_url, disturb: set[int]):
+        super().__init__(outputs, endpoint_url, guard_seconds=cost_of_idempotency.SHARED_BACKEND_GUARD_SECONDS)
+        self.disturb, self.tries = disturb, 0
+
+    def _quiet_since(self, counts):
+        self.tries += 1
+        if self.tries in self.disturb:
+            self._dynamodb.get_item(TableName=self.outputs["tables"]["ledger"], Key={"charge_id": {"S": "someone-else"}})
+        return super()._quiet_since(counts)
+
+
+@pytest.mark.parametrize("disturb", [{1}, {2}, {3}], ids=["first", "duplicate", "concurrent"])
+def test_a_disturbed_sample_is_taken_again_on_a_fresh_request_and_agrees_with_the_ledger(stack, disturb):
+    naive = strategies.BY_KEY["checkout_naive"]
+    bench = DisturbedBench(stack, settings.endpoint_url(), disturb)
+    first, duplicate = bench.sequential(naive, samples=1)
+    together = bench.concurrent(naive, copies=2, rounds=1)
+    assert first.discarded + duplicate.discarded + together.discarded >= 1, "the disturbance was not seen"
+    # Each kept sample is on a request of its own, and the ledger holds exactly its charges.
+    assert first.samples[0].request_key == duplicate.samples[0].request_key != together.samples[0].request_key
+    assert strategy_runs._ledger_disagreements(bench, [first, duplicate, together]) == {}

@@ -153,35 +153,85 @@ def test_downstream_key_charges_once_even_when_the_handrolled_check_races(ledger
 CRASHING_CHILD = """
 import json, sys
 from idemlab.lessons import checkout as lab2
-request, timeout = json.loads(sys.argv[1]), float(sys.argv[2])
-print(json.dumps(lab2.invoke_in_process("powertools", request, timeout_seconds=timeout)))
+strategy, request, timeout = sys.argv[1], json.loads(sys.argv[2]), float(sys.argv[3])
+print(json.dumps(lab2.invoke_in_process(strategy, request, timeout_seconds=timeout)))
 """
+# What the fault does where no Lambda runtime stops it (functions/checkout/charging/faults.py).
+NO_RUNTIME_EXIT_CODE = 70
 
 
-@pytest.mark.timeout(60)
-@pytest.mark.parametrize(("downstream", "expected_charges"), [(False, 2), (True, 1)], ids=["no-downstream-key", "downstream-key"])
-def test_crash_after_charge_charges_again_unless_the_key_goes_downstream(downstream, expected_charges, tables, ledger):
-    lease_seconds = 2.0  # the crashed invocation's remaining time: its in-progress lease
-    request = lab2.order(prefix="crash", pass_key_downstream=downstream)
+def crash_after_charge(strategy: str, request: dict, tables, timeout_seconds: float) -> None:
+    """One invocation, in a child process, that charges and then runs past its time."""
     client("dynamodb").put_item(
         TableName=tables["faults"],
-        Item={"fault_key": {"S": f"after_charge#{request['idempotency_key']}"}, "remaining": {"N": "1"}},
+        Item={
+            "fault_key": {"S": lab2.fault_points.fault_key(lab2.fault_points.AFTER_CHARGE, request["idempotency_key"])},
+            "remaining": {"N": "1"},
+            "fault": {"S": lab2.fault_points.TIME_OUT},
+        },
     )
     child = subprocess.run(
-        [sys.executable, "-c", CRASHING_CHILD, json.dumps(request), str(lease_seconds)],
+        [sys.executable, "-c", CRASHING_CHILD, strategy, json.dumps(request), str(timeout_seconds)],
         capture_output=True,
         text=True,
         env=os.environ.copy(),
         timeout=30,
     )
-    assert child.returncode == 70, f"the child should have died after charging: {child.returncode} {child.stderr[-500:]}"
+    assert child.returncode == NO_RUNTIME_EXIT_CODE, f"the child should have run out of time after charging: {child.returncode} {child.stderr[-500:]}"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("downstream", "expected_charges"), [(False, 2), (True, 1)], ids=["no-downstream-key", "downstream-key"])
+def test_a_retry_after_a_timeout_past_the_charge_charges_again_unless_the_key_goes_downstream(downstream, expected_charges, tables, ledger):
+    # Powertools sets in_progress_expiration to the invocation's remaining time at its start:
+    # once the invocation has run out of time, its in-progress record no longer blocks the key.
+    request = lab2.order(prefix="crash", pass_key_downstream=downstream)
+    crash_after_charge("powertools", request, tables, timeout_seconds=1.0)
     assert ledger.count(request["idempotency_key"]) == 1
 
-    crashed_at = time.monotonic()
-    answers = lab2.retry_until_answered(invoke, "powertools", request, within_seconds=lease_seconds + 5, every=0.2)
-    assert answers[0]["outcome"] == lab2.outcomes.IN_PROGRESS, "a retry inside the lease must be told to wait"
-    assert answers[-1]["outcome"] == lab2.outcomes.CHARGED, answers[-1]
-    assert time.monotonic() - crashed_at >= lease_seconds - 0.5
+    answers = lab2.retry_until_answered(invoke, "powertools", request, within_seconds=5, every=0.2)
+    assert [a["outcome"] for a in answers] == [lab2.outcomes.CHARGED], "the first retry after the timeout takes the key"
     assert answers[-1]["processor_replayed"] is downstream
     charges = ledger.count(request["idempotency_key"])
     assert charges == expected_charges, f"{charges} charges after a crash and a retry (downstream key: {downstream})"
+
+
+@pytest.mark.timeout(60)
+def test_handrolled_crash_after_the_charge_double_charges_a_sequential_retry(tables, ledger):
+    # One request at a time, no race: the crashed attempt left no record, so the retry
+    # finds none and charges again.
+    request = lab2.order(prefix="crash")
+    crash_after_charge("handrolled", request, tables, timeout_seconds=1.0)
+    retry = invoke("handrolled", request)
+    assert retry["outcome"] == lab2.outcomes.CHARGED
+    assert ledger.count(request["idempotency_key"]) == 2
+
+
+PROCESSOR_THAT_TIMES_OUT_AFTER_ITS_LEDGER_WRITE = """
+import os, time, uuid, boto3
+def handler(event, context):
+    boto3.client("dynamodb").put_item(TableName=os.environ["LEDGER_TABLE"], Item={
+        "charge_id": {"S": "ch_" + uuid.uuid4().hex}, "reference": {"S": event["reference"]}})
+    time.sleep(10)  # past the function's timeout: Lambda stops it, the caller hears Sandbox.Timedout
+"""
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("strategy", lab2.STRATEGIES)
+def test_a_processor_that_times_out_after_charging_gives_an_unknown_outcome(strategy, tables, ledger, make_function, monkeypatch):
+    processor = make_function(PROCESSOR_THAT_TIMES_OUT_AFTER_ITS_LEDGER_WRITE, timeout=1, environment={"LEDGER_TABLE": tables["ledger"]})
+    monkeypatch.setenv("CARD_PROCESSOR_FUNCTION", processor)
+    request = lab2.order()
+    answer = invoke(strategy, request)
+    assert (answer["outcome"], answer["error"]["type"]) == (lab2.outcomes.UNKNOWN, "ChargeUnknown"), answer
+    assert "Sandbox.Timedout" in answer["error"]["message"]
+    assert ledger.count(request["idempotency_key"]) == 1  # "failed" would have been a lie
+
+
+def test_a_processor_refusal_is_a_failure_with_nothing_charged(tables, ledger, make_function, monkeypatch):
+    refusing = "def handler(event, context):\n    raise type('InvalidRequest', (Exception,), {})('amount too large for this card')\n"
+    monkeypatch.setenv("CARD_PROCESSOR_FUNCTION", make_function(refusing))
+    request = lab2.order()
+    answer = invoke("naive", request)
+    assert (answer["outcome"], answer["error"]["type"]) == (lab2.outcomes.FAILED, "ChargeFailed"), answer
+    assert ledger.count(request["idempotency_key"]) == 0

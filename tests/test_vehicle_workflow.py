@@ -90,11 +90,31 @@ def test_more_notify_failures_than_retries_fail_the_execution_after_one_write(st
 
 def test_sync_execution_returns_the_stored_registration(stack):
     request = new_request()
-    first = vehicles.run_sync(stack, "idempotent", request)
-    again = vehicles.run_sync(stack, "idempotent", request)
+    first = vehicles.run(stack, "idempotent", request)
+    again = vehicles.run(stack, "idempotent", request)
     assert (first.status, again.status) == ("SUCCEEDED", "SUCCEEDED")
     assert first.registration_id == again.registration_id
     assert first.output["notification"] == {"notified": True, "registration_id": first.registration_id}
+
+
+def test_run_takes_one_path_without_describe_execution(stack):
+    # AWS and LocalStack refuse DescribeExecution for Express executions: the one path
+    # the lesson takes on every backend must not need it.
+    sfn = clients.client("stepfunctions")
+    called = []
+    sfn.meta.events.register("before-call.states", lambda model, **_: called.append(model.name))
+    execution = vehicles.run(stack, "naive", new_request(), sfn=sfn)
+    assert execution.status == "SUCCEEDED"
+    assert called == ["StartSyncExecution"]
+
+
+def test_an_asynchronous_start_is_seen_in_the_table(stack):
+    request = new_request(notify_failures=1)
+    arn = vehicles.start(stack, "naive", request)
+    assert ":express:" in arn or ":execution:" in arn
+    # The Retry after the failed notification writes the naive row a second time.
+    stored = vehicles.wait_for_rows(stack, "naive", request["request_id"], count=2)
+    assert len(stored) == 2
 
 
 RACE_ROUNDS = 20

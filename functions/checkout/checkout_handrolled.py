@@ -1,13 +1,22 @@
 """Checkout, hand-rolled idempotency: check the key, charge, record the key.
 
-Correct one request at a time; wrong when two copies arrive together. Both read
-"no record", both charge, both record:
+Wrong in two ways. When two copies arrive together, both read "no record", both charge,
+both record:
 
     copy A: |check: none|......window......|charge|record|
     copy B:   |check: none|......window......|charge|record|
 
 The window is the time between the check and the record; CHECK_ACT_DELAY_MS (or the
 request's check_act_delay_ms) stretches it so the race shows every time.
+
+And even one request at a time: an invocation that dies after the charge and before
+the record (a timeout, an out-of-memory kill) leaves no record, so the next retry finds
+none and charges again:
+
+    attempt 1: |check: none|charge|  (dies)
+    attempt 2:                         |check: none|charge|record|
+
+Only a key passed on to the card processor (``pass_key_downstream``) closes that gap.
 """
 
 from __future__ import annotations
@@ -17,7 +26,7 @@ import time
 import boto3
 
 from charging import faults, outcomes, processor, request, settings
-from charging.errors import ChargeFailed, InvalidRequest, PayloadMismatch
+from charging.errors import ChargeFailed, ChargeUnknown, InvalidRequest, PayloadMismatch
 from charging.response import answer, refusal
 from charging.trace import CHARGE, CHECK, RECORD, Trace
 
@@ -48,11 +57,13 @@ def handler(event, context):
     try:
         with trace.step(CHARGE):
             charge = processor.charge(order)
+            faults.fail_if_armed(faults.AFTER_CHARGE, order.idempotency_key, context)
     except PayloadMismatch as exc:
         return refusal(STRATEGY, outcomes.REJECTED, trace, exc)
     except ChargeFailed as exc:
         return refusal(STRATEGY, outcomes.FAILED, trace, exc)
-    faults.crash_if_armed(faults.AFTER_CHARGE, order.idempotency_key)
+    except ChargeUnknown as exc:
+        return refusal(STRATEGY, outcomes.UNKNOWN, trace, exc)
 
     with trace.step(RECORD):
         # Unconditional on purpose: the lesson's race. A later copy overwrites the first.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from charging import outcomes, processor, request
-from charging.errors import ChargeFailed, InvalidRequest, PayloadMismatch
+from charging.errors import ChargeFailed, ChargeUnknown, InvalidRequest, PayloadMismatch
 from charging.response import answer, refusal
 from charging.trace import CHARGE, Trace
 
@@ -23,4 +23,6 @@ def handler(event, context):
         return refusal(STRATEGY, outcomes.REJECTED, trace, exc)
     except ChargeFailed as exc:
         return refusal(STRATEGY, outcomes.FAILED, trace, exc)
+    except ChargeUnknown as exc:
+        return refusal(STRATEGY, outcomes.UNKNOWN, trace, exc)
     return answer(STRATEGY, outcomes.CHARGED, trace, charge["charge_id"], processor_replayed=charge["replayed"])

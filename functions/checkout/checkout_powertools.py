@@ -6,8 +6,11 @@ only one copy ever reaches the charge. The others answer "already in progress" (
 the first runs) or replay its stored result (after it finished).
 
 The in-progress record expires when the claiming invocation's time is up (that is why
-the Lambda context is registered): a copy that crashed after charging stops blocking
-its key, and the retry charges again. Only an idempotency key passed on to the card
+the Lambda context is registered: Powertools stores the remaining time as
+``in_progress_expiration``). A copy that timed out after charging therefore stops
+blocking its key the moment it is stopped, and the retry charges again. When the
+processor's answer is lost, the body raises, Powertools deletes the in-progress record,
+and the retry charges again too. Only an idempotency key passed on to the card
 processor (``pass_key_downstream``) closes that last gap.
 """
 
@@ -28,7 +31,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 
 from charging import faults, outcomes, processor, request, settings
-from charging.errors import ChargeFailed, InvalidRequest, PayloadMismatch
+from charging.errors import ChargeFailed, ChargeUnknown, InvalidRequest, PayloadMismatch
 from charging.response import answer, refusal
 from charging.trace import CHARGE, CHECK, RECORD, Trace
 
@@ -49,13 +52,13 @@ config = IdempotencyConfig(
 
 
 @idempotent_function(data_keyword_argument="payment", persistence_store=persistence, config=config)
-def charge_once(payment: dict, order: request.ChargeRequest, trace: Trace) -> dict:
+def charge_once(payment: dict, order: request.ChargeRequest, trace: Trace, context) -> dict:
     trace.end(CHECK)  # the in-progress record is ours: the check is over
     # The same widened window as the hand-rolled checkout: here it cannot hurt.
     time.sleep(request.check_act_delay_ms(order) / 1000)
     with trace.step(CHARGE):
         charge = processor.charge(order)
-    faults.crash_if_armed(faults.AFTER_CHARGE, order.idempotency_key)
+        faults.fail_if_armed(faults.AFTER_CHARGE, order.idempotency_key, context)
     trace.begin(RECORD)  # Powertools stores the result after we return
     return {"charge_id": charge["charge_id"], "processor_replayed": charge["replayed"]}
 
@@ -70,7 +73,7 @@ def handler(event, context):
     config.register_lambda_context(context)
 
     try:
-        result = _claim_and_charge(order, trace)
+        result = _claim_and_charge(order, trace, context)
     except IdempotencyAlreadyInProgressError as exc:
         return refusal(STRATEGY, outcomes.IN_PROGRESS, trace, exc)
     except IdempotencyValidationError:
@@ -80,15 +83,17 @@ def handler(event, context):
         return refusal(STRATEGY, outcomes.REJECTED, trace, exc)
     except ChargeFailed as exc:
         return refusal(STRATEGY, outcomes.FAILED, trace, exc)
+    except ChargeUnknown as exc:
+        return refusal(STRATEGY, outcomes.UNKNOWN, trace, exc)
     ran_here = any(step["step"] == CHARGE for step in trace.steps)
     outcome = outcomes.CHARGED if ran_here else outcomes.REPLAYED
     return answer(STRATEGY, outcome, trace, result["charge_id"], processor_replayed=result["processor_replayed"])
 
 
-def _claim_and_charge(order: request.ChargeRequest, trace: Trace) -> dict:
+def _claim_and_charge(order: request.ChargeRequest, trace: Trace, context) -> dict:
     trace.begin(CHECK)
     try:
-        return charge_once(payment=order.payment(), order=order, trace=trace)
+        return charge_once(payment=order.payment(), order=order, trace=trace, context=context)
     finally:
         trace.end(CHECK)  # still open when Powertools answered without running the body
         trace.end(RECORD)

@@ -2,7 +2,10 @@
 
 `make bench` calls ``run_section``: a fresh embedded backend of its own, the whole stack
 deployed to it once (prefix "bench"), every strategy measured, the tables printed and
-the chart saved. The notebook calls ``short_run`` on the stack it is connected to.
+the chart saved. The notebook calls ``short_run``, which does the same with fewer
+samples, whatever backend the notebook is connected to: the requests are counted by
+action where they are served, and only the embedded backend has such a counter. The
+learner's own backend is never called.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from idemlab.bench import strategy_report, strategy_runs
 from idemlab.embedded.server import EmbeddedBackend
 
 PREFIX = "bench"
+NOTEBOOK_PREFIX = "cost-notebook"  # not "bench": `make bench` may run at the same time
 CHART_NAME = "cost_of_idempotency.png"
 NOTEBOOK_CHART = settings.STATE_DIR / "bench" / "cost_of_idempotency_notebook.png"
 # Samples per strategy and delivery, copies released together, rounds of them. The full
@@ -24,7 +28,8 @@ NOTEBOOK_CHART = settings.STATE_DIR / "bench" / "cost_of_idempotency_notebook.pn
 # with the deploy and the backend section, in the 5 minutes `make bench` may take on 2 cores.
 FULL = {"samples": 40, "copies": 16, "rounds": 5}
 QUICK = {"samples": 8, "copies": 4, "rounds": 2}
-# The notebook's version: enough to show every count, short enough for a 60 s CI budget.
+# The notebook's version: enough to show every count, short enough for a 60 s CI budget
+# (plus the deploy to its own backend).
 SHORT = {"samples": 2, "copies": 2, "rounds": 1}
 # The notebook's backend also runs the lessons' leftovers (retried events, the sweeper
 # restarting stuck deletions): a sample needs this long of quiet on either side.
@@ -41,6 +46,7 @@ def _pointed_at(backend: EmbeddedBackend):
         "AWS_ACCESS_KEY_ID": "test",
         "AWS_SECRET_ACCESS_KEY": "test",
         "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
     }
     saved = {name: os.environ.get(name) for name in wanted}
     os.environ.update(wanted)
@@ -62,14 +68,15 @@ def _forget_stack(prefix: str) -> None:
     (stack.OUTPUTS_DIR / f"{name}.json").unlink(missing_ok=True)
 
 
-def measure_on_own_backend(samples: int, copies: int, rounds: int) -> dict:
+def measure_on_own_backend(samples: int, copies: int, rounds: int, prefix: str = PREFIX) -> dict:
+    """Start an embedded backend on a free port, deploy the stack to it, measure, stop it."""
     with EmbeddedBackend() as backend, _pointed_at(backend):
         try:
-            outputs = stack.deploy(prefix=PREFIX)
+            outputs = stack.deploy(prefix=prefix)
             bench = strategy_runs.StrategyBench(outputs, backend.url)
             return strategy_runs.run(bench, samples, copies, rounds)
         finally:
-            _forget_stack(PREFIX)
+            _forget_stack(prefix)
 
 
 def run_section(quick: bool, results_dir: Path) -> dict:
@@ -87,14 +94,8 @@ def run_section(quick: bool, results_dir: Path) -> dict:
     return {"sizes": sizes, "measured": measured, "report": result, "chart": str(chart.relative_to(settings.ROOT))}
 
 
-def short_run(outputs: dict, chart_path: Path = NOTEBOOK_CHART) -> dict:
-    """The notebook's live version, on the stack ``outputs`` describes (the current backend)."""
-    if settings.backend() != "embedded":
-        raise RuntimeError(
-            f"the requests are counted by the embedded backend's counter; this notebook is on {settings.backend()} "
-            "(start it with BACKEND=embedded)"
-        )
-    bench = strategy_runs.StrategyBench(outputs, settings.endpoint_url(), guard_seconds=SHARED_BACKEND_GUARD_SECONDS)
-    result = strategy_report.report(strategy_runs.run(bench, **SHORT))
+def short_run(chart_path: Path = NOTEBOOK_CHART) -> dict:
+    """The notebook's live version, on an embedded backend of its own (started and stopped here)."""
+    result = strategy_report.report(measure_on_own_backend(**SHORT, prefix=NOTEBOOK_PREFIX))
     result["chart"] = str(strategy_report.chart(result, chart_path))
     return result

@@ -158,22 +158,28 @@ class StrategyBench:
                 raise result
         return results, wall
 
-    def _measure(self, strategy: Strategy, events: list[dict], delivery: Delivery) -> Sample:
-        """Invoke ``events`` together, counting around them; again if the count was disturbed."""
-        for _ in range(MAX_TRIES):
-            if self.guard_seconds:
-                self.wait_until_quiet(self.guard_seconds)
-            before = self.counted()
-            results, wall = self._together(strategy.function, events)
-            after = self.counted()
-            calls = after - before
-            undisturbed = not self.guard_seconds or self._quiet_since(after)
-            if set(calls) <= HANDLER_ACTIONS and undisturbed:
-                answers = [answer for _, answer in results]
-                seconds = [elapsed for elapsed, _ in results]
-                return Sample(calls, seconds, _effects(strategy, answers), wall, answers, events[0].get("idempotency_key"))
-            delivery.discarded += 1
-        raise RuntimeError(f"{strategy.key}: DynamoDB was busy with other work in {MAX_TRIES} tries; run the bench alone")
+    def _try(self, strategy: Strategy, events: list[dict]) -> Sample | None:
+        """Invoke ``events`` together, counting around them; None if the count was disturbed.
+
+        A disturbed try is not repeated with the same events: its invocations ran, and
+        their charges, rows and claims stay. The caller takes a fresh request instead.
+        """
+        if self.guard_seconds:
+            self.wait_until_quiet(self.guard_seconds)
+        before = self.counted()
+        results, wall = self._together(strategy.function, events)
+        after = self.counted()
+        calls = after - before
+        undisturbed = not self.guard_seconds or self._quiet_since(after)
+        if not (set(calls) <= HANDLER_ACTIONS and undisturbed):
+            return None
+        answers = [answer for _, answer in results]
+        seconds = [elapsed for elapsed, _ in results]
+        return Sample(calls, seconds, _effects(strategy, answers), wall, answers, events[0].get("idempotency_key"))
+
+    @staticmethod
+    def _busy(strategy: Strategy) -> RuntimeError:
+        return RuntimeError(f"{strategy.key}: DynamoDB was busy with other work in {MAX_TRIES} tries; run the bench alone")
 
     def start_environments(self, strategy: Strategy, copies: int) -> None:
         """``copies`` warm environments (fresh requests, not counted), so no copy waits on a cold start.
@@ -192,18 +198,44 @@ class StrategyBench:
                     break
 
     def sequential(self, strategy: Strategy, samples: int) -> tuple[Delivery, Delivery]:
+        """``samples`` pairs of a first delivery and its duplicate, each pair on a fresh request.
+
+        A pair with a disturbed count is taken again whole, on a new request: re-sending
+        the same events would add the discarded try's effects to the request's ledger.
+        """
         first, duplicate = Delivery(), Delivery()
         for _ in range(samples):
-            event_for = new_delivery(strategy, self.outputs)
-            first.samples.append(self._measure(strategy, [event_for(0)], first))
-            duplicate.samples.append(self._measure(strategy, [event_for(1)], duplicate))
+            for _try in range(MAX_TRIES):
+                event_for = new_delivery(strategy, self.outputs)
+                taken = self._try(strategy, [event_for(0)])
+                if taken is None:
+                    first.discarded += 1
+                    continue
+                again = self._try(strategy, [event_for(1)])
+                if again is None:  # the pair goes: its duplicate needs its first
+                    first.discarded += 1
+                    duplicate.discarded += 1
+                    continue
+                first.samples.append(taken)
+                duplicate.samples.append(again)
+                break
+            else:
+                raise self._busy(strategy)
         return first, duplicate
 
     def concurrent(self, strategy: Strategy, copies: int, rounds: int) -> Delivery:
+        """``rounds`` rounds of ``copies`` identical requests, each try on a fresh request."""
         together = Delivery()
         for _ in range(rounds):
-            event_for = new_delivery(strategy, self.outputs)
-            together.samples.append(self._measure(strategy, [event_for(n) for n in range(copies)], together))
+            for _try in range(MAX_TRIES):
+                event_for = new_delivery(strategy, self.outputs)
+                taken = self._try(strategy, [event_for(n) for n in range(copies)])
+                if taken is not None:
+                    together.samples.append(taken)
+                    break
+                together.discarded += 1
+            else:
+                raise self._busy(strategy)
         return together
 
     def processor_calls_per_charge(self, samples: int = 3) -> Counter:

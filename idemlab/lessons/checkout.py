@@ -16,6 +16,8 @@ import uuid
 from collections import Counter
 from typing import Callable, Iterable
 
+from botocore.exceptions import ClientError
+
 from idemlab import settings
 from idemlab.clients import client
 
@@ -23,17 +25,25 @@ FUNCTION_DIR = settings.ROOT / "functions" / "checkout"
 STRATEGIES = ("naive", "handrolled", "powertools")
 
 
-def _load_outcomes():
-    # The answers are defined once, next to the handlers that give them.
-    spec = importlib.util.spec_from_file_location("checkout_outcomes", FUNCTION_DIR / "charging" / "outcomes.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _load(module: str):
+    # The answers and fault names are defined once, next to the handlers that use them.
+    spec = importlib.util.spec_from_file_location(f"checkout_{module}", FUNCTION_DIR / "charging" / f"{module}.py")
+    loaded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)
+    return loaded
 
 
-outcomes = _load_outcomes()
-# Not a checkout answer: the function died (or timed out) before it could answer.
+outcomes = _load("outcomes")
+fault_points = _load("fault_points")
+# Not a checkout answer: the invocation was stopped (it ran past its timeout) or died
+# before it could answer. Lambda then answers with a FunctionError.
 CRASHED = "crashed"
+# Each checkout invocation also calls the card processor, synchronously: two executions
+# in flight per copy (Lambda's concurrency counts both).
+EXECUTIONS_PER_COPY = 2
+# Left for everything else in the account while the lesson runs (other lessons' functions,
+# a sweeper on its schedule).
+CONCURRENCY_HEADROOM = 2
 
 Invoke = Callable[[str, dict], dict]
 
@@ -175,11 +185,55 @@ class Checkout:
         return self._lambda.get_function_configuration(FunctionName=self.function(strategy))["Timeout"]
 
     def arm_crash_after_charge(self, request: dict, times: int = 1) -> None:
-        """The next ``times`` invocations for this key die right after charging."""
+        """The next ``times`` invocations for this key run past their timeout right after charging."""
+        self._arm(request, fault_points.TIME_OUT, times)
+
+    def arm_lost_answer(self, request: dict, times: int = 1) -> None:
+        """The next ``times`` invocations for this key lose the card processor's answer
+        after it charged: the checkout cannot tell whether it did."""
+        self._arm(request, fault_points.LOSE_ANSWER, times)
+
+    def _arm(self, request: dict, fault: str, times: int) -> None:
         self._dynamodb.put_item(
             TableName=self.tables["faults"],
-            Item={"fault_key": {"S": f"after_charge#{request['idempotency_key']}"}, "remaining": {"N": str(times)}},
+            Item={
+                "fault_key": {"S": fault_points.fault_key(fault_points.AFTER_CHARGE, request["idempotency_key"])},
+                "remaining": {"N": str(times)},
+                "fault": {"S": fault},
+            },
         )
+
+    def concurrency_limit(self) -> int | None:
+        """Executions this account may run at once outside reserved concurrency (GetAccountSettings).
+
+        None when the backend does not implement GetAccountSettings (moto does not, so
+        neither does the embedded backend yet); AWS and LocalStack answer it.
+        """
+        try:
+            answer = self._lambda.get_account_settings()
+        except ClientError as exc:
+            if exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 404:
+                return None
+            raise
+        return answer["AccountLimit"]["UnreservedConcurrentExecutions"]
+
+
+def copies_that_fit(wanted: int, concurrency_limit: int | None) -> int:
+    """How many concurrent copies of a checkout fit the account's Lambda concurrency.
+
+    Each copy holds two executions (the checkout and its card processor call); beyond
+    the limit Lambda throttles (TooManyRequestsException), which is not the lesson.
+    An unknown limit (None) leaves ``wanted`` as it is.
+    """
+    if concurrency_limit is None:
+        return wanted
+    fit = (concurrency_limit - CONCURRENCY_HEADROOM) // EXECUTIONS_PER_COPY
+    if fit < 2:
+        raise RuntimeError(
+            f"this account runs {concurrency_limit} Lambda executions at once; a race needs at least "
+            f"{2 * EXECUTIONS_PER_COPY + CONCURRENCY_HEADROOM}: ask AWS for a higher concurrency quota"
+        )
+    return min(wanted, fit)
 
 
 def run_rounds(invoke: Invoke, ledger: Ledger, strategy: str, rounds: int, copies: int, **options) -> list[int]:

@@ -11,6 +11,7 @@ import importlib.util
 import json
 import re
 import sys
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -103,9 +104,6 @@ POLL_SECONDS = 0.1  # an execution of this workflow takes about 0.1-2 s on a war
 WAIT_SECONDS = 60  # covers cold workers on a busy 2-core CI machine, plus the 1 s Retry interval
 
 
-ExecutionTimeout = clients.ExecutionTimeout  # one definition, in the harness
-
-
 @dataclass(frozen=True)
 class Execution:
     arn: str
@@ -142,7 +140,13 @@ def _stepfunctions(pool: int = 10) -> Any:
 
 
 def start(stack: dict, kind: str, request: object, sfn: Any = None) -> str:
-    """Start one asynchronous execution; returns its ARN without waiting."""
+    """Start one asynchronous execution (StartExecution); returns its ARN, never its result.
+
+    AWS refuses DescribeExecution for an Express execution (unless a Map Run started it;
+    Step Functions API reference, DescribeExecution), and so do LocalStack and the
+    embedded backend: what an asynchronous Express execution did shows in its effects
+    (the table, see ``wait_for_rows``) and in CloudWatch Logs, not in an API answer.
+    """
     request_id = request.get("request_id") if isinstance(request, dict) else None
     # A unique name per execution: the same request sent twice is two executions.
     name = f"{str(request_id or 'request')[:40]}-{uuid.uuid4().hex[:12]}"
@@ -155,34 +159,29 @@ def start(stack: dict, kind: str, request: object, sfn: Any = None) -> str:
     return response["executionArn"]
 
 
-def wait(execution_arn: str, timeout: float = WAIT_SECONDS, sfn: Any = None) -> Execution:
-    """Poll DescribeExecution until the execution ends (embedded backend only, see run)."""
-    described = clients.wait_for_execution(execution_arn, timeout, POLL_SECONDS, sfn or _stepfunctions())
-    return _execution(execution_arn, described)
-
-
 def run(stack: dict, kind: str, request: object, sfn: Any = None) -> Execution:
-    """Run one execution to its end and return its result.
+    """Run one execution to its end and return its result, the same way on every backend.
 
-    AWS refuses DescribeExecution for an Express execution (unless a Map Run started it),
-    and so does LocalStack, with ``InvalidArn``. Only the embedded backend answers it, so
-    only there is the execution started asynchronously and polled; elsewhere it runs
-    through StartSyncExecution. The duplicates this lesson counts come from a second
-    execution and from the Retry inside one, which both ways share.
+    StartSyncExecution returns when the Express execution has ended, with its status and
+    output (Step Functions API reference, StartSyncExecution). The duplicates this lesson
+    counts come from a second execution of the same request and from the Retry inside
+    one; an asynchronous start (``start``) makes them too, but cannot be asked for its result.
     """
-    if settings.backend() != "embedded":
-        return run_sync(stack, kind, request)
-    sfn = sfn or _stepfunctions()
-    return wait(start(stack, kind, request, sfn), sfn=sfn)
-
-
-def run_sync(stack: dict, kind: str, request: object) -> Execution:
-    """StartSyncExecution: the call returns when the execution has ended, with its result."""
-    response = _stepfunctions().start_sync_execution(
+    response = (sfn or _stepfunctions()).start_sync_execution(
         stateMachineArn=_workflow_arn(stack, kind),
         input=json.dumps(request),
     )
     return _execution(response["executionArn"], response)
+
+
+def wait_for_rows(stack: dict, kind: str, request_id: str, count: int, timeout: float = WAIT_SECONDS) -> list[dict]:
+    """The rows of a request once there are at least ``count`` (an asynchronous execution's effect)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = rows(stack, kind, request_id)
+        if len(found) >= count or time.monotonic() > deadline:
+            return found
+        time.sleep(POLL_SECONDS)
 
 
 def run_many(stack: dict, kind: str, request: object, times: int, concurrency: int) -> list[Execution]:

@@ -20,6 +20,12 @@ class PayloadMismatch(CheckoutError):
 
 
 class ChargeFailed(CheckoutError):
-    """The card processor did not confirm the charge."""
+    """The card processor refused the charge: nothing was charged."""
 
     error_type = "ChargeFailed"
+
+
+class ChargeUnknown(CheckoutError):
+    """The card processor's answer was lost (a timeout, a crash): it may have charged."""
+
+    error_type = "ChargeUnknown"

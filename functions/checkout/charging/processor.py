@@ -11,9 +11,10 @@ import json
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import ConnectionClosedError, ReadTimeoutError
 
 from charging import settings
-from charging.errors import ChargeFailed, PayloadMismatch
+from charging.errors import ChargeFailed, ChargeUnknown, InvalidRequest, PayloadMismatch
 from charging.request import ChargeRequest
 
 # One attempt only: an SDK retry after a read timeout would call the processor again,
@@ -22,7 +23,12 @@ _lambda = boto3.client("lambda", config=Config(retries={"total_max_attempts": 1}
 
 
 def charge(request: ChargeRequest) -> dict:
-    """Charge the card for ``request``; returns ``{"charge_id", "replayed"}``."""
+    """Charge the card for ``request``; returns ``{"charge_id", "replayed"}``.
+
+    Raises PayloadMismatch or ChargeFailed when the processor refused (nothing charged),
+    and ChargeUnknown when its answer was lost: a timeout, a crash or a dropped connection
+    may come after its ledger write, so a charge may or may not have happened.
+    """
     call = {"reference": request.idempotency_key, "amount": request.amount, "currency": request.currency}
     if request.pass_key_downstream:
         call["idempotency_key"] = request.idempotency_key
@@ -31,11 +37,18 @@ def charge(request: ChargeRequest) -> dict:
         import card_processor
 
         return card_processor.handler(call, None)
-    response = _lambda.invoke(FunctionName=function, InvocationType="RequestResponse", Payload=json.dumps(call))
-    body = json.loads(response["Payload"].read() or b"null")
+    try:
+        response = _lambda.invoke(FunctionName=function, InvocationType="RequestResponse", Payload=json.dumps(call))
+        body = json.loads(response["Payload"].read() or b"null")
+    except (ReadTimeoutError, ConnectionClosedError) as exc:
+        raise ChargeUnknown(f"no answer from the card processor: {exc}") from exc
     if response.get("FunctionError"):
         error = body if isinstance(body, dict) else {}
-        if error.get("errorType") == PayloadMismatch.__name__:
-            raise PayloadMismatch(error.get("errorMessage", "idempotency key reused with another payload"))
-        raise ChargeFailed(f"card processor failed: {error.get('errorType')}: {error.get('errorMessage')}")
+        error_type, message = error.get("errorType"), error.get("errorMessage")
+        if error_type == PayloadMismatch.__name__:
+            raise PayloadMismatch(message or "idempotency key reused with another payload")
+        if error_type == InvalidRequest.__name__:  # refused before anything was written
+            raise ChargeFailed(f"card processor refused the charge: {message}")
+        # Sandbox.Timedout, a crash, any unhandled error: perhaps after the ledger write.
+        raise ChargeUnknown(f"card processor failed, charge unknown: {error_type}: {message}")
     return body
