@@ -321,7 +321,7 @@ class Lab:
                 raise CrashNotReached("\n".join(lines + delivery.timeline() + ["Is the name right, and does the handler call it for this event?"]))
             report.rounds.append(Round(number, event, delivery, int(count_effect(event))))
         if report.bad_rounds:
-            raise DuplicateEffectError(report.message())
+            raise DuplicateEffectError(report)
         return report
 
 

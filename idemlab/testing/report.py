@@ -164,6 +164,10 @@ class EffectReport:
 class DuplicateEffectError(AssertionError):
     """The effect of a delivered event was counted other than exactly once."""
 
+    def __init__(self, report: EffectReport):
+        super().__init__(report.message())
+        self.report = report
+
 
 class CrashNotReached(AssertionError):
     """A crash was armed, but no copy reached the crash point."""
