@@ -11,8 +11,10 @@ real Lambda worker processes.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import threading
 import time
 import uuid
@@ -40,6 +42,27 @@ WARMUP_HOLD_SECONDS = 0.3
 INIT_ALLOWANCE_SECONDS = 30
 # Errors after which the copy's execution environment is gone.
 FATAL_ERROR_TYPES = {"Runtime.ExitError", "Sandbox.Timedout", "Runtime.InitTimeout"}
+# Errors that mean the handler never loaded: nothing to count, the test is set up wrong.
+INIT_ERROR_TYPES = {"Runtime.ImportModuleError", "Runtime.HandlerNotFound", "Runtime.InitTimeout"}
+
+
+# Variables that would send boto3 elsewhere than AWS_ENDPOINT_URL, or to a real account.
+CLEARED_VARIABLES = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")
+
+
+@contextlib.contextmanager
+def aws_environment(variables: dict[str, str]):
+    """os.environ with `variables` set and the redirecting ones removed; restored after."""
+    saved = dict(os.environ)
+    for name in list(os.environ):
+        if name in CLEARED_VARIABLES or name.startswith("AWS_ENDPOINT_URL_"):  # per-service endpoints win
+            del os.environ[name]
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 class DeliveryError(RuntimeError):
@@ -55,11 +78,15 @@ class Backend:
         self._functions: dict[str, str] = {}  # configuration digest -> function name
         self._cold: set[str] = set()  # functions whose environments may have died
         self._role_arn: str | None = None
+        self._clients: dict = {}
         self._crash_table = False
 
     def start(self) -> "Backend":
         started = time.perf_counter()
-        self.server.start()
+        # The server (a child process) inherits the environment: a developer's
+        # AWS_PROFILE there would make its boto3 fail, so it starts in a clean one.
+        with aws_environment({"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": REGION}):
+            self.server.start()
         self.start_seconds = time.perf_counter() - started
         return self
 
@@ -81,12 +108,25 @@ class Backend:
         }
 
     def client(self, service: str, **config):
-        # No SDK retries: a retried Invoke would be one more copy than the test sent.
-        options = {"retries": {"total_max_attempts": 1}, "max_pool_connections": 64, **config}
-        return boto3.client(service, endpoint_url=self.url, region_name=REGION, config=Config(**options), **CREDENTIALS)
+        """A client for this backend (one per service and options; clients are thread-safe)."""
+        key = (service, json.dumps(config, sort_keys=True))
+        with self._lock:
+            if key not in self._clients:
+                # No SDK retries: a retried Invoke would be one more copy than the test sent.
+                options = {"retries": {"total_max_attempts": 1}, "max_pool_connections": 64, **config}
+                self._clients[key] = self._session().client(service, endpoint_url=self.url, config=Config(**options))
+            return self._clients[key]
 
     def resource(self, service: str):
-        return boto3.resource(service, endpoint_url=self.url, region_name=REGION, **CREDENTIALS)
+        return self._session().resource(service, endpoint_url=self.url)
+
+    def _session(self):
+        # A session of its own, with explicit credentials and region, so neither a
+        # profile nor boto3's shared default session decides where calls go.
+        with aws_environment({}):
+            session = boto3.session.Session(region_name=REGION, **CREDENTIALS)
+            session._session.get_scoped_config()  # read the (now profile-less) config while it is clean
+            return session
 
     # -- functions ---------------------------------------------------------------
 
@@ -256,6 +296,8 @@ class Lab:
         document = json.loads(body) if body else None
         if response.get("FunctionError"):
             copy.error = document if isinstance(document, dict) else {"errorType": "Unknown", "errorMessage": str(document)}
+            if copy.error_type in INIT_ERROR_TYPES:
+                raise DeliveryError(f"the handler could not start: {copy.error_type}: {copy.error.get('errorMessage')}")
             return
         report = document[_bootstrap.REPORT_KEY]
         copy.pid, copy.started, copy.ended = report["pid"], report["started"], report["ended"]
@@ -267,7 +309,12 @@ class Lab:
         replies: list[dict] = []
 
         def send() -> None:
-            response = self._invoker.invoke(FunctionName=function, Payload=ping)
+            try:
+                response = self._invoker.invoke(FunctionName=function, Payload=ping)
+            except ClientError as exc:
+                error = exc.response["Error"]
+                replies.append({"error": "refused", "body": {"errorType": error.get("Code"), "errorMessage": error.get("Message")}})
+                return
             replies.append({"error": response.get("FunctionError"), "body": json.loads(response["Payload"].read() or b"null")})
 
         threads = [threading.Thread(target=send) for _ in range(copies)]
@@ -277,7 +324,7 @@ class Lab:
             thread.join()
         for reply in replies:
             if reply["error"]:
-                body = reply["body"] or {}
+                body = reply["body"] if isinstance(reply["body"], dict) else {}
                 raise DeliveryError(f"the handler could not start: {body.get('errorType')}: {body.get('errorMessage')}")
         self.backend._cold.discard(function)
 

@@ -14,12 +14,7 @@ Disable with `pytest -p no:idemlab`.
 
 from __future__ import annotations
 
-import os
-
 import pytest
-
-# Variables that would send boto3 elsewhere than AWS_ENDPOINT_URL, or to a real account.
-_CLEARED = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")
 
 
 @pytest.fixture(scope="session")
@@ -35,17 +30,13 @@ def idemlab_backend():
 
 
 @pytest.fixture
-def idemlab(idemlab_backend, monkeypatch):
+def idemlab(idemlab_backend):
     """A Lab for this test: boto3 points at the backend while it runs; its tables go after."""
-    from idemlab.testing.lab import Lab
+    from idemlab.testing.lab import Lab, aws_environment
 
-    for name in list(os.environ):
-        if name in _CLEARED or name.startswith("AWS_ENDPOINT_URL_"):  # per-service endpoints win over AWS_ENDPOINT_URL
-            monkeypatch.delenv(name)
-    for name, value in idemlab_backend.environment().items():
-        monkeypatch.setenv(name, value)
-    lab = Lab(idemlab_backend)
-    try:
-        yield lab
-    finally:
-        lab.close()
+    with aws_environment(idemlab_backend.environment()):
+        lab = Lab(idemlab_backend)
+        try:
+            yield lab
+        finally:
+            lab.close()
