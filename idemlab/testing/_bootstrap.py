@@ -29,7 +29,8 @@ HANDLER_VARIABLE = "IDEMLAB_TESTING_HANDLER"
 CRASH_VARIABLE = "IDEMLAB_TESTING_CRASH"
 WARMUP_KEY = "idemlab_testing_warmup"
 REPORT_KEY = "idemlab_testing"
-# Longer than any Lambda timeout (15 minutes): the runtime stops the copy first.
+# Longer than any Lambda timeout (15 minutes, AWS docs: lambda/latest/dg/gettingstarted-limits.html):
+# the runtime stops the copy first.
 SLEEP_PAST_ANY_TIMEOUT_SECONDS = 15 * 60 + 60
 
 

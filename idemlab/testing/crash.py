@@ -7,8 +7,9 @@ nothing after it runs. That is the moment an at-least-once system retries.
 - how="exit": the worker process exits at once (an out-of-memory kill or a crashed host);
   Lambda answers Runtime.ExitError.
 - how="timeout": the copy sleeps until the function's timeout stops it; Lambda answers
-  Sandbox.Timedout. This is the crash every Lambda runtime can show (LocalStack does not
-  report a process that exits; a timeout it does).
+  Sandbox.Timedout. This is the crash every backend can show: LocalStack 4.14 does not
+  report a process that exits (its test_lambda_handler_exit, in
+  tests/aws/services/lambda_/test_lambda.py, is skipped as not yet supported), a timeout it does.
 """
 
 from __future__ import annotations

@@ -20,7 +20,8 @@ from pathlib import Path
 
 BOOTSTRAP_MODULE = "idemlab_testing_bootstrap"
 BOOTSTRAP_HANDLER = f"{BOOTSTRAP_MODULE}.handler"
-# Lambda refuses a directly uploaded zip above 50 MB; refuse it here first.
+# Lambda refuses a directly uploaded zip above 50 MB (AWS docs:
+# lambda/latest/dg/gettingstarted-limits.html); refuse it here first.
 MAX_ZIP_BYTES = 50 * 1024 * 1024
 _SKIPPED_FOLDERS = {"__pycache__", "node_modules", "site-packages", "build", "dist"}
 

@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import pytest
 
+_START_SECONDS = pytest.StashKey[float]()
+
 
 @pytest.fixture(scope="session")
-def idemlab_backend():
+def idemlab_backend(pytestconfig):
     """The embedded backend, started once per session on a free loopback port."""
     from idemlab.testing.lab import Backend
 
     backend = Backend().start()
+    pytestconfig.stash[_START_SECONDS] = backend.start_seconds
     try:
         yield backend
     finally:
@@ -40,3 +43,8 @@ def idemlab(idemlab_backend):
             yield lab
         finally:
             lab.close()
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if _START_SECONDS in config.stash:
+        terminalreporter.write_line(f"idemlab: the embedded backend started in {config.stash[_START_SECONDS]:.2f} s")
