@@ -155,6 +155,7 @@ def test_an_effect_that_never_happened_fails_as_less_than_once(idemlab, code, ef
         (lambda: Crash.after("probe.record", times=0), CrashError),
         (lambda: Handler.module("handler"), HandlerError),
         (lambda: Handler.module("no_such_module_anywhere.handler"), HandlerError),
+        (lambda: Handler.module("boto3.client"), HandlerError),  # an installed library, not your code
         (lambda: Handler.zip(b"not a zip", "app.handler"), HandlerError),
     ],
 )

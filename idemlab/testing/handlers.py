@@ -23,7 +23,7 @@ BOOTSTRAP_HANDLER = f"{BOOTSTRAP_MODULE}.handler"
 # Lambda refuses a directly uploaded zip above 50 MB (AWS docs:
 # lambda/latest/dg/gettingstarted-limits.html); refuse it here first.
 MAX_ZIP_BYTES = 50 * 1024 * 1024
-_SKIPPED_FOLDERS = {"__pycache__", "node_modules", "site-packages", "build", "dist"}
+_SKIPPED_FOLDERS = {"__pycache__", "node_modules", "site-packages", "dist-packages", "build", "dist"}
 
 
 class HandlerError(ValueError):
@@ -57,7 +57,12 @@ class Handler:
                 code_root = Path(spec.origin).parent
             else:
                 raise HandlerError(f"module {top!r} is not plain Python source ({spec.origin}); pass a zip with Handler.zip")
-        return cls(_zip_folder_once(str(Path(code_root).resolve()), top), dotted)
+        code_root = Path(code_root).resolve()
+        if code_root.name in ("site-packages", "dist-packages"):
+            raise HandlerError(
+                f"{top!r} is an installed package ({code_root}); deliver your own code by module path, or pass a zip with Handler.zip"
+            )
+        return cls(_zip_folder_once(str(code_root), top), dotted)
 
     @classmethod
     def zip(cls, archive: str | Path | bytes, handler: str) -> "Handler":
