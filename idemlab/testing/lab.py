@@ -76,7 +76,7 @@ class Backend:
         self.server = EmbeddedBackend()
         self._lock = threading.RLock()
         self._functions: dict[str, str] = {}  # configuration digest -> function name
-        self._cold: set[str] = set()  # functions whose environments may have died
+        self._warm: dict[str, int] = {}  # function -> environments known to be warm
         self._role_arn: str | None = None
         self._clients: dict = {}
         self._crash_table = False
@@ -175,8 +175,14 @@ class Backend:
                 Environment={"Variables": variables},
             )
             self._functions[digest] = name
-            self._cold.add(name)
             return name
+
+    def warm_environments(self, function: str) -> int:
+        """How many execution environments of `function` are known to be warm."""
+        return self._warm.get(function, 0)
+
+    def set_warm_environments(self, function: str, count: int) -> None:
+        self._warm[function] = count
 
 
 class Lab:
@@ -252,8 +258,8 @@ class Lab:
             raise TypeError(f"crash must be a Crash (e.g. Crash.after('shop.payments.charge')), not {crash!r}")
         handler = Handler.of(handler)
         function = self.backend.function(handler, {**self.environment, **(environment or {})}, timeout, crash)
-        if together and copies > 1 and function in self.backend._cold:
-            self._warm(function, copies)
+        if together and copies > self.backend.warm_environments(function):
+            self._warm_up(function, copies)
         if crash is not None:
             self._arm(function, crash.times)
         payload = json.dumps(event).encode()
@@ -280,7 +286,7 @@ class Lab:
             for copy in results:
                 self._invoke(function, payload, copy)
         if any(copy.error_type in FATAL_ERROR_TYPES for copy in results):
-            self.backend._cold.add(function)
+            self.backend.set_warm_environments(function, 0)  # some died; which ones is unknown
         crashes = self._disarm(function, crash.times) if crash is not None else 0
         return Delivery(handler.name, event, together, results, crash, crashes)
 
@@ -303,7 +309,7 @@ class Lab:
         copy.pid, copy.started, copy.ended = report["pid"], report["started"], report["ended"]
         copy.result = document["result"]
 
-    def _warm(self, function: str, copies: int) -> None:
+    def _warm_up(self, function: str, copies: int) -> None:
         """Give each copy a warm environment, so copies sent together start together."""
         ping = json.dumps({_bootstrap.WARMUP_KEY: WARMUP_HOLD_SECONDS}).encode()
         replies: list[dict] = []
@@ -326,7 +332,7 @@ class Lab:
             if reply["error"]:
                 body = reply["body"] if isinstance(reply["body"], dict) else {}
                 raise DeliveryError(f"the handler could not start: {body.get('errorType')}: {body.get('errorMessage')}")
-        self.backend._cold.discard(function)
+        self.backend.set_warm_environments(function, copies)
 
     def _arm(self, function: str, times: int) -> None:
         table = self.backend.crash_table()
