@@ -71,6 +71,7 @@ def probe(code, name: str = "probe.handler") -> Handler:
 
 
 def test_copies_sent_together_run_at_the_same_time_in_separate_processes(idemlab, code, effects):
+    idemlab.deliver(probe(code), {"id": "fewer"}, copies=2)  # two warm environments; the rounds need three
     overlapping = 0
     for number in range(ROUNDS):
         delivery = idemlab.deliver(probe(code), {"id": f"together-{number}", "hold": 0.05}, copies=3)
