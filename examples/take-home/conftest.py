@@ -1,0 +1,26 @@
+"""The tables the handlers in checkout.py use, and how to count what they did."""
+
+import uuid
+
+import boto3
+import pytest
+from boto3.dynamodb.conditions import Attr
+
+
+@pytest.fixture(autouse=True)
+def tables(idemlab):
+    """Fresh tables for each test, on the plugin's backend (deleted after the test)."""
+    idemlab.make_table("orders", key="order_id")
+    idemlab.make_table("charges", key="charge_id")
+    idemlab.powertools_table("idempotency")
+
+
+def new_order(round_number):
+    return {"order_id": f"order-{round_number}-{uuid.uuid4().hex[:8]}", "amount": 1999}
+
+
+def charges_for(event):
+    """How many times the card was charged for this event's order."""
+    charges = boto3.resource("dynamodb").Table("charges")  # the plugin points boto3 at its backend
+    scan = charges.scan(FilterExpression=Attr("order_id").eq(event["order_id"]), ConsistentRead=True)
+    return scan["Count"]

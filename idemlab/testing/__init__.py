@@ -1,0 +1,30 @@
+"""Test your own Lambda handler for duplicate safety, on the lab's embedded backend.
+
+    def test_checkout_charges_once(idemlab):
+        idemlab.make_table("charges")
+        idemlab.assert_exactly_once("shop.checkout.handler", make_event, count_charges, rounds=100)
+
+Installed with `pip install "idemlab[testing]"`; pytest finds the fixtures through the
+`pytest11` entry point (idemlab.testing.plugin). See examples/take-home/.
+"""
+
+from idemlab.testing.crash import Crash, CrashError
+from idemlab.testing.handlers import Handler, HandlerError
+from idemlab.testing.lab import Backend, DeliveryError, Lab, unique
+from idemlab.testing.report import CopyResult, CrashNotReached, Delivery, DuplicateEffectError, EffectReport
+
+__all__ = [
+    "Backend",
+    "CopyResult",
+    "Crash",
+    "CrashError",
+    "CrashNotReached",
+    "Delivery",
+    "DeliveryError",
+    "DuplicateEffectError",
+    "EffectReport",
+    "Handler",
+    "HandlerError",
+    "Lab",
+    "unique",
+]

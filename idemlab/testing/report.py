@@ -1,0 +1,185 @@
+"""What a delivery did, copy by copy, and the failure message a learner reads.
+
+Times are wall-clock seconds (time.time()) taken in the test process (sent, answered)
+and in the worker (handler started, ended): one machine, one clock.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+
+from idemlab.testing.crash import Crash
+
+# Rounds listed by number, and timelines drawn, in a failure message: enough to see
+# the pattern, short enough to read.
+LISTED_ROUNDS = 20
+DRAWN_TIMELINES = 2
+SHOWN_VALUE_CHARACTERS = 70
+
+
+@dataclass
+class CopyResult:
+    """One copy of the event: when it went, what the worker did, what came back."""
+
+    number: int
+    sent: float
+    answered: float = 0.0
+    pid: int | None = None
+    started: float | None = None  # the handler under test, in the worker
+    ended: float | None = None
+    result: object = None
+    error: dict | None = None  # Lambda's error payload: errorType, errorMessage
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def error_type(self) -> str | None:
+        return self.error.get("errorType") if self.error else None
+
+    def outcome(self, crash: Crash | None) -> str:
+        if self.ok:
+            return "returned " + _short(self.result)
+        if crash is not None and self.error_type == crash.error_type:
+            return f"CRASHED: {crash.describe()} ({self.error_type})"
+        return f"failed: {self.error_type}: {_short(self.error.get('errorMessage', ''))}"
+
+
+@dataclass
+class Delivery:
+    """The copies of one event, and how many armed crashes went off."""
+
+    handler: str
+    event: object
+    together: bool
+    copies: list[CopyResult]
+    crash: Crash | None = None
+    crashes: int = 0
+
+    @property
+    def results(self) -> list:
+        """What each copy returned (None for a copy that failed)."""
+        return [copy.result for copy in self.copies]
+
+    def timeline(self) -> list[str]:
+        origin = min(copy.sent for copy in self.copies)
+
+        def ms(moment: float | None) -> str:
+            return "?" if moment is None else f"{(moment - origin) * 1000:+.0f}"
+
+        lines = ["  copy  pid      sent (ms)  handler ran (ms)   answered (ms)  outcome"]
+        for copy in self.copies:
+            ran = f"{ms(copy.started)} .. {ms(copy.ended)}" if copy.started is not None else "-"
+            lines.append(
+                f"  {copy.number:<4}  {copy.pid or '-':<7}  {ms(copy.sent):>9}  {ran:<17}  {ms(copy.answered):>13}  {copy.outcome(self.crash)}"
+            )
+        ran = [copy for copy in self.copies if copy.started is not None]
+        if len(ran) >= 2 and max(c.started for c in ran) < min(c.ended for c in ran):
+            lines.append("  The handler ran in several copies at the same time (their 'handler ran' times overlap).")
+        return lines
+
+
+@dataclass
+class Round:
+    number: int
+    event: object
+    delivery: Delivery
+    count: int
+
+
+@dataclass
+class EffectReport:
+    """Rounds of `copies` copies each, and the effect counted after each round."""
+
+    handler: str
+    copies: int
+    together: bool
+    crash: Crash | None
+    expected: int = 1
+    rounds: list[Round] = field(default_factory=list)
+
+    @property
+    def bad_rounds(self) -> list[Round]:
+        return [r for r in self.rounds if r.count != self.expected]
+
+    @property
+    def counts(self) -> Counter:
+        """How many rounds ended with each effect count."""
+        return Counter(r.count for r in self.rounds)
+
+    def doubled(self) -> list[int]:
+        """Numbers of the rounds where the effect happened more than once."""
+        return [r.number for r in self.rounds if r.count > self.expected]
+
+    def how_sent(self) -> str:
+        sent = "sent together" if self.together else "sent one after another"
+        crash = f", and {self.crash.describe()}" if self.crash else ""
+        return f"{self.copies} copies of each event {sent}{crash}"
+
+    def message(self) -> str:
+        bad = self.bad_rounds
+        total = len(self.rounds)
+        more = sum(1 for r in bad if r.count > self.expected)
+        less = len(bad) - more
+        what = []
+        if more:
+            what.append(f"happened MORE than once in {more} of {total} rounds")
+        if less:
+            what.append(f"happened LESS than once in {less} of {total} rounds")
+        lines = [
+            f"{self.handler}: the effect was not exactly once. It {' and '.join(what)} ({self.how_sent()}).",
+            "",
+            "Effect counted after each round:",
+        ]
+        for count, rounds in sorted(self.counts.items()):
+            numbers = [r.number for r in self.rounds if r.count == count]
+            listed = ", ".join(map(str, numbers[:LISTED_ROUNDS])) + (", ..." if len(numbers) > LISTED_ROUNDS else "")
+            mark = "ok" if count == self.expected else "WRONG"
+            lines.append(f"  {count} time{'s' if count != 1 else ''}: {rounds:>4} rounds  {mark}  (rounds {listed})")
+        for r in bad[:DRAWN_TIMELINES]:
+            lines += ["", f"Round {r.number}, event {_short(r.event)}: effect counted {r.count} times. Timeline:"]
+            lines += r.delivery.timeline()
+        lines += ["", self.advice()]
+        return "\n".join(lines)
+
+    def advice(self) -> str:
+        if self.crash is not None:
+            return (
+                "A copy died after doing the effect but before recording that it was done, so the retry did it again.\n"
+                "Record the claim before the effect (a conditional write, or Powertools' @idempotent), and pass an\n"
+                "idempotency key to the downstream so that it does the effect once per key even when you call it twice."
+            )
+        if self.together:
+            return (
+                "Copies that arrive at the same time each checked 'not done yet' before any of them recorded it.\n"
+                "A check and a write in two calls leave that window open. Make the claim one atomic step: a\n"
+                "conditional write (attribute_not_exists) that only one copy can win, or Powertools' @idempotent."
+            )
+        return "Even copies sent one after another repeated the effect: nothing recorded that the event was already handled."
+
+
+class DuplicateEffectError(AssertionError):
+    """The effect of a delivered event was counted other than exactly once."""
+
+    def __init__(self, report: EffectReport):
+        super().__init__(report.message())
+        self.report = report
+
+
+class CrashNotReached(AssertionError):
+    """A crash was armed, but no copy reached the crash point."""
+
+
+# Shown as `idemlab.testing.DuplicateEffectError` in pytest's report, where users import it.
+DuplicateEffectError.__module__ = CrashNotReached.__module__ = "idemlab.testing"
+
+
+def _short(value: object) -> str:
+    try:
+        text = json.dumps(value, default=str)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= SHOWN_VALUE_CHARACTERS else text[: SHOWN_VALUE_CHARACTERS - 3] + "..."

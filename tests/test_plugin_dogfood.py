@@ -1,0 +1,60 @@
+"""The lab's own checkout handlers, tested the way a learner would test theirs: through
+the take-home plugin (idemlab.testing), in Lambda worker processes, without the stack.
+
+Compare tests/test_checkout_stack.py, which needs the whole Terraform stack for the
+same claims.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from idemlab.lessons import checkout as lab2
+from idemlab.testing import Crash, DuplicateEffectError, Handler
+
+CODE = Path(__file__).resolve().parents[1] / "functions" / "checkout"
+ROUNDS = 20
+RACE_WINDOW_MS = 20  # the hand-rolled check-to-charge pause (the request's own field)
+
+
+@pytest.fixture
+def ledger(idemlab):
+    """The checkout's tables; the card processor runs inside the checkout's worker."""
+    names = {}
+    for key, hash_key in lab2.TABLE_KEYS.items():
+        names[key] = idemlab.make_table(f"dogfood-{key}", key=hash_key).name
+    idemlab.environment.update(lab2.environment(names))
+    return lab2.Ledger(names["ledger"], idemlab.client("dynamodb"))
+
+
+def checkout(strategy: str) -> Handler:
+    return Handler.module(f"checkout_{strategy}.handler", code_root=CODE)
+
+
+def order(round_number: int, **options) -> dict:
+    return lab2.order(f"dogfood-{round_number}", check_act_delay_ms=RACE_WINDOW_MS, **options)
+
+
+def test_handrolled_checkout_double_charges_when_copies_race(idemlab, ledger):
+    with pytest.raises(DuplicateEffectError) as failure:
+        idemlab.assert_exactly_once(checkout("handrolled"), order, lambda o: ledger.count(o["idempotency_key"]), rounds=ROUNDS)
+    doubled = failure.value.report.doubled()
+    assert len(doubled) >= 0.9 * ROUNDS, f"raced in {len(doubled)} of {ROUNDS} rounds"
+
+
+def test_powertools_checkout_charges_once_when_copies_race(idemlab, ledger):
+    idemlab.assert_exactly_once(checkout("powertools"), order, lambda o: ledger.count(o["idempotency_key"]), rounds=ROUNDS)
+
+
+@pytest.mark.parametrize("downstream, expected", [(False, 2), (True, 1)])
+def test_powertools_retry_after_a_timeout_in_the_charge_charges_again_unless_the_key_goes_downstream(idemlab, ledger, downstream, expected):
+    # The first copy charges, then times out before Powertools records the result. Its
+    # in-progress record expires with the invocation, so the retry charges again, unless
+    # the card processor got the idempotency key and answers with the first charge.
+    crash = Crash.after("charging.processor.charge", how="timeout")
+    request = lab2.order("dogfood-timeout", pass_key_downstream=downstream)
+    delivery = idemlab.deliver(checkout("powertools"), request, copies=2, together=False, crash=crash, timeout=2)
+    assert [copy.error_type for copy in delivery.copies] == ["Sandbox.Timedout", None]
+    assert ledger.count(request["idempotency_key"]) == expected

@@ -1,0 +1,89 @@
+"""CI runs the take-home example as a learner would: a fresh virtual environment outside
+the repository whose packages come only from `pip install "idemlab[testing]"`, the
+three files of examples/take-home copied next to it, and plain `pytest`.
+
+One test on purpose passes and two fail; this checks exactly those two fail, in red,
+with the plugin's message. The run has no AWS variables, a HOME without ~/.aws, and
+proxies that refuse every address but loopback: nothing may need credentials or network.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "take-home"
+# What a source install needs: the package and its metadata, nothing of the lab around it.
+PACKAGE_FILES = ("pyproject.toml", "README.md", "idemlab")
+RACE_ROUNDS = 100
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+RED = "\x1b[31m"
+
+
+def run(command: list[str], **options) -> subprocess.CompletedProcess:
+    return subprocess.run(command, capture_output=True, text=True, **options)
+
+
+@pytest.mark.timeout(1200)
+def test_example_project_passes_the_safe_handler_and_fails_the_two_unsafe_ones(tmp_path, record_property):
+    source = tmp_path / "idemlab-src"
+    source.mkdir()
+    for name in PACKAGE_FILES:
+        copy = shutil.copytree if (REPO / name).is_dir() else shutil.copy2
+        copy(REPO / name, source / name, **({"ignore": shutil.ignore_patterns("__pycache__")} if (REPO / name).is_dir() else {}))
+    started = time.monotonic()
+    venv = tmp_path / "venv"
+    made = run([sys.executable, "-m", "venv", str(venv)])
+    assert made.returncode == 0, made.stderr
+    python = venv / "bin" / "python"
+    installed = run([str(python), "-m", "pip", "install", "--quiet", f"{source}[testing]"], timeout=900)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    record_property("install_seconds", round(time.monotonic() - started, 1))
+
+    project = tmp_path / "take-home"
+    shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("__pycache__", "README.md"))
+    assert sorted(p.name for p in project.iterdir()) == ["checkout.py", "conftest.py", "test_checkout.py"]
+    (tmp_path / "home").mkdir()
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path / "home"),
+        "LANG": os.environ.get("LANG", "C.UTF-8"),
+        # Any request beyond loopback goes to a port where nothing listens.
+        "HTTP_PROXY": "http://127.0.0.1:9",
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "NO_PROXY": "127.0.0.1,localhost",
+    }
+    started = time.monotonic()
+    tested = run([str(python), "-m", "pytest", "-p", "no:cacheprovider", "--color=yes", "-rfE"], cwd=project, env=env, timeout=600)
+    record_property("example_seconds", round(time.monotonic() - started, 1))
+    output = ANSI.sub("", tested.stdout)
+
+    failed = sorted(re.findall(r"^FAILED (\S+)", output, re.MULTILINE))
+    assert failed == [
+        "test_checkout.py::test_handrolled_charges_once_when_retried_after_a_crash",
+        "test_checkout.py::test_handrolled_charges_once_when_two_copies_race",
+    ], output
+    assert re.search(r"\b1 passed\b", output) and re.search(r"\b2 failed\b", output), output
+    painted = [line for line in tested.stdout.splitlines() if "E       idemlab.testing.DuplicateEffectError" in line]
+    assert len(painted) == 2 and all(RED in line for line in painted), "each failure's message is painted red"
+
+    race = re.search(r"checkout\.handrolled: .*MORE than once in (\d+) of (\d+) rounds \(2 copies of each event sent together\)", output)
+    assert race, output
+    doubled, rounds = int(race.group(1)), int(race.group(2))
+    record_property("race_doubled_rounds", f"{doubled}/{rounds}")
+    assert rounds == RACE_ROUNDS and doubled >= 0.95 * RACE_ROUNDS, output
+    assert "CRASHED: the copy exits after checkout.charge (Runtime.ExitError)" in output, output
+    assert "sent one after another, and the copy exits after checkout.charge" in output, output
+
+    start = re.search(r"idemlab: the embedded backend started in ([\d.]+) s", output)
+    assert start, output
+    record_property("backend_start_seconds", float(start.group(1)))
+    print(f"example: {doubled}/{rounds} race rounds doubled; backend started in {start.group(1)} s")
