@@ -168,7 +168,7 @@ def serve(port: int, host: str = "127.0.0.1") -> None:
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
     from werkzeug.serving import make_server
 
-    from idemlab.embedded import dynamodb_atomic, lambda_api, stepfunctions_ext
+    from idemlab.embedded import dynamodb_atomic, lambda_api, scheduler_ext, stepfunctions_ext
     from idemlab.embedded.lambda_async import AsyncInvoker
     from idemlab.embedded.lambda_runtime import LambdaRuntime
     from idemlab.embedded.rule_scheduler import RuleScheduler
@@ -179,6 +179,7 @@ def serve(port: int, host: str = "127.0.0.1") -> None:
     service = lambda_api.LambdaService(runtime, lambda invoke: AsyncInvoker(invoke, _deliverer(client, endpoint_url)))
     dynamodb_atomic.install()
     stepfunctions_ext.install()
+    scheduler_ext.install()
     lambda_api.install(service, _lookup_function)
     try:
         from idemlab.embedded import terraform_compat
