@@ -20,6 +20,7 @@ from idemlab.embedded.lambda_async import AsyncInvoker, AsyncPolicy, QueuedEvent
 from idemlab.embedded.lambda_runtime import FunctionVersion, LambdaRuntime, lambda_error
 
 MAX_SYNC_RESPONSE_BYTES = 6 * 1024 * 1024  # Lambda's synchronous payload limit
+REQUEST_ID = "x-amzn-requestid"  # the header moto fills with a random id of its own
 
 
 class LambdaService:
@@ -54,9 +55,10 @@ def _invoke(self: LambdaResponse):
     if invocation_type == "Event":
         event = QueuedEvent(function_arn=fn.function_arn, payload=payload, policy=AsyncPolicy.from_moto(fn))
         _service.invoker.submit(event)
-        return 202, {**headers, "status": "202", "x-amzn-RequestId": event.request_id}, ""
+        return 202, {**headers, "status": "202", REQUEST_ID: event.request_id}, ""
 
     result = _service.invoke_function(fn, payload)
+    headers[REQUEST_ID] = result.request_id  # also the requestId of an error payload
     body = result.payload
     if len(body) > MAX_SYNC_RESPONSE_BYTES:
         body = lambda_error("Function.ResponseSizeTooLarge", "Response payload size exceeded maximum allowed payload size (6291556 bytes).")
@@ -98,6 +100,20 @@ def _keep_dead_letter_config() -> None:
     LambdaFunction.get_configuration = get_configuration
 
 
+def _keep_invocation_request_id() -> None:
+    """Answer an Invoke with the invocation's own request id, not one moto makes up."""
+    original = LambdaResponse._enrich_response
+
+    def enrich_response(headers, body):
+        invocation = headers.get(REQUEST_ID)
+        headers, body = original(headers, body)
+        if invocation:
+            headers[REQUEST_ID] = invocation
+        return headers, body
+
+    LambdaResponse._enrich_response = staticmethod(enrich_response)
+
+
 def install(service: LambdaService, lookup) -> None:
     """Patch moto in this process; call once, before the server starts."""
     global _service
@@ -109,4 +125,5 @@ def install(service: LambdaService, lookup) -> None:
     invoke._idemlab = True
     LambdaResponse.invoke = invoke
     _keep_dead_letter_config()
+    _keep_invocation_request_id()
     print("embedded: Lambda invokes run in worker processes", file=sys.stderr)
