@@ -3,6 +3,12 @@
 `python -m idemlab.embedded --port 4566` serves in the foreground (what `make up`
 launches in the background); `EmbeddedBackend(port).start()` does the same from
 Python and returns only when the server answers (what the tests use).
+
+The server runs uploaded Lambda code, so it serves this machine only: it binds to
+loopback, and refuses requests whose Host or Origin is not a loopback one (see
+loopback_guard.py). `--allow-remote` (or IDEMLAB_ALLOW_REMOTE=1) lets it bind to another
+address, for a lab served from a VM or container to its host; anyone who reaches that
+address can then run code on this machine.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+ALLOW_REMOTE_VARIABLE = "IDEMLAB_ALLOW_REMOTE"
 HEALTH_PATH = "/_idemlab/health"  # control endpoints stay off the AWS API paths
 COUNTS_PATH = "/_idemlab/counts"
 READY_TIMEOUT_SECONDS = 20
@@ -161,14 +168,24 @@ def _control_middleware(app, runtime):
     return wrapped
 
 
-def serve(port: int, host: str = "127.0.0.1") -> None:
+def is_loopback_bind(host: str) -> bool:
+    from idemlab.embedded.loopback_guard import is_loopback_name
+
+    return host == "localhost" or is_loopback_name(host)
+
+
+def serve(port: int, host: str = "127.0.0.1", allow_remote: bool = False) -> None:
+    if not (allow_remote or is_loopback_bind(host)):
+        raise ValueError(f"refusing to serve on {host}: not a loopback address (--allow-remote to serve other machines)")
     os.environ["MOTO_PORT"] = str(port)  # moto's Step Functions call back into this server
-    endpoint_url = f"http://{host}:{port}"
+    # Workers and our own clients call back over loopback when bound to every address.
+    callback_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    endpoint_url = f"http://{callback_host}:{port}"
 
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
     from werkzeug.serving import make_server
 
-    from idemlab.embedded import dynamodb_atomic, lambda_api, scheduler_ext, stepfunctions_ext
+    from idemlab.embedded import dynamodb_atomic, lambda_api, loopback_guard, scheduler_ext, stepfunctions_ext
     from idemlab.embedded.lambda_async import AsyncInvoker
     from idemlab.embedded.lambda_runtime import LambdaRuntime
     from idemlab.embedded.rule_scheduler import RuleScheduler
@@ -189,6 +206,7 @@ def serve(port: int, host: str = "127.0.0.1") -> None:
         terraform_compat.install()
 
     app = _control_middleware(DomainDispatcherApplication(create_backend_app), runtime)
+    app = loopback_guard.guard(app, check_host=not allow_remote)
     server = make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)
 
     def stop(signum, frame):
@@ -210,6 +228,14 @@ def serve(port: int, host: str = "127.0.0.1") -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m idemlab.embedded", description=__doc__)
     parser.add_argument("--port", type=int, default=4566)
-    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind; loopback unless --allow-remote")
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        default=os.environ.get(ALLOW_REMOTE_VARIABLE) == "1",
+        help=f"serve other machines too (also {ALLOW_REMOTE_VARIABLE}=1): they can run code on this one",
+    )
     args = parser.parse_args(argv)
-    serve(args.port, args.host)
+    if not (args.allow_remote or is_loopback_bind(args.host)):
+        parser.error(f"--host {args.host} is not a loopback address: the backend runs uploaded code; add --allow-remote to serve other machines")
+    serve(args.port, args.host, args.allow_remote)
