@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import json
 import sys
 from urllib.parse import unquote
 
@@ -17,6 +18,7 @@ from moto.awslambda.models import LambdaBackend, LambdaFunction
 from moto.awslambda.responses import LambdaResponse
 
 from idemlab.embedded.lambda_async import AsyncInvoker, AsyncPolicy, QueuedEvent
+from idemlab.embedded.lambda_concurrency import ConcurrencyLimit, Throttled
 from idemlab.embedded.lambda_runtime import FunctionVersion, LambdaRuntime, lambda_error
 
 MAX_SYNC_RESPONSE_BYTES = 6 * 1024 * 1024  # Lambda's synchronous payload limit
@@ -26,19 +28,40 @@ REQUEST_ID = "x-amzn-requestid"  # the header moto fills with a random id of its
 class LambdaService:
     """The runtime and the async queue, shared by every request thread."""
 
-    def __init__(self, runtime: LambdaRuntime, invoker_factory):
+    def __init__(self, runtime: LambdaRuntime, invoker_factory, concurrency: ConcurrencyLimit | None = None):
         self.runtime = runtime
+        self.concurrency = concurrency or ConcurrencyLimit()
         self.invoker: AsyncInvoker = invoker_factory(self.invoke_by_arn)
         self.backend_lookup = None  # set by install(): (arn) -> moto LambdaFunction
 
     def invoke_function(self, fn: LambdaFunction, payload: bytes):
-        return self.runtime.invoke(FunctionVersion.from_moto(fn), fn.code_bytes, payload)
+        """Run one invocation; raises Throttled past a concurrency limit, before running."""
+        with self.concurrency.lease(fn.function_arn, _reserved(fn), _reserved_total(fn)):
+            return self.runtime.invoke(FunctionVersion.from_moto(fn), fn.code_bytes, payload)
 
     def invoke_by_arn(self, function_arn: str, payload: bytes):
         return self.invoke_function(self.backend_lookup(function_arn), payload)
 
 
 _service: LambdaService | None = None
+
+
+def _reserved(fn: LambdaFunction) -> int | None:
+    reserved = getattr(fn, "reserved_concurrency", None)  # PutFunctionConcurrency; 0 stops it
+    return None if reserved is None else int(reserved)
+
+
+def _reserved_total(fn: LambdaFunction) -> int:
+    from moto.awslambda.models import lambda_backends
+
+    functions = lambda_backends[fn.account_id][fn.region].list_functions()
+    return sum(_reserved(other) or 0 for other in functions)
+
+
+def _throttled(reason: str):
+    """Lambda's 429, with the fields AWS sends (Reason, Type, message)."""
+    body = json.dumps({"Reason": reason, "Type": "User", "message": "Rate Exceeded."})
+    return 429, {"status": "429", "content-type": "application/json", "x-amzn-ErrorType": "TooManyRequestsException"}, body
 
 
 def _invoke(self: LambdaResponse):
@@ -57,7 +80,10 @@ def _invoke(self: LambdaResponse):
         _service.invoker.submit(event)
         return 202, {**headers, "status": "202", REQUEST_ID: event.request_id}, ""
 
-    result = _service.invoke_function(fn, payload)
+    try:
+        result = _service.invoke_function(fn, payload)
+    except Throttled as throttled:
+        return _throttled(throttled.reason)
     headers[REQUEST_ID] = result.request_id  # also the requestId of an error payload
     body = result.payload
     if len(body) > MAX_SYNC_RESPONSE_BYTES:

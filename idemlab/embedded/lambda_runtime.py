@@ -30,8 +30,9 @@ from pathlib import Path
 # 2-core machine with many cold starts at once can take longer, so be generous.
 INIT_TIMEOUT_SECONDS = 30
 # Idle environments are reclaimed after this long, as Lambda does (its exact timing
-# is unpublished; minutes is the commonly observed order).
-IDLE_SECONDS = 300
+# is unpublished; minutes is the commonly observed order), by a timer: a learner who
+# stops invoking gets the processes back.
+IDLE_SECONDS = float(os.environ.get("IDEMLAB_LAMBDA_IDLE_SECONDS", "300"))
 # Environments kept warm per function version; more may run at once, the surplus is
 # stopped when it finishes.
 MAX_IDLE_PER_VERSION = 32
@@ -203,6 +204,14 @@ class LambdaRuntime:
         self._all: dict[int, ExecutionEnvironment] = {}
         self._lock = threading.Lock()
         self._code_lock = threading.Lock()
+        self._stopped = threading.Event()
+        threading.Thread(target=self._reap_periodically, name="lambda-reaper", daemon=True).start()
+
+    def _reap_periodically(self) -> None:
+        interval = min(30.0, max(0.2, IDLE_SECONDS / 4))
+        while not self._stopped.wait(interval):
+            with self._lock:
+                self._reap_idle()
 
     def invoke(self, version: FunctionVersion, code_zip: bytes, payload: bytes) -> InvokeResult:
         request_id = str(uuid.uuid4())
@@ -221,6 +230,7 @@ class LambdaRuntime:
             return [pid for pid, env in self._all.items() if env.alive()]
 
     def shutdown(self) -> None:
+        self._stopped.set()
         with self._lock:
             environments = list(self._all.values())
             self._all.clear()

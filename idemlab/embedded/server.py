@@ -174,7 +174,7 @@ def is_loopback_bind(host: str) -> bool:
     return host == "localhost" or is_loopback_name(host)
 
 
-def serve(port: int, host: str = "127.0.0.1", allow_remote: bool = False) -> None:
+def serve(port: int, host: str = "127.0.0.1", allow_remote: bool = False, lambda_concurrency: int | None = None) -> None:
     if not (allow_remote or is_loopback_bind(host)):
         raise ValueError(f"refusing to serve on {host}: not a loopback address (--allow-remote to serve other machines)")
     os.environ["MOTO_PORT"] = str(port)  # moto's Step Functions call back into this server
@@ -187,13 +187,15 @@ def serve(port: int, host: str = "127.0.0.1", allow_remote: bool = False) -> Non
 
     from idemlab.embedded import dynamodb_atomic, lambda_api, loopback_guard, scheduler_ext, stepfunctions_ext
     from idemlab.embedded.lambda_async import AsyncInvoker
+    from idemlab.embedded.lambda_concurrency import ConcurrencyLimit
     from idemlab.embedded.lambda_runtime import LambdaRuntime
     from idemlab.embedded.rule_scheduler import RuleScheduler
 
     work_dir = Path(tempfile.mkdtemp(prefix="idemlab-lambda-"))
     runtime = LambdaRuntime(endpoint_url, work_dir)
     client = _client_factory(endpoint_url)
-    service = lambda_api.LambdaService(runtime, lambda invoke: AsyncInvoker(invoke, _deliverer(client, endpoint_url)))
+    concurrency = ConcurrencyLimit(lambda_concurrency or _default_lambda_concurrency())
+    service = lambda_api.LambdaService(runtime, lambda invoke: AsyncInvoker(invoke, _deliverer(client, endpoint_url)), concurrency)
     dynamodb_atomic.install()
     stepfunctions_ext.install()
     scheduler_ext.install()
@@ -225,6 +227,19 @@ def serve(port: int, host: str = "127.0.0.1", allow_remote: bool = False) -> Non
         print("embedded: stopped", file=sys.stderr, flush=True)
 
 
+def _default_lambda_concurrency() -> int:
+    from idemlab.embedded.lambda_concurrency import DEFAULT_CONCURRENT_EXECUTIONS, LIMIT_VARIABLE
+
+    return int(os.environ.get(LIMIT_VARIABLE) or DEFAULT_CONCURRENT_EXECUTIONS)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m idemlab.embedded", description=__doc__)
     parser.add_argument("--port", type=int, default=4566)
@@ -235,7 +250,14 @@ def main(argv: list[str] | None = None) -> None:
         default=os.environ.get(ALLOW_REMOTE_VARIABLE) == "1",
         help=f"serve other machines too (also {ALLOW_REMOTE_VARIABLE}=1): they can run code on this one",
     )
+    parser.add_argument(
+        "--lambda-concurrency",
+        type=_positive,
+        default=None,
+        help="Lambda invocations in flight per account and Region before Invoke answers 429 "
+        "(default: LAMBDA_LIMITS_CONCURRENT_EXECUTIONS, else 40)",
+    )
     args = parser.parse_args(argv)
     if not (args.allow_remote or is_loopback_bind(args.host)):
         parser.error(f"--host {args.host} is not a loopback address: the backend runs uploaded code; add --allow-remote to serve other machines")
-    serve(args.port, args.host, args.allow_remote)
+    serve(args.port, args.host, args.allow_remote, args.lambda_concurrency or _default_lambda_concurrency())
