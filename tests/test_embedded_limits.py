@@ -193,3 +193,17 @@ def test_async_events_too_old_to_run_go_to_the_on_failure_destination_unrun(lab)
     assert record_b["requestContext"]["approximateInvokeCount"] == 0
     assert record_b["requestPayload"] == {"id": "B"} and "responsePayload" not in record_b
     assert lab.runs("B") == 0, "an event past its maximum age must not run"
+
+
+def test_account_settings_report_the_limit_that_is_enforced(lab):
+    def reserved_total() -> int:
+        names = [fn["FunctionName"] for fn in lab.lam.list_functions()["Functions"]]
+        return sum(lab.lam.get_function_concurrency(FunctionName=n).get("ReservedConcurrentExecutions") or 0 for n in names)
+
+    name = lab.function()
+    before = lab.lam.get_account_settings()["AccountLimit"]
+    assert before["ConcurrentExecutions"] == LIMIT
+    assert before["UnreservedConcurrentExecutions"] == max(0, LIMIT - reserved_total())
+    lab.lam.put_function_concurrency(FunctionName=name, ReservedConcurrentExecutions=1)
+    after = lab.lam.get_account_settings()["AccountLimit"]
+    assert after["UnreservedConcurrentExecutions"] == max(0, LIMIT - reserved_total())

@@ -140,6 +140,37 @@ def _keep_invocation_request_id() -> None:
     LambdaResponse._enrich_response = staticmethod(enrich_response)
 
 
+def _get_account_settings(self: LambdaResponse):
+    """GetAccountSettings (moto has none): the limits this backend enforces.
+
+    Lesson code sizes its concurrent copies from UnreservedConcurrentExecutions, on every
+    backend; here that is the embedded limit less what functions reserve.
+    """
+    functions = list(self.backend.list_functions())
+    reserved = sum(_reserved(fn) or 0 for fn in functions)
+    code_size = sum(int(getattr(fn, "code_size", 0) or 0) for fn in functions)
+    limit = _service.concurrency.limit
+    document = {
+        "AccountLimit": {
+            # Lambda's published quotas for code storage and deployment package size.
+            "TotalCodeSize": 80530636800,
+            "CodeSizeUnzipped": 262144000,
+            "CodeSizeZipped": 52428800,
+            "ConcurrentExecutions": limit,
+            "UnreservedConcurrentExecutions": max(0, limit - reserved),
+        },
+        "AccountUsage": {"TotalCodeSize": code_size, "FunctionCount": len(functions)},
+    }
+    return 200, {"content-type": "application/json"}, json.dumps(document)
+
+
+def _answer_get_account_settings() -> None:
+    from moto.awslambda import urls
+
+    urls.url_paths.setdefault(r"{0}/(?P<api_version>[^/]+)/account-settings/?$", LambdaResponse.dispatch)
+    LambdaResponse.get_account_settings = _get_account_settings
+
+
 def install(service: LambdaService, lookup) -> None:
     """Patch moto in this process; call once, before the server starts."""
     global _service
@@ -152,4 +183,5 @@ def install(service: LambdaService, lookup) -> None:
     LambdaResponse.invoke = invoke
     _keep_dead_letter_config()
     _keep_invocation_request_id()
+    _answer_get_account_settings()
     print("embedded: Lambda invokes run in worker processes", file=sys.stderr)

@@ -171,7 +171,7 @@ def _control_middleware(app, runtime):
 def is_loopback_bind(host: str) -> bool:
     from idemlab.embedded.loopback_guard import is_loopback_name
 
-    return host == "localhost" or is_loopback_name(host)
+    return is_loopback_name(host)
 
 
 def serve(port: int, host: str = "127.0.0.1", allow_remote: bool = False, lambda_concurrency: int | None = None) -> None:
@@ -258,6 +258,11 @@ def main(argv: list[str] | None = None) -> None:
         "(default: LAMBDA_LIMITS_CONCURRENT_EXECUTIONS, else 40)",
     )
     args = parser.parse_args(argv)
+    if args.lambda_concurrency is None:
+        try:
+            args.lambda_concurrency = _positive(str(_default_lambda_concurrency()))
+        except ValueError as exc:
+            parser.error(f"LAMBDA_LIMITS_CONCURRENT_EXECUTIONS: {exc}")
     if not (args.allow_remote or is_loopback_bind(args.host)):
         parser.error(f"--host {args.host} is not a loopback address: the backend runs uploaded code; add --allow-remote to serve other machines")
-    serve(args.port, args.host, args.allow_remote, args.lambda_concurrency or _default_lambda_concurrency())
+    serve(args.port, args.host, args.allow_remote, args.lambda_concurrency)
