@@ -178,7 +178,36 @@ def test_broken_handler_module_reports_an_import_error(make_function):
     name = make_function("import not_a_module_anywhere\ndef handler(event, context):\n    return 1\n")
     payload, error = invoke(name, {})
     assert error == "Unhandled"
-    assert payload["errorType"] == "Runtime.ImportModuleError"
+    assert payload == {
+        "errorMessage": "Unable to import module 'app': No module named 'not_a_module_anywhere'",
+        "errorType": "Runtime.ImportModuleError",
+        "requestId": "",
+        "stackTrace": [],
+    }
+
+
+def test_exception_raised_while_the_module_loads_is_reported_as_itself(make_function):
+    name = make_function("raise LookupError('no such table configured')\ndef handler(event, context):\n    return 1\n")
+    payload, error = invoke(name, {})
+    assert error == "Unhandled"
+    assert list(payload) == ["errorMessage", "errorType", "requestId", "stackTrace"]
+    assert (payload["errorType"], payload["errorMessage"], payload["requestId"]) == ("LookupError", "no such table configured", "")
+    assert "app.py" in payload["stackTrace"][-1]
+
+
+def test_handler_error_payload_carries_the_invocation_request_id(make_function):
+    name = make_function("def handler(event, context):\n    raise ValueError(context.aws_request_id)\n")
+    response = clients.client("lambda").invoke(FunctionName=name, Payload=b"{}")
+    payload = json.loads(response["Payload"].read())
+    assert list(payload) == ["errorMessage", "errorType", "requestId", "stackTrace"]
+    assert payload["requestId"] == payload["errorMessage"] == response["ResponseMetadata"]["RequestId"]
+
+
+def test_handler_that_exits_is_a_runtime_exit_error_without_a_reason(make_function):
+    name = make_function("import sys\ndef handler(event, context):\n    sys.exit(0)\n")
+    payload, error = invoke(name, {})
+    assert error == "Unhandled" and payload["errorType"] == "Runtime.ExitError"
+    assert payload["errorMessage"].endswith("Error: Runtime exited without providing a reason")
 
 
 @pytest.mark.timeout(120)

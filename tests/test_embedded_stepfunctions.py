@@ -1,6 +1,8 @@
-"""Step Functions on the embedded backend execute ASL for real."""
+"""Step Functions on the embedded backend execute ASL for real, and refuse what AWS refuses."""
 
 import json
+import re
+import time
 import uuid
 
 import pytest
@@ -36,10 +38,9 @@ def wait(execution_arn: str) -> dict:
     return clients.wait_for_execution(execution_arn, timeout=60)
 
 
-@pytest.fixture
-def retrying_machine(make_function, lambda_role):
+def retrying_definition(make_function) -> dict:
     function_arn = clients.client("lambda").get_function(FunctionName=make_function(FLAKY_HANDLER, timeout=10))["Configuration"]["FunctionArn"]
-    definition = {
+    return {
         "StartAt": "Double",
         "States": {
             "Double": {
@@ -50,13 +51,19 @@ def retrying_machine(make_function, lambda_role):
             }
         },
     }
-    return create_machine(definition, lambda_role)
 
 
-def test_express_start_execution_retries_the_lambda_task_and_returns_its_output(retrying_machine, table):
+@pytest.fixture
+def retrying_machine(make_function, lambda_role):
+    return create_machine(retrying_definition(make_function), lambda_role)
+
+
+def test_start_execution_retries_the_lambda_task_and_returns_its_output(make_function, lambda_role, table):
+    # STANDARD: only a Standard execution can be read back with DescribeExecution.
+    machine = create_machine(retrying_definition(make_function), lambda_role, kind="STANDARD")
     sfn = clients.client("stepfunctions")
     execution = sfn.start_execution(
-        stateMachineArn=retrying_machine, name=f"run-{uuid.uuid4().hex[:8]}", input=json.dumps({"table": table, "key": "a", "value": 21})
+        stateMachineArn=machine, name=f"run-{uuid.uuid4().hex[:8]}", input=json.dumps({"table": table, "key": "a", "value": 21})
     )
     described = wait(execution["executionArn"])
     assert described["status"] == "SUCCEEDED", described
@@ -164,3 +171,62 @@ def test_terraform_planning_calls_are_answered(lambda_role):
     assert bad["result"] == "FAIL" and bad["diagnostics"]
     machine = create_machine({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}}, lambda_role)
     assert sfn.list_state_machine_versions(stateMachineArn=machine)["stateMachineVersions"] == []
+
+
+# Writes one item named after the execution: proof, for any type, that an execution ran.
+RECORD_EXECUTION = {
+    "StartAt": "Record",
+    "States": {
+        "Record": {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::dynamodb:putItem",
+            "Parameters": {"TableName.$": "$.table", "Item": {"pk": {"S.$": "$$.Execution.Id"}}},
+            "End": True,
+        }
+    },
+}
+
+
+def recorded_executions(table: str, expected: int, timeout: float = 30) -> set[str]:
+    dynamodb = clients.client("dynamodb")
+    deadline = time.monotonic() + timeout
+    while True:
+        ids = {item["pk"]["S"] for item in dynamodb.scan(TableName=table)["Items"]}
+        if len(ids) >= expected or time.monotonic() > deadline:
+            return ids
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("kind", ["STANDARD", "EXPRESS"])
+def test_two_unnamed_start_executions_are_two_executions(kind, lambda_role, table):
+    machine = create_machine(RECORD_EXECUTION, lambda_role, kind=kind)
+    sfn = clients.client("stepfunctions")
+    arns = [sfn.start_execution(stateMachineArn=machine, input=json.dumps({"table": table}))["executionArn"] for _ in range(2)]
+    assert arns[0] != arns[1]
+    assert recorded_executions(table, 2) == set(arns)
+    name = arns[0].split(":")[7]
+    assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", name), "AWS names it with a UUID"
+
+
+def test_express_execution_arn_has_the_express_shape_and_names_are_not_deduplicated(lambda_role, table):
+    machine = create_machine(RECORD_EXECUTION, lambda_role)
+    machine_name = machine.split(":")[-1]
+    sfn = clients.client("stepfunctions")
+    arns = [sfn.start_execution(stateMachineArn=machine, name="same", input=json.dumps({"table": table}))["executionArn"] for _ in range(2)]
+    for arn in arns:
+        assert re.fullmatch(rf"arn:aws:states:us-east-1:\d{{12}}:express:{machine_name}:same:[0-9a-f-]{{36}}", arn), arn
+    assert recorded_executions(table, 2) == set(arns), "two starts with one name run twice on Express"
+
+
+def test_express_executions_cannot_be_described_stopped_or_listed(lambda_role, table):
+    machine = create_machine(RECORD_EXECUTION, lambda_role)
+    sfn = clients.client("stepfunctions")
+    arn = sfn.start_execution(stateMachineArn=machine, input=json.dumps({"table": table}))["executionArn"]
+    for call in (sfn.describe_execution, sfn.stop_execution, sfn.get_execution_history):
+        with pytest.raises(sfn.exceptions.InvalidArn) as refused:
+            call(executionArn=arn)
+        assert refused.value.response["Error"]["Message"] == "Invalid Arn: 'Resource type not valid in this context: express'"
+    with pytest.raises(sfn.exceptions.StateMachineTypeNotSupported) as refused:
+        sfn.list_executions(stateMachineArn=machine)
+    assert refused.value.response["Error"]["Message"] == "This operation is not supported by this type of state machine"
+    assert recorded_executions(table, 1) == {arn}, "the execution itself ran"

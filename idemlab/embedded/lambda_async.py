@@ -5,6 +5,16 @@ MaximumRetryAttempts (default 2) while younger than MaximumEventAgeInSeconds (de
 6 h). Then the record goes to the on-failure destination, or the original event to the
 function's dead-letter queue. Retry delays scale with LAMBDA_RETRY_BASE_DELAY (seconds,
 the same knob LocalStack has): AWS waits about 1 and then 2 minutes, a workshop cannot.
+
+The event's age is checked before every attempt: an event that grew too old while it
+waited (in the queue, throttled, or in a retry delay) is not invoked but discarded, to
+the on-failure destination with the condition EventAgeExceeded. After a failed attempt,
+Lambda looks ahead: when the next retry would come too late it discards the event at
+once, without waiting (what AWS did in the recording of LocalStack's
+test_lambda_destinations.py::test_maxeventage, v4.14.0). A throttled attempt (no
+concurrency left) is not an attempt: the event goes back to the queue and is tried
+again with a growing delay, as the "Asynchronous invocation" page of the Lambda
+developer guide describes, until it is too old.
 """
 
 from __future__ import annotations
@@ -20,11 +30,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable
 
+from idemlab.embedded.lambda_concurrency import Throttled
 from idemlab.embedded.lambda_runtime import InvokeResult
 
 DEFAULT_MAX_RETRY_ATTEMPTS = 2  # Lambda's documented default
 DEFAULT_MAX_EVENT_AGE_SECONDS = 21600  # 6 hours, Lambda's documented default
 RETRY_BASE_DELAY_SECONDS = float(os.environ.get("LAMBDA_RETRY_BASE_DELAY", "1"))
+# Throttled events are retried after 1 s, then twice as long each time, up to 5 minutes
+# (the Lambda developer guide, "Asynchronous invocation").
+THROTTLE_FIRST_DELAY_SECONDS = 1.0
+THROTTLE_MAX_DELAY_SECONDS = 300.0
 
 
 @dataclass
@@ -56,6 +71,11 @@ class QueuedEvent:
     request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     enqueued_at: float = field(default_factory=time.time)
     attempts: int = 0
+    throttles: int = 0
+    last_result: InvokeResult | None = None  # of the last attempt that ran
+
+    def age(self) -> float:
+        return time.time() - self.enqueued_at
 
 
 class AsyncInvoker:
@@ -88,21 +108,31 @@ class AsyncInvoker:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _attempt(self, event: QueuedEvent) -> None:
-        event.attempts += 1
+        if event.age() >= event.policy.max_event_age_seconds:  # it waited too long: never run it
+            self._finish(event, event.last_result, "EventAgeExceeded")
+            return
         try:
             result = self._invoke(event.function_arn, event.payload)
+        except Throttled:
+            event.throttles += 1
+            backoff = min(THROTTLE_FIRST_DELAY_SECONDS * 2 ** (event.throttles - 1), THROTTLE_MAX_DELAY_SECONDS)
+            remaining = event.policy.max_event_age_seconds - event.age()
+            self._retry_later(event, max(0.0, min(backoff, remaining)))  # wake up when it expires at the latest
+            return
         except Exception as exc:  # the function was deleted meanwhile: give up like Lambda
             result = InvokeResult(json.dumps({"errorType": type(exc).__name__, "errorMessage": str(exc)}).encode(), "Unhandled")
+        event.attempts += 1
+        event.last_result = result
         if not result.failed:
             self._finish(event, result, "Success")
             return
-        age = time.time() - event.enqueued_at
+        delay = RETRY_BASE_DELAY_SECONDS * event.attempts
         if event.attempts > event.policy.max_retry_attempts:
             self._finish(event, result, "RetriesExhausted")
-        elif age >= event.policy.max_event_age_seconds:
+        elif event.age() + delay > event.policy.max_event_age_seconds:
             self._finish(event, result, "EventAgeExceeded")
         else:
-            self._retry_later(event, RETRY_BASE_DELAY_SECONDS * event.attempts)
+            self._retry_later(event, delay)
 
     def _retry_later(self, event: QueuedEvent, delay: float) -> None:
         def fire() -> None:
@@ -118,13 +148,13 @@ class AsyncInvoker:
             self._timers.add(timer)
         timer.start()
 
-    def _finish(self, event: QueuedEvent, result: InvokeResult, condition: str) -> None:
+    def _finish(self, event: QueuedEvent, result: InvokeResult | None, condition: str) -> None:
         target = event.policy.on_success_arn if condition == "Success" else event.policy.on_failure_arn
         if target:
             self._deliver(target, json.dumps(self._record(event, result, condition)), {})
         elif condition != "Success" and event.policy.dead_letter_arn:
             # A DLQ receives the original event, with the error in message attributes.
-            error = json.loads(result.payload or b"{}")
+            error = json.loads(result.payload or b"{}") if result else {}
             attributes = {
                 "RequestID": event.request_id,
                 "ErrorCode": "200",
@@ -133,20 +163,13 @@ class AsyncInvoker:
             self._deliver(event.policy.dead_letter_arn, event.payload.decode() or "{}", attributes)
 
     @staticmethod
-    def _record(event: QueuedEvent, result: InvokeResult, condition: str) -> dict:
-        """The invocation record Lambda sends to a destination."""
-        response_context = {"statusCode": 200, "executedVersion": "$LATEST"}
-        if result.failed:
-            response_context["functionError"] = result.function_error
+    def _record(event: QueuedEvent, result: InvokeResult | None, condition: str) -> dict:
+        """The invocation record Lambda sends to a destination (no response if it never ran)."""
         try:
             request_payload = json.loads(event.payload or b"{}")
         except ValueError:
             request_payload = event.payload.decode(errors="replace")
-        try:
-            response_payload = json.loads(result.payload) if result.payload else None
-        except ValueError:
-            response_payload = result.payload.decode(errors="replace")
-        return {
+        record = {
             "version": "1.0",
             "timestamp": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             "requestContext": {
@@ -156,6 +179,14 @@ class AsyncInvoker:
                 "approximateInvokeCount": event.attempts,
             },
             "requestPayload": request_payload,
-            "responseContext": response_context,
-            "responsePayload": response_payload,
         }
+        if result is None:
+            return record
+        response_context = {"statusCode": 200, "executedVersion": "$LATEST"}
+        if result.failed:
+            response_context["functionError"] = result.function_error
+        try:
+            response_payload = json.loads(result.payload) if result.payload else None
+        except ValueError:
+            response_payload = result.payload.decode(errors="replace")
+        return {**record, "responseContext": response_context, "responsePayload": response_payload}

@@ -30,8 +30,9 @@ from pathlib import Path
 # 2-core machine with many cold starts at once can take longer, so be generous.
 INIT_TIMEOUT_SECONDS = 30
 # Idle environments are reclaimed after this long, as Lambda does (its exact timing
-# is unpublished; minutes is the commonly observed order).
-IDLE_SECONDS = 300
+# is unpublished; minutes is the commonly observed order), by a timer: a learner who
+# stops invoking gets the processes back.
+IDLE_SECONDS = float(os.environ.get("IDEMLAB_LAMBDA_IDLE_SECONDS", "300"))
 # Environments kept warm per function version; more may run at once, the surplus is
 # stopped when it finishes.
 MAX_IDLE_PER_VERSION = 32
@@ -72,6 +73,7 @@ class InvokeResult:
     payload: bytes
     function_error: str | None = None  # "Unhandled" when the payload is an error
     pid: int | None = None
+    request_id: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -80,6 +82,16 @@ class InvokeResult:
 
 def lambda_error(error_type: str, message: str) -> bytes:
     return json.dumps({"errorType": error_type, "errorMessage": message}).encode()
+
+
+def exit_error(request_id: str, code: int) -> bytes:
+    """Lambda's report of a runtime process that ended.
+
+    The wording AWS answered in the recordings of LocalStack's test_lambda_handler_exit
+    (sys.exit(0): no reason) and test_lambda_runtime_wrapper_not_found (exit status 127).
+    """
+    reason = "Runtime exited without providing a reason" if code == 0 else f"Runtime exited with error: exit status {code}"
+    return lambda_error("Runtime.ExitError", f"RequestId: {request_id} Error: {reason}")
 
 
 @dataclass
@@ -131,7 +143,7 @@ class ExecutionEnvironment:
             self.replies.put(json.loads(line))
         self.replies.put(None)  # end of file: the worker is gone
 
-    def wait_ready(self) -> InvokeResult | None:
+    def wait_ready(self, request_id: str) -> InvokeResult | None:
         """None when the handler is loaded; else the init error to return."""
         try:
             message = self.replies.get(timeout=INIT_TIMEOUT_SECONDS)
@@ -139,7 +151,7 @@ class ExecutionEnvironment:
             self.kill()
             return InvokeResult(lambda_error("Runtime.InitTimeout", "Init timed out"), "Unhandled")
         if message is None:
-            return InvokeResult(lambda_error("Runtime.ExitError", "Runtime exited during init"), "Unhandled")
+            return InvokeResult(exit_error(request_id, self.process.wait()), "Unhandled")
         if "init_error" in message:
             self.kill()
             return InvokeResult(json.dumps(message["init_error"]).encode(), "Unhandled")
@@ -163,9 +175,7 @@ class ExecutionEnvironment:
         finally:
             self.last_used = time.monotonic()
         if reply is None:
-            code = self.process.wait()
-            message = f"RequestId: {request_id} Error: Runtime exited with error: exit status {code}"
-            return InvokeResult(lambda_error("Runtime.ExitError", message), "Unhandled", self.pid), False
+            return InvokeResult(exit_error(request_id, self.process.wait()), "Unhandled", self.pid), False
         if "error" in reply:
             return InvokeResult(json.dumps(reply["error"]).encode(), "Unhandled", self.pid), True
         return InvokeResult(reply["result"].encode(), None, self.pid), True
@@ -194,14 +204,24 @@ class LambdaRuntime:
         self._all: dict[int, ExecutionEnvironment] = {}
         self._lock = threading.Lock()
         self._code_lock = threading.Lock()
+        self._stopped = threading.Event()
+        threading.Thread(target=self._reap_periodically, name="lambda-reaper", daemon=True).start()
+
+    def _reap_periodically(self) -> None:
+        interval = min(30.0, max(0.2, IDLE_SECONDS / 4))
+        while not self._stopped.wait(interval):
+            with self._lock:
+                self._reap_idle()
 
     def invoke(self, version: FunctionVersion, code_zip: bytes, payload: bytes) -> InvokeResult:
         request_id = str(uuid.uuid4())
-        environment = self._acquire(version, code_zip)
+        environment = self._acquire(version, code_zip, request_id)
         if isinstance(environment, InvokeResult):
+            environment.request_id = request_id
             return environment
         result, survives = environment.invoke(payload, request_id)
         self._release(environment, survives)
+        result.request_id = request_id
         return result
 
     def environments(self) -> list[int]:
@@ -210,6 +230,7 @@ class LambdaRuntime:
             return [pid for pid, env in self._all.items() if env.alive()]
 
     def shutdown(self) -> None:
+        self._stopped.set()
         with self._lock:
             environments = list(self._all.values())
             self._all.clear()
@@ -218,7 +239,7 @@ class LambdaRuntime:
             environment.kill()
         shutil.rmtree(self.work_dir / "code", ignore_errors=True)
 
-    def _acquire(self, version: FunctionVersion, code_zip: bytes) -> ExecutionEnvironment | InvokeResult:
+    def _acquire(self, version: FunctionVersion, code_zip: bytes, request_id: str) -> ExecutionEnvironment | InvokeResult:
         with self._lock:
             self._reap_idle()
             pool = self._idle.setdefault(version, [])
@@ -229,7 +250,7 @@ class LambdaRuntime:
                 self._all.pop(environment.pid, None)
         code_dir = self._code_dir(version, code_zip)
         environment = ExecutionEnvironment.spawn(version, code_dir, self.endpoint_url)
-        failure = environment.wait_ready()
+        failure = environment.wait_ready(request_id)
         if failure is not None:
             return failure
         with self._lock:

@@ -35,37 +35,50 @@ class LambdaContext:
         return max(0, self._deadline_ms - int(time.time() * 1000))
 
 
-def error_payload(exc: BaseException, error_type: str | None = None) -> dict:
+def error_payload(exc: BaseException, request_id: str, error_type: str | None = None) -> dict:
+    """The error document the Python runtime sends: these four keys, in this order."""
     return {
         "errorMessage": str(exc),
         "errorType": error_type or type(exc).__name__,
-        # The first frame is this runtime's own; Lambda shows the handler's frames only.
+        # Empty during init: the runtime reports an init error outside any invocation.
+        "requestId": request_id,
+        # The first frame is this runtime's own; Lambda shows the frames after it.
         "stackTrace": traceback.format_tb(exc.__traceback__.tb_next if exc.__traceback__ else None),
     }
 
 
+def runtime_fault(error_type: str, message: str, stack_trace: list[str] | None = None) -> dict:
+    return {"errorMessage": message, "errorType": error_type, "requestId": "", "stackTrace": stack_trace or []}
+
+
 def load_handler():
-    module_name, _, function_name = os.environ["_HANDLER"].rpartition(".")
+    """Import the handler as the Python runtime does (awslambdaric's bootstrap._get_handler).
+
+    Only an ImportError becomes Runtime.ImportModuleError, and a SyntaxError
+    Runtime.UserCodeSyntaxError. Any other exception raised while the module loads is
+    reported as itself: its own class name and message (python3.12 and later, whose
+    runtime is that client; AWS answered errorType "Exception" for a module that raises
+    Exception, in the recordings of LocalStack's test_lambda_runtime_error).
+    """
+    handler = os.environ["_HANDLER"]
+    module_name, dot, function_name = handler.rpartition(".")
+    if not dot or not module_name:
+        raise InitError(runtime_fault("Runtime.MalformedHandlerName", f"Bad handler '{handler}': not enough values to unpack (expected 2, got 1)"))
     sys.path.insert(0, os.environ["LAMBDA_TASK_ROOT"])
+    if module_name.split(".")[0] in sys.builtin_module_names:
+        raise InitError(runtime_fault("Runtime.BuiltInModuleConflict", f"Cannot use built-in module {module_name} as a handler module"))
     try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # the runtime reports any import failure the same way
-        raise InitError(
-            {
-                "errorMessage": f"Unable to import module '{module_name}': {exc}",
-                "errorType": "Runtime.ImportModuleError",
-                "stackTrace": traceback.format_tb(exc.__traceback__),
-            }
-        ) from exc
+        module = importlib.import_module(module_name.replace("/", "."))
+    except ImportError as exc:
+        raise InitError(runtime_fault("Runtime.ImportModuleError", f"Unable to import module '{module_name}': {exc}")) from exc
+    except SyntaxError as exc:
+        trace = [f'  File "{exc.filename}" Line {exc.lineno}\n    {exc.text}']
+        raise InitError(runtime_fault("Runtime.UserCodeSyntaxError", f"Syntax error in module '{module_name}': {exc}", trace)) from exc
+    except Exception as exc:  # raised by the module's own top-level code
+        raise InitError(error_payload(exc, request_id="")) from exc
     handler = getattr(module, function_name, None)
     if handler is None:
-        raise InitError(
-            {
-                "errorMessage": f"Handler '{function_name}' missing on module '{module_name}'",
-                "errorType": "Runtime.HandlerNotFound",
-                "stackTrace": [],
-            }
-        )
+        raise InitError(runtime_fault("Runtime.HandlerNotFound", f"Handler '{function_name}' missing on module '{module_name}'"))
     return handler
 
 
@@ -98,12 +111,13 @@ def serve() -> None:
         try:
             result = handler(json.loads(request["payload"]), context)
         except Exception as exc:  # a handler error is data for the caller, not a crash
-            reply({"error": error_payload(exc)})
+            reply({"error": error_payload(exc, request["request_id"])})
             continue
         try:
             reply({"result": json.dumps(result)})
         except (TypeError, ValueError) as exc:
-            reply({"error": error_payload(exc, "Runtime.MarshalError")})
+            fault = runtime_fault("Runtime.MarshalError", f"Unable to marshal response: {exc}")
+            reply({"error": {**fault, "requestId": request["request_id"]}})
 
 
 if __name__ == "__main__":

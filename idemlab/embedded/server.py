@@ -3,6 +3,12 @@
 `python -m idemlab.embedded --port 4566` serves in the foreground (what `make up`
 launches in the background); `EmbeddedBackend(port).start()` does the same from
 Python and returns only when the server answers (what the tests use).
+
+The server runs uploaded Lambda code, so it serves this machine only: it binds to
+loopback, and refuses requests whose Host or Origin is not a loopback one (see
+loopback_guard.py). `--allow-remote` (or IDEMLAB_ALLOW_REMOTE=1) lets it bind to another
+address, for a lab served from a VM or container to its host; anyone who reaches that
+address can then run code on this machine.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+ALLOW_REMOTE_VARIABLE = "IDEMLAB_ALLOW_REMOTE"
 HEALTH_PATH = "/_idemlab/health"  # control endpoints stay off the AWS API paths
 COUNTS_PATH = "/_idemlab/counts"
 READY_TIMEOUT_SECONDS = 20
@@ -161,24 +168,37 @@ def _control_middleware(app, runtime):
     return wrapped
 
 
-def serve(port: int, host: str = "127.0.0.1") -> None:
+def is_loopback_bind(host: str) -> bool:
+    from idemlab.embedded.loopback_guard import is_loopback_name
+
+    return is_loopback_name(host)
+
+
+def serve(port: int, host: str = "127.0.0.1", allow_remote: bool = False, lambda_concurrency: int | None = None) -> None:
+    if not (allow_remote or is_loopback_bind(host)):
+        raise ValueError(f"refusing to serve on {host}: not a loopback address (--allow-remote to serve other machines)")
     os.environ["MOTO_PORT"] = str(port)  # moto's Step Functions call back into this server
-    endpoint_url = f"http://{host}:{port}"
+    # Workers and our own clients call back over loopback when bound to every address.
+    callback_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    endpoint_url = f"http://{callback_host}:{port}"
 
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
     from werkzeug.serving import make_server
 
-    from idemlab.embedded import dynamodb_atomic, lambda_api, stepfunctions_ext
+    from idemlab.embedded import dynamodb_atomic, lambda_api, loopback_guard, scheduler_ext, stepfunctions_ext
     from idemlab.embedded.lambda_async import AsyncInvoker
+    from idemlab.embedded.lambda_concurrency import ConcurrencyLimit
     from idemlab.embedded.lambda_runtime import LambdaRuntime
     from idemlab.embedded.rule_scheduler import RuleScheduler
 
     work_dir = Path(tempfile.mkdtemp(prefix="idemlab-lambda-"))
     runtime = LambdaRuntime(endpoint_url, work_dir)
     client = _client_factory(endpoint_url)
-    service = lambda_api.LambdaService(runtime, lambda invoke: AsyncInvoker(invoke, _deliverer(client, endpoint_url)))
+    concurrency = ConcurrencyLimit(lambda_concurrency or _default_lambda_concurrency())
+    service = lambda_api.LambdaService(runtime, lambda invoke: AsyncInvoker(invoke, _deliverer(client, endpoint_url)), concurrency)
     dynamodb_atomic.install()
     stepfunctions_ext.install()
+    scheduler_ext.install()
     lambda_api.install(service, _lookup_function)
     try:
         from idemlab.embedded import terraform_compat
@@ -188,6 +208,7 @@ def serve(port: int, host: str = "127.0.0.1") -> None:
         terraform_compat.install()
 
     app = _control_middleware(DomainDispatcherApplication(create_backend_app), runtime)
+    app = loopback_guard.guard(app, check_host=not allow_remote)
     server = make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)
 
     def stop(signum, frame):
@@ -206,9 +227,42 @@ def serve(port: int, host: str = "127.0.0.1") -> None:
         print("embedded: stopped", file=sys.stderr, flush=True)
 
 
+def _default_lambda_concurrency() -> int:
+    from idemlab.embedded.lambda_concurrency import DEFAULT_CONCURRENT_EXECUTIONS, LIMIT_VARIABLE
+
+    return int(os.environ.get(LIMIT_VARIABLE) or DEFAULT_CONCURRENT_EXECUTIONS)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m idemlab.embedded", description=__doc__)
     parser.add_argument("--port", type=int, default=4566)
-    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind; loopback unless --allow-remote")
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        default=os.environ.get(ALLOW_REMOTE_VARIABLE) == "1",
+        help=f"serve other machines too (also {ALLOW_REMOTE_VARIABLE}=1): they can run code on this one",
+    )
+    parser.add_argument(
+        "--lambda-concurrency",
+        type=_positive,
+        default=None,
+        help="Lambda invocations in flight per account and Region before Invoke answers 429 "
+        "(default: LAMBDA_LIMITS_CONCURRENT_EXECUTIONS, else 40)",
+    )
     args = parser.parse_args(argv)
-    serve(args.port, args.host)
+    if args.lambda_concurrency is None:
+        try:
+            args.lambda_concurrency = _positive(str(_default_lambda_concurrency()))
+        except ValueError as exc:
+            parser.error(f"LAMBDA_LIMITS_CONCURRENT_EXECUTIONS: {exc}")
+    if not (args.allow_remote or is_loopback_bind(args.host)):
+        parser.error(f"--host {args.host} is not a loopback address: the backend runs uploaded code; add --allow-remote to serve other machines")
+    serve(args.port, args.host, args.allow_remote, args.lambda_concurrency)

@@ -1,4 +1,4 @@
-"""Step Functions that execute, plus the three actions moto lacks.
+"""Step Functions that execute, plus the three actions moto lacks, minus what AWS refuses.
 
 - moto runs ASL only when `stepfunctions.execute_state_machine` is on; we turn it on.
 - StartSyncExecution (EXPRESS only): runs the execution on the request thread and
@@ -6,6 +6,18 @@
 - ValidateStateMachineDefinition and ListStateMachineVersions: the AWS provider for
   Terraform calls both when it plans or reads a state machine; unanswered, an apply
   retries for minutes.
+- StartExecution without a name: AWS names the execution with a fresh UUID (StartExecution
+  API reference, `name`). moto's executing backend used the name `None`, so a second
+  unnamed start failed with ExecutionAlreadyExists: a false deduplication.
+- Express executions, as AWS keeps them: an ARN of the shape
+  `arn:aws:states:<region>:<account>:express:<machine>:<name>:<id>`, no name
+  deduplication (two starts with one name run twice: "Execution guarantees" page of the
+  Step Functions developer guide), and nothing to read back. DescribeExecution,
+  StopExecution and GetExecutionHistory refuse an Express execution with InvalidArn, and
+  ListExecutions refuses an EXPRESS machine with StateMachineTypeNotSupported; the codes
+  and messages are those AWS answered in the recordings of LocalStack's
+  tests/aws/services/stepfunctions/v2/test_sfn_api_express.py (v4.14.0). Results of an
+  Express execution are read from StartSyncExecution or from what the execution did.
 """
 
 from __future__ import annotations
@@ -26,36 +38,51 @@ class StateMachineTypeNotSupported(AWSError):
     STATUS = 400
 
 
-def start_sync_execution(self: StepFunctionResponse) -> ActionResult:
-    # Imported here: the ASL parser takes about a second to import, and the server
-    # must be ready in under two.
-    from moto.stepfunctions.parser.backend.execution import SyncExecution
+class InvalidArn(AWSError):
+    TYPE = "InvalidArn"
+    STATUS = 400
 
-    arn = self._get_param("stateMachineArn")
-    name = self._get_param("name") or uuid.uuid4().hex
-    execution_input = self._get_param("input", if_none="{}")
-    backend = self.stepfunction_backend
-    state_machine = backend.describe_state_machine(arn)  # AWS's StateMachineDoesNotExist
+
+NOT_FOR_THIS_TYPE = "This operation is not supported by this type of state machine"
+
+
+def _is_express(state_machine) -> bool:
     # moto keeps the declared type in `type` (its `sm_type` always says STANDARD).
-    if getattr(state_machine, "type", "STANDARD") != "EXPRESS":
-        raise StateMachineTypeNotSupported("This operation is not supported by this type of state machine")
+    return getattr(state_machine, "type", "STANDARD") == "EXPRESS"
+
+
+def _express_arn(backend, state_machine, name: str) -> str:
+    return (
+        f"arn:{backend.partition}:states:{backend.region_name}:{backend.account_id}"
+        f":express:{state_machine.name}:{name}:{uuid.uuid4()}"
+    )
+
+
+def _snapshot(state_machine):
+    """The definition as it is now, for one execution (as the parser backend takes it).
+
+    Live executions hold threads and locks, so they are left out; the backend is shared.
+    """
+    return copy.deepcopy(
+        state_machine,
+        {id(state_machine.executions): [], id(state_machine.backend): state_machine.backend},
+    )
+
+
+def _checked_input(execution_input: str | None) -> str:
+    execution_input = "{}" if execution_input is None else execution_input
     try:
         json.loads(execution_input)
     except ValueError as exc:
         from moto.stepfunctions.exceptions import InvalidExecutionInput
 
         raise InvalidExecutionInput(f"Invalid State Machine Execution Input: '{exc}'") from exc
-    # A snapshot of the definition, as the parser backend takes for StartExecution
-    # (sharing the backend and leaving out live executions, which hold threads).
-    snapshot = copy.deepcopy(
-        state_machine,
-        {id(state_machine.executions): [], id(state_machine.backend): state_machine.backend},
-    )
-    execution_arn = (
-        f"arn:{backend.partition}:states:{backend.region_name}:{backend.account_id}"
-        f":express:{state_machine.name}:{name}:{uuid.uuid4()}"
-    )
-    execution = SyncExecution(
+    return execution_input
+
+
+def _new_execution(execution_class, backend, state_machine, name: str, execution_input: str, execution_arn: str):
+    snapshot = _snapshot(state_machine)
+    return execution_class(
         name=name,
         sm_type=snapshot.sm_type,
         role_arn=snapshot.roleArn,
@@ -69,6 +96,64 @@ def start_sync_execution(self: StepFunctionResponse) -> ActionResult:
         trace_header=None,
         activity_store={},
     )
+
+
+def start_execution(self: StepFunctionResponse) -> ActionResult:
+    """StartExecution: a UUID when no name is given; Express executions kept as AWS keeps them."""
+    # Imported here, as in start_sync_execution: the ASL parser is slow to import.
+    from moto.stepfunctions.parser.backend.execution import Execution
+
+    arn = self._get_param("stateMachineArn")
+    name = self._get_param("name") or str(uuid.uuid4())
+    execution_input = self._get_param("input", if_none="{}")
+    backend = self.stepfunction_backend
+    state_machine = backend.describe_state_machine(arn)
+    if _is_express(state_machine):
+        execution_arn = _express_arn(backend, state_machine, name)
+        # Not kept on the state machine: AWS neither deduplicates Express names nor
+        # answers any read of an Express execution.
+        execution = _new_execution(Execution, backend, state_machine, name, _checked_input(execution_input), execution_arn)
+        execution.start()
+    else:
+        execution = backend.start_execution(arn, name, execution_input)
+    return ActionResult({"executionArn": execution.execution_arn, "startDate": execution.start_date})
+
+
+def _refuse_express_execution(action):
+    def refused(self: StepFunctionResponse):
+        arn = self._get_param("executionArn") or ""
+        if arn.split(":")[5:6] == ["express"]:
+            raise InvalidArn("Invalid Arn: 'Resource type not valid in this context: express'")
+        return action(self)
+
+    refused._idemlab = True
+    return refused
+
+
+def _list_executions_standard_only(action):
+    def refused(self: StepFunctionResponse):
+        if _is_express(self.stepfunction_backend.describe_state_machine(self._get_param("stateMachineArn"))):
+            raise StateMachineTypeNotSupported(NOT_FOR_THIS_TYPE)
+        return action(self)
+
+    refused._idemlab = True
+    return refused
+
+
+def start_sync_execution(self: StepFunctionResponse) -> ActionResult:
+    # Imported here: the ASL parser takes about a second to import, and the server
+    # must be ready in under two.
+    from moto.stepfunctions.parser.backend.execution import SyncExecution
+
+    arn = self._get_param("stateMachineArn")
+    name = self._get_param("name") or str(uuid.uuid4())
+    backend = self.stepfunction_backend
+    state_machine = backend.describe_state_machine(arn)  # AWS's StateMachineDoesNotExist
+    if not _is_express(state_machine):
+        raise StateMachineTypeNotSupported(NOT_FOR_THIS_TYPE)
+    execution_input = _checked_input(self._get_param("input"))
+    execution_arn = _express_arn(backend, state_machine, name)
+    execution = _new_execution(SyncExecution, backend, state_machine, name, execution_input, execution_arn)
     execution.start()  # the sync worker runs the program to its end on this thread
     response = {
         "executionArn": execution_arn,
@@ -114,6 +199,11 @@ def list_state_machine_versions(self: StepFunctionResponse) -> ActionResult:
 
 def install() -> None:
     default_user_config["stepfunctions"]["execute_state_machine"] = True
+    StepFunctionResponse.start_execution = start_execution
+    if not getattr(StepFunctionResponse.describe_execution, "_idemlab", False):
+        for action in ("describe_execution", "stop_execution", "get_execution_history"):
+            setattr(StepFunctionResponse, action, _refuse_express_execution(getattr(StepFunctionResponse, action)))
+        StepFunctionResponse.list_executions = _list_executions_standard_only(StepFunctionResponse.list_executions)
     StepFunctionResponse.start_sync_execution = start_sync_execution
     StepFunctionResponse.validate_state_machine_definition = validate_state_machine_definition
     StepFunctionResponse.list_state_machine_versions = list_state_machine_versions

@@ -1,0 +1,76 @@
+"""Keep web pages away from a server that runs uploaded code on the learner's machine.
+
+moto's server answers any request that reaches its port. It echoes any `Origin` back in
+its CORS answers, so a page on any web site can call it from the learner's browser
+(cross-site requests), and it ignores `Host`, so a site whose name is re-pointed at
+127.0.0.1 can read the answers too (DNS rebinding). Either way a web page could create a
+Lambda function here and run its code on the laptop. So every request is refused with
+403, before moto sees it and without any CORS allowance, when:
+
+- its `Host` is not a loopback name (`localhost`, `*.localhost`, `127.x.x.x`, `[::1]`,
+  any port): a rebinding site sends its own name;
+- it has an `Origin` that is not a loopback one: browsers send `Origin` on cross-site
+  and CORS requests, while boto3, Terraform, the Lambda workers and Step Functions send
+  none.
+
+`--allow-remote` (see server.py) serves other machines on purpose: the `Host` check is
+then off (they reach the server under its network name), the `Origin` check stays.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+from urllib.parse import urlsplit
+
+FORBIDDEN_BODY = b'{"message": "Forbidden: the embedded backend answers only loopback clients"}'
+
+
+def is_loopback_name(host: str) -> bool:
+    """Whether a host name (no port) names this machine's loopback interface."""
+    host = host.strip().rstrip(".").lower()
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if host == "localhost" or host.endswith(".localhost"):  # RFC 6761: always loopback
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _host_name(host_header: str) -> str:
+    """`Host` without its port: `127.0.0.1:4566` -> 127.0.0.1, `[::1]:4566` -> [::1]."""
+    if host_header.startswith("["):
+        return host_header.split("]", 1)[0] + "]"
+    return host_header.rsplit(":", 1)[0] if host_header.count(":") == 1 else host_header
+
+
+def loopback_origin(origin: str) -> bool:
+    parts = urlsplit(origin)
+    return parts.scheme in ("http", "https") and bool(parts.hostname) and is_loopback_name(parts.hostname)
+
+
+def refusal(environ: dict, check_host: bool = True) -> str | None:
+    """Why this request must be refused, or None."""
+    host = environ.get("HTTP_HOST")
+    if check_host and host is not None and not is_loopback_name(_host_name(host)):
+        return f"Host {host!r} is not a loopback name"
+    origin = environ.get("HTTP_ORIGIN")
+    if origin is not None and not loopback_origin(origin):
+        return f"Origin {origin!r} is not a loopback origin"
+    return None
+
+
+def guard(app, check_host: bool = True):
+    """WSGI middleware: answer 403 to what `refusal` names, pass the rest to `app`."""
+
+    def guarded(environ, start_response):
+        reason = refusal(environ, check_host)
+        if reason is not None:
+            print(f"embedded: refused {environ.get('REQUEST_METHOD')} {environ.get('PATH_INFO')}: {reason}", file=sys.stderr, flush=True)
+            start_response("403 Forbidden", [("Content-Type", "application/json"), ("Content-Length", str(len(FORBIDDEN_BODY)))])
+            return [FORBIDDEN_BODY]
+        return app(environ, start_response)
+
+    return guarded
