@@ -16,7 +16,6 @@ import uuid
 from collections import Counter
 from typing import Callable, Iterable
 
-from botocore.exceptions import ClientError
 
 from idemlab import settings
 from idemlab.clients import client
@@ -203,30 +202,21 @@ class Checkout:
             },
         )
 
-    def concurrency_limit(self) -> int | None:
+    def concurrency_limit(self) -> int:
         """Executions this account may run at once outside reserved concurrency (GetAccountSettings).
 
-        None when the backend does not implement GetAccountSettings (moto does not, so
-        neither does the embedded backend yet); AWS and LocalStack answer it.
+        AWS, LocalStack and the embedded backend all answer it (API reference:
+        https://docs.aws.amazon.com/lambda/latest/api/API_GetAccountSettings.html).
         """
-        try:
-            answer = self._lambda.get_account_settings()
-        except ClientError as exc:
-            if exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 404:
-                return None
-            raise
-        return answer["AccountLimit"]["UnreservedConcurrentExecutions"]
+        return self._lambda.get_account_settings()["AccountLimit"]["UnreservedConcurrentExecutions"]
 
 
-def copies_that_fit(wanted: int, concurrency_limit: int | None) -> int:
+def copies_that_fit(wanted: int, concurrency_limit: int) -> int:
     """How many concurrent copies of a checkout fit the account's Lambda concurrency.
 
     Each copy holds two executions (the checkout and its card processor call); beyond
     the limit Lambda throttles (TooManyRequestsException), which is not the lesson.
-    An unknown limit (None) leaves ``wanted`` as it is.
     """
-    if concurrency_limit is None:
-        return wanted
     fit = (concurrency_limit - CONCURRENCY_HEADROOM) // EXECUTIONS_PER_COPY
     if fit < 2:
         raise RuntimeError(
