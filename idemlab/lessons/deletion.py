@@ -247,7 +247,8 @@ def run_steps_in_process(claim: dict) -> str:
                 if attempt == STEP_RETRIES:
                     error = {"Error": type(exc).__name__, "Cause": str(exc)}
                     return complete.handler({**claim, "error": error}, None)["status"]
-        point = steps.next_after(point)
+        if not claim.get(steps.MORE_TO_DO):  # the ASL's MoreRecords / MoreFiles choices
+            point = steps.next_after(point)
     try:
         return complete.handler(claim, None)["status"]
     except errors.ClaimLost:
