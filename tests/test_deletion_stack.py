@@ -195,3 +195,57 @@ def test_a_request_out_of_attempts_fails_to_the_dlq_and_completes_after_redrive(
     assert deletion.request_status(names, request_id) == "COMPLETED"
     assert deletion.leftovers(names, user_id) == GONE
     assert deletion.goodbyes(names, user_id) == 1
+
+
+# Executions that die for good: the claim's own fault points, past the workflow's
+# retries (3 tries: ClaimFailed), and a restart that dies the same way before claiming.
+# Nothing in the workflow gives these requests back; the sweeper must.
+DYING = [
+    ("claim", faults.BEFORE, 3),  # dies before the claim write: stays SCHEDULED
+    ("claim", faults.AFTER_PROGRESS, 3),  # dies after it: PROCESSING until the lease runs out
+    ("claim", faults.BEFORE, 6),  # ... and the sweeper's first restart dies before claiming too
+]
+SWEEPER_PERIODS = 6
+
+
+def run_dying_cell(stack, names, sweeper, state, step, point, times) -> dict:
+    user_id, request_id = new_request(stack, names)
+    deletion.arm_fault(names, step, point, request_id, faults.CRASH, times=times)
+    first = deletion.wait_for(deletion.start(names, request_id))
+    table = deletion._dynamodb().Table(names.tables["deletion_requests"])
+    clock, periods = time.time(), 0
+    while deletion.request_status(names, request_id) not in ("COMPLETED", "FAILED") and periods < SWEEPER_PERIODS:
+        stored = state.read(table, request_id)
+        # The next sweep that can see it: past its lease, due time plus grace, or retry time.
+        clock = max(clock, (stored.lease_expires_at or 0) + sweeper.config.schedule_grace_seconds()) + 1
+        try:
+            restarted = sweeper.run_once(now=clock)["restarted"]
+        except deletion.import_function_module("deletion_errors").SweepIncomplete as exc:
+            restarted = []
+            print(f"sweep incomplete: {exc}")
+        periods += 1
+        for name in restarted:
+            if name.startswith(request_id):
+                deletion.wait_for(deletion.executions_of(stack, name)[0]["executionArn"])
+    return {
+        "cell": f"{step}.{point} x{times}",
+        "first": first["status"],
+        "periods": periods,
+        "status": deletion.request_status(names, request_id),
+        "leftovers": deletion.leftovers(names, user_id),
+        "goodbyes": deletion.goodbyes(names, user_id),
+    }
+
+
+def test_executions_that_die_before_or_at_the_claim_are_recovered_by_the_sweeper(stack, names, monkeypatch):
+    for name, value in names.function_env().items():
+        monkeypatch.setenv(name, value)
+    sweeper = deletion.import_function_module("sweeper")
+    state = deletion.import_function_module("deletion_state")
+    began = time.monotonic()
+    with ThreadPoolExecutor(max_workers=len(DYING)) as pool:
+        results = list(pool.map(lambda c: run_dying_cell(stack, names, sweeper, state, *c), DYING))
+    print(f"\n{len(results)} dying cells in {time.monotonic() - began:.0f} s: {[(r['cell'], r['periods']) for r in results]}")
+    assert [r["first"] for r in results] == ["FAILED"] * len(DYING)  # ClaimFailed: nothing gave the request back
+    wrong = [r for r in results if (r["status"], r["leftovers"], r["goodbyes"]) != ("COMPLETED", GONE, 1)]
+    assert wrong == [], wrong
