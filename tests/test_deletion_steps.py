@@ -466,19 +466,25 @@ def steps_done(names, request_id):
 
 def test_a_sweep_that_fails_on_one_request_still_handles_the_others_and_publishes(names, env):
     env.setenv("METRIC_NAMESPACE", f"Test{uuid.uuid4().hex[:6]}")
-    first, second = requested(new_user(names)), requested(new_user(names))
+    first, second, third = (requested(new_user(names)) for _ in range(3))
     table = requests_table(names)
     state.claim(table, first, "vanished-1", 1, now=time.time() - 200)
     state.claim(table, second, "vanished-2", 1, now=time.time() - 100)
+    failed_once = state.claim(table, third, "exec-3", 60).claim
+    state.release_after_failure(table, failed_once, "injected", 3, 0)  # RETRYABLE, due now
     deletion.arm_fault(names, "sweep", faults.BEFORE, first, faults.ERROR)
-    with pytest.raises(errors.SweepIncomplete, match=first):
+    deletion.arm_fault(names, "restart", faults.BEFORE, third, faults.ERROR)
+    with pytest.raises(errors.SweepIncomplete) as failed:
         sweeper.run_once()
+    assert first in str(failed.value) and third in str(failed.value)
     assert deletion.request_status(names, first) == "PROCESSING"  # left for the next sweep
     assert deletion.request_status(names, second) == "RETRYABLE"
+    assert state.read(table, second).restarts == 1  # handled after the failure before it
+    assert state.read(table, third).restarts == 0
     metrics = clients.client("cloudwatch").list_metrics(Namespace=sweeper.config.optional("METRIC_NAMESPACE"))["Metrics"]
     assert [m["MetricName"] for m in metrics] == ["StuckDeletionRequests"]
-    assert sweeper.run_once()["moved"]["RETRYABLE"] >= 1  # the next sweep takes the one left
-    assert deletion.request_status(names, first) in ("RETRYABLE", "PROCESSING")
+    again = sweeper.run_once()  # the faults are used up: the next sweep takes what was left
+    assert f"{third}-restart-1" in again["restarted"] and f"{first}-restart-1" in again["restarted"]
 
 
 def test_a_request_whose_start_died_before_claiming_is_restarted_by_the_sweeper(names, env):
