@@ -40,6 +40,10 @@ SCHEDULE_MAX_RETRY_ATTEMPTS = 3
 # goes to the dead-letter queue, where someone looks at it, instead of firing silently.
 SCHEDULE_MAX_EVENT_AGE_SECONDS = 3600
 
+# Requests one user may finish (complete or cancel) and ask again under one key: far
+# more than anyone changes their mind, few enough that the walk along them stays short.
+MAX_REQUESTS_PER_KEY = 100
+
 
 def handler(event, context):
     user_id = checked.identifier(event, "user_id")
@@ -72,11 +76,6 @@ def handler(event, context):
         "due_at": request.due_at,
         "created": created,
     }
-
-
-# Requests one user may finish (complete or cancel) and ask again under one key: far
-# more than anyone changes their mind, few enough that the walk along them stays short.
-MAX_REQUESTS_PER_KEY = 100
 
 
 def deletion_request_id(user_id: str, idempotency_key: str = "") -> str:

@@ -61,10 +61,12 @@ def run_once(now: float | None = None) -> dict:
     for seen in waiting:
         try:
             faults.strike(RESTART, faults.BEFORE, seen.deletion_request_id)
+            if seen.unclaimed_restarts >= max_attempts:
+                if give_up(table, seen):
+                    moved[state.Status.FAILED.value] += 1
+                continue
             name = restart(table, seen, now)
-            if name == state.Status.FAILED.value:
-                moved[name] += 1
-            elif name:
+            if name:
                 restarted.append(name)
         except Exception as exc:  # noqa: BLE001
             failures[seen.deletion_request_id] = f"{type(exc).__name__}: {exc}"
@@ -82,13 +84,17 @@ def execution_name(request: state.Request, restart_number: int) -> str:
     return f"{request.deletion_request_id}-restart-{restart_number}"
 
 
+def give_up(table, seen: state.Request) -> bool:
+    """Every restart since the last claim died before claiming: FAILED, with a dead letter
+    (sent first, so a crash in between leaves a message too many, never none)."""
+    reason = f"{seen.unclaimed_restarts} restarts ended before claiming"
+    dead_letters.send(seen.deletion_request_id, seen.user_id, reason)
+    return state.fail_unclaimed(table, seen, reason)
+
+
 def restart(table, seen: state.Request, now: float | None = None) -> str | None:
-    """Start a new attempt; its execution name, "FAILED" when out of restarts, or None
-    when another sweep or a claim got there first."""
-    if seen.unclaimed_restarts >= config.max_attempts():
-        reason = f"{seen.unclaimed_restarts} restarts ended before claiming"
-        dead_letters.send(seen.deletion_request_id, seen.user_id, reason)
-        return state.Status.FAILED.value if state.fail_unclaimed(table, seen, reason) else None
+    """Start a new attempt; its execution name, or None when another sweep or a claim
+    got there first."""
     # Marked first: a crash between the mark and the start leaves a restart that never
     # claims, which the next sweep after the time to claim restarts again.
     number = state.mark_restart(table, seen, config.lease_seconds(), now=now)
