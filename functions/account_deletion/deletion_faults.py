@@ -25,11 +25,13 @@ POINTS = (BEFORE, AFTER_EFFECT, AFTER_PROGRESS)
 
 # A crash ends the invocation without its code recording anything: no except, no
 # finally, no reply. Inside Lambda that is a run past the function's timeout, which
-# AWS, LocalStack and the embedded backend all end the same way (the runtime stops the
-# environment and reports Sandbox.Timedout). Exiting the process is not portable:
-# LocalStack 4.14 does not report a handler's exit (its own test of it is skipped as
-# not yet supported) and the invocation hangs until the timeout anyway. So the process
-# exits only outside Lambda, where there is no timeout to run past (in-process tests).
+# AWS, LocalStack and the embedded backend all end the same way: Lambda stops the
+# invocation and answers with a timeout error (Lambda developer guide, "Configure Lambda
+# function timeout"; LocalStack 4.14 has an AWS-validated test of it). Exiting the
+# process is not portable: LocalStack 4.14 does not report a handler's exit (its own
+# test, test_lambda_handler_exit, is skipped as not yet supported) and the invocation
+# hangs until the timeout anyway. So the process exits only outside Lambda, where there
+# is no timeout to run past (in-process tests that run the steps in a child process).
 CRASH = "crash"
 TIMEOUT = "timeout"  # the step hangs past its Lambda timeout; outside Lambda, a stall
 ERROR = "error"  # the step raises InjectedFault
