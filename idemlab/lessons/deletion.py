@@ -11,6 +11,7 @@ import importlib
 import json
 import sys
 import threading
+import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -532,20 +533,27 @@ def sweep_now(lab: dict) -> dict:
     return body
 
 
-def stuck_metric(lab: dict, minutes: int = 15) -> dict:
-    """What the stuck-requests alarm watches, and the values the sweeper published to it."""
+def stuck_metric(lab: dict, minutes: int = 15, wait_seconds: float = 0) -> dict:
+    """What the stuck-requests alarm watches, and the values the sweeper published to it
+    (waiting up to ``wait_seconds`` for the first one: CloudWatch may be slow to show a
+    new metric)."""
     cloudwatch = clients.client("cloudwatch")
     alarm = cloudwatch.describe_alarms(AlarmNames=[lab["alarms"]["stuck_processing"]])["MetricAlarms"][0]
-    now = datetime.datetime.now(datetime.timezone.utc)
-    points = cloudwatch.get_metric_statistics(
-        Namespace=alarm["Namespace"],
-        MetricName=alarm["MetricName"],
-        Dimensions=alarm["Dimensions"],
-        StartTime=now - datetime.timedelta(minutes=minutes),
-        EndTime=now + datetime.timedelta(minutes=1),
-        Period=60,
-        Statistics=["Maximum"],
-    )["Datapoints"]
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        now = datetime.datetime.now(datetime.timezone.utc)
+        points = cloudwatch.get_metric_statistics(
+            Namespace=alarm["Namespace"],
+            MetricName=alarm["MetricName"],
+            Dimensions=alarm["Dimensions"],
+            StartTime=now - datetime.timedelta(minutes=minutes),
+            EndTime=now + datetime.timedelta(minutes=1),
+            Period=60,
+            Statistics=["Maximum"],
+        )["Datapoints"]
+        if points or time.monotonic() > deadline:
+            break
+        time.sleep(10)
     return {
         "metric": f"{alarm['Namespace']}/{alarm['MetricName']}",
         "dimensions": alarm["Dimensions"],
