@@ -4,7 +4,7 @@ Runs on a schedule. Every lookup uses the ``by_status_lease`` index (status, the
 moment the request should have moved by), never a table scan:
 
 - PROCESSING with an expired lease: its worker vanished. It goes back to RETRYABLE
-  (FAILED, with a dead letter, on its last attempt).
+  (FAILED, with a dead letter, on its last attempt) and is restarted in the same sweep.
 - RETRYABLE whose retry time has come, and SCHEDULED still unclaimed a grace period
   after it was due (its start died before claiming): restarted, each restart under a
   new execution name, with a time to claim. A request whose restarts all died before
@@ -49,7 +49,9 @@ def run_once(now: float | None = None) -> dict:
             faults.strike(SWEEP, faults.BEFORE, seen.deletion_request_id)
             if state.is_last_attempt(seen.attempts, max_attempts):
                 dead_letters.send(seen.deletion_request_id, seen.user_id, f"lease of {seen.lease_owner} expired on the last attempt")
-            result = state.sweep(table, seen, max_attempts, config.retry_delay_seconds(), now=now)
+            # No retry delay: the lease that ran out was the wait, so the request is
+            # restarted below in this same sweep, not one sweeper period later.
+            result = state.sweep(table, seen, max_attempts, 0, now=now)
             if result is not None:
                 moved[result.value] += 1
         except Exception as exc:  # noqa: BLE001 - one request's trouble must not hide the others
