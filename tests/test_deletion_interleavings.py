@@ -1,5 +1,7 @@
-"""Property: whatever the interleaving of claims, lease expiry, zombie writes, sweeps,
-completions and failures, DynamoDB accepts no write from a superseded claim.
+"""Property: whatever the interleaving of claims, lease expiry, zombie writes, sweeps
+(some failing midway), restarts (some dying before they claim), completions and
+failures, DynamoDB accepts no write from a superseded claim, and no request is left
+behind: from any state, the sweeper and fresh workers bring it to COMPLETED or FAILED.
 
 Hypothesis drives several workers against one deletion request on a real DynamoDB API;
 a small model says which claim is current, and every answer of the table is checked
@@ -40,6 +42,9 @@ class Tally:
         self.stale_accepted = 0
         self.current_accepted = 0
         self.completed = 0
+        self.sweeps_failed_midway = 0
+        self.restarts_died = 0
+        self.drained = {"COMPLETED": 0, "FAILED": 0}
 
 
 class DeletionInterleavings(RuleBasedStateMachine):
@@ -56,7 +61,9 @@ class DeletionInterleavings(RuleBasedStateMachine):
         self.token = 0
         self.attempts = 0
         self.owner = None
-        self.lease_until = None
+        self.lease_until = T0  # a SCHEDULED request's due time
+        self.restarts = 0
+        self.unclaimed_restarts = 0
         self.steps = set()
         self.held = {}  # worker -> the last Claim it won, current or not
 
@@ -65,18 +72,21 @@ class DeletionInterleavings(RuleBasedStateMachine):
 
     @rule(worker=st.sampled_from(WORKERS))
     def claim(self, worker):
-        claimable = self.status in (Status.SCHEDULED, Status.RETRYABLE) or (
-            self.status is Status.PROCESSING and (self.lease_until < self.now or self.owner == worker)
-        )
+        expired = self.status is Status.PROCESSING and self.lease_until < self.now
+        fresh = self.status in (Status.SCHEDULED, Status.RETRYABLE) or expired
+        again = self.status is Status.PROCESSING and not expired and self.owner == worker
         result = state.claim(self.table, self.request_id, worker, LEASE, now=self.now)
-        if not claimable:
+        if not (fresh or again):
             assert result.outcome is not ClaimOutcome.CLAIMED
             return
         assert result.outcome is ClaimOutcome.CLAIMED
         self.token += 1
-        self.attempts += 1
+        if fresh:  # the same execution claiming again is not a new attempt
+            self.attempts += 1
         assert result.claim.fencing_token == self.token
+        assert result.claim.attempts == self.attempts
         self.status, self.owner, self.lease_until = Status.PROCESSING, worker, self.now + LEASE
+        self.unclaimed_restarts = 0
         self.held[worker] = result.claim
 
     @rule(seconds=st.integers(min_value=0, max_value=2 * LEASE))
@@ -154,17 +164,60 @@ class DeletionInterleavings(RuleBasedStateMachine):
         self.status, self.owner = expected, None
         self.lease_until = self.now if expected is Status.RETRYABLE else None
 
-    @rule()
-    def sweep(self):
+    @rule(fails_midway=st.booleans())
+    def sweep(self, fails_midway):
         for seen in state.expired_leases(self.table, now=self.now):
             if seen.deletion_request_id != self.request_id:
                 continue
-            moved = state.sweep(self.table, seen, MAX_ATTEMPTS, 0, now=self.now)
             assert self.status is Status.PROCESSING and self.lease_until < self.now
+            if fails_midway:
+                # The sweeper found it (and may have sent a dead letter), then died
+                # before its write: nothing changed, the next sweep finds it again.
+                self.tally.sweeps_failed_midway += 1
+                continue
+            moved = state.sweep(self.table, seen, MAX_ATTEMPTS, 0, now=self.now)
             expected = Status.FAILED if self.attempts >= MAX_ATTEMPTS else Status.RETRYABLE
             assert moved is expected
             self.status, self.owner = expected, None
             self.lease_until = self.now if expected is Status.RETRYABLE else None
+
+    @rule()
+    def restart(self):
+        """The sweeper's second half: restart what waits past its time. The restart here
+        never claims (it died before claiming) unless a worker's claim rule follows."""
+        waiting = state.overdue_scheduled(self.table, 0, now=self.now) + state.due_retries(self.table, now=self.now)
+        for seen in waiting:
+            if seen.deletion_request_id != self.request_id:
+                continue
+            assert self.status in (Status.SCHEDULED, Status.RETRYABLE) and self.lease_until <= self.now
+            if self.unclaimed_restarts >= MAX_ATTEMPTS:
+                assert state.fail_unclaimed(self.table, seen, "restarts died before claiming")
+                self.status, self.lease_until = Status.FAILED, None
+                return
+            number = state.mark_restart(self.table, seen, LEASE, now=self.now)
+            self.restarts += 1
+            self.unclaimed_restarts += 1
+            assert number == self.restarts
+            self.lease_until = self.now + LEASE
+            self.tally.restarts_died += 1
+
+    def teardown(self):
+        """No request left behind: sweeper periods pass, each with a sweep, a restart and
+        a fresh worker that claims and finishes; it must end COMPLETED or FAILED."""
+        for period in range(3 * MAX_ATTEMPTS + 3):
+            if self.status in (Status.COMPLETED, Status.FAILED):
+                break
+            self.now += 2 * LEASE
+            self.sweep(fails_midway=period == 0)  # the first sweep of the drain dies midway
+            self.restart()
+            worker = f"drain-{period}"
+            self.claim(worker)
+            if worker in self.held:
+                self.every_step(worker)
+                self.complete(worker)
+            self.table_agrees_with_the_model()
+        assert self.status in (Status.COMPLETED, Status.FAILED), f"left behind: {self.status}"
+        self.tally.drained[self.status.value] += 1
 
     @invariant()
     def table_agrees_with_the_model(self):
@@ -198,3 +251,7 @@ def test_no_interleaving_lets_a_superseded_claim_write(table):
     assert tally.stale_refused > 0
     assert tally.current_accepted > 0
     assert tally.completed > 0
+    assert tally.sweeps_failed_midway > 0 and tally.restarts_died > 0
+    assert sum(tally.drained.values()) > 0
+    print(f"stale writes refused {tally.stale_refused}, accepted {tally.stale_accepted}; "
+          f"sweeps failed midway {tally.sweeps_failed_midway}; restarts died {tally.restarts_died}; drained {tally.drained}")

@@ -114,11 +114,17 @@ def test_every_fault_point_and_delivery_pattern_deletes_once(stack, names):
 def invoke_naive(stack, request_id: str) -> bool:
     """One delivery to the naive worker, retried once after a crash as Lambda would; True if it ran to the end."""
     payload = json.dumps({"deletion_request_id": request_id}).encode()
-    lam = clients.client("lambda")
+    lam = naive_client()
     for _ in range(2):
         if not lam.invoke(FunctionName=stack["functions"]["naive_deletion_worker"], Payload=payload).get("FunctionError"):
             return True
     return False
+
+
+def naive_client():
+    """A crash runs past the naive worker's 60-second timeout: wait longer than that, and
+    let the SDK retry nothing (its retry would be one more delivery)."""
+    return clients.client("lambda", read_timeout=90, retries={"max_attempts": 1})
 
 
 NAIVE_POINTS = [(step, point) for step in ("delete_records", "delete_files", "delete_identity", "send_goodbye") for point in (faults.BEFORE, faults.AFTER_EFFECT)]
@@ -126,7 +132,10 @@ NAIVE_POINTS = [(step, point) for step in ("delete_records", "delete_files", "de
 
 def run_naive_cell(stack, names, step, point, deliveries) -> dict:
     user_id, request_id = new_request(stack, names)
-    deletion.arm_fault(names, step, point, request_id, faults.CRASH)
+    # An error, not a crash: the naive worker catches nothing, so an exception leaves
+    # exactly what a crash at the same point leaves, without waiting out its 60-second
+    # timeout in each of 24 cells (the crash itself is shown by the test below).
+    deletion.arm_fault(names, step, point, request_id, faults.ERROR)
     for _ in range(deliveries):
         invoke_naive(stack, request_id)
     return {
@@ -158,7 +167,7 @@ def test_the_naive_worker_not_retried_after_a_crash_leaves_the_work_half_done(st
     user_id, request_id = new_request(stack, names)
     deletion.arm_fault(names, "delete_files", faults.AFTER_EFFECT, request_id, faults.CRASH)
     payload = json.dumps({"deletion_request_id": request_id}).encode()
-    answer = clients.client("lambda").invoke(FunctionName=stack["functions"]["naive_deletion_worker"], Payload=payload)
+    answer = naive_client().invoke(FunctionName=stack["functions"]["naive_deletion_worker"], Payload=payload)
     assert answer.get("FunctionError")
     left = deletion.leftovers(names, user_id)
     print(f"naive, crashed once, not retried: status {deletion.request_status(names, request_id)}, left {left}")
@@ -195,3 +204,61 @@ def test_a_request_out_of_attempts_fails_to_the_dlq_and_completes_after_redrive(
     assert deletion.request_status(names, request_id) == "COMPLETED"
     assert deletion.leftovers(names, user_id) == GONE
     assert deletion.goodbyes(names, user_id) == 1
+
+
+# Executions that die for good: the claim's own fault points, past the workflow's
+# retries (3 tries: ClaimFailed), and a restart that dies the same way before claiming.
+# Nothing in the workflow gives these requests back; the sweeper must.
+DYING = [
+    ("claim", faults.BEFORE, 3),  # dies before the claim write: stays SCHEDULED
+    ("claim", faults.AFTER_PROGRESS, 3),  # dies after it: PROCESSING until the lease runs out
+    ("claim", faults.BEFORE, 6),  # ... and the sweeper's first restart dies before claiming too
+]
+SWEEPER_PERIODS = 6  # a bound, so a regression fails instead of looping
+
+
+def test_executions_that_die_before_or_at_the_claim_are_recovered_by_the_sweeper(stack, names, monkeypatch):
+    for name, value in names.function_env().items():
+        monkeypatch.setenv(name, value)
+    sweeper = deletion.import_function_module("sweeper")
+    state = deletion.import_function_module("deletion_state")
+    table = deletion._dynamodb().Table(names.tables["deletion_requests"])
+    cells = []
+    for step, point, times in DYING:
+        user_id, request_id = new_request(stack, names)
+        deletion.arm_fault(names, step, point, request_id, faults.CRASH, times=times)
+        cells.append({"cell": f"{step}.{point} x{times}", "user": user_id, "request": request_id})
+    began = time.monotonic()
+    with ThreadPoolExecutor(max_workers=len(cells)) as pool:
+        firsts = list(pool.map(lambda c: deletion.wait_for(deletion.start(names, c["request"]))["status"], cells))
+    assert firsts == ["FAILED"] * len(cells)  # ClaimFailed: nothing gave the requests back
+    # One sweeper, one clock: a sweep runs only once every execution it started has
+    # ended, so no live worker's lease is judged by a clock that ran ahead of it.
+    clock, sweeps = time.time(), 0
+    while sweeps < SWEEPER_PERIODS:
+        waiting = [state.read(table, c["request"]) for c in cells]
+        waiting = [r for r in waiting if r.status.value not in ("COMPLETED", "FAILED")]
+        if not waiting:
+            break
+        # The next moment a sweep can see each of them: past its lease, due time plus grace, or retry time.
+        clock = max([clock] + [(r.lease_expires_at or 0) + sweeper.config.schedule_grace_seconds() for r in waiting]) + 1
+        restarted = sweeper.run_once(now=clock)["restarted"]
+        sweeps += 1
+        for name in restarted:
+            deletion.wait_for(deletion.executions_of(stack, name)[0]["executionArn"])
+    results = [
+        {
+            "cell": c["cell"],
+            "status": deletion.request_status(names, c["request"]),
+            "leftovers": deletion.leftovers(names, c["user"]),
+            "goodbyes": deletion.goodbyes(names, c["user"]),
+        }
+        for c in cells
+    ]
+    print(f"\n{len(cells)} dying cells in {time.monotonic() - began:.0f} s, {sweeps} sweeps")
+    wrong = [r for r in results if (r["status"], r["leftovers"], r["goodbyes"]) != ("COMPLETED", GONE, 1)]
+    assert wrong == [], wrong
+    # Each dead execution costs one sweep: the first sweep after a request is overdue
+    # (past due plus grace, or past its lease) restarts it; the restart that died too
+    # is restarted by the sweep after that.
+    assert sweeps <= 2

@@ -77,7 +77,7 @@ def test_a_deletion_removes_everything_of_its_user_and_nothing_else(names, env):
 def test_asking_twice_for_the_same_user_returns_the_same_request_and_one_schedule(names, env):
     user = new_user(names)
     first = request_deletion.handler({"user_id": user, "delay_seconds": 3600}, None)
-    second = request_deletion.handler({"user_id": user, "delay_seconds": 7200}, None)
+    second = request_deletion.handler({"user_id": user, "delay_seconds": 3600}, None)
     assert first["created"] and not second["created"]
     assert second["deletion_request_id"] == first["deletion_request_id"]
     assert second["due_at"] == first["due_at"]
@@ -103,6 +103,8 @@ def test_asking_twice_for_the_same_user_returns_the_same_request_and_one_schedul
         ({"user_id": ""}, "user_id"),
         ({"user_id": "has space"}, "user_id"),
         ({"user_id": "x" * 41}, "user_id"),
+        ({"user_id": "u1\n"}, "user_id"),
+        ({"user_id": "ok", "idempotency_key": "k\n"}, "idempotency_key"),
         ({"user_id": "ok", "delay_seconds": -1}, "delay_seconds"),
         ({"user_id": "ok", "delay_seconds": "30"}, "delay_seconds"),
         ({"user_id": "ok", "idempotency_key": "a/b"}, "idempotency_key"),
@@ -238,13 +240,13 @@ def test_a_crashed_worker_is_swept_restarted_and_resumed(names, env):
     time.sleep(2.1)  # the crashed worker's lease runs out (whole seconds)
     swept = sweeper.run_once()
     assert swept["stuck"] >= 1
-    assert f"{request_id}-retry-1" in swept["restarted"]
+    assert f"{request_id}-restart-1" in swept["restarted"]
     assert deletion.request_status(names, request_id) == "RETRYABLE"
-    assert deletion.run_workflow_in_process(request_id, f"{request_id}-retry-1") == "COMPLETED"
+    assert deletion.run_workflow_in_process(request_id, f"{request_id}-restart-1") == "COMPLETED"
     assert deletion.leftovers(names, user) == GONE
     assert deletion.goodbyes(names, user) == 1
     again = sweeper.run_once()
-    assert f"{request_id}-retry-1" not in again["restarted"]
+    assert not [name for name in again["restarted"] if name.startswith(request_id)]
 
 
 @pytest.mark.timeout(60)
@@ -281,10 +283,10 @@ def test_the_sweeper_publishes_the_stuck_count(names, env):
     assert result["stuck"] >= 1
     cloudwatch = clients.client("cloudwatch")
     metrics = cloudwatch.list_metrics(Namespace=sweeper.config.optional("METRIC_NAMESPACE"))["Metrics"]
-    assert [(m["MetricName"], m["Dimensions"]) for m in metrics] == [("StuckProcessingRequests", [{"Name": "Prefix", "Value": "lab-under-test"}])]
+    assert [(m["MetricName"], m["Dimensions"]) for m in metrics] == [("StuckDeletionRequests", [{"Name": "Prefix", "Value": "lab-under-test"}])]
     stats = cloudwatch.get_metric_statistics(
         Namespace=sweeper.config.optional("METRIC_NAMESPACE"),
-        MetricName="StuckProcessingRequests",
+        MetricName="StuckDeletionRequests",
         Dimensions=[{"Name": "Prefix", "Value": "lab-under-test"}],
         StartTime=time.time() - 600,
         EndTime=time.time() + 600,
@@ -355,3 +357,164 @@ def test_arming_a_fault_wrongly_is_refused_and_arms_nothing(names, env, point, k
     with pytest.raises(errors.InvalidDeletionInput):
         faults.arm(faults_table, "delete_files", point, "del-x", kind, times)
     assert faults_table.scan(Select="COUNT")["Count"] == before
+
+
+# -- issue 11: nothing stuck, nothing refused, nothing forged ------------------------
+
+
+def test_a_reused_key_with_another_delay_is_refused_and_changes_nothing(names, env):
+    user = new_user(names)
+    first = request_deletion.handler({"user_id": user, "idempotency_key": "k1", "delay_seconds": 3600}, None)
+    with pytest.raises(errors.IdempotencyKeyReused, match="delay_seconds=3600"):
+        request_deletion.handler({"user_id": user, "idempotency_key": "k1", "delay_seconds": 60}, None)
+    stored = state.read(requests_table(names), first["deletion_request_id"])
+    assert (stored.status, stored.due_at) == (state.Status.SCHEDULED, first["due_at"])
+
+
+@pytest.mark.parametrize("finish", ["cancel", "complete"])
+def test_a_user_whose_request_is_over_can_ask_again(names, env, finish):
+    user = new_user(names)
+    first = requested(user)
+    if finish == "cancel":
+        cancel_deletion.handler({"deletion_request_id": first}, None)
+    else:
+        assert deletion.run_workflow_in_process(first, "exec-1") == "COMPLETED"
+        deletion.seed_user(names, user)  # the user came back
+    again = request_deletion.handler({"user_id": user, "delay_seconds": 0}, None)
+    assert again["created"] is True and again["status"] == "SCHEDULED"
+    assert again["deletion_request_id"] != first
+    schedule = f"deletion-{again['deletion_request_id']}"
+    assert clients.client("scheduler").get_schedule(Name=schedule, GroupName=names.schedule_group)["Name"] == schedule
+    repeat = request_deletion.handler({"user_id": user, "delay_seconds": 0}, None)
+    assert (repeat["deletion_request_id"], repeat["created"]) == (again["deletion_request_id"], False)
+    assert deletion.run_workflow_in_process(again["deletion_request_id"], "exec-again") == "COMPLETED"
+    assert deletion.leftovers(names, user) == GONE
+
+
+@pytest.mark.parametrize("step", ["delete_records", "delete_files", "delete_identity"])
+def test_a_step_acts_on_the_stored_user_not_the_one_the_event_names(names, env, step):
+    user, victim = new_user(names), new_user(names)
+    request_id = requested(user)
+    won = state.claim(requests_table(names), request_id, "exec-forged", 60)
+    forged = {**steps.claim_to_event(won.claim), "user_id": victim}
+    deletion.import_function_module(step).handler(forged, None)
+    assert deletion.leftovers(names, victim) == {"records": 3, "files": 2, "identities": 1}
+    gone = {"delete_records": "records", "delete_files": "files", "delete_identity": "identities"}[step]
+    assert deletion.leftovers(names, user)[gone] == 0
+
+
+def test_the_goodbye_goes_to_the_address_captured_before_the_identity_was_deleted(names, env):
+    user = new_user(names)
+    request_id = requested(user)
+    assert deletion.run_workflow_in_process(request_id, "exec-1") == "COMPLETED"
+    outbox = deletion._dynamodb().Table(names.tables["email_outbox"])
+    sent = outbox.get_item(Key={"idempotency_key": f"goodbye#{request_id}"}, ConsistentRead=True)["Item"]
+    assert sent["to"] == f"{user}@example.com"
+    # Kept only until the goodbye went out: the finished request holds no address.
+    assert state.read(requests_table(names), request_id).goodbye_address is None
+
+
+def test_the_address_survives_a_crash_after_the_identity_was_deleted(names, env):
+    user = new_user(names)
+    request_id = requested(user)
+    deletion.arm_fault(names, "delete_identity", faults.AFTER_EFFECT, request_id, faults.ERROR)
+    assert deletion.run_workflow_in_process(request_id, "exec-1") == "COMPLETED"
+    outbox = deletion._dynamodb().Table(names.tables["email_outbox"])
+    assert outbox.get_item(Key={"idempotency_key": f"goodbye#{request_id}"})["Item"]["to"] == f"{user}@example.com"
+
+
+class Deadline:
+    """A Lambda context whose remaining time runs down by one second per question."""
+
+    def __init__(self, seconds: float):
+        self.left = seconds
+
+    def get_remaining_time_in_millis(self) -> int:
+        self.left -= 1
+        return int(self.left * 1000)
+
+
+def test_a_large_user_is_deleted_page_by_page_across_invocations(names, env, monkeypatch):
+    delete_records = deletion.import_function_module("delete_records")
+    delete_files = deletion.import_function_module("delete_files")
+    monkeypatch.setattr(delete_files, "OBJECTS_PER_DELETE", 2)  # 7 files: 4 pages of 2
+    user = new_user(names, records=250, files=7)
+    request_id = requested(user)
+    claim = steps.claim_to_event(state.claim(requests_table(names), request_id, "exec-big", 60).claim)
+    invocations = {}
+    for step, module in (("delete_records", delete_records), ("delete_files", delete_files)):
+        invocations[step] = 0
+        while True:
+            # Each invocation has time for about one page before its deadline.
+            answer = module.handler(claim, Deadline(steps.PAGE_MARGIN_SECONDS + 0.5))
+            invocations[step] += 1
+            if not answer.get(steps.MORE_TO_DO):
+                break
+            assert step not in steps_done(names, request_id)  # not recorded while some are left
+            assert invocations[step] < 10
+        claim = answer
+    print(f"invocations: {invocations}")
+    # One page each: 99 + 99 + 52 records; 2 + 2 + 2 + 1 files, then one that finds none left.
+    assert invocations == {"delete_records": 3, "delete_files": 5}
+    assert deletion.leftovers(names, user) == {"records": 0, "files": 0, "identities": 1}
+    assert {"delete_records", "delete_files"} <= steps_done(names, request_id)
+
+
+def steps_done(names, request_id):
+    return state.read(requests_table(names), request_id).steps_done
+
+
+def test_a_sweep_that_fails_on_one_request_still_handles_the_others_and_publishes(names, env):
+    env.setenv("METRIC_NAMESPACE", f"Test{uuid.uuid4().hex[:6]}")
+    first, second, third = (requested(new_user(names)) for _ in range(3))
+    table = requests_table(names)
+    state.claim(table, first, "vanished-1", 1, now=time.time() - 200)
+    state.claim(table, second, "vanished-2", 1, now=time.time() - 100)
+    failed_once = state.claim(table, third, "exec-3", 60).claim
+    state.release_after_failure(table, failed_once, "injected", 3, 0)  # RETRYABLE, due now
+    deletion.arm_fault(names, "sweep", faults.BEFORE, first, faults.ERROR)
+    deletion.arm_fault(names, "restart", faults.BEFORE, third, faults.ERROR)
+    with pytest.raises(errors.SweepIncomplete) as failed:
+        sweeper.run_once()
+    assert first in str(failed.value) and third in str(failed.value)
+    assert deletion.request_status(names, first) == "PROCESSING"  # left for the next sweep
+    assert deletion.request_status(names, second) == "RETRYABLE"
+    assert state.read(table, second).restarts == 1  # handled after the failure before it
+    assert state.read(table, third).restarts == 0
+    metrics = clients.client("cloudwatch").list_metrics(Namespace=sweeper.config.optional("METRIC_NAMESPACE"))["Metrics"]
+    assert [m["MetricName"] for m in metrics] == ["StuckDeletionRequests"]
+    again = sweeper.run_once()  # the faults are used up: the next sweep takes what was left
+    assert f"{third}-restart-1" in again["restarted"] and f"{first}-restart-1" in again["restarted"]
+
+
+def test_a_request_whose_start_died_before_claiming_is_restarted_by_the_sweeper(names, env):
+    user = new_user(names)
+    request_id = requested(user)  # due now; its execution died before the claim (ClaimFailed)
+    grace = sweeper.config.schedule_grace_seconds()
+    assert not [n for n in sweeper.run_once()["restarted"] if n.startswith(request_id)]  # within the grace
+    swept = sweeper.run_once(now=time.time() + grace + 1)
+    assert f"{request_id}-restart-1" in swept["restarted"]
+    assert swept["stuck"] >= 1
+    assert deletion.run_workflow_in_process(request_id, f"{request_id}-restart-1") == "COMPLETED"
+    assert deletion.leftovers(names, user) == GONE
+
+
+def test_a_restart_that_dies_before_claiming_gets_a_new_name_then_fails_to_the_dlq(names, env):
+    env.setenv("MAX_ATTEMPTS", "2")
+    drain(names.deletion_dlq_url)
+    request_id = requested(new_user(names))
+    table = requests_table(names)
+    won = state.claim(table, request_id, "exec-1", 60).claim
+    state.release_after_failure(table, won, "injected", 2, 0)
+    lease = sweeper.config.lease_seconds()
+    later = time.time()
+    names_started = []
+    # The stand-in workflow never claims: every restart "dies before claiming".
+    for _ in range(3):
+        swept = sweeper.run_once(now=later)
+        names_started += [n for n in swept["restarted"] if n.startswith(request_id)]
+        later += lease + 1
+    assert names_started == [f"{request_id}-restart-1", f"{request_id}-restart-2"]
+    assert deletion.request_status(names, request_id) == "FAILED"
+    mine = [m for m in drain(names.deletion_dlq_url) if m["MessageAttributes"]["DELETION_REQUEST_ID"]["StringValue"] == request_id]
+    assert len(mine) == 1 and "before claiming" in mine[0]["MessageAttributes"]["ERROR_MESSAGE"]["StringValue"]

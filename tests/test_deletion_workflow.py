@@ -290,3 +290,21 @@ def test_cancel_racing_the_fire_has_one_winner_and_a_consistent_end(deployed, fu
             assert deletion.goodbyes(deployed, user_id) == 1
     print(f"cancel vs fire: {tally}")
     assert sum(tally.values()) == 6
+
+
+@pytest.mark.timeout(120)
+def test_a_user_with_more_records_than_one_invocation_deletes_is_finished_by_the_workflow(deployed):
+    # With a 4-second function timeout, every DeleteRecords invocation is short of time
+    # after its first page: it stops there, and the workflow runs it again.
+    user_id = f"u{uuid.uuid4().hex[:10]}"
+    deletion.seed_user(deployed, user_id, records=250, files=1)
+    request_id = request_deletion.deletion_request_id(user_id)
+    state = deletion.import_function_module("deletion_state")
+    state.create(deletion._dynamodb().Table(deployed.tables["deletion_requests"]), request_id, user_id, int(time.time()))
+    execution = finished(start(deployed, request_id))
+    assert execution["status"] == "SUCCEEDED", execution
+    ran = [what for state_name, what in deletion.task_attempts(execution["executionArn"]) if state_name == "DeleteRecords"]
+    assert ran == ["succeeded"] * 3  # 99 + 99 + 52 records
+    assert deletion.request_status(deployed, request_id) == "COMPLETED"
+    assert deletion.leftovers(deployed, user_id) == GONE
+    assert deletion.goodbyes(deployed, user_id) == 1

@@ -152,3 +152,22 @@ def test_the_command_redrives_the_queues_it_is_given_and_exits_nonzero_on_leftov
     clients.client("sqs").send_message(QueueUrl=dlq["url"], MessageBody="{}", MessageAttributes=missing)
     assert redrive.main([dlq["url"]]) == 1
     assert depth(dlq["url"]) == 1
+
+
+FAIL_MACHINE = json.dumps({"StartAt": "ClaimFailed", "States": {"ClaimFailed": {"Type": "Fail", "Error": "ClaimFailed"}}})
+
+
+def test_a_schedule_event_whose_named_execution_failed_is_delivered_again_under_its_own_name(dlq):
+    # The schedule's start ran and failed before it could claim; its name is taken for
+    # good, so a redrive under that name would be refused and look delivered.
+    sfn = clients.client("stepfunctions")
+    machine = sfn.create_state_machine(name=f"claimfailed-{uuid.uuid4().hex[:8]}", definition=FAIL_MACHINE, roleArn=ROLE)
+    first = sfn.start_execution(stateMachineArn=machine["stateMachineArn"], name="del-req", input="{}")["executionArn"]
+    assert clients.wait_for_execution(first, 30, poll_seconds=0.1)["status"] == "FAILED"
+    body = json.dumps({"StateMachineArn": machine["stateMachineArn"], "Name": "del-req", "Input": "{}"})
+    attributes = {"TARGET_ARN": {"DataType": "String", "StringValue": "arn:aws:scheduler:::aws-sdk:sfn:startExecution"}}
+    sent = clients.client("sqs").send_message(QueueUrl=dlq["url"], MessageBody=body, MessageAttributes=attributes)
+    report = redrive.run_once(dlq["url"])
+    assert (report.delivered, report.already_delivered) == ([sent["MessageId"]], [])
+    assert sorted(executions(machine["stateMachineArn"])) == sorted(["del-req", f"redrive-{sent['MessageId']}"])
+    assert depth(dlq["url"]) == 0

@@ -4,6 +4,7 @@ once the attempts are used up."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import deletion_config as config
@@ -31,10 +32,12 @@ def release(claim: state.Claim, reason: str) -> dict:
     current = state.read(table, claim.deletion_request_id)
     if current.status is not state.Status.PROCESSING or current.fencing_token != claim.fencing_token:
         return {"deletion_request_id": claim.deletion_request_id, "status": "superseded"}
-    if state.is_last_attempt(claim.attempts, config.max_attempts()):
-        dead_letters.send(claim.deletion_request_id, claim.user_id, reason)
+    if state.is_last_attempt(current.attempts, config.max_attempts()):
+        dead_letters.send(claim.deletion_request_id, current.user_id, reason)
     try:
-        status = state.release_after_failure(table, claim, reason, config.max_attempts(), config.retry_delay_seconds())
+        # The attempt count is the stored one, not what the event says.
+        held = dataclasses.replace(claim, user_id=current.user_id, attempts=current.attempts)
+        status = state.release_after_failure(table, held, reason, config.max_attempts(), config.retry_delay_seconds())
     except ClaimLost:
         return {"deletion_request_id": claim.deletion_request_id, "status": "superseded"}
     return {"deletion_request_id": claim.deletion_request_id, "status": status.value, "error": reason}

@@ -1,6 +1,9 @@
-"""Step 3: delete the user's files (every object under ``<user_id>/``).
+"""Step 3: delete the user's files (every object under ``<user_id>/``), page by page.
 
-Deleting what is already gone succeeds, so a retry after a crash is harmless.
+One listing page (up to 1000 keys) is deleted before the next is listed, and each page
+renews the claim's lease under its token. Deleting what is already gone succeeds, so a
+retry after a crash is harmless, and what a crashed invocation deleted stays deleted:
+the next one lists only what is left.
 """
 
 from __future__ import annotations
@@ -10,10 +13,10 @@ from botocore.exceptions import ClientError
 import deletion_config as config
 import deletion_state as state
 from deletion_errors import DeletionStoreUnavailable
-from deletion_steps import run_step
+from deletion_steps import run_step, time_is_short
 
 STEP = "delete_files"
-OBJECTS_PER_DELETE = 1000  # DeleteObjects' limit
+OBJECTS_PER_DELETE = 1000  # DeleteObjects' limit, and ListObjectsV2's page
 
 
 def handler(event, context):
@@ -25,17 +28,23 @@ def user_prefix(user_id: str) -> str:
     return f"{user_id}/"
 
 
-def delete_files(claim: state.Claim) -> None:
+def delete_files(claim: state.Claim, request: state.Request, context=None) -> bool:
+    """True once no file is left; False when it stopped for time."""
     s3 = config.client("s3")
     bucket = config.required("USER_FILES_BUCKET")
+    table = config.table("deletion_requests")
     try:
-        pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=user_prefix(claim.user_id))
-        keys = [obj["Key"] for page in pages for obj in page.get("Contents", [])]
-        for i in range(0, len(keys), OBJECTS_PER_DELETE):
-            chunk = keys[i : i + OBJECTS_PER_DELETE]
-            done = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in chunk], "Quiet": True})
+        while True:
+            listed = s3.list_objects_v2(Bucket=bucket, Prefix=user_prefix(claim.user_id), MaxKeys=OBJECTS_PER_DELETE)
+            keys = [obj["Key"] for obj in listed.get("Contents", [])]
+            if not keys:
+                return True
+            done = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys], "Quiet": True})
             if done.get("Errors"):
                 first = done["Errors"][0]
                 raise DeletionStoreUnavailable(f"{STEP}: {len(done['Errors'])} objects not deleted, first {first.get('Key')}: {first.get('Code')}")
+            state.renew_lease(table, claim, config.lease_seconds())  # ClaimLost stops a superseded worker here
+            if time_is_short(context):
+                return False
     except ClientError as exc:
         raise DeletionStoreUnavailable(f"{STEP} for {claim.deletion_request_id}: {exc.response['Error'].get('Code')}") from exc

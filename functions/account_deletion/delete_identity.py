@@ -1,5 +1,10 @@
-"""Step 4: delete the user's identity record. DeleteItem of a missing item succeeds,
-so the step needs no check of its own to be safe to repeat."""
+"""Step 4: delete the user's identity record, after keeping its address for the goodbye.
+
+The identity holds the only address the goodbye email can go to, so the address is
+first copied onto the request (a fenced write, kept if an earlier attempt copied it),
+then the identity is deleted. DeleteItem of a missing item succeeds, so the step needs
+no check of its own to be safe to repeat.
+"""
 
 from __future__ import annotations
 
@@ -14,5 +19,9 @@ def handler(event, context):
     return run_step(STEP, event, context, delete_identity)
 
 
-def delete_identity(claim: state.Claim) -> None:
-    config.table("identities").delete_item(Key={"user_id": claim.user_id})
+def delete_identity(claim: state.Claim, request: state.Request, context=None) -> None:
+    identities = config.table("identities")
+    identity = identities.get_item(Key={"user_id": claim.user_id}, ConsistentRead=True).get("Item") or {}
+    if identity.get("email") and not request.goodbye_address:
+        state.capture_goodbye_address(config.table("deletion_requests"), claim, identity["email"])
+    identities.delete_item(Key={"user_id": claim.user_id})

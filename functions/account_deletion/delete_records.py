@@ -1,7 +1,11 @@
-"""Step 2: delete the user's records and record the step in the same transaction.
+"""Step 2: delete the user's records, page by page, and record the step with the last page.
 
-Effect and progress commit together or not at all, so there is no moment in which
-the records are gone but the step is not marked (or the reverse).
+Each page is one transaction: up to 99 deletes plus a write that renews the claim's
+lease under its token (or, with the last page, records the step). So the records and
+the progress commit together or not at all, a superseded worker stops at its next
+page, and what a crashed or timed-out invocation deleted stays deleted: the next one
+queries again and finds only what is left. Nothing is listed in full first, so a user
+with millions of records costs time, never an attempt that cannot finish.
 """
 
 from __future__ import annotations
@@ -12,11 +16,11 @@ from botocore.exceptions import ClientError
 import deletion_config as config
 import deletion_state as state
 from deletion_errors import ClaimLost, DeletionStoreUnavailable
-from deletion_steps import run_step
+from deletion_steps import run_step, time_is_short
 
 STEP = "delete_records"
 # TransactWriteItems takes at most 100 actions; one of them is the progress write or
-# the claim check, so 99 deletes per transaction.
+# the lease renewal, so 99 deletes per transaction.
 DELETES_PER_TRANSACTION = 99
 
 
@@ -24,35 +28,34 @@ def handler(event, context):
     return run_step(STEP, event, context, delete_records, effect_records_progress=True)
 
 
-def delete_records(claim: state.Claim) -> None:
+def delete_records(claim: state.Claim, request: state.Request, context=None) -> bool:
+    """True once every record is gone and the step recorded; False when it stopped for time."""
     records = config.table("user_records")
     requests_table = config.table_name("deletion_requests")
-    keys = _record_keys(records, claim.user_id)
-    batches = [keys[i : i + DELETES_PER_TRANSACTION] for i in range(0, len(keys), DELETES_PER_TRANSACTION)] or [[]]
-    for number, batch in enumerate(batches, start=1):
-        items = [{"Delete": {"TableName": records.name, "Key": key}} for key in batch]
-        if number == len(batches):
+    while True:
+        page = _first_page(records, claim.user_id)
+        items = [{"Delete": {"TableName": records.name, "Key": key}} for key in page]
+        last = len(page) < DELETES_PER_TRANSACTION
+        if last:
             items.append({"Update": state.step_done_update(requests_table, claim, STEP, config.lease_seconds())})
         else:
-            # Earlier batches only check the claim: deleting is safe to repeat, but a
-            # superseded worker should stop as soon as it can tell.
-            items.append({"ConditionCheck": state.claim_check(requests_table, claim)})
+            items.append({"Update": state.lease_renewal(requests_table, claim, config.lease_seconds())})
         _commit(items, claim)
+        if last:
+            return True
+        if time_is_short(context):
+            return False
 
 
-def _record_keys(records, user_id: str) -> list[dict]:
-    keys, start = [], None
-    while True:
-        page = records.query(
-            KeyConditionExpression=Key("user_id").eq(user_id),
-            ProjectionExpression="user_id, record_id",
-            ConsistentRead=True,
-            **({"ExclusiveStartKey": start} if start else {}),
-        )
-        keys.extend(page.get("Items", []))
-        start = page.get("LastEvaluatedKey")
-        if not start:
-            return keys
+def _first_page(records, user_id: str) -> list[dict]:
+    # Always from the start: what earlier pages deleted is gone, so the first page is
+    # what is left, and no cursor has to survive a crash.
+    return records.query(
+        KeyConditionExpression=Key("user_id").eq(user_id),
+        ProjectionExpression="user_id, record_id",
+        ConsistentRead=True,
+        Limit=DELETES_PER_TRANSACTION,
+    ).get("Items", [])
 
 
 def _commit(items: list[dict], claim: state.Claim) -> None:

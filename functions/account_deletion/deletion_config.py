@@ -31,8 +31,14 @@ DEFAULT_RETRY_DELAY_SECONDS = 60
 DEFAULT_DELAY_SECONDS = 30 * 24 * 3600
 MAX_DELAY_SECONDS = 365 * 24 * 3600  # Scheduler accepts any date; a year guards typos
 
+# How long after its due time a request may stay SCHEDULED before the sweeper starts it
+# itself: Scheduler normally starts the workflow within a minute, and retries a failed
+# start for a few minutes (SCHEDULE_MAX_RETRY_ATTEMPTS with backoff). A restart that
+# races a late delivery is harmless: both claim, one wins.
+DEFAULT_SCHEDULE_GRACE_SECONDS = 300
+
 METRIC_NAMESPACE = "IdempotencyLab"
-STUCK_METRIC_NAME = "StuckProcessingRequests"  # Terraform passes its own name too
+STUCK_METRIC_NAME = "StuckDeletionRequests"  # Terraform passes its own name too
 
 
 def table_name(key: str) -> str:
@@ -71,6 +77,10 @@ def max_attempts() -> int:
 
 def retry_delay_seconds() -> int:
     return number("RETRY_DELAY_SECONDS", DEFAULT_RETRY_DELAY_SECONDS)
+
+
+def schedule_grace_seconds() -> int:
+    return number("SCHEDULE_GRACE_SECONDS", DEFAULT_SCHEDULE_GRACE_SECONDS)
 
 
 def state_machine_arn() -> str:

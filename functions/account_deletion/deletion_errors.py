@@ -14,6 +14,14 @@ class InvalidDeletionInput(DeletionError):
     """The event is missing a field or carries a value that cannot be right; nothing was written."""
 
 
+class IdempotencyKeyReused(InvalidDeletionInput):
+    """The same user and idempotency key were sent before with another payload; nothing was written."""
+
+
+class SweepIncomplete(DeletionError):
+    """The sweeper could not handle some requests; it handled the others and published its count."""
+
+
 class UnknownDeletionRequest(DeletionError):
     """No deletion request with this id exists."""
 

@@ -9,7 +9,7 @@ from deletion_errors import InvalidDeletionInput
 # Ids travel into schedule and execution names (letters, digits, - _ .; at most 64 and
 # 80 characters), so they are held to that alphabet and a length that leaves room for
 # the prefixes and suffixes those names add.
-_ID = re.compile(r"^[A-Za-z0-9._-]+$")
+_ID = re.compile(r"[A-Za-z0-9._-]+")  # matched in full: "$" would let a trailing newline through
 ID_MAX = 40
 EXECUTION_NAME_MAX = 80  # Step Functions' limit; a claim's owner is an execution name
 
@@ -22,7 +22,7 @@ def event_object(event) -> dict:
 
 def identifier(event: dict, field: str, max_length: int = ID_MAX) -> str:
     value = event_object(event).get(field)
-    if not isinstance(value, str) or not _ID.match(value) or len(value) > max_length:
+    if not isinstance(value, str) or not _ID.fullmatch(value) or len(value) > max_length:
         raise InvalidDeletionInput(f"{field} must be 1-{max_length} letters, digits, '.', '_' or '-', not {value!r}")
     return value
 

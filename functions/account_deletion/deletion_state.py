@@ -8,6 +8,15 @@ Item shape: ``deletion_request_id``, ``user_id``, ``status``, ``due_at``, and wh
 worker holds it ``lease_owner``, ``lease_expires_at`` (epoch seconds; the range key of
 the ``by_status_lease`` index), ``fencing_token`` (grows by one with every claim),
 ``attempts`` (claims so far), ``steps_done`` (string set).
+
+While a request waits (SCHEDULED, RETRYABLE) ``lease_expires_at`` holds the moment it
+should have been claimed by: a SCHEDULED request its due time, a RETRYABLE one its retry
+time, and after the sweeper restarted it, the end of the restart's time to claim. So one
+index query finds every request that is overdue, whatever it waits for. ``restarts``
+counts the sweeper's restarts (it names their executions), ``unclaimed_restarts`` those
+since the last claim; ``delay_seconds`` is what the caller asked for (a repeat with
+another delay is refused); ``goodbye_address`` is the address captured before the
+identity that holds it is deleted, and removed on completion.
 """
 
 from __future__ import annotations
@@ -73,6 +82,10 @@ class Request:
     lease_owner: str | None = None
     lease_expires_at: int | None = None
     steps_done: frozenset[str] = frozenset()
+    restarts: int = 0
+    unclaimed_restarts: int = 0
+    delay_seconds: int | None = None
+    goodbye_address: str | None = None
 
     @classmethod
     def from_item(cls, item: dict) -> Request:
@@ -90,7 +103,16 @@ class Request:
             lease_owner=item.get("lease_owner"),
             lease_expires_at=None if lease is None else int(lease),
             steps_done=frozenset(item.get("steps_done", ())),
+            restarts=int(item.get("restarts", 0)),
+            unclaimed_restarts=int(item.get("unclaimed_restarts", 0)),
+            delay_seconds=None if item.get("delay_seconds") is None else int(item["delay_seconds"]),
+            goodbye_address=item.get("goodbye_address"),
         )
+
+    @property
+    def is_final(self) -> bool:
+        """COMPLETED or CANCELLED: nothing will happen to it any more."""
+        return self.status in (Status.COMPLETED, Status.CANCELLED)
 
 
 @dataclass(frozen=True)
@@ -145,17 +167,28 @@ def read(table, deletion_request_id: str) -> Request:
     return Request.from_item(item)
 
 
-def create(table, deletion_request_id: str, user_id: str, due_at: int, now: float | None = None) -> tuple[Request, bool]:
-    """Store a new SCHEDULED request; if the id exists, return the stored one. (request, created)."""
+def create(
+    table, deletion_request_id: str, user_id: str, due_at: int, now: float | None = None, delay_seconds: int | None = None
+) -> tuple[Request, bool]:
+    """Store a new SCHEDULED request; if the id exists, return the stored one. (request, created).
+
+    Its ``lease_expires_at`` is its due time: a request still SCHEDULED well after it
+    (the schedule's start failed before claiming) is found by the sweeper on the index.
+    """
     item = {
         "deletion_request_id": deletion_request_id,
         "user_id": user_id,
         "status": Status.SCHEDULED.value,
         "due_at": int(due_at),
+        "lease_expires_at": int(due_at),
         "created_at": _now(now),
         "fencing_token": 0,
         "attempts": 0,
+        "restarts": 0,
+        "unclaimed_restarts": 0,
     }
+    if delay_seconds is not None:
+        item["delay_seconds"] = int(delay_seconds)
     try:
         table.put_item(
             Item=item,
@@ -194,18 +227,16 @@ def claim(
     exists = Attr("deletion_request_id").exists()
     waiting = Attr("status").is_in([Status.SCHEDULED.value, Status.RETRYABLE.value])
     lease_expired = Attr("status").eq(Status.PROCESSING.value) & Attr("lease_expires_at").lt(t)
-    # The same owner claiming again: a retry after the first reply was lost.
-    same_owner_again = Attr("status").eq(Status.PROCESSING.value) & Attr("lease_owner").eq(owner)
     # Only an operator's redrive may take a FAILED request, with a fresh attempt budget.
     redriven = Attr("status").eq(Status.FAILED.value)
-    claimable = (redriven if redrive else waiting | lease_expired) | same_owner_again
+    claimable = redriven if redrive else waiting | lease_expired
     attempts = "attempts = :one" if redrive else "attempts = if_not_exists(attempts, :zero) + :one"
     try:
         new = table.update_item(
             Key={"deletion_request_id": deletion_request_id},
             UpdateExpression=(
                 "SET #status = :processing, lease_owner = :owner, lease_expires_at = :until, claimed_at = :now, "
-                "fencing_token = if_not_exists(fencing_token, :zero) + :one, " + attempts
+                "unclaimed_restarts = :zero, fencing_token = if_not_exists(fencing_token, :zero) + :one, " + attempts
             ),
             ConditionExpression=exists & claimable,
             ExpressionAttributeNames={"#status": "status"},
@@ -227,8 +258,40 @@ def claim(
         if old is None:
             raise UnknownDeletionRequest(deletion_request_id) from exc
         request = Request.from_item(old)
+        if request.status is Status.PROCESSING and request.lease_owner == owner:
+            return _claim_again(table, request, lease_seconds, t, redrive)
         return ClaimResult(_loser_outcome(request, redrive), None, request)
-    request = Request.from_item(new)
+    return _won(Request.from_item(new), owner)
+
+
+def _claim_again(table, seen: Request, lease_seconds: int, t: int, redrive: bool) -> ClaimResult:
+    """The same owner claiming again: its workflow retried the claim after the first
+    reply was lost (or the claim step died after its write). A new token, so anything
+    still running under the old one is fenced out; not a new attempt, since it is the
+    same execution trying again."""
+    try:
+        new = table.update_item(
+            Key={"deletion_request_id": seen.deletion_request_id},
+            UpdateExpression="SET lease_expires_at = :until, claimed_at = :now, fencing_token = fencing_token + :one",
+            ConditionExpression=Attr("status").eq(Status.PROCESSING.value)
+            & Attr("lease_owner").eq(seen.lease_owner)
+            & Attr("fencing_token").eq(seen.fencing_token),
+            ExpressionAttributeValues={":until": t + int(lease_seconds), ":now": t, ":one": 1},
+            ReturnValues="ALL_NEW",
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )["Attributes"]
+    except ClientError as exc:
+        if not _condition_failed(exc):
+            raise _unavailable(exc, f"claiming {seen.deletion_request_id} again") from exc
+        old = _old_item(exc)
+        if old is None:
+            raise UnknownDeletionRequest(seen.deletion_request_id) from exc
+        request = Request.from_item(old)  # someone else moved it meanwhile
+        return ClaimResult(_loser_outcome(request, redrive), None, request)
+    return _won(Request.from_item(new), seen.lease_owner)
+
+
+def _won(request: Request, owner: str) -> ClaimResult:
     held = Claim(
         deletion_request_id=request.deletion_request_id,
         user_id=request.user_id,
@@ -292,6 +355,24 @@ def step_done_update(table_name: str, claim: Claim, step: str, lease_seconds: in
     return with_condition(spec, holds_claim(claim))
 
 
+def lease_renewal(table_name: str, claim: Claim, lease_seconds: int, now: float | None = None) -> dict:
+    """A write that only renews the lease under this claim: a paged step's page."""
+    spec = {
+        "TableName": table_name,
+        "Key": {"deletion_request_id": claim.deletion_request_id},
+        "UpdateExpression": "SET lease_expires_at = :until",
+        "ExpressionAttributeValues": {":until": _now(now) + int(lease_seconds)},
+    }
+    return with_condition(spec, holds_claim(claim))
+
+
+def renew_lease(table, claim: Claim, lease_seconds: int, now: float | None = None) -> None:
+    """Renew this claim's lease, or raise ClaimLost if it was superseded."""
+    update = lease_renewal(table.name, claim, lease_seconds, now)
+    del update["TableName"]
+    _fenced_update(table, claim, update, "renewing the lease")
+
+
 def claim_check(table_name: str, claim: Claim) -> dict:
     """A transaction action that only asserts this worker still holds the claim."""
     return with_condition({"TableName": table_name, "Key": {"deletion_request_id": claim.deletion_request_id}}, holds_claim(claim))
@@ -314,7 +395,8 @@ def complete(table, claim: Claim, now: float | None = None) -> None:
         every_step = every_step & Attr("steps_done").contains(step)
     update = {
         "Key": {"deletion_request_id": claim.deletion_request_id},
-        "UpdateExpression": "SET #status = :completed, completed_at = :now REMOVE lease_expires_at, lease_owner",
+        # The captured address goes too: it was kept only for the goodbye.
+        "UpdateExpression": "SET #status = :completed, completed_at = :now REMOVE lease_expires_at, lease_owner, goodbye_address",
         "ConditionExpression": holds_claim(claim) & every_step,
         "ExpressionAttributeNames": {"#status": "status"},
         "ExpressionAttributeValues": {":completed": Status.COMPLETED.value, ":now": _now(now)},
@@ -367,7 +449,7 @@ def cancel(table, deletion_request_id: str, now: float | None = None) -> tuple[b
     try:
         new = table.update_item(
             Key={"deletion_request_id": deletion_request_id},
-            UpdateExpression="SET #status = :cancelled, cancelled_at = :now",
+            UpdateExpression="SET #status = :cancelled, cancelled_at = :now REMOVE lease_expires_at",
             ConditionExpression=Attr("status").eq(Status.SCHEDULED.value),
             ExpressionAttributeNames={"#status": "status"},
             ExpressionAttributeValues={":cancelled": Status.CANCELLED.value, ":now": _now(now)},
@@ -392,6 +474,77 @@ def expired_leases(table, now: float | None = None) -> list[Request]:
 def due_retries(table, now: float | None = None) -> list[Request]:
     """RETRYABLE requests whose retry time has come, from the same index."""
     return _query_status_before(table, Status.RETRYABLE, _now(now) + 1)
+
+
+def overdue_scheduled(table, grace_seconds: int, now: float | None = None) -> list[Request]:
+    """SCHEDULED requests still unclaimed ``grace_seconds`` after they were due (or after
+    their last restart's time to claim): their start failed before it could claim."""
+    return _query_status_before(table, Status.SCHEDULED, _now(now) - int(grace_seconds))
+
+
+def _as_seen(seen: Request):
+    """The request is still exactly where the sweeper saw it waiting."""
+    restarts = Attr("restarts").eq(seen.restarts)
+    if seen.restarts == 0:
+        restarts = restarts | Attr("restarts").not_exists()
+    return Attr("status").eq(seen.status.value) & Attr("lease_expires_at").eq(seen.lease_expires_at) & restarts
+
+
+def mark_restart(table, seen: Request, claim_within_seconds: int, now: float | None = None) -> int | None:
+    """Count one more restart of a waiting request and give it ``claim_within_seconds``
+    to be claimed; the restart's number (it names the execution), or None when another
+    sweep or a claim got there first.
+
+    The number changes with every restart, not with every claim, so a restart that dies
+    before it claims is followed by one under a new name instead of colliding with
+    ExecutionAlreadyExists for ever.
+    """
+    try:
+        new = table.update_item(
+            Key={"deletion_request_id": seen.deletion_request_id},
+            UpdateExpression=(
+                "SET restarts = if_not_exists(restarts, :zero) + :one, "
+                "unclaimed_restarts = if_not_exists(unclaimed_restarts, :zero) + :one, lease_expires_at = :until"
+            ),
+            ConditionExpression=_as_seen(seen),
+            ExpressionAttributeValues={":zero": 0, ":one": 1, ":until": _now(now) + int(claim_within_seconds)},
+            ReturnValues="ALL_NEW",
+        )["Attributes"]
+    except ClientError as exc:
+        if _condition_failed(exc):
+            return None
+        raise _unavailable(exc, f"marking a restart of {seen.deletion_request_id}") from exc
+    return int(new["restarts"])
+
+
+def fail_unclaimed(table, seen: Request, error: str) -> bool:
+    """A waiting request whose restarts all died before claiming: FAILED (the caller has
+    put it on the dead-letter queue). False when it moved on meanwhile."""
+    try:
+        table.update_item(
+            Key={"deletion_request_id": seen.deletion_request_id},
+            UpdateExpression="SET #status = :failed, last_error = :error REMOVE lease_expires_at, lease_owner",
+            ConditionExpression=_as_seen(seen),
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues={":failed": Status.FAILED.value, ":error": error[:1000]},
+        )
+    except ClientError as exc:
+        if _condition_failed(exc):
+            return False
+        raise _unavailable(exc, f"failing {seen.deletion_request_id}") from exc
+    return True
+
+
+def capture_goodbye_address(table, claim: Claim, address: str) -> None:
+    """Keep the user's address on the request, under the claim, before the identity that
+    holds it is deleted; an address captured by an earlier attempt stays."""
+    update = {
+        "Key": {"deletion_request_id": claim.deletion_request_id},
+        "UpdateExpression": "SET goodbye_address = if_not_exists(goodbye_address, :address)",
+        "ConditionExpression": holds_claim(claim),
+        "ExpressionAttributeValues": {":address": address},
+    }
+    _fenced_update(table, claim, update, "capturing the goodbye address")
 
 
 def _query_status_before(table, status: Status, before: int) -> list[Request]:

@@ -8,6 +8,7 @@ again after a crash changes nothing) and then records its progress under the tok
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable
 
 import deletion_config as config
@@ -48,7 +49,8 @@ def claim_from_event(event: dict) -> state.Claim:
     """The claim a step was handed; bad input raises before anything is touched."""
     if not isinstance(event, dict):
         raise InvalidDeletionInput(f"a step needs the claim as a JSON object, not {type(event).__name__}")
-    missing = [f for f in ("deletion_request_id", "user_id", "owner", "fencing_token") if f not in event]
+    # No user_id required: the steps take the user from the stored request, never from here.
+    missing = [f for f in ("deletion_request_id", "owner", "fencing_token") if f not in event]
     if missing:
         raise InvalidDeletionInput(f"the claim is missing {', '.join(missing)}")
     token = event["fencing_token"]
@@ -56,7 +58,7 @@ def claim_from_event(event: dict) -> state.Claim:
         raise InvalidDeletionInput(f"fencing_token must be a positive integer, not {token!r}")
     return state.Claim(
         deletion_request_id=str(event["deletion_request_id"]),
-        user_id=str(event["user_id"]),
+        user_id=str(event.get("user_id", "")),
         owner=str(event["owner"]),
         fencing_token=token,
         attempts=int(event.get("attempts", 0)),
@@ -65,14 +67,33 @@ def claim_from_event(event: dict) -> state.Claim:
     )
 
 
+# A step that deletes page by page starts no new page with less time than this left
+# before its Lambda timeout: a page (a query and a 99-item transaction, or a listing and
+# a 1000-object delete) takes well under a second, so five leave room for a slow one.
+PAGE_MARGIN_SECONDS = 5
+MORE_TO_DO = "more_to_do"  # in a step's output: it stopped before its deadline; run it again
+
+
+def time_is_short(context) -> bool:
+    """True when a paged step should stop and hand over to its next invocation."""
+    if context is None:
+        return False  # in-process: no deadline
+    return context.get_remaining_time_in_millis() < PAGE_MARGIN_SECONDS * 1000
+
+
 def run_step(
     step: str,
     event: dict,
     context,
-    effect: Callable[[state.Claim], None],
+    effect: Callable[..., bool | None],
     effect_records_progress: bool = False,
 ) -> dict:
     """Run one step as a recovery point; returns the claim for the next step.
+
+    The effect gets the claim and the stored request, and acts only on what the stored
+    request says (its user): the event is only trusted to name the request and carry
+    the token. An effect that returns False stopped early (page by page, before its
+    deadline): the output says ``more_to_do`` and the workflow runs the step again.
 
     ``effect_records_progress``: the effect writes its own progress in the same
     transaction, so there is no moment between effect and progress to fail in.
@@ -86,12 +107,15 @@ def run_step(
         # Checked before the effect to spare a superseded worker useless work; the
         # progress write below is what actually keeps it out.
         raise ClaimLost(f"{claim.deletion_request_id}: token {claim.fencing_token} superseded ({current.status}, token {current.fencing_token})")
+    done = {key: value for key, value in event.items() if key != MORE_TO_DO}
     if step in current.steps_done:
-        return {**event, "steps_done": sorted(current.steps_done)}
+        return {**done, "steps_done": sorted(current.steps_done)}
+    claim = dataclasses.replace(claim, user_id=current.user_id)
     faults.strike(step, faults.BEFORE, claim.deletion_request_id, context)
-    effect(claim)
+    if effect(claim, current, context) is False:
+        return {**done, MORE_TO_DO: True}
     if not effect_records_progress:
         faults.strike(step, faults.AFTER_EFFECT, claim.deletion_request_id, context)
         state.record_step(table, claim, step, config.lease_seconds())
     faults.strike(step, faults.AFTER_PROGRESS, claim.deletion_request_id, context)
-    return {**event, "steps_done": sorted(current.steps_done | {step})}
+    return {**done, "user_id": current.user_id, "steps_done": sorted(current.steps_done | {step})}

@@ -2,8 +2,14 @@
 
 Asking twice for the same user (with the same idempotency key, by default none) returns
 the same request: its id is derived from the user and the key, and it is created with
-a conditional put. The schedule is created after the request, and again on a repeat
-while the request is SCHEDULED, so a crash between the two writes heals itself.
+a conditional put. The same key with another delay is refused, as a payment provider
+refuses a reused key with another amount. The schedule is created after the request,
+and again on a repeat while the request is SCHEDULED, so a crash between the two writes
+heals itself.
+
+Once a request is over (COMPLETED, or CANCELLED by the user), asking again is a new
+request: its id is derived from the finished one's, so a repeat of *that* ask finds it
+in turn, and a user can change their mind any number of times.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from botocore.exceptions import ClientError
 import deletion_config as config
 import deletion_input as checked
 import deletion_state as state
-from deletion_errors import DeletionStoreUnavailable
+from deletion_errors import DeletionStoreUnavailable, IdempotencyKeyReused
 
 # Fixed namespace for request ids: the same user and key always give the same id.
 REQUEST_ID_NAMESPACE = uuid.UUID("6b1f0e2c-9d3a-4f57-8a61-3c2e5d7f9b10")
@@ -34,6 +40,10 @@ SCHEDULE_MAX_RETRY_ATTEMPTS = 3
 # goes to the dead-letter queue, where someone looks at it, instead of firing silently.
 SCHEDULE_MAX_EVENT_AGE_SECONDS = 3600
 
+# Requests one user may finish (complete or cancel) and ask again under one key: far
+# more than anyone changes their mind, few enough that the walk along them stays short.
+MAX_REQUESTS_PER_KEY = 100
+
 
 def handler(event, context):
     user_id = checked.identifier(event, "user_id")
@@ -43,8 +53,20 @@ def handler(event, context):
     default_delay = config.number("DELETION_DELAY_SECONDS", config.DEFAULT_DELAY_SECONDS)
     delay = checked.whole_seconds(event, "delay_seconds", default_delay, config.MAX_DELAY_SECONDS)
     now = int(time.time())
+    table = config.table("deletion_requests")
     request_id = deletion_request_id(user_id, key)
-    request, created = state.create(config.table("deletion_requests"), request_id, user_id, now + delay, now=now)
+    for _ in range(MAX_REQUESTS_PER_KEY):
+        request, created = state.create(table, request_id, user_id, now + delay, now=now, delay_seconds=delay)
+        if created or not request.is_final:
+            break
+        request_id = next_request_id(request.deletion_request_id)
+    else:
+        raise DeletionStoreUnavailable(f"{user_id}: more than {MAX_REQUESTS_PER_KEY} finished requests under one key")
+    if not created and request.delay_seconds is not None and request.delay_seconds != delay:
+        raise IdempotencyKeyReused(
+            f"{request.deletion_request_id} was asked with delay_seconds={request.delay_seconds}, not {delay}; "
+            "use another idempotency_key for another request"
+        )
     if request.status is state.Status.SCHEDULED:
         ensure_schedule(request)
     return {
@@ -58,6 +80,11 @@ def handler(event, context):
 
 def deletion_request_id(user_id: str, idempotency_key: str = "") -> str:
     return "del-" + uuid.uuid5(REQUEST_ID_NAMESPACE, f"{user_id}\n{idempotency_key}").hex
+
+
+def next_request_id(finished_request_id: str) -> str:
+    """The id of the request that follows a finished one under the same user and key."""
+    return "del-" + uuid.uuid5(REQUEST_ID_NAMESPACE, f"after\n{finished_request_id}").hex
 
 
 def schedule_name(deletion_request_id: str) -> str:

@@ -27,13 +27,19 @@ def goodbye_key(deletion_request_id: str) -> str:
     return f"goodbye#{deletion_request_id}"
 
 
-def send_goodbye(claim: state.Claim) -> None:
+def send_goodbye(claim: state.Claim, request: state.Request, context=None) -> None:
+    """One email to the address captured before the identity was deleted; a user who
+    had no address gets none (there is nowhere to send it)."""
+    if not request.goodbye_address:
+        print(f"{claim.deletion_request_id}: no address was captured; no goodbye to send")
+        return
     try:
         config.table("email_outbox").put_item(
             Item={
                 "idempotency_key": goodbye_key(claim.deletion_request_id),
                 "kind": "goodbye",
                 "user_id": claim.user_id,
+                "to": request.goodbye_address,
                 "deletion_request_id": claim.deletion_request_id,
                 "sent_at": int(time.time()),
             },

@@ -1,20 +1,36 @@
-"""Find deletions whose worker vanished, hand them on, and say how many there were.
+"""Find deletions nobody is working on, hand them on, and say how many there were.
 
-Runs on a schedule. Both lookups use the ``by_status_lease`` index (status, then lease
-expiry), never a table scan: PROCESSING with an expired lease is stuck; RETRYABLE whose
-retry time has come is restarted.
+Runs on a schedule. Every lookup uses the ``by_status_lease`` index (status, then the
+moment the request should have moved by), never a table scan:
+
+- PROCESSING with an expired lease: its worker vanished. It goes back to RETRYABLE
+  (FAILED, with a dead letter, on its last attempt) and is restarted in the same sweep.
+- RETRYABLE whose retry time has come, and SCHEDULED still unclaimed a grace period
+  after it was due (its start died before claiming): restarted, each restart under a
+  new execution name, with a time to claim. A request whose restarts all died before
+  claiming goes to FAILED with a dead letter, instead of being restarted for ever.
+
+Every request is handled on its own: one that fails is counted and the others are
+still handled; the count of stuck requests is published every time, then the sweep
+reports its failures by raising.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 
 from botocore.exceptions import ClientError
 
 import deletion_config as config
 import deletion_dead_letters as dead_letters
+import deletion_faults as faults
 import deletion_state as state
-from deletion_errors import DeletionStoreUnavailable
+from deletion_errors import DeletionStoreUnavailable, SweepIncomplete
+
+# Fault hooks: the sweeper can be made to fail on one request (a sweep that fails midway).
+SWEEP = "sweep"
+RESTART = "restart"
 
 
 def handler(event, context):
@@ -23,39 +39,80 @@ def handler(event, context):
 
 def run_once(now: float | None = None) -> dict:
     table = config.table("deletion_requests")
-    stuck = state.expired_leases(table, now=now)
+    max_attempts = config.max_attempts()
     moved = {state.Status.RETRYABLE.value: 0, state.Status.FAILED.value: 0}
+    restarted: list[str] = []
+    failures: dict[str, str] = {}
+    stuck = state.expired_leases(table, now=now)
     for seen in stuck:
-        if state.is_last_attempt(seen.attempts, config.max_attempts()):
-            dead_letters.send(seen.deletion_request_id, seen.user_id, f"lease of {seen.lease_owner} expired on the last attempt")
-        result = state.sweep(table, seen, config.max_attempts(), config.retry_delay_seconds(), now=now)
-        if result is not None:
-            moved[result.value] += 1
-    restarted = [restart(request) for request in state.due_retries(table, now=now)]
-    publish_stuck_count(len(stuck))
-    return {"stuck": len(stuck), "moved": moved, "restarted": [name for name in restarted if name]}
+        try:
+            faults.strike(SWEEP, faults.BEFORE, seen.deletion_request_id)
+            if state.is_last_attempt(seen.attempts, max_attempts):
+                dead_letters.send(seen.deletion_request_id, seen.user_id, f"lease of {seen.lease_owner} expired on the last attempt")
+            # No retry delay: the lease that ran out was the wait, so the request is
+            # restarted below in this same sweep, not one sweeper period later.
+            result = state.sweep(table, seen, max_attempts, 0, now=now)
+            if result is not None:
+                moved[result.value] += 1
+        except Exception as exc:  # noqa: BLE001 - one request's trouble must not hide the others
+            failures[seen.deletion_request_id] = f"{type(exc).__name__}: {exc}"
+    overdue = state.overdue_scheduled(table, config.schedule_grace_seconds(), now=now)
+    waiting = overdue + state.due_retries(table, now=now)
+    # Stuck: a worker vanished, a schedule never started one, or a restart never claimed.
+    stuck_count = len(stuck) + len(overdue) + sum(1 for r in waiting if r.status is state.Status.RETRYABLE and r.unclaimed_restarts)
+    for seen in waiting:
+        try:
+            faults.strike(RESTART, faults.BEFORE, seen.deletion_request_id)
+            if seen.unclaimed_restarts >= max_attempts:
+                if give_up(table, seen):
+                    moved[state.Status.FAILED.value] += 1
+                continue
+            name = restart(table, seen, now)
+            if name:
+                restarted.append(name)
+        except Exception as exc:  # noqa: BLE001
+            failures[seen.deletion_request_id] = f"{type(exc).__name__}: {exc}"
+    publish_stuck_count(stuck_count)
+    result = {"stuck": stuck_count, "moved": moved, "restarted": restarted, "failed": failures}
+    if failures:
+        print(json.dumps(result), file=sys.stderr, flush=True)
+        raise SweepIncomplete(f"{len(failures)} requests not handled: {failures}")
+    return result
 
 
-def execution_name(request: state.Request) -> str:
-    # The token counts claims so far and stays put while the request waits, so two
-    # sweeps of the same RETRYABLE request ask for the same execution, and Step
-    # Functions refuses the second.
-    return f"{request.deletion_request_id}-retry-{request.fencing_token}"
+def execution_name(request: state.Request, restart_number: int) -> str:
+    # Numbered by restarts, which grow with every restart (not only with every claim),
+    # so a restart that died before claiming is followed by one under a new name.
+    return f"{request.deletion_request_id}-restart-{restart_number}"
 
 
-def restart(request: state.Request) -> str | None:
-    """Start a new attempt; the execution name, or None if that attempt already exists."""
-    name = execution_name(request)
+def give_up(table, seen: state.Request) -> bool:
+    """Every restart since the last claim died before claiming: FAILED, with a dead letter
+    (sent first, so a crash in between leaves a message too many, never none)."""
+    reason = f"{seen.unclaimed_restarts} restarts ended before claiming"
+    dead_letters.send(seen.deletion_request_id, seen.user_id, reason)
+    return state.fail_unclaimed(table, seen, reason)
+
+
+def restart(table, seen: state.Request, now: float | None = None) -> str | None:
+    """Start a new attempt; its execution name, or None when another sweep or a claim
+    got there first."""
+    # Marked first: a crash between the mark and the start leaves a restart that never
+    # claims, which the next sweep after the time to claim restarts again.
+    number = state.mark_restart(table, seen, config.lease_seconds(), now=now)
+    if number is None:
+        return None
+    name = execution_name(seen, number)
     try:
         config.client("stepfunctions").start_execution(
             stateMachineArn=config.state_machine_arn(),
             name=name,
-            input=json.dumps({"deletion_request_id": request.deletion_request_id}),
+            input=json.dumps({"deletion_request_id": seen.deletion_request_id}),
         )
     except ClientError as exc:
         if exc.response["Error"]["Code"] == "ExecutionAlreadyExists":
-            return None
-        raise DeletionStoreUnavailable(f"restarting {request.deletion_request_id}: {exc.response['Error'].get('Code')}") from exc
+            return None  # a sweep that crashed after starting it; it runs already
+        raise DeletionStoreUnavailable(f"restarting {seen.deletion_request_id}: {exc.response['Error'].get('Code')}") from exc
     return name
 
 

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 
 from idemlab import clients
-from idemlab.background.targets import DeliveryFailed, deliver
+from idemlab.background.targets import UNIVERSAL_PREFIX, DeliveryFailed, deliver
 
 # Deliveries per second: slow enough that a backlog of thousands does not knock over
 # the target that just recovered, fast enough to drain a workshop queue in seconds.
@@ -115,19 +115,49 @@ def _redrive(sqs, queue_url, rate_per_second, limit, endpoint_url, report: Redri
             time.sleep(max(0.0, next_slot - time.monotonic()))
             next_slot = max(next_slot, time.monotonic()) + interval
             target_arn, input_text = destination
-            try:
-                # Named after the message: a message delivered but not deleted (a crash
-                # in between) is refused as already delivered the next time.
-                deliver(target_arn, input_text, endpoint_url, execution_name=f"redrive-{message['MessageId']}")
-            except DeliveryFailed as exc:
-                if exc.code not in ALREADY_DELIVERED_CODES:
-                    report.failed[message["MessageId"]] = str(exc)
-                    left.append(message["ReceiptHandle"])
-                    continue
-                report.already_delivered.append(message["MessageId"])
-            else:
-                report.delivered.append(message["MessageId"])
+            outcome, why = _deliver_once(target_arn, input_text, endpoint_url, message["MessageId"])
+            if outcome == "failed":
+                report.failed[message["MessageId"]] = why
+                left.append(message["ReceiptHandle"])
+                continue
+            getattr(report, outcome).append(message["MessageId"])
             sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+
+
+def _deliver_once(target_arn: str, input_text: str, endpoint_url: str | None, message_id: str) -> tuple[str, str]:
+    """("delivered" | "already_delivered" | "failed", why) for one message."""
+    # Named after the message: a message delivered but not deleted (a crash in between)
+    # is refused as already delivered the next time. A Scheduler event names its own
+    # execution (the universal target's Name), so that one is tried first.
+    redrive_name = f"redrive-{message_id}"
+    universal = target_arn.startswith(UNIVERSAL_PREFIX)
+    try:
+        deliver(target_arn, input_text, endpoint_url, execution_name=None if universal else redrive_name)
+        return "delivered", ""
+    except DeliveryFailed as exc:
+        if exc.code not in ALREADY_DELIVERED_CODES:
+            return "failed", str(exc)
+        if not universal or _named_execution_went_on(input_text, endpoint_url):
+            return "already_delivered", ""
+    # The schedule's execution exists but ended without going on (it failed, timed out
+    # or was stopped, e.g. before it could claim): its name proves nothing was done, so
+    # the event is delivered again under the message's own name.
+    try:
+        deliver(target_arn, input_text, endpoint_url, execution_name=redrive_name)
+    except DeliveryFailed as exc:
+        if exc.code in ALREADY_DELIVERED_CODES:
+            return "already_delivered", ""
+        return "failed", str(exc)
+    return "delivered", ""
+
+
+def _named_execution_went_on(input_text: str, endpoint_url: str | None) -> bool:
+    """True when the execution a startExecution event names is running or succeeded."""
+    parameters = {key.lower(): value for key, value in json.loads(input_text).items()}
+    machine, name = parameters.get("statemachinearn", ""), parameters.get("name", "")
+    execution_arn = machine.replace(":stateMachine:", ":execution:", 1) + f":{name}"
+    status = clients.client("stepfunctions", endpoint_url).describe_execution(executionArn=execution_arn)["status"]
+    return status in ("RUNNING", "SUCCEEDED")
 
 
 def _queue_urls(names: list[str]) -> list[str]:

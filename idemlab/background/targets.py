@@ -65,7 +65,7 @@ def deliver(target_arn: str, input_text: str | None, endpoint_url: str | None = 
 
 def _dispatch(target_arn: str, body: str, endpoint_url: str | None, execution_name: str | None) -> dict:
     if target_arn.startswith(UNIVERSAL_PREFIX):
-        return _universal(target_arn, body, endpoint_url)
+        return _universal(target_arn, body, endpoint_url, execution_name)
     parts = target_arn.split(":", 5)
     if len(parts) != 6 or parts[0] != "arn":
         raise DeliveryFailed("ValidationException", f"not an ARN: {target_arn!r}", False)
@@ -86,8 +86,14 @@ def _dispatch(target_arn: str, body: str, endpoint_url: str | None, execution_na
     raise DeliveryFailed("ValidationException", f"targets of {service} are not supported here: {target_arn}", False)
 
 
-def _universal(target_arn: str, body: str, endpoint_url: str | None) -> dict:
-    """``arn:aws:scheduler:::aws-sdk:<service>:<apiAction>`` with the input as parameters."""
+def _universal(target_arn: str, body: str, endpoint_url: str | None, execution_name: str | None = None) -> dict:
+    """``arn:aws:scheduler:::aws-sdk:<service>:<apiAction>`` with the input as parameters.
+
+    ``execution_name`` replaces the ``Name`` of an ``sfn:startExecution``: the name the
+    schedule gave belongs to the first delivery, and once that execution closed, Step
+    Functions refuses the name whatever became of the work (StartExecution API
+    reference), so reusing it would make a redrive look delivered when it was not.
+    """
     service, _, action = target_arn[len(UNIVERSAL_PREFIX) :].partition(":")
     if not service or not action:
         raise DeliveryFailed("ValidationException", f"incomplete universal target: {target_arn}", False)
@@ -106,6 +112,8 @@ def _universal(target_arn: str, body: str, endpoint_url: str | None) -> dict:
     # Universal targets spell parameters in PascalCase ("StateMachineArn"); some APIs
     # name them in camelCase ("stateMachineArn"): match them without regard to case.
     members = {name.lower(): name for name in (model.input_shape.members if model.input_shape else {})}
+    if execution_name and operation == "StartExecution":
+        parameters = {key: value for key, value in parameters.items() if key.lower() != "name"} | {"Name": execution_name}
     unknown = [key for key in parameters if key.lower() not in members]
     if unknown:
         raise DeliveryFailed("ValidationException", f"{action} takes no parameter {', '.join(unknown)}", False)

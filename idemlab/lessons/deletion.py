@@ -6,10 +6,12 @@ import this module, so what a notebook shows is what CI checks.
 
 from __future__ import annotations
 
+import datetime
 import importlib
 import json
 import sys
 import threading
+import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -247,7 +249,8 @@ def run_steps_in_process(claim: dict) -> str:
                 if attempt == STEP_RETRIES:
                     error = {"Error": type(exc).__name__, "Cause": str(exc)}
                     return complete.handler({**claim, "error": error}, None)["status"]
-        point = steps.next_after(point)
+        if not claim.get(steps.MORE_TO_DO):  # the ASL's MoreRecords / MoreFiles choices
+            point = steps.next_after(point)
     try:
         return complete.handler(claim, None)["status"]
     except errors.ClaimLost:
@@ -519,3 +522,60 @@ def run_until_failed(lab: dict, names: Names, deletion_request_id: str, max_atte
             break
         name = f"{deletion_request_id}-retry-{stored.fencing_token}"
     return ends
+
+
+def sweep_now(lab: dict) -> dict:
+    """Invoke the deployed sweeper function once, as its schedule would; its answer."""
+    answer = clients.client("lambda").invoke(FunctionName=lab["functions"]["sweeper"], Payload=b"{}")
+    body = json.loads(answer["Payload"].read() or b"null")
+    if answer.get("FunctionError"):
+        raise RuntimeError(f"sweeper failed: {body}")
+    return body
+
+
+def stuck_metric(lab: dict, minutes: int = 15, wait_seconds: float = 0) -> dict:
+    """What the stuck-requests alarm watches, and the values the sweeper published to it
+    (waiting up to ``wait_seconds`` for the first one: CloudWatch may be slow to show a
+    new metric)."""
+    cloudwatch = clients.client("cloudwatch")
+    alarm = cloudwatch.describe_alarms(AlarmNames=[lab["alarms"]["stuck_processing"]])["MetricAlarms"][0]
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        now = datetime.datetime.now(datetime.timezone.utc)
+        points = cloudwatch.get_metric_statistics(
+            Namespace=alarm["Namespace"],
+            MetricName=alarm["MetricName"],
+            Dimensions=alarm["Dimensions"],
+            StartTime=now - datetime.timedelta(minutes=minutes),
+            EndTime=now + datetime.timedelta(minutes=1),
+            Period=60,
+            Statistics=["Maximum"],
+        )["Datapoints"]
+        if points or time.monotonic() > deadline:
+            break
+        time.sleep(10)
+    return {
+        "metric": f"{alarm['Namespace']}/{alarm['MetricName']}",
+        "dimensions": alarm["Dimensions"],
+        "maximum per minute": [p["Maximum"] for p in sorted(points, key=lambda p: p["Timestamp"])],
+    }
+
+
+def clean_up(lab: dict, request_ids) -> list[str]:
+    """Leave nothing scheduled behind: cancel each request still SCHEDULED (which deletes
+    its schedule) and delete any schedule left for the others. The schedules of these
+    requests that still exist afterwards (none, unless something refused)."""
+    request_deletion = import_function_module("request_deletion")
+    scheduler = clients.client("scheduler")
+    left = []
+    for request_id in request_ids:
+        if request_status(Names.from_outputs(lab), request_id) == "SCHEDULED":
+            invoke(lab, "cancel_deletion", {"deletion_request_id": request_id})
+        name = request_deletion.schedule_name(request_id)
+        try:
+            scheduler.delete_schedule(Name=name, GroupName=lab["schedule_group"])
+        except scheduler.exceptions.ResourceNotFoundException:
+            pass
+        if scheduler.list_schedules(GroupName=lab["schedule_group"], NamePrefix=name)["Schedules"]:
+            left.append(name)
+    return left

@@ -1,5 +1,5 @@
 locals {
-  stuck_metric_name = "StuckProcessingRequests"
+  stuck_metric_name = "StuckDeletionRequests"
 }
 
 resource "aws_cloudwatch_metric_alarm" "dlq_not_empty" {
@@ -22,7 +22,7 @@ resource "aws_cloudwatch_metric_alarm" "dlq_not_empty" {
 
 resource "aws_cloudwatch_metric_alarm" "stuck_processing" {
   alarm_name          = "${var.prefix}-deletions-stuck-processing"
-  alarm_description   = "The sweeper found deletion requests still PROCESSING after their lease expired."
+  alarm_description   = "The sweeper found deletion requests nobody works on: PROCESSING past their lease, SCHEDULED past due, or restarted without a claim."
   namespace           = var.stuck_metric_namespace
   metric_name         = local.stuck_metric_name
   dimensions          = { Prefix = var.prefix }
