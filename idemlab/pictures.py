@@ -125,7 +125,7 @@ NODE_COLOURS = {
 }
 
 
-def draw_graph(graph: Graph, ax=None, positions: dict[str, tuple[float, float]] | None = None):
+def draw_graph(graph: Graph, ax=None, positions: dict[str, tuple[float, float]] | None = None, legend_loc: str = "upper right"):
     """Draw ``graph``: boxes for nodes, arrows for edges, coloured by kind."""
     import matplotlib.pyplot as plt
 
@@ -166,7 +166,7 @@ def draw_graph(graph: Graph, ax=None, positions: dict[str, tuple[float, float]] 
         for kind in dict.fromkeys(kind for _, _, kind, _ in graph.edges)
     ]
     if handles:
-        ax.legend(handles=handles, loc="upper right", fontsize=7, frameon=False)
+        ax.legend(handles=handles, loc=legend_loc, fontsize=7, frameon=False)
     if graph.title:
         ax.set_title(graph.title, fontsize=10)
     return ax
@@ -264,7 +264,7 @@ def draw_architecture(outputs: dict, ax=None):
     if ax is None:
         rows = max(sum(1 for k in graph.nodes.values() if k == kind) for kind in KINDS)
         _, ax = plt.subplots(figsize=(16, max(3, 0.42 * rows + 1)))
-    draw_graph(graph, ax=ax, positions=positions)
+    draw_graph(graph, ax=ax, positions=positions, legend_loc="lower right")
     for column, kind in enumerate(KINDS):
         ax.text(3.0 * column, 0.55, kind.replace("_", " "), ha="center", fontsize=9, weight="bold")
     ax.set_ylim(ax.get_ylim()[0], 0.9)
