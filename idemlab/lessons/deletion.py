@@ -400,6 +400,31 @@ def claim_race(lab: dict, workers: int = 8, rounds: int = 20) -> dict[str, int]:
     return {"outcomes": dict(tally), "winners_per_round": dict(winners_per_round)}
 
 
+def claim_race_deployed(lab: dict, workers: int = 4, rounds: int = 10) -> dict[str, dict]:
+    """``workers`` invocations of the deployed ``claim_deletion`` function for the same
+    request at once, ``rounds`` times: the claim runs where it runs in production, in
+    the function, not in this process. Outcomes counted."""
+    tally: Counter = Counter()
+    winners_per_round: Counter = Counter()
+    for _ in range(rounds):
+        request_id = new_request_item(lab)
+        start_line = threading.Barrier(workers)
+        outcomes = [None] * workers
+
+        def claim(index):
+            start_line.wait()
+            outcomes[index] = invoke(lab, "claim_deletion", {"deletion_request_id": request_id, "owner": f"worker-{index}"})["outcome"]
+
+        threads = [threading.Thread(target=claim, args=(i,)) for i in range(workers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        tally.update(outcomes)
+        winners_per_round[outcomes.count("claimed")] += 1
+    return {"outcomes": dict(tally), "winners_per_round": dict(winners_per_round)}
+
+
 def cancel_race(lab: dict, rounds: int = 20) -> dict[str, int]:
     """A cancel and a claim on the same SCHEDULED request at the same moment, ``rounds`` times."""
     state = import_function_module("deletion_state")

@@ -1,0 +1,126 @@
+"""Every picture is drawn from its source: change the source, and the picture follows.
+
+Each test reads back from the figure (the gids of its artists) what it shows and
+compares it with what the source says, parsed here on its own terms.
+"""
+
+import copy
+import json
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from idemlab import pictures  # noqa: E402
+
+
+def transitions_in(states: dict) -> set[tuple[str, str, str]]:
+    """The transitions of an ASL States object, read independently of pictures.py."""
+    found = set()
+    for name, state in states.items():
+        if "Next" in state:
+            found.add((name, state["Next"], "next"))
+        found |= {(name, rule["Next"], "choice") for rule in state.get("Choices", [])}
+        if "Default" in state:
+            found.add((name, state["Default"], "default"))
+        found |= {(name, c["Next"], "catch") for c in state.get("Catch", [])}
+        if any(r.get("MaxAttempts", 3) for r in state.get("Retry", [])):
+            found.add((name, name, "retry"))
+        for branch in state.get("Branches", []):
+            found.add((name, branch["StartAt"], "branch"))
+            found |= transitions_in(branch["States"])
+    return found
+
+
+def all_states(states: dict) -> set[str]:
+    names = set(states)
+    for state in states.values():
+        for branch in state.get("Branches", []):
+            names |= all_states(branch["States"])
+    return names
+
+
+@pytest.mark.parametrize("name", sorted(pictures.workflow_files()))
+def test_workflow_picture_shows_every_state_and_transition_of_its_asl(name):
+    definition = pictures.load_asl(pictures.workflow_files()[name])
+    ax = pictures.draw_graph(pictures.workflow_graph(name))
+    shown = pictures.drawn(ax)
+    plt.close("all")
+    assert shown["nodes"] == all_states(definition["States"])
+    assert shown["edges"] == transitions_in(definition["States"])
+
+
+def test_workflow_picture_follows_a_state_added_to_the_asl(tmp_path):
+    definition = pictures.load_asl(pictures.workflow_files()["account_deletion"])
+    changed = copy.deepcopy(definition)
+    # A new state between Complete and the end, with a Parallel of two branches.
+    changed["States"]["Complete"].pop("End")
+    changed["States"]["Complete"]["Next"] = "Audit"
+    changed["States"]["Audit"] = {
+        "Type": "Parallel",
+        "Branches": [
+            {"StartAt": "LogIt", "States": {"LogIt": {"Type": "Pass", "End": True}}},
+            {"StartAt": "CountIt", "States": {"CountIt": {"Type": "Pass", "End": True}}},
+        ],
+        "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "CloseAfterFailure"}],
+        "End": True,
+    }
+    copy_path = tmp_path / "account_deletion.asl.json"
+    copy_path.write_text(json.dumps(changed))
+    shown = pictures.drawn(pictures.draw_graph(pictures.asl_graph(pictures.load_asl(copy_path))))
+    plt.close("all")
+    assert {"Audit", "LogIt", "CountIt"} <= shown["nodes"]
+    assert {("Complete", "Audit", "next"), ("Audit", "LogIt", "branch"), ("Audit", "CountIt", "branch"), ("Audit", "CloseAfterFailure", "catch")} <= shown["edges"]
+    assert shown["edges"] == transitions_in(changed["States"])
+
+
+def lab_outputs():
+    return {
+        "schedule_group": "lab-deletions",
+        "tables": {"deletion_requests": "lab-deletion-requests", "outbox": "lab-outbox"},
+        "functions": {"claim_deletion": "lab-claim", "delete_records": "lab-records", "sweeper": "lab-sweeper"},
+        "state_machines": {"account_deletion": "arn:aws:states:::stateMachine:lab-deletion"},
+        "queues": {"deletion_dlq": "https://queue/lab-deletion-dlq"},
+        "alarms": {"deletion_dlq": "lab-deletion-dlq-not-empty"},
+    }
+
+
+def test_architecture_shows_every_resource_in_the_outputs_and_follows_a_new_one():
+    outputs = lab_outputs()
+    shown = pictures.drawn(pictures.draw_architecture(outputs))
+    assert {"claim_deletion", "delete_records", "sweeper", "deletion_requests", "outbox", "account_deletion", "deletion_dlq", "alarm deletion_dlq", "schedules: lab-deletions"} == shown["nodes"]
+    # The ASL names claim_deletion and delete_records, not the sweeper.
+    assert ("account_deletion", "claim_deletion", "uses") in shown["edges"]
+    assert ("account_deletion", "sweeper", "uses") not in shown["edges"]
+    assert ("alarm deletion_dlq", "deletion_dlq", "watches") in shown["edges"]
+    outputs["queues"]["orders"] = "https://queue/lab-orders"
+    outputs["functions"]["send_goodbye"] = "lab-goodbye"
+    shown = pictures.drawn(pictures.draw_architecture(outputs))
+    plt.close("all")
+    assert {"orders", "send_goodbye"} <= shown["nodes"]
+    assert ("account_deletion", "send_goodbye", "uses") in shown["edges"]
+
+
+@pytest.mark.parametrize("spec", [pictures.CHECK_THEN_ACT, pictures.CLAIM_FIRST], ids=["check_then_act", "claim_first"])
+def test_sequence_picture_draws_each_message_of_its_description_in_order(spec):
+    changed = copy.deepcopy(spec)
+    changed["messages"].append(("copy B", "idempotency table", "one more"))
+    for description in (spec, changed):
+        shown = pictures.drawn(pictures.draw_sequence(description))
+        expected = {f"{n}:{s}->{r}:{w}" for n, (s, r, w) in enumerate(description["messages"])}
+        assert shown["messages"] == expected
+        assert shown["nodes"] == set(description["participants"])
+    plt.close("all")
+
+
+def test_claim_first_charges_once_and_check_then_act_twice():
+    charges = {name: sum(1 for _, r, w in pictures.sequence(spec) if r == "card processor") for name, spec in (("check", pictures.CHECK_THEN_ACT), ("claim", pictures.CLAIM_FIRST))}
+    assert charges == {"check": 2, "claim": 1}
+
+
+def test_a_message_to_an_undeclared_participant_is_refused():
+    with pytest.raises(ValueError, match="undeclared"):
+        pictures.sequence({"participants": ["a"], "messages": [("a", "b", "hello")]})
