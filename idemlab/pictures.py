@@ -29,6 +29,7 @@ EDGE_STYLE = {
     "uses": {"color": "grey", "linestyle": "-"},
     "watches": {"color": "tab:red", "linestyle": ":"},
     "starts": {"color": "tab:purple", "linestyle": "-"},
+    "transition": {"color": "black", "linestyle": "-"},
 }
 
 
@@ -204,6 +205,32 @@ def drawn(ax) -> dict[str, set]:
         elif gid.startswith("message:"):
             found["messages"].add(gid.removeprefix("message:"))
     return found
+
+
+# ---------------------------------------------------------------- a deletion request's states
+
+
+def request_states(transitions=None) -> Graph:
+    """The deletion request's statuses and the writes that move it between them, from
+    ``deletion_state.TRANSITIONS``: the table each conditional write takes its allowed
+    source statuses from."""
+    if transitions is None:
+        from idemlab.lessons import deletion
+
+        transitions = deletion.import_function_module("deletion_state").TRANSITIONS
+    graph = Graph(title="deletion request states (from deletion_state.TRANSITIONS)")
+    graph.start = "SCHEDULED"
+    labels: dict[tuple[str, str], list[str]] = {}
+    for source, target, by in transitions:
+        for status in (source, target):
+            graph.nodes.setdefault(str(status), "State")
+        labels.setdefault((str(source), str(target)), []).append(by)
+    for status in ("COMPLETED", "CANCELLED"):  # final: nothing moves them on
+        if status in graph.nodes and not any(src == status for src, _ in labels):
+            graph.nodes[status] = "Succeed"
+    for (source, target), bys in labels.items():
+        graph.edges.append((source, target, "transition", ", ".join(dict.fromkeys(bys))))
+    return graph
 
 
 # ---------------------------------------------------------------- the deployed architecture

@@ -124,3 +124,35 @@ def test_claim_first_charges_once_and_check_then_act_twice():
 def test_a_message_to_an_undeclared_participant_is_refused():
     with pytest.raises(ValueError, match="undeclared"):
         pictures.sequence({"participants": ["a"], "messages": [("a", "b", "hello")]})
+
+
+def test_the_state_diagram_has_exactly_the_transitions_the_code_enforces():
+    from idemlab.lessons import deletion
+
+    state = deletion.import_function_module("deletion_state")
+    ax = pictures.draw_graph(pictures.request_states())
+    shown = pictures.drawn(ax)
+    plt.close("all")
+    assert shown["edges"] == {(str(t.source), str(t.target), "transition") for t in state.TRANSITIONS}
+    assert shown["nodes"] == {str(s) for s in state.Status}
+
+
+def test_a_transition_added_to_the_table_appears_in_the_state_diagram():
+    from idemlab.lessons import deletion
+
+    state = deletion.import_function_module("deletion_state")
+    changed = (*state.TRANSITIONS, state.Transition(state.Status.CANCELLED, state.Status.SCHEDULED, "reopen"))
+    shown = pictures.drawn(pictures.draw_graph(pictures.request_states(changed)))
+    plt.close("all")
+    assert ("CANCELLED", "SCHEDULED", "transition") in shown["edges"]
+
+
+def test_every_status_write_takes_its_sources_from_the_table():
+    """A write whose name is not in TRANSITIONS is a bug the code itself refuses, so the
+    table (and the picture drawn from it) cannot fall behind the code."""
+    from idemlab.lessons import deletion
+
+    state = deletion.import_function_module("deletion_state")
+    assert state._sources("claim") == ["SCHEDULED", "RETRYABLE"]
+    with pytest.raises(state.UnknownRecoveryPoint, match="no transition"):
+        state._sources("reopen")

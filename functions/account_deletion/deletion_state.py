@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 from boto3.dynamodb.conditions import Attr, ConditionExpressionBuilder, Key
 from boto3.dynamodb.types import TypeDeserializer
@@ -45,6 +46,47 @@ class Status(StrEnum):
     RETRYABLE = "RETRYABLE"  # a worker failed or vanished; may be claimed again
     FAILED = "FAILED"  # out of attempts; a message waits on the dead-letter queue
     CANCELLED = "CANCELLED"  # the user changed their mind before it started; final
+
+
+class Transition(NamedTuple):
+    source: Status
+    target: Status
+    by: str  # the write that makes it: a function of this module
+
+
+# Every status change a write of this module makes, and the one place they are written
+# down. Each conditional write takes the statuses it may start from out of this table
+# (``_sources``), so a change here changes what the code allows, and the lesson's state
+# diagram (idemlab.pictures.request_states) is drawn from the same rows.
+TRANSITIONS = (
+    Transition(Status.SCHEDULED, Status.PROCESSING, "claim"),
+    Transition(Status.RETRYABLE, Status.PROCESSING, "claim"),
+    Transition(Status.PROCESSING, Status.PROCESSING, "claim_after_lease_expired"),
+    Transition(Status.PROCESSING, Status.PROCESSING, "claim_again"),
+    Transition(Status.FAILED, Status.PROCESSING, "claim_redriven"),
+    Transition(Status.SCHEDULED, Status.CANCELLED, "cancel"),
+    Transition(Status.PROCESSING, Status.COMPLETED, "complete"),
+    Transition(Status.PROCESSING, Status.RETRYABLE, "release_after_failure"),
+    Transition(Status.PROCESSING, Status.FAILED, "release_after_failure"),
+    Transition(Status.PROCESSING, Status.RETRYABLE, "sweep"),
+    Transition(Status.PROCESSING, Status.FAILED, "sweep"),
+    Transition(Status.SCHEDULED, Status.FAILED, "fail_unclaimed"),
+    Transition(Status.RETRYABLE, Status.FAILED, "fail_unclaimed"),
+)
+
+
+def _sources(by: str) -> list[str]:
+    """The statuses the write ``by`` may start from, as stored."""
+    found = list(dict.fromkeys(t.source.value for t in TRANSITIONS if t.by == by))
+    if not found:
+        raise UnknownRecoveryPoint(f"bug: no transition is made by {by!r}")
+    return found
+
+
+def _from(by: str):
+    """The condition that the request is in a status ``by`` may move it from."""
+    sources = _sources(by)
+    return Attr("status").eq(sources[0]) if len(sources) == 1 else Attr("status").is_in(sources)
 
 
 class ClaimOutcome(StrEnum):
@@ -225,10 +267,10 @@ def claim(
     # A may claim only while nobody holds a live lease; B may claim after A's lease ran
     # out even though A is still alive, and the token is what stops A's late writes.
     exists = Attr("deletion_request_id").exists()
-    waiting = Attr("status").is_in([Status.SCHEDULED.value, Status.RETRYABLE.value])
-    lease_expired = Attr("status").eq(Status.PROCESSING.value) & Attr("lease_expires_at").lt(t)
+    waiting = _from("claim")
+    lease_expired = _from("claim_after_lease_expired") & Attr("lease_expires_at").lt(t)
     # Only an operator's redrive may take a FAILED request, with a fresh attempt budget.
-    redriven = Attr("status").eq(Status.FAILED.value)
+    redriven = _from("claim_redriven")
     claimable = redriven if redrive else waiting | lease_expired
     attempts = "attempts = :one" if redrive else "attempts = if_not_exists(attempts, :zero) + :one"
     try:
@@ -273,7 +315,7 @@ def _claim_again(table, seen: Request, lease_seconds: int, t: int, redrive: bool
         new = table.update_item(
             Key={"deletion_request_id": seen.deletion_request_id},
             UpdateExpression="SET lease_expires_at = :until, claimed_at = :now, fencing_token = fencing_token + :one",
-            ConditionExpression=Attr("status").eq(Status.PROCESSING.value)
+            ConditionExpression=_from("claim_again")
             & Attr("lease_owner").eq(seen.lease_owner)
             & Attr("fencing_token").eq(seen.fencing_token),
             ExpressionAttributeValues={":until": t + int(lease_seconds), ":now": t, ":one": 1},
@@ -390,8 +432,8 @@ def complete(table, claim: Claim, now: float | None = None) -> None:
 
     Completing again under the same token is a no-op, so a retried completion succeeds.
     """
-    every_step = Attr("steps_done").contains(STEPS[0])
-    for step in STEPS[1:]:
+    every_step = _from("complete")
+    for step in STEPS:
         every_step = every_step & Attr("steps_done").contains(step)
     update = {
         "Key": {"deletion_request_id": claim.deletion_request_id},
@@ -432,7 +474,7 @@ def release_after_failure(
     update = {
         "Key": {"deletion_request_id": claim.deletion_request_id},
         "UpdateExpression": expression,
-        "ConditionExpression": holds_claim(claim),
+        "ConditionExpression": holds_claim(claim) & _from("release_after_failure"),
         "ExpressionAttributeNames": {"#status": "status"},
         "ExpressionAttributeValues": values,
     }
@@ -450,7 +492,7 @@ def cancel(table, deletion_request_id: str, now: float | None = None) -> tuple[b
         new = table.update_item(
             Key={"deletion_request_id": deletion_request_id},
             UpdateExpression="SET #status = :cancelled, cancelled_at = :now REMOVE lease_expires_at",
-            ConditionExpression=Attr("status").eq(Status.SCHEDULED.value),
+            ConditionExpression=_from("cancel"),
             ExpressionAttributeNames={"#status": "status"},
             ExpressionAttributeValues={":cancelled": Status.CANCELLED.value, ":now": _now(now)},
             ReturnValues="ALL_NEW",
@@ -524,7 +566,7 @@ def fail_unclaimed(table, seen: Request, error: str) -> bool:
         table.update_item(
             Key={"deletion_request_id": seen.deletion_request_id},
             UpdateExpression="SET #status = :failed, last_error = :error REMOVE lease_expires_at, lease_owner",
-            ConditionExpression=_as_seen(seen),
+            ConditionExpression=_as_seen(seen) & _from("fail_unclaimed"),
             ExpressionAttributeNames={"#status": "status"},
             ExpressionAttributeValues={":failed": Status.FAILED.value, ":error": error[:1000]},
         )
@@ -580,7 +622,7 @@ def sweep(table, seen: Request, max_attempts: int, retry_delay_seconds: int = 0,
         expression = "SET #status = :next, last_error = :error, lease_expires_at = :retry_at REMOVE lease_owner"
         values = {":next": Status.RETRYABLE.value, ":retry_at": t + int(retry_delay_seconds)}
     values[":error"] = f"lease of {seen.lease_owner} expired"
-    still_as_seen = Attr("status").eq(Status.PROCESSING.value) & Attr("fencing_token").eq(seen.fencing_token)
+    still_as_seen = _from("sweep") & Attr("fencing_token").eq(seen.fencing_token)
     try:
         table.update_item(
             Key={"deletion_request_id": seen.deletion_request_id},
