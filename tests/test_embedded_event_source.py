@@ -251,3 +251,19 @@ def test_fifo_mapping_refuses_a_batching_window(backend, consumer):
     with pytest.raises(ClientError) as refused:
         clients.client("lambda").create_event_source_mapping(FunctionName=consumer("raise"), EventSourceArn=arn, MaximumBatchingWindowInSeconds=2)
     assert refused.value.response["Error"]["Code"] == "InvalidParameterValueException"
+
+
+def test_a_disabled_mapping_reports_disabled_only_once_its_poller_stopped_and_then_receives_nothing(backend, consumer, table, mappings):
+    url, arn, _ = make_queue(f"q-{uuid.uuid4().hex[:8]}")
+    lam = clients.client("lambda")
+    uuid_ = mapping(mappings, consumer("raise"), arn)
+    send(url, {"id": "before"})
+    wait_for(lambda: len(deliveries(table)) == 1)  # its poller is running, long-polling the queue
+    lam.update_event_source_mapping(UUID=uuid_, Enabled=False)
+    wait_for(lambda: lam.get_event_source_mapping(UUID=uuid_)["State"] == "Disabled", timeout=10)
+
+    send(url, {"id": "while-disabled"})
+    time.sleep(2)  # a running poller would have taken it by now
+    assert [row["id"] for row in deliveries(table)] == ["before"] and depth(url) == 1
+    lam.update_event_source_mapping(UUID=uuid_, Enabled=True)
+    wait_for(lambda: len(deliveries(table)) == 2)

@@ -196,13 +196,17 @@ class MappingPoller:
         return BatchOutcome([m["MessageId"] for m in deleted], sorted(keep), reason)
 
     def loop(self) -> None:
-        while not self.stopped.is_set():
-            try:
-                self.run_once()
-            except Exception as exc:  # the queue went away, or the server is stopping
-                if not self.stopped.is_set():
-                    print(f"embedded: SQS mapping {self.uuid}: {exc}", file=sys.stderr)
-                    self.stopped.wait(LONG_POLL_SECONDS)
+        _polling.add(self.uuid)
+        try:
+            while not self.stopped.is_set():
+                try:
+                    self.run_once()
+                except Exception as exc:  # the queue went away, or the server is stopping
+                    if not self.stopped.is_set():
+                        print(f"embedded: SQS mapping {self.uuid}: {exc}", file=sys.stderr)
+                        self.stopped.wait(LONG_POLL_SECONDS)
+        finally:
+            _polling.discard(self.uuid)
 
 
 class SqsEventSources:
@@ -259,6 +263,29 @@ def _sqs_mappings():
 
 
 # -- moto patches --------------------------------------------------------------------
+
+# Mappings whose poller is still running: one being disabled finishes the batch in hand
+# first, and until then its State is "Disabling", as Lambda reports it.
+_polling: set[str] = set()
+
+
+def _report_transitions() -> None:
+    from moto.awslambda.models import EventSourceMapping
+
+    original = EventSourceMapping.get_configuration
+
+    @functools.wraps(original)
+    def get_configuration(self):
+        config = original(self)
+        if self.event_source_arn.split(":")[2] == "sqs":
+            if config.get("State") == "Disabled" and self.uuid in _polling:
+                config["State"] = "Disabling"
+            elif config.get("State") == "Enabled" and self.uuid not in _polling:
+                config["State"] = "Enabling"
+        return config
+
+    EventSourceMapping.get_configuration = get_configuration
+
 
 _sequence = itertools.count(int(time.time() * 1000) * 1000)
 
@@ -352,4 +379,5 @@ def install() -> None:
     _add_message._idemlab = True
     Queue.add_message = _add_message
     _validate_mapping()
+    _report_transitions()
     print("embedded: SQS event source mappings poll as Lambda does", file=sys.stderr)
