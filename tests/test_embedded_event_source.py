@@ -267,3 +267,14 @@ def test_a_disabled_mapping_reports_disabled_only_once_its_poller_stopped_and_th
     assert [row["id"] for row in deliveries(table)] == ["before"] and depth(url) == 1
     lam.update_event_source_mapping(UUID=uuid_, Enabled=True)
     wait_for(lambda: len(deliveries(table)) == 2)
+
+
+def test_a_fifo_group_comes_back_in_order_after_its_visibility_timeout(backend):
+    url, _, _ = make_queue(f"q-{uuid.uuid4().hex[:8]}", fifo=True)
+    sqs = clients.client("sqs")
+    for body in ("first", "second", "third"):
+        sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId="g")
+    assert [m["Body"] for m in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]] == ["first", "second", "third"]
+    # Not deleted: the group is locked until the visibility timeout ends, then comes back whole.
+    again = wait_for(lambda: sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages"), timeout=10)
+    assert [m["Body"] for m in again] == ["first", "second", "third"]

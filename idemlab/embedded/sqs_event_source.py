@@ -316,6 +316,30 @@ def _add_message(self, message) -> None:
         self._messages_lock.notify_all()
 
 
+def _fifo_in_flight_only() -> None:
+    """A FIFO group is locked only while one of its messages is in flight.
+
+    moto treats a message whose visibility timeout ran out as still in flight until its
+    receive loop reaches it, so the message after it in the same group is skipped and
+    the later one is handed out first: after a failed batch, the group comes back out of
+    order. Releasing timed-out messages before the receive keeps the group's order.
+    """
+    from moto.sqs.models import SQSBackend
+
+    original = SQSBackend.receive_message
+
+    @functools.wraps(original)
+    def receive_message(self, queue_name, *args, **kwargs):
+        queue = self.get_queue(queue_name)
+        if queue.fifo_queue:
+            for message in list(queue.pending_messages):
+                if message.visible:
+                    queue.pending_messages.discard(message)
+        return original(self, queue_name, *args, **kwargs)
+
+    SQSBackend.receive_message = receive_message
+
+
 def _validate_mapping() -> None:
     """Refuse what Lambda refuses when an SQS mapping is created or updated."""
     from moto.awslambda.models import LambdaBackend
@@ -378,6 +402,7 @@ def install() -> None:
         return
     _add_message._idemlab = True
     Queue.add_message = _add_message
+    _fifo_in_flight_only()
     _validate_mapping()
     _report_transitions()
     print("embedded: SQS event source mappings poll as Lambda does", file=sys.stderr)
