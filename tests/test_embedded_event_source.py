@@ -224,8 +224,9 @@ def test_fifo_deduplicates_a_repeated_send_even_after_the_first_copy_was_deleted
     url, _, _ = make_queue(f"q-{uuid.uuid4().hex[:8]}", fifo=True)
     sqs = clients.client("sqs")
     body = json.dumps({"id": "order-1"})
-    sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId="g")
-    sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId="g")  # content-based: a duplicate
+    sent = sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId="g")["MessageId"]
+    again = sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId="g")["MessageId"]  # content-based: a duplicate
+    assert again == sent, "a deduplicated send answers with the first copy's id"
     first = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
     assert len(first) == 1
     sqs.delete_message(QueueUrl=url, ReceiptHandle=first[0]["ReceiptHandle"])

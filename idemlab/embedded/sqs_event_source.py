@@ -304,11 +304,14 @@ def _add_message(self, message) -> None:
             seen = self.__dict__.setdefault("_idemlab_deduplication", {})
             now = time.time()
             with self._messages_lock:
-                for old in [k for k, at in seen.items() if now - at >= DEDUPLICATION_SECONDS]:
+                for old in [k for k, (at, _) in seen.items() if now - at >= DEDUPLICATION_SECONDS]:
                     del seen[old]
                 if key in seen and not moved:
-                    return  # accepted, not delivered
-                seen.setdefault(key, now)
+                    # Accepted, not delivered; the caller is told the first copy's id
+                    # (as LocalStack's SQS does: services/sqs/models.py, FifoQueue.put).
+                    message.id = seen[key][1]
+                    return
+                seen.setdefault(key, (now, message.id))
         if not message.sequence_number:
             message.sequence_number = str(next(_sequence)).rjust(20, "0")
     with self._messages_lock:
