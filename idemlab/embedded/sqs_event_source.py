@@ -23,8 +23,13 @@ soon as the message is deleted. This module replaces both:
   ReportBatchItemFailures, only the listed messages stay, and a malformed response fails
   the whole batch (Lambda developer guide, services-sqs-errorhandling.html).
 
+- A FIFO group stays locked only while one of its messages is in flight, so a group
+  whose batch failed comes back whole and in order (moto skipped the head of the group).
+- A mapping being disabled reports "Disabling" until its poller has stopped, then
+  "Disabled", as Lambda (and LocalStack) report it.
+
 Known differences from AWS: one batch in flight per mapping (AWS runs several pollers
-and scales them), and no FilterCriteria.
+and scales them, ScalingConfig), and no FilterCriteria.
 """
 
 from __future__ import annotations

@@ -198,7 +198,7 @@ class Orders:
             time.sleep(0.25)
 
     def visibility_timeout(self, queue: str) -> int:
-        attributes = self.sqs.get_queue_attributes(QueueUrl=self.url(queue), AttributeNames=["VisibilityTimeout", "RedrivePolicy"])["Attributes"]
+        attributes = self.sqs.get_queue_attributes(QueueUrl=self.url(queue), AttributeNames=["VisibilityTimeout"])["Attributes"]
         return int(attributes["VisibilityTimeout"])
 
     def max_receive_count(self, queue: str) -> int:
