@@ -279,3 +279,16 @@ def test_a_fifo_group_comes_back_in_order_after_its_visibility_timeout(backend):
     # Not deleted: the group is locked until the visibility timeout ends, then comes back whole.
     again = wait_for(lambda: sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages"), timeout=10)
     assert [m["Body"] for m in again] == ["first", "second", "third"]
+
+
+def test_the_batching_window_gathers_messages_sent_one_after_another(backend, consumer, table, mappings):
+    url, arn, _ = make_queue(f"q-{uuid.uuid4().hex[:8]}")
+    uuid_ = mapping(mappings, consumer("raise"), arn, BatchSize=20, MaximumBatchingWindowInSeconds=VISIBILITY + 1)
+    wait_for(lambda: clients.client("lambda").get_event_source_mapping(UUID=uuid_)["State"] == "Enabled")
+    for i in range(3):
+        send(url, {"id": f"m{i}"})
+        time.sleep(0.3)  # three separate sends, well inside the window
+
+    rows = wait_for(lambda: len(deliveries(table)) == 3 and deliveries(table))
+    assert {row["batch"] for row in rows} == {rows[0]["batch"]}, "one invocation for the three"
+    assert {row["size"] for row in rows} == {3}, "each message once, though the window outlasts the visibility timeout"

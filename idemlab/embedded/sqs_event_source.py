@@ -162,7 +162,10 @@ class MappingPoller:
                 MessageAttributeNames=["All"],
                 MessageSystemAttributeNames=["All"],
             ).get("Messages", [])
-            batch += messages
+            # A window longer than the visibility timeout can see a message come back
+            # while the batch is still gathering: keep it once, with its newest handle.
+            fresh = {m["MessageId"] for m in messages}
+            batch = [m for m in batch if m["MessageId"] not in fresh] + messages
             if not batch:
                 return []
             if deadline is None:
