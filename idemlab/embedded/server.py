@@ -200,6 +200,9 @@ def serve(port: int, host: str = "127.0.0.1", allow_remote: bool = False, lambda
     stepfunctions_ext.install()
     scheduler_ext.install()
     lambda_api.install(service, _lookup_function)
+    from idemlab.embedded import sqs_event_source
+
+    sqs_event_source.install()
     try:
         from idemlab.embedded import terraform_compat
     except ImportError:
@@ -217,11 +220,13 @@ def serve(port: int, host: str = "127.0.0.1", allow_remote: bool = False, lambda
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     rules = RuleScheduler(client, region=os.environ.get("AWS_DEFAULT_REGION", "us-east-1")).start()
+    event_sources = sqs_event_source.SqsEventSources(client, service.invoke_by_arn, endpoint_url).start()
     print(f"embedded: serving AWS APIs on {endpoint_url}", file=sys.stderr, flush=True)
     try:
         server.serve_forever()
     finally:
         rules.stop()
+        event_sources.stop()
         service.invoker.shutdown()
         runtime.shutdown()
         print("embedded: stopped", file=sys.stderr, flush=True)

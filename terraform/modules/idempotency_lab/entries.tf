@@ -19,6 +19,7 @@ locals {
       [for t, level in w.tables : "workflow ${key}: table \"${t}\" with access \"${level}\" is not a known table and level" if !contains(keys(local.tables), t) || !contains(keys(local.table_actions), level)],
       fileexists("${path.module}/workflows/${w.definition}") ? [] : ["workflow ${key}: no definition file workflows/${w.definition}"],
     )],
+    [for key, e in local.event_sources : "event source ${key}: function \"${e.function}\" or queue \"${e.queue}\" is not a key of local.functions / local.queues" if !contains(keys(local.functions), e.function) || !contains(keys(local.queues), e.queue)],
     [for key, q in local.queue_specs : "queue ${key}: redrive_to \"${q.redrive_to}\" is not a _dlq key of local.queues" if q.redrive_to != null && !contains([for k, d in local.queue_specs : k if d.is_dlq], coalesce(q.redrive_to, "-"))],
   ))
 }

@@ -46,6 +46,13 @@ locals {
       scenario = "account_deletion", timeout = 60, tables = { deletion_requests = "read_write" }, sends = ["deletion_dlq"]
       starts   = ["account_deletion"], grants = ["put_stuck_metric"], env = local.deletion_env
     }
+
+    # Lesson 4: queues. Each consumer reserves stock for the order lines its queue
+    # delivers (event sources in queue_lesson.tf). The 2 s timeout keeps the queues'
+    # visibility timeout, six times longer, short for the workshop.
+    fulfil_naive         = { scenario = "order_fulfilment", timeout = 2, tables = { stock = "read_update", reservations = "read_write" } }
+    fulfil_idempotent    = { scenario = "order_fulfilment", timeout = 2, tables = { stock = "read_update", reservations = "read_write", order_idempotency = "idempotency" } }
+    fulfil_by_message_id = { scenario = "order_fulfilment", timeout = 2, tables = { stock = "read_update", reservations = "read_write", order_idempotency = "idempotency" } }
   }
 
   deletion_env = {
@@ -60,6 +67,7 @@ locals {
     vehicle_registration = "vehicle_registration_dlq"
     checkout             = "checkout_dlq"
     account_deletion     = "deletion_dlq"
+    order_fulfilment     = "order_fulfilment_dlq"
   }
 
   function_specs = { for key, f in local.functions : key => {

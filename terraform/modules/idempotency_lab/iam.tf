@@ -57,6 +57,8 @@ locals {
   scheduler_role_name = "${var.prefix}-${local.region_code}-scheduler"
   role_name_too_long  = "is longer than IAM's 64 characters: choose a shorter prefix"
 
+  consumed_queues = { for key in keys(local.function_specs) : key => distinct([for e in values(local.event_sources) : e.queue if e.function == key]) }
+
   function_statements = { for key, f in local.function_specs : key => flatten([
     [{ Effect = "Allow", Action = ["logs:CreateLogStream", "logs:PutLogEvents"], Resource = ["${aws_cloudwatch_log_group.function[key].arn}:*"] }],
     [local.xray_statement],
@@ -70,6 +72,12 @@ locals {
     }],
     length(f.invokes) == 0 ? [] : [{ Effect = "Allow", Action = ["lambda:InvokeFunction"], Resource = [for fn in f.invokes : lookup(local.function_arn, fn, local.unknown)] }],
     [{ Effect = "Allow", Action = ["sqs:SendMessage"], Resource = [for q in distinct(concat([f.dlq], f.sends)) : lookup(local.queue_arns, q, local.unknown)] }],
+    # Its event source mappings poll as the function's role (Lambda developer guide, with-sqs.html).
+    length(local.consumed_queues[key]) == 0 ? [] : [{
+      Effect   = "Allow"
+      Action   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"]
+      Resource = [for q in local.consumed_queues[key] : lookup(local.queue_arns, q, local.unknown)]
+    }],
     length(f.starts) == 0 ? [] : [{ Effect = "Allow", Action = ["states:StartExecution"], Resource = [for w in f.starts : lookup(local.workflow_arn, w, local.unknown)] }],
     [for grant in f.grants : lookup(local.extra_grants, grant, [])],
   ]) }

@@ -9,7 +9,7 @@ resource "aws_cloudwatch_metric_alarm" "dlq_not_empty" {
   alarm_description   = "A message reached ${local.name[each.key]}: something failed for good and waits for a redrive."
   namespace           = "AWS/SQS"
   metric_name         = "ApproximateNumberOfMessagesVisible"
-  dimensions          = { QueueName = local.name[each.key] }
+  dimensions          = { QueueName = local.queue_name[each.key] }
   statistic           = "Maximum"
   period              = 60
   evaluation_periods  = 1

@@ -23,6 +23,11 @@ locals {
     user_records = { hash_key = "user_id", range_key = "record_id", personal_data = true }
     identities   = { hash_key = "user_id", personal_data = true }
     email_outbox = { hash_key = "idempotency_key" }
+
+    # Lesson 4: queues.
+    stock             = { hash_key = "sku" }            # units `available` per SKU
+    reservations      = { hash_key = "reservation_id" } # one row per reservation made
+    order_idempotency = { hash_key = "id", ttl = "expiration" }
   }
 
   table_specs = { for key, t in local.tables : key => {

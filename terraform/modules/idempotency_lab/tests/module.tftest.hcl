@@ -47,6 +47,42 @@ override_resource {
   target = aws_sqs_queue.dead_letter["sweeper_rule_dlq"]
   values = { arn = "arn:aws:sqs:us-east-1:123456789012:tftest-sweeper-rule-dlq" }
 }
+override_resource {
+  target = aws_sqs_queue.dead_letter["order_fulfilment_dlq"]
+  values = { arn = "arn:aws:sqs:us-east-1:123456789012:tftest-order-fulfilment-dlq" }
+}
+override_resource {
+  target = aws_sqs_queue.dead_letter["orders_naive_dlq"]
+  values = { arn = "arn:aws:sqs:us-east-1:123456789012:tftest-orders-naive-dlq" }
+}
+override_resource {
+  target = aws_sqs_queue.dead_letter["orders_dlq"]
+  values = { arn = "arn:aws:sqs:us-east-1:123456789012:tftest-orders-dlq" }
+}
+override_resource {
+  target = aws_sqs_queue.dead_letter["orders_by_message_id_dlq"]
+  values = { arn = "arn:aws:sqs:us-east-1:123456789012:tftest-orders-by-message-id-dlq" }
+}
+override_resource {
+  target = aws_sqs_queue.dead_letter["orders_fifo_dlq"]
+  values = { arn = "arn:aws:sqs:us-east-1:123456789012:tftest-orders-fifo-dlq.fifo" }
+}
+override_resource {
+  target = aws_sqs_queue.work["orders_naive"]
+  values = { arn = "arn:aws:sqs:us-east-1:123456789012:tftest-orders-naive" }
+}
+override_resource {
+  target = aws_sqs_queue.work["orders"]
+  values = { arn = "arn:aws:sqs:us-east-1:123456789012:tftest-orders" }
+}
+override_resource {
+  target = aws_sqs_queue.work["orders_by_message_id"]
+  values = { arn = "arn:aws:sqs:us-east-1:123456789012:tftest-orders-by-message-id" }
+}
+override_resource {
+  target = aws_sqs_queue.work["orders_fifo"]
+  values = { arn = "arn:aws:sqs:us-east-1:123456789012:tftest-orders-fifo.fifo" }
+}
 
 variables {
   prefix = "tftest"
@@ -300,4 +336,36 @@ run "a_bad_prefix_is_refused" {
   }
 
   expect_failures = [var.prefix]
+}
+
+run "queue_consumers_poll_only_their_own_queue" {
+  command = apply
+
+  assert {
+    condition = alltrue([for key, e in local.event_sources :
+      aws_lambda_event_source_mapping.sqs[key].event_source_arn == aws_sqs_queue.work[e.queue].arn &&
+      contains(aws_lambda_event_source_mapping.sqs[key].function_response_types, "ReportBatchItemFailures") == e.report_batch_item_failures
+    ])
+    error_message = "Each mapping reads its own queue and reports batch item failures exactly where the consumer returns them."
+  }
+
+  assert {
+    condition = alltrue([for key, e in local.event_sources :
+      aws_sqs_queue.work[e.queue].visibility_timeout_seconds >= 6 * aws_lambda_function.this[e.function].timeout
+    ])
+    error_message = "Every mapped queue's visibility timeout is at least six times its function's timeout."
+  }
+
+  assert {
+    condition = alltrue([for key, p in aws_iam_role_policy.function : alltrue([
+      for s in jsondecode(p.policy).Statement : toset(flatten([s.Resource])) == toset([for e in values(local.event_sources) : aws_sqs_queue.work[e.queue].arn if e.function == key])
+      if contains(flatten([s.Action]), "sqs:ReceiveMessage")
+    ])])
+    error_message = "A function may receive only from the queues mapped to it."
+  }
+
+  assert {
+    condition     = aws_sqs_queue.work["orders_fifo"].fifo_queue && aws_sqs_queue.work["orders_fifo"].content_based_deduplication && aws_sqs_queue.dead_letter["orders_fifo_dlq"].fifo_queue
+    error_message = "The FIFO queue deduplicates by content, and its dead-letter queue is FIFO too."
+  }
 }

@@ -1,0 +1,45 @@
+"""The idempotent consumer: one reservation per order line, however often it arrives.
+
+Powertools' batch processor runs each record on its own and reports the ones that
+failed in `batchItemFailures`, so only those come back (the mapping has
+ReportBatchItemFailures). Its idempotency utility claims each reservation by the
+business key, order id and line, before reserving: a line delivered again, or sent
+again by a producer that retried, finds the claim and returns the stored result.
+"""
+
+from __future__ import annotations
+
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, IdempotencyConfig, idempotent_function
+
+from fulfilment import orders, stock
+from fulfilment.settings import table
+
+processor = BatchProcessor(event_type=EventType.SQS)
+persistence = DynamoDBPersistenceLayer(table_name=table("order_idempotency"))
+config = IdempotencyConfig(
+    event_key_jmespath="[order_id, line]",
+    # The same line with another SKU or quantity is a producer bug, not a retry.
+    payload_validation_jmespath="[sku, quantity]",
+    raise_on_no_idempotency_key=True,
+    # Longer than a message can live on the queue and its DLQ (14 days at most) is not
+    # needed: a day covers the producer's retries and every redelivery of a workshop.
+    expires_after_seconds=24 * 60 * 60,
+)
+
+
+@idempotent_function(data_keyword_argument="line", persistence_store=persistence, config=config)
+def reserve_once(line: dict, message_id: str, receive_count: str) -> dict:
+    return stock.reserve(orders.parse(line), message_id, receive_count)
+
+
+def record_handler(record: SQSRecord) -> dict:
+    line = orders.parse(record.body)  # a malformed line fails this record only
+    return reserve_once(line=line.as_dict(), message_id=record.message_id, receive_count=record.attributes.approximate_receive_count)
+
+
+def handler(event, context):
+    # The in-progress claim expires with this invocation's time (see checkout_powertools).
+    config.register_lambda_context(context)
+    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)

@@ -1,0 +1,1 @@
+"""What every order-fulfilment consumer shares: reading an order line, reserving stock."""

@@ -1,0 +1,419 @@
+"""SQS -> Lambda event source mappings that behave as Lambda's pollers do.
+
+moto 5.2.5 stores a mapping and then, inside SendMessage itself, receives the new
+message and invokes the function once per message through its own Lambda model
+(moto/sqs/models.py `Queue.add_message`, moto/awslambda/models.py `send_sqs_batch`):
+no batches, no batching window, fixed `ApproximateReceiveCount` "1", a failed message
+made visible again at once instead of after the visibility timeout, and
+`batchItemFailures` ignored. Its FIFO deduplication also forgets a deduplication id as
+soon as the message is deleted. This module replaces both:
+
+- SendMessage only stores the message. FIFO deduplication remembers every id for five
+  minutes, deleted or not ("Amazon SQS continues tracking the deduplication ID even
+  after the message has been received and deleted": SQS developer guide,
+  FIFO-key-terms.html), per queue or per message group (DeduplicationScope).
+- One poller thread per enabled SQS mapping receives through this server's own SQS API
+  (so moto's receive counts, visibility timeouts, FIFO group locks and redrive to the
+  dead-letter queue after maxReceiveCount all apply), gathers up to BatchSize messages
+  within MaximumBatchingWindowInSeconds (one receive for FIFO queues, where the window is
+  not supported), and invokes the function synchronously through the same path as the
+  Invoke API, so concurrency limits apply.
+- After the invocation: success deletes the batch; a function error (or a throttle)
+  deletes nothing, so the batch comes back after the visibility timeout; with
+  ReportBatchItemFailures, only the listed messages stay, and a malformed response fails
+  the whole batch (Lambda developer guide, services-sqs-errorhandling.html).
+
+- A FIFO group stays locked only while one of its messages is in flight, so a group
+  whose batch failed comes back whole and in order (moto skipped the head of the group).
+- A mapping being disabled reports "Disabling" until its poller has stopped, then
+  "Disabled", as Lambda (and LocalStack) report it.
+
+Known differences from AWS: one batch in flight per mapping (AWS runs several pollers
+and scales them, ScalingConfig), and no FilterCriteria.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import itertools
+import math
+import json
+import sys
+import threading
+import time
+
+# SQS's FIFO deduplication interval (SendMessage API reference, MessageDeduplicationId).
+DEDUPLICATION_SECONDS = 300
+# Lambda's defaults for SQS mappings (services-sqs-parameters.html).
+DEFAULT_BATCH_SIZE = 10
+MAX_FIFO_BATCH_SIZE = 10
+MAX_BATCH_SIZE = 10_000
+MAX_RECEIVE = 10  # ReceiveMessage returns at most 10 messages per call
+# A long poll of one second: an idle mapping costs one request a second, a new message is
+# picked up at once, and one that becomes visible again within about a second.
+LONG_POLL_SECONDS = 1
+# How often the supervisor looks for mappings created, enabled, disabled or deleted.
+SUPERVISE_SECONDS = 0.5
+REPORT_BATCH_ITEM_FAILURES = "ReportBatchItemFailures"
+
+
+class BatchOutcome:
+    """What happened to one batch: message ids deleted, and those left to come back."""
+
+    def __init__(self, deleted: list[str], kept: list[str], reason: str):
+        self.deleted, self.kept, self.reason = deleted, kept, reason
+
+    def __repr__(self) -> str:
+        return f"BatchOutcome(deleted={len(self.deleted)}, kept={len(self.kept)}, reason={self.reason!r})"
+
+
+def failed_item_ids(payload: bytes, batch_ids: set[str]) -> set[str] | None:
+    """The message ids a partial batch response lists; None when the response is invalid.
+
+    Complete success: an empty or null response, or an empty or null batchItemFailures.
+    Complete failure (None): a response that is not JSON, or an item whose
+    itemIdentifier is missing, empty, null or not a message of the batch
+    (Lambda developer guide, services-sqs-errorhandling.html, "Success and failure
+    conditions").
+    """
+    text = payload.decode() if isinstance(payload, bytes) else (payload or "")
+    if not text.strip():
+        return set()
+    try:
+        response = json.loads(text)
+    except ValueError:
+        return None
+    if not response:
+        return set()
+    if not isinstance(response, dict):
+        return None
+    failures = response.get("batchItemFailures")
+    if not failures:
+        return set()
+    if not isinstance(failures, list):
+        return None
+    failed = set()
+    for item in failures:
+        identifier = item.get("itemIdentifier") if isinstance(item, dict) else None
+        if not isinstance(identifier, str) or identifier not in batch_ids:
+            return None
+        failed.add(identifier)
+    return failed
+
+
+def lambda_record(message: dict, queue_arn: str, region: str) -> dict:
+    """One SQS message as Lambda hands it to a function (with-sqs.html, example event)."""
+    record = {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": dict(message.get("Attributes") or {}),
+        "messageAttributes": {
+            name: {
+                "stringValue": value.get("StringValue"),
+                "binaryValue": value.get("BinaryValue"),
+                "stringListValues": value.get("StringListValues", []),
+                "binaryListValues": value.get("BinaryListValues", []),
+                "dataType": value["DataType"],
+            }
+            for name, value in (message.get("MessageAttributes") or {}).items()
+        },
+        "md5OfBody": message["MD5OfBody"],
+        "eventSource": "aws:sqs",
+        "eventSourceARN": queue_arn,
+        "awsRegion": region,
+    }
+    if message.get("MD5OfMessageAttributes"):
+        record["md5OfMessageAttributes"] = message["MD5OfMessageAttributes"]
+    return record
+
+
+class MappingPoller:
+    """Polls one queue for one mapping and invokes its function, one batch at a time."""
+
+    def __init__(self, mapping, sqs, invoke, endpoint_url: str):
+        self.uuid = mapping.uuid
+        self.mapping = mapping
+        self.sqs = sqs
+        self.invoke = invoke
+        _, _, _, self.region, account, name = mapping.event_source_arn.split(":", 5)
+        self.queue_arn = mapping.event_source_arn
+        self.queue_url = f"{endpoint_url}/{account}/{name}"
+        self.fifo = name.endswith(".fifo")
+        self.stopped = threading.Event()
+
+    def collect(self) -> list[dict]:
+        """Up to BatchSize messages, gathered within the batching window.
+
+        The window opens with the first message: an idle queue is long-polled, and a
+        batch is invoked when it is full or the window has passed (FIFO: at once).
+        """
+        batch_size = int(self.mapping.batch_size or DEFAULT_BATCH_SIZE)
+        window = 0 if self.fifo else int(self.mapping.max_batch_window or 0)
+        batch: list[dict] = []
+        deadline = None
+        while not self.stopped.is_set():
+            wait = LONG_POLL_SECONDS if deadline is None else max(0, min(LONG_POLL_SECONDS, math.ceil(deadline - time.monotonic())))
+            messages = self.sqs.receive_message(
+                QueueUrl=self.queue_url,
+                MaxNumberOfMessages=min(MAX_RECEIVE, batch_size - len(batch)),
+                WaitTimeSeconds=wait,
+                MessageAttributeNames=["All"],
+                MessageSystemAttributeNames=["All"],
+            ).get("Messages", [])
+            # A window longer than the visibility timeout can see a message come back
+            # while the batch is still gathering: keep it once, with its newest handle.
+            fresh = {m["MessageId"] for m in messages}
+            batch = [m for m in batch if m["MessageId"] not in fresh] + messages
+            if not batch:
+                return []
+            if deadline is None:
+                deadline = time.monotonic() + window
+            if len(batch) >= batch_size or time.monotonic() >= deadline:
+                break
+            if not messages:
+                self.stopped.wait(0.05)
+        return batch
+
+    def run_once(self) -> BatchOutcome | None:
+        batch = self.collect()
+        if not batch:
+            return None
+        event = {"Records": [lambda_record(m, self.queue_arn, self.region) for m in batch]}
+        ids = [m["MessageId"] for m in batch]
+        try:
+            result = self.invoke(self.mapping.function_arn, json.dumps(event).encode())
+        except Exception as exc:  # a throttle, or the runtime failing: the batch comes back
+            return BatchOutcome([], ids, f"not invoked: {exc}")
+        if result.function_error:
+            return BatchOutcome([], ids, "function error")
+        keep: set[str] = set()
+        reason = "success"
+        if REPORT_BATCH_ITEM_FAILURES in (self.mapping.function_response_types or []):
+            failed = failed_item_ids(result.payload, set(ids))
+            if failed is None:
+                return BatchOutcome([], ids, "invalid partial batch response")
+            keep = failed
+            reason = "partial batch response" if failed else reason
+        deleted = [m for m in batch if m["MessageId"] not in keep]
+        for start in range(0, len(deleted), MAX_RECEIVE):
+            chunk = deleted[start : start + MAX_RECEIVE]
+            entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)]
+            self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
+        return BatchOutcome([m["MessageId"] for m in deleted], sorted(keep), reason)
+
+    def loop(self) -> None:
+        _polling.add(self.uuid)
+        try:
+            while not self.stopped.is_set():
+                try:
+                    self.run_once()
+                except Exception as exc:  # the queue went away, or the server is stopping
+                    if not self.stopped.is_set():
+                        print(f"embedded: SQS mapping {self.uuid}: {exc}", file=sys.stderr)
+                        self.stopped.wait(LONG_POLL_SECONDS)
+        finally:
+            _polling.discard(self.uuid)
+
+
+class SqsEventSources:
+    """Starts a poller for each enabled SQS mapping, stops it when the mapping goes."""
+
+    def __init__(self, client_factory, invoke, endpoint_url: str):
+        self._client_factory = client_factory
+        self._invoke = invoke
+        self._endpoint_url = endpoint_url
+        self._pollers: dict[str, MappingPoller] = {}
+        self._stop = threading.Event()
+
+    def supervise_once(self) -> None:
+        wanted = {m.uuid: m for m in _sqs_mappings() if _enabled(m)}
+        for uuid in list(self._pollers):
+            if uuid not in wanted:
+                self._pollers.pop(uuid).stopped.set()
+        for uuid, mapping in wanted.items():
+            if uuid not in self._pollers:
+                sqs = self._client_factory("sqs", mapping.event_source_arn.split(":")[3])
+                poller = MappingPoller(mapping, sqs, self._invoke, self._endpoint_url)
+                self._pollers[uuid] = poller
+                threading.Thread(target=poller.loop, name=f"sqs-esm-{uuid[:8]}", daemon=True).start()
+
+    def start(self) -> "SqsEventSources":
+        threading.Thread(target=self._loop, name="sqs-esm-supervisor", daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        for poller in self._pollers.values():
+            poller.stopped.set()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(SUPERVISE_SECONDS):
+            try:
+                self.supervise_once()
+            except Exception as exc:
+                print(f"embedded: SQS mapping supervisor: {exc}", file=sys.stderr)
+
+
+def _enabled(mapping) -> bool:
+    return mapping.enabled not in (False, "false", "False")
+
+
+def _sqs_mappings():
+    from moto.awslambda.models import lambda_backends
+
+    for account in list(lambda_backends.keys()):
+        for region in list(lambda_backends[account].keys()):
+            for mapping in list(lambda_backends[account][region]._event_source_mappings.values()):
+                if mapping.event_source_arn.split(":")[2] == "sqs":
+                    yield mapping
+
+
+# -- moto patches --------------------------------------------------------------------
+
+# Mappings whose poller is still running: one being disabled finishes the batch in hand
+# first, and until then its State is "Disabling", as Lambda reports it.
+_polling: set[str] = set()
+
+
+def _report_transitions() -> None:
+    from moto.awslambda.models import EventSourceMapping
+
+    original = EventSourceMapping.get_configuration
+
+    @functools.wraps(original)
+    def get_configuration(self):
+        config = original(self)
+        if self.event_source_arn.split(":")[2] == "sqs":
+            if config.get("State") == "Disabled" and self.uuid in _polling:
+                config["State"] = "Disabling"
+            elif config.get("State") == "Enabled" and self.uuid not in _polling:
+                config["State"] = "Enabling"
+        return config
+
+    EventSourceMapping.get_configuration = get_configuration
+
+
+_sequence = itertools.count(int(time.time() * 1000) * 1000)
+
+
+def _add_message(self, message) -> None:
+    """Replacement for moto's Queue.add_message: store (or deduplicate), never invoke."""
+    # A message that was received before is one SQS moves to this (dead-letter) queue
+    # after maxReceiveCount, not a new send: it is never deduplicated.
+    moved = message.approximate_receive_count > 0
+    if self.fifo_queue:
+        if message.deduplication_id is None and self.attributes.get("ContentBasedDeduplication") == "true":
+            message.deduplication_id = hashlib.sha256(message.body.encode()).hexdigest()
+        if message.deduplication_id is not None:
+            per_group = self.attributes.get("DeduplicationScope") == "messageGroup"
+            key = (message.group_id if per_group else None, message.deduplication_id)
+            seen = self.__dict__.setdefault("_idemlab_deduplication", {})
+            now = time.time()
+            with self._messages_lock:
+                for old in [k for k, (at, _) in seen.items() if now - at >= DEDUPLICATION_SECONDS]:
+                    del seen[old]
+                if key in seen and not moved:
+                    # Accepted, not delivered; the caller is told the first copy's id
+                    # (as LocalStack's SQS does: services/sqs/models.py, FifoQueue.put).
+                    message.id = seen[key][1]
+                    return
+                seen.setdefault(key, (now, message.id))
+        if not message.sequence_number:
+            message.sequence_number = str(next(_sequence)).rjust(20, "0")
+    with self._messages_lock:
+        self._messages.append(message)
+        self._messages_lock.notify_all()
+
+
+def _fifo_in_flight_only() -> None:
+    """A FIFO group is locked only while one of its messages is in flight.
+
+    moto treats a message whose visibility timeout ran out as still in flight until its
+    receive loop reaches it, so the message after it in the same group is skipped and
+    the later one is handed out first: after a failed batch, the group comes back out of
+    order. Releasing timed-out messages before the receive keeps the group's order.
+    """
+    from moto.sqs.models import SQSBackend
+
+    original = SQSBackend.receive_message
+
+    @functools.wraps(original)
+    def receive_message(self, queue_name, *args, **kwargs):
+        queue = self.get_queue(queue_name)
+        if queue.fifo_queue:
+            for message in list(queue.pending_messages):
+                if message.visible:
+                    queue.pending_messages.discard(message)
+        return original(self, queue_name, *args, **kwargs)
+
+    SQSBackend.receive_message = receive_message
+
+
+def _validate_mapping() -> None:
+    """Refuse what Lambda refuses when an SQS mapping is created or updated."""
+    from moto.awslambda.models import LambdaBackend
+    from moto.core.exceptions import JsonRESTError as RESTError
+
+    original_create = LambdaBackend.create_event_source_mapping
+    original_update = LambdaBackend.update_event_source_mapping
+
+    def check(backend, source_arn: str, function_name: str, spec: dict, current=None) -> None:
+        if source_arn.split(":")[2] != "sqs":
+            return
+        from moto.sqs.models import sqs_backends
+
+        name = source_arn.split(":")[5]
+        fifo = name.endswith(".fifo")
+        batch_size = int(spec.get("BatchSize") or getattr(current, "batch_size", None) or DEFAULT_BATCH_SIZE)
+        window = spec.get("MaximumBatchingWindowInSeconds", getattr(current, "max_batch_window", None)) or 0
+        # services-sqs-parameters.html: BatchSize up to 10 (FIFO) or 10,000; above 10 needs
+        # a batching window of at least one second; FIFO queues have no batching window.
+        if batch_size < 1 or batch_size > (MAX_FIFO_BATCH_SIZE if fifo else MAX_BATCH_SIZE):
+            raise RESTError("InvalidParameterValueException", f"BatchSize {batch_size} is out of range for {'a FIFO' if fifo else 'an SQS'} queue.")
+        if batch_size > MAX_RECEIVE and int(window) < 1:
+            raise RESTError("InvalidParameterValueException", "Maximum batch window in seconds must be greater than 0 if maximum batch size is greater than 10")
+        if fifo and int(window) > 0:
+            raise RESTError("InvalidParameterValueException", "Batching window is not supported for FIFO queues")
+        # services-sqs-configure.html: the function timeout must not exceed the queue's
+        # visibility timeout; Lambda checks when the mapping is created or updated.
+        queue = sqs_backends[source_arn.split(":")[4]][source_arn.split(":")[3]].get_queue(name)
+        function = backend.get_function(function_name)
+        timeout = int(function.timeout or 3)
+        visibility = int(queue.visibility_timeout or 30)
+        if timeout > visibility:
+            raise RESTError(
+                "InvalidParameterValueException",
+                f"Queue visibility timeout: {visibility} seconds is less than Function timeout: {timeout} seconds",
+            )
+
+    @functools.wraps(original_create)
+    def create_event_source_mapping(self, spec):
+        if spec.get("EventSourceArn") and spec.get("FunctionName"):
+            check(self, spec["EventSourceArn"], spec["FunctionName"], spec)
+        return original_create(self, spec)
+
+    @functools.wraps(original_update)
+    def update_event_source_mapping(self, uuid, spec):
+        current = self.get_event_source_mapping(uuid)
+        if current is not None:
+            check(self, current.event_source_arn, spec.get("FunctionName") or current.function_arn, spec, current)
+        return original_update(self, uuid, spec)
+
+    LambdaBackend.create_event_source_mapping = create_event_source_mapping
+    LambdaBackend.update_event_source_mapping = update_event_source_mapping
+
+
+def install() -> None:
+    """Patch moto in this process; call once, before the server starts."""
+    from moto.sqs.models import Queue
+
+    if getattr(Queue.add_message, "_idemlab", False):
+        return
+    _add_message._idemlab = True
+    Queue.add_message = _add_message
+    _fifo_in_flight_only()
+    _validate_mapping()
+    _report_transitions()
+    print("embedded: SQS event source mappings poll as Lambda does", file=sys.stderr)
