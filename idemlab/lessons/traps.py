@@ -24,6 +24,8 @@ HANDLER = "checkout_keyed.handler"
 # The deployed function whose role and environment a variant borrows: it may already
 # use the Powertools table and invoke the card processor, which is all a variant needs.
 TEMPLATE_FUNCTION = "checkout_powertools"
+# For a handler of the learner's own: a role that may invoke the card processor.
+HANDLER_TEMPLATE_FUNCTION = "checkout_naive"
 
 WHOLE_EVENT = "@"  # JMESPath for the whole delivery, headers and all
 CLIENT_KEY = 'headers."Idempotency-Key"'
@@ -33,6 +35,10 @@ DAY = 24 * 60 * 60
 # SQS keeps a message at most 1,209,600 s (14 days): MessageRetentionPeriod in
 # https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html
 DLQ_MAX_RETENTION_SECONDS = 14 * DAY
+
+
+class DeliveryFailed(RuntimeError):
+    """The function answered a delivery with an error (FunctionError)."""
 
 
 @dataclass(frozen=True)
@@ -89,28 +95,36 @@ class KeyedCheckouts:
 
     def deploy(self, variant: Variant) -> str:
         """Create (or update) the variant's function; returns its name once it is active."""
-        template = self._lambda.get_function_configuration(FunctionName=self.stack["functions"][TEMPLATE_FUNCTION])
-        name = f"{template['FunctionName'][:40]}-{variant.name}"[:64]
-        environment = {**template["Environment"]["Variables"], "POWERTOOLS_SERVICE_NAME": f"checkout_{variant.name}", **variant.environment()}
+        variables = {"POWERTOOLS_SERVICE_NAME": f"checkout_{variant.name}", **variant.environment()}
+        return self._create(variant.name, TEMPLATE_FUNCTION, checkout_zip(), HANDLER, variables)
+
+    def deploy_handler(self, label: str, code: bytes, handler: str) -> str:
+        """A function of your own code (a zip), with ``checkout_naive``'s role and
+        environment: it may invoke the card processor, as CARD_PROCESSOR_FUNCTION."""
+        return self._create(label, HANDLER_TEMPLATE_FUNCTION, code, handler, {})
+
+    def _create(self, label: str, template_key: str, code: bytes, handler: str, variables: dict[str, str]) -> str:
+        template = self._lambda.get_function_configuration(FunctionName=self.stack["functions"][template_key])
+        name = f"{template['FunctionName'][:40]}-{label}"[:64]
         settings = {
             "Role": template["Role"],
-            "Handler": HANDLER,
+            "Handler": handler,
             "Runtime": template["Runtime"],
             "Timeout": template["Timeout"],
             "MemorySize": template["MemorySize"],
-            "Environment": {"Variables": environment},
+            "Environment": {"Variables": {**template["Environment"]["Variables"], **variables}},
         }
         try:
-            self._lambda.create_function(FunctionName=name, Code={"ZipFile": checkout_zip()}, **settings)
+            self._lambda.create_function(FunctionName=name, Code={"ZipFile": code}, **settings)
             self._lambda.get_waiter("function_active_v2").wait(FunctionName=name)
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ResourceConflictException":
                 raise
-            self._lambda.update_function_code(FunctionName=name, ZipFile=checkout_zip())
+            self._lambda.update_function_code(FunctionName=name, ZipFile=code)
             self._lambda.get_waiter("function_updated_v2").wait(FunctionName=name)
             self._lambda.update_function_configuration(FunctionName=name, **settings)
             self._lambda.get_waiter("function_updated_v2").wait(FunctionName=name)
-        self.deployed[variant.name] = name
+        self.deployed[label] = name
         return name
 
     def send(self, variant: Variant | str, event: dict) -> dict:
@@ -119,7 +133,7 @@ class KeyedCheckouts:
         response = self._lambda.invoke(FunctionName=name, Payload=json.dumps(event).encode())
         body = json.loads(response["Payload"].read() or b"null")
         if response.get("FunctionError"):
-            raise RuntimeError(f"{name} failed: {body}")
+            raise DeliveryFailed(f"{name} failed: {body}")
         return body
 
     def send_together(self, variant: Variant | str, events: list[dict]) -> list[dict]:
