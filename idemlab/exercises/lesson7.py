@@ -1,0 +1,259 @@
+"""Lesson 7 exercises: choose the idempotency key and how long its record lives; then
+write a handler that passes the key downstream, deployed as your own Lambda function.
+
+The learner writes ``key_and_lifetime()``, returning the two Powertools settings of the
+keyed checkout (``functions/checkout/checkout_keyed.py``)::
+
+    {"event_key_jmespath": "<JMESPath over the delivery>", "expires_after_seconds": <int>}
+
+``exercise(stack).check(key_and_lifetime)`` deploys the checkout with those settings as
+Lambda functions on the learner's backend and attacks them with real deliveries: copies
+sent together, a retry with a new trace id and another order from the same customer (the
+record living as long as chosen), then a redrive late in a dead-letter queue's retention,
+in compressed time (the record living one real second per chosen day).
+
+``downstream_exercise(stack).check(charge)`` zips the source of the learner's handler
+``charge(event, context)`` (with the take-home plugin's packer), deploys it as a Lambda
+function and sends it copies together, a retry, another order and a late redrive.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from idemlab.exercises import Exercise, ExerciseFailed
+from idemlab.lessons.traps import DAY, DeliveryFailed, DLQ_MAX_RETENTION_SECONDS, KeyedCheckouts, Variant, delivery, new_order_id, retry_of
+
+# Compressed time: one real second stands for one day, so a 14-day redrive takes 14 s.
+SECONDS_PER_DAY = 1.0
+# The scenario: a queue retries a failed checkout for up to a day (maxReceiveCount x the
+# visibility timeout), then its dead-letter queue keeps the message for the 14-day maximum.
+RETRY_WINDOW_SECONDS = 1 * DAY
+HORIZON_SECONDS = RETRY_WINDOW_SECONDS + DLQ_MAX_RETENTION_SECONDS
+# When the operator redrives the dead letter, counted from the first delivery's answer:
+# late in its stay in the DLQ. A day short of the 15-day horizon, so a record that lives
+# the whole horizon is safely alive (Powertools stores expiry in whole seconds).
+REDRIVE_AFTER_DAYS = 13
+COPIES_TOGETHER = 3
+
+HINT = """\
+Two settings, two traps.
+The key: hash only what stays the same on every attempt of one order. The whole
+delivery ("@", or "" which is Powertools' default) includes the trace id, which is new
+on every attempt, so every retry looks new. Either the key the client sends
+(headers."Idempotency-Key", the same on its retries) or a key the server derives from the
+order: body.[customer_id, order_id]. Not the customer alone: their next order is a new charge.
+The lifetime: a retry can come back as long as a redrive can, here 1 day of queue retries
+plus 14 days in the dead-letter queue. Powertools' default is 1 hour (60 * 60)."""
+
+
+def defaults() -> dict:
+    """The starting point: Powertools' defaults, the whole event for 1 hour."""
+    return {"event_key_jmespath": "", "expires_after_seconds": 60 * 60}
+
+
+def key_and_lifetime() -> dict:
+    return {
+        # The order identifies the charge: the same on every attempt, new for every order.
+        "event_key_jmespath": "body.[customer_id, order_id]",
+        # Longer than the longest way back: a day of retries plus 14 days in the DLQ.
+        "expires_after_seconds": 15 * 24 * 60 * 60,
+    }
+
+
+def exercise(stack: dict) -> Exercise:
+    return Exercise(
+        title="Choose the key, and how long it lives",
+        hint_text=HINT,
+        solution_fn=key_and_lifetime,
+        verify=lambda candidate: verify(candidate, stack),
+    )
+
+
+def verify(candidate: Callable[[], dict], stack: dict) -> str:
+    chosen = _settings(candidate)
+    # Two functions, one trap each: the key is attacked with the record living as long as
+    # chosen, the lifetime in compressed time (a day per second).
+    keyed = Variant(name="exercise-key", key=chosen["event_key_jmespath"], expires_after_seconds=chosen["expires_after_seconds"])
+    compressed = Variant(
+        name="exercise-lifetime",
+        key=chosen["event_key_jmespath"],
+        expires_after_seconds=int(chosen["expires_after_seconds"] / DAY * SECONDS_PER_DAY),
+    )
+    shop = KeyedCheckouts(stack)
+    try:
+        shop.deploy(keyed)
+        shop.deploy(compressed)
+        _attack_key(shop, keyed)
+        _attack_lifetime(shop, compressed, chosen)
+    finally:
+        shop.remove()
+    return (
+        f"{COPIES_TOGETHER} copies together, a retry with a new trace id and a redrive on day {REDRIVE_AFTER_DAYS} charged "
+        "once; another order was charged on its own"
+    )
+
+
+def _settings(candidate: Callable[[], dict]) -> dict:
+    try:
+        chosen = candidate()
+    except Exception as exc:
+        raise ExerciseFailed(f"key_and_lifetime() raised {type(exc).__name__}: {exc}") from exc
+    if not isinstance(chosen, dict) or set(chosen) != {"event_key_jmespath", "expires_after_seconds"}:
+        raise ExerciseFailed(f"return a dict with event_key_jmespath and expires_after_seconds, got {chosen!r}")
+    key, expiry = chosen["event_key_jmespath"], chosen["expires_after_seconds"]
+    if not isinstance(key, str):
+        raise ExerciseFailed(f"event_key_jmespath must be a string (a JMESPath expression), got {key!r}")
+    if isinstance(expiry, bool) or not isinstance(expiry, int) or expiry < 0:
+        raise ExerciseFailed(f"expires_after_seconds must be a whole number of seconds, got {expiry!r}")
+    try:
+        import jmespath
+
+        jmespath.compile(key or "@")
+    except Exception as exc:
+        raise ExerciseFailed(f"event_key_jmespath {key!r} is not a JMESPath expression: {exc}") from exc
+    return chosen
+
+
+def _attack_key(shop: KeyedCheckouts, variant: Variant) -> None:
+    order_id = new_order_id("exercise")
+    first = delivery(order_id, key=f"client-{order_id}")
+    answers = shop.send_together(variant, [first] * COPIES_TOGETHER)
+    _expect(shop, order_id, 1, f"{COPIES_TOGETHER} copies of one delivery sent together", answers)
+
+    retry = retry_of(first)
+    _expect(shop, order_id, 1, "a retry of the order (same body and Idempotency-Key, a new X-Amzn-Trace-Id)", [shop.send(variant, retry)])
+
+    other = new_order_id("exercise")
+    _expect(shop, other, 1, "another order from the same customer, same amount", [shop.send(variant, delivery(other, key=f"client-{other}"))])
+
+
+def _attack_lifetime(shop: KeyedCheckouts, variant: Variant, chosen: dict) -> None:
+    order_id = new_order_id("exercise-redrive")
+    first = delivery(order_id, key=f"client-{order_id}")
+    answers = [shop.send(variant, first)]
+    answered = time.monotonic()
+    time.sleep(max(0.0, answered + REDRIVE_AFTER_DAYS * SECONDS_PER_DAY - time.monotonic()))
+    answers.append(shop.send(variant, retry_of(first)))
+    what = f"the dead letter redriven on day {REDRIVE_AFTER_DAYS} (compressed: {REDRIVE_AFTER_DAYS} s)"
+    _expect(shop, order_id, 1, what, answers)
+
+    if chosen["expires_after_seconds"] < HORIZON_SECONDS:
+        raise ExerciseFailed(
+            f"the record lives {chosen['expires_after_seconds']} s, {chosen['expires_after_seconds'] / DAY:.2f} days; a delivery "
+            f"can come back for {HORIZON_SECONDS // DAY} days (1 day of retries + 14 days in the DLQ): a redrive on the last "
+            "day would charge again"
+        )
+
+
+def _outcome(answer: Any) -> str:
+    if isinstance(answer, dict) and "outcome" in answer:
+        return str(answer["outcome"])
+    if isinstance(answer, dict) and "charge_id" in answer:  # the card processor's own answer
+        return "replayed" if answer.get("replayed") else "charged"
+    return repr(answer)[:80]
+
+
+def _expect(shop: KeyedCheckouts, order_id: str, wanted: int, what: str, answers: list[Any], too_many: str | None = None) -> None:
+    charges = shop.charges(order_id)
+    if charges == wanted:
+        return
+    outcomes = ", ".join(_outcome(a) for a in answers)
+    if charges > wanted:
+        why = too_many or "the key changed between attempts, or the record had expired"
+    else:
+        why = "the key is the same for different orders, so this order was answered with another order's charge"
+    raise ExerciseFailed(f"after {what}: {charges} charges for order {order_id}, expected {wanted} (answers: {outcomes}); {why}")
+
+
+# -- exercise 2: your handler, deployed: the key passed downstream -----------------------
+
+DOWNSTREAM_HINT = """\
+The card processor keeps the keys it has seen for good and answers a known key with the
+first charge. Send it one: add "idempotency_key" to the call, built from what identifies
+the order and stays the same on every attempt, e.g. event["body"]["order_id"]. Not the
+trace id (new on every attempt) and not the customer alone (their next order would be
+answered with the first one's charge). Keep the imports inside the function: the check
+deploys this function's source as a module of its own."""
+
+HANDLER_MODULE = "exercise_handler"
+HANDLER_COPIES = 4
+# In compressed time: the message waits this long in the DLQ before it is redriven.
+DOWNSTREAM_REDRIVE_AFTER_SECONDS = 2.0
+NO_KEY = "the card processor got no key, or a key that is new on every attempt, so it charged each one"
+
+
+def charge_without_key(event, context):
+    """The starting point: every delivery is a new charge to the processor."""
+    import json
+    import os
+
+    import boto3
+
+    body = event["body"]
+    call = {"reference": body["order_id"], "amount": body["amount"], "currency": body["currency"]}
+    answer = boto3.client("lambda").invoke(FunctionName=os.environ["CARD_PROCESSOR_FUNCTION"], Payload=json.dumps(call))
+    return json.loads(answer["Payload"].read())
+
+
+def charge_with_downstream_key(event, context):
+    import json
+    import os
+
+    import boto3
+
+    body = event["body"]
+    call = {"reference": body["order_id"], "amount": body["amount"], "currency": body["currency"]}
+    # The processor answers a key it has seen with the first charge, however late it comes.
+    call["idempotency_key"] = f"{body['customer_id']}#{body['order_id']}"
+    answer = boto3.client("lambda").invoke(FunctionName=os.environ["CARD_PROCESSOR_FUNCTION"], Payload=json.dumps(call))
+    return json.loads(answer["Payload"].read())
+
+
+def downstream_exercise(stack: dict) -> Exercise:
+    return Exercise(
+        title="Pass the key downstream",
+        hint_text=DOWNSTREAM_HINT,
+        solution_fn=charge_with_downstream_key,
+        verify=lambda candidate: verify_downstream(candidate, stack),
+    )
+
+
+def verify_downstream(candidate: Callable, stack: dict) -> str:
+    shop = KeyedCheckouts(stack)
+    label = "exercise-handler"
+    shop.deploy_handler(label, handler_zip(candidate), f"{HANDLER_MODULE}.{candidate.__name__}")
+    try:
+        order_id = new_order_id("exercise-ds")
+        first = delivery(order_id)
+        answers = shop.send_together(label, [first] * HANDLER_COPIES)
+        _expect(shop, order_id, 1, f"{HANDLER_COPIES} copies of one delivery sent together", answers, NO_KEY)
+        _expect(shop, order_id, 1, "a retry with a new X-Amzn-Trace-Id", [shop.send(label, retry_of(first))], NO_KEY)
+        other = new_order_id("exercise-ds")
+        _expect(shop, other, 1, "another order from the same customer, same amount", [shop.send(label, delivery(other))])
+        time.sleep(DOWNSTREAM_REDRIVE_AFTER_SECONDS)
+        _expect(shop, order_id, 1, "a redrive of the first delivery, later", [shop.send(label, retry_of(first))], NO_KEY)
+    except DeliveryFailed as exc:
+        raise ExerciseFailed(f"your handler failed in Lambda: {exc}") from exc
+    finally:
+        shop.remove()
+    return f"{HANDLER_COPIES} copies together, a retry with a new trace id and a late redrive charged once; another order on its own"
+
+
+def handler_zip(candidate: Callable) -> bytes:
+    """The candidate's source as a module of its own, zipped by the take-home plugin's packer."""
+    import inspect
+    import tempfile
+    import textwrap
+    from pathlib import Path
+
+    from idemlab.testing.handlers import zip_folder
+
+    try:
+        source = inspect.getsource(candidate)
+    except (OSError, TypeError) as exc:
+        raise ExerciseFailed(f"cannot read the source of {candidate!r}: define it with def in a cell of its own ({exc})") from exc
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / f"{HANDLER_MODULE}.py").write_text(textwrap.dedent(source))
+        return zip_folder(Path(folder), HANDLER_MODULE)

@@ -1,0 +1,156 @@
+"""Lesson 7 plumbing: deploy the keyed checkout with a chosen key and record lifetime,
+deliver to it, count charges in the ledger.
+
+``notebooks/07_keys_and_record_lifetime.ipynb`` and ``idemlab.exercises.lesson7`` use
+it. A variant is a real Lambda function: the ``checkout_keyed`` handler from the
+checkout zip (Powertools bundled), created beside the stack's ``checkout_powertools``
+with its role and environment, plus the variant's own settings. ``remove`` deletes it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import uuid
+from dataclasses import dataclass
+
+from botocore.exceptions import ClientError
+
+from idemlab import build
+from idemlab.clients import client
+from idemlab.lessons.checkout import FUNCTION_DIR, Ledger, all_at_once
+
+HANDLER = "checkout_keyed.handler"
+# The deployed function whose role and environment a variant borrows: it may already
+# use the Powertools table and invoke the card processor, which is all a variant needs.
+TEMPLATE_FUNCTION = "checkout_powertools"
+# For a handler of the learner's own: a role that may invoke the card processor.
+HANDLER_TEMPLATE_FUNCTION = "checkout_naive"
+
+WHOLE_EVENT = "@"  # JMESPath for the whole delivery, headers and all
+CLIENT_KEY = 'headers."Idempotency-Key"'
+SERVER_KEY = "body.[customer_id, order_id]"
+
+DAY = 24 * 60 * 60
+# SQS keeps a message at most 1,209,600 s (14 days): MessageRetentionPeriod in
+# https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html
+DLQ_MAX_RETENTION_SECONDS = 14 * DAY
+
+
+class DeliveryFailed(RuntimeError):
+    """The function answered a delivery with an error (FunctionError)."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """How a keyed checkout recognises a retry, and for how long."""
+
+    name: str
+    key: str
+    expires_after_seconds: int
+    pass_key_downstream: bool = False
+
+    def environment(self) -> dict[str, str]:
+        return {
+            "IDEMPOTENCY_KEY_JMESPATH": self.key,
+            "IDEMPOTENCY_EXPIRES_AFTER_SECONDS": str(self.expires_after_seconds),
+            "PASS_KEY_DOWNSTREAM": "true" if self.pass_key_downstream else "false",
+        }
+
+
+def delivery(order_id: str, customer_id: str = "customer-7", amount: int = 1999, currency: str = "EUR", key: str | None = None) -> dict:
+    """One delivery of an order: the body stays, the trace id is new on every attempt."""
+    headers = {"X-Amzn-Trace-Id": f"Root=1-{uuid.uuid4().hex[:8]}-{uuid.uuid4().hex[:24]}"}
+    if key is not None:
+        headers["Idempotency-Key"] = key
+    return {"headers": headers, "body": {"order_id": order_id, "customer_id": customer_id, "amount": amount, "currency": currency}}
+
+
+def retry_of(sent: dict, **headers: str) -> dict:
+    """The same delivery again, as a retry carries it: same body, a new trace id (and any headers given)."""
+    again = json.loads(json.dumps(sent))
+    again["headers"]["X-Amzn-Trace-Id"] = f"Root=1-{uuid.uuid4().hex[:8]}-{uuid.uuid4().hex[:24]}"
+    again["headers"].update(headers)
+    return again
+
+
+def new_order_id(prefix: str = "order") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+@functools.lru_cache(maxsize=1)
+def checkout_zip() -> bytes:
+    """The checkout folder plus Powertools, as ``make deploy`` packs it."""
+    return build.zip_bytes({**build.source_files(FUNCTION_DIR), **build.bundled_files()})
+
+
+class KeyedCheckouts:
+    """Variants of the keyed checkout on the learner's backend, and the ledger that counts them."""
+
+    def __init__(self, stack: dict):
+        self.stack = stack
+        self._lambda = client("lambda", retries={"total_max_attempts": 1}, read_timeout=90, max_pool_connections=32)
+        self.ledger = Ledger(stack["tables"]["ledger"])
+        self.deployed: dict[str, str] = {}
+
+    def deploy(self, variant: Variant) -> str:
+        """Create (or update) the variant's function; returns its name once it is active."""
+        variables = {"POWERTOOLS_SERVICE_NAME": f"checkout_{variant.name}", **variant.environment()}
+        return self._create(variant.name, TEMPLATE_FUNCTION, checkout_zip(), HANDLER, variables)
+
+    def deploy_handler(self, label: str, code: bytes, handler: str) -> str:
+        """A function of your own code (a zip), with ``checkout_naive``'s role and
+        environment: it may invoke the card processor, as CARD_PROCESSOR_FUNCTION."""
+        return self._create(label, HANDLER_TEMPLATE_FUNCTION, code, handler, {})
+
+    def _create(self, label: str, template_key: str, code: bytes, handler: str, variables: dict[str, str]) -> str:
+        template = self._lambda.get_function_configuration(FunctionName=self.stack["functions"][template_key])
+        name = f"{template['FunctionName'][:40]}-{label}"[:64]
+        settings = {
+            "Role": template["Role"],
+            "Handler": handler,
+            "Runtime": template["Runtime"],
+            "Timeout": template["Timeout"],
+            "MemorySize": template["MemorySize"],
+            "Environment": {"Variables": {**template["Environment"]["Variables"], **variables}},
+        }
+        try:
+            self._lambda.create_function(FunctionName=name, Code={"ZipFile": code}, **settings)
+            self._lambda.get_waiter("function_active_v2").wait(FunctionName=name)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ResourceConflictException":
+                raise
+            self._lambda.update_function_code(FunctionName=name, ZipFile=code)
+            self._lambda.get_waiter("function_updated_v2").wait(FunctionName=name)
+            self._lambda.update_function_configuration(FunctionName=name, **settings)
+            self._lambda.get_waiter("function_updated_v2").wait(FunctionName=name)
+        self.deployed[label] = name
+        return name
+
+    def send(self, variant: Variant | str, event: dict) -> dict:
+        """One synchronous delivery to the variant; its answer (outcome, charge id)."""
+        name = self.deployed[variant if isinstance(variant, str) else variant.name]
+        response = self._lambda.invoke(FunctionName=name, Payload=json.dumps(event).encode())
+        body = json.loads(response["Payload"].read() or b"null")
+        if response.get("FunctionError"):
+            raise DeliveryFailed(f"{name} failed: {body}")
+        return body
+
+    def send_together(self, variant: Variant | str, events: list[dict]) -> list[dict]:
+        return all_at_once([lambda e=e: self.send(variant, e) for e in events])
+
+    def charges(self, order_id: str) -> int:
+        return self.ledger.count(order_id)
+
+    def remove(self) -> list[str]:
+        """Delete every variant this object deployed (they are not part of the Terraform stack)."""
+        removed = []
+        for name in list(self.deployed.values()):
+            try:
+                self._lambda.delete_function(FunctionName=name)
+            except ClientError as exc:
+                if exc.response["Error"]["Code"] != "ResourceNotFoundException":
+                    raise
+            removed.append(name)
+        self.deployed.clear()
+        return removed
