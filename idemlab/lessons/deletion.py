@@ -375,10 +375,9 @@ def zombie_story(lab: dict, lease_seconds: int = 30) -> tuple[Timeline, dict]:
     return timeline, outcome
 
 
-def claim_race(lab: dict, workers: int = 8, rounds: int = 20) -> dict[str, int]:
-    """``workers`` threads claim the same request at once, ``rounds`` times: outcomes counted."""
-    state = import_function_module("deletion_state")
-    tables = [deletion_requests_table(lab) for _ in range(workers)]
+def _claim_rounds(lab: dict, workers: int, rounds: int, claim_one, join_seconds: float) -> dict[str, dict]:
+    """``workers`` threads released together by a barrier call ``claim_one(request_id, index)``
+    on a fresh request, ``rounds`` times: the outcomes counted, and the winners per round."""
     tally: Counter = Counter()
     winners_per_round: Counter = Counter()
     for _ in range(rounds):
@@ -388,41 +387,38 @@ def claim_race(lab: dict, workers: int = 8, rounds: int = 20) -> dict[str, int]:
 
         def claim(index):
             start_line.wait()
-            outcomes[index] = state.claim(tables[index], request_id, f"worker-{index}", 60).outcome.value
+            outcomes[index] = claim_one(request_id, index)
 
         threads = [threading.Thread(target=claim, args=(i,)) for i in range(workers)]
         for thread in threads:
             thread.start()
         for thread in threads:
-            thread.join(timeout=30)
+            thread.join(timeout=join_seconds)
         tally.update(outcomes)
         winners_per_round[outcomes.count("claimed")] += 1
     return {"outcomes": dict(tally), "winners_per_round": dict(winners_per_round)}
+
+
+def claim_race(lab: dict, workers: int = 8, rounds: int = 20) -> dict[str, int]:
+    """``workers`` threads claim the same request at once, ``rounds`` times: outcomes counted."""
+    state = import_function_module("deletion_state")
+    tables = [deletion_requests_table(lab) for _ in range(workers)]
+    return _claim_rounds(
+        lab, workers, rounds,
+        lambda request_id, index: state.claim(tables[index], request_id, f"worker-{index}", 60).outcome.value,
+        join_seconds=30,
+    )
 
 
 def claim_race_deployed(lab: dict, workers: int = 4, rounds: int = 10) -> dict[str, dict]:
     """``workers`` invocations of the deployed ``claim_deletion`` function for the same
     request at once, ``rounds`` times: the claim runs where it runs in production, in
     the function, not in this process. Outcomes counted."""
-    tally: Counter = Counter()
-    winners_per_round: Counter = Counter()
-    for _ in range(rounds):
-        request_id = new_request_item(lab)
-        start_line = threading.Barrier(workers)
-        outcomes = [None] * workers
-
-        def claim(index):
-            start_line.wait()
-            outcomes[index] = invoke(lab, "claim_deletion", {"deletion_request_id": request_id, "owner": f"worker-{index}"})["outcome"]
-
-        threads = [threading.Thread(target=claim, args=(i,)) for i in range(workers)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=60)
-        tally.update(outcomes)
-        winners_per_round[outcomes.count("claimed")] += 1
-    return {"outcomes": dict(tally), "winners_per_round": dict(winners_per_round)}
+    return _claim_rounds(
+        lab, workers, rounds,
+        lambda request_id, index: invoke(lab, "claim_deletion", {"deletion_request_id": request_id, "owner": f"worker-{index}"})["outcome"],
+        join_seconds=60,
+    )
 
 
 def cancel_race(lab: dict, rounds: int = 20) -> dict[str, int]:
