@@ -53,6 +53,10 @@ class Scenario:
     def sku(self, name: str = "mug") -> str:
         return f"{self.prefix}-{name}"
 
+    def owns(self, order_line: dict) -> bool:
+        """Whether the line is one of this scenario's (a queue may hold an earlier run's too)."""
+        return order_line["order_id"].startswith(self.prefix + "-")
+
     def note(self, order_line: dict, what: str) -> None:
         self.events.append((time.time(), business_key(order_line), what))
 
@@ -120,6 +124,19 @@ class Orders:
         attributes = self.sqs.get_queue_attributes(QueueUrl=self.url(queue), AttributeNames=names)["Attributes"]
         return sum(int(attributes.get(name, 0)) for name in names)
 
+    def depths(self) -> dict[str, int]:
+        """Every queue's depth now: a mark to count what arrives after it.
+
+        A stack outlives a run: a DLQ may still hold an earlier run's dead letters (a
+        learner who runs the notebook twice, or the tests after the notebook), so a
+        lesson counts arrivals since its mark, never a queue's absolute depth.
+        """
+        return {queue: self.depth(queue) for queue in self.stack["queues"]}
+
+    def arrived(self, queue: str, mark: dict[str, int]) -> int:
+        """Messages on `queue` now beyond what it held at `mark` (from `depths()`)."""
+        return self.depth(queue) - mark[queue]
+
     def peek(self, queue: str) -> list[dict]:
         """The order lines waiting on a queue (received and made visible again at once)."""
         lines, handles = [], []
@@ -133,14 +150,15 @@ class Orders:
             self.sqs.change_message_visibility(QueueUrl=self.url(queue), ReceiptHandle=handle, VisibilityTimeout=0)
         return lines
 
-    def redrive(self, dead_letter_queue: str, queue: str) -> int:
+    def redrive(self, dead_letter_queue: str, queue: str) -> list[dict]:
         """Move every message of a dead-letter queue back to its source queue.
 
         What SQS's StartMessageMoveTask does on AWS and LocalStack; the embedded backend
         (moto) does not implement it, so the lab moves them itself on every backend: each
         message is sent again (a new messageId) and deleted only once the send succeeded.
+        Returns the order lines moved: every dead letter, an earlier run's included.
         """
-        moved = 0
+        moved = []
         while True:
             batch = self.sqs.receive_message(QueueUrl=self.url(dead_letter_queue), MaxNumberOfMessages=10, VisibilityTimeout=30).get("Messages", [])
             if not batch:
@@ -148,7 +166,7 @@ class Orders:
             for message in batch:
                 self.sqs.send_message(QueueUrl=self.url(queue), MessageBody=message["Body"])
                 self.sqs.delete_message(QueueUrl=self.url(dead_letter_queue), ReceiptHandle=message["ReceiptHandle"])
-                moved += 1
+                moved.append(json.loads(message["Body"]))
 
     # -- the consumers -----------------------------------------------------------------
 
