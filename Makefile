@@ -19,8 +19,13 @@ install: $(VENV)/.installed ## create .venv with the pinned dependencies
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[lab,test]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $@
+
+# JupyterLab only for `make lab`: the tests run notebooks through nbclient without it.
+$(VENV)/.installed-lab: $(VENV)/.installed
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[lab,test]'
 	touch $@
 
 tools: $(TOOLS)/.installed ## install checkov in a venv of its own (its pins clash with ours)
@@ -51,11 +56,16 @@ plan: install ## show what a deploy would change (nothing, after a deploy)
 destroy: install ## remove the stack from the backend
 	$(PY) -m idemlab destroy
 
-lab: deploy ## backend up, stack deployed, JupyterLab on the notebooks
+lab: $(VENV)/.installed-lab deploy ## backend up, stack deployed, JupyterLab on the notebooks
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --no-browser $(JUPYTER_ROOT_FLAG)
 
-test: install tools ## the whole test suite, on an embedded backend it starts itself
-	$(PY) -m pytest
+# Worker processes for `make test`, each with its own embedded backend and stack. Most
+# of the suite waits (function timeouts, queue visibility, scheduler delays) rather than
+# computes, so more workers than the 2 cores CI has still shorten it.
+TEST_WORKERS ?= 3
+
+test: install tools ## the whole test suite, on embedded backends it starts itself
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 conformance: install ## the AWS behaviours the lessons rely on, checked on BACKEND (embedded unless set)
 	@if [ "$(BACKEND)" = localstack ]; then $(PY) -m idemlab up; fi
