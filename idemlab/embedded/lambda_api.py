@@ -20,6 +20,7 @@ from moto.awslambda.responses import LambdaResponse
 from idemlab.embedded.lambda_async import AsyncInvoker, AsyncPolicy, QueuedEvent
 from idemlab.embedded.lambda_concurrency import ConcurrencyLimit, Throttled
 from idemlab.embedded.lambda_runtime import FunctionVersion, LambdaRuntime, lambda_error
+from idemlab.embedded.patching import replace_once
 
 MAX_SYNC_RESPONSE_BYTES = 6 * 1024 * 1024  # Lambda's synchronous payload limit
 REQUEST_ID = "x-amzn-requestid"  # the header moto fills with a random id of its own
@@ -176,11 +177,8 @@ def install(service: LambdaService, lookup) -> None:
     global _service
     _service = service
     service.backend_lookup = lookup
-    if getattr(LambdaResponse.invoke, "_idemlab", False):
+    if not replace_once(LambdaResponse, "invoke", _invoke):
         return
-    invoke = _invoke
-    invoke._idemlab = True
-    LambdaResponse.invoke = invoke
     _keep_dead_letter_config()
     _keep_invocation_request_id()
     _answer_get_account_settings()

@@ -23,6 +23,8 @@ import functools
 import re
 from datetime import datetime
 
+from idemlab.embedded.patching import replace_once
+
 _AT = re.compile(r"at\((\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\)")
 _RATE = re.compile(r"rate\(([1-9][0-9]*) (minute|minutes|hour|hours|day|days)\)")
 _CRON = re.compile(r"cron\(([^()]*)\)")
@@ -104,7 +106,6 @@ def _validating(method):
             raise ValidationException(f"Invalid Schedule Expression {expression}.")
         return method(self, *args, **kwargs)
 
-    validated._idemlab = True
     return validated
 
 
@@ -114,7 +115,5 @@ def install() -> None:
     from moto.scheduler.models import EventBridgeSchedulerBackend
 
     ScheduleExists.code = 409  # ConflictException, as AWS answers a duplicate name
-    if getattr(EventBridgeSchedulerBackend.create_schedule, "_idemlab", False):
-        return
-    EventBridgeSchedulerBackend.create_schedule = _validating(EventBridgeSchedulerBackend.create_schedule)
-    EventBridgeSchedulerBackend.update_schedule = _validating(EventBridgeSchedulerBackend.update_schedule)
+    for action in ("create_schedule", "update_schedule"):
+        replace_once(EventBridgeSchedulerBackend, action, _validating(getattr(EventBridgeSchedulerBackend, action)))

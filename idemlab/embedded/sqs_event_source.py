@@ -43,6 +43,8 @@ import sys
 import threading
 import time
 
+from idemlab.embedded.patching import replace_once
+
 # SQS's FIFO deduplication interval (SendMessage API reference, MessageDeduplicationId).
 DEDUPLICATION_SECONDS = 300
 # Lambda's defaults for SQS mappings (services-sqs-parameters.html).
@@ -409,10 +411,8 @@ def install() -> None:
     """Patch moto in this process; call once, before the server starts."""
     from moto.sqs.models import Queue
 
-    if getattr(Queue.add_message, "_idemlab", False):
+    if not replace_once(Queue, "add_message", _add_message):
         return
-    _add_message._idemlab = True
-    Queue.add_message = _add_message
     _fifo_in_flight_only()
     _validate_mapping()
     _report_transitions()

@@ -32,6 +32,8 @@ from moto.core.exceptions import AWSError
 from moto.core.responses import ActionResult
 from moto.stepfunctions.responses import StepFunctionResponse
 
+from idemlab.embedded.patching import replace_once
+
 
 class StateMachineTypeNotSupported(AWSError):
     TYPE = "StateMachineTypeNotSupported"
@@ -126,7 +128,6 @@ def _refuse_express_execution(action):
             raise InvalidArn("Invalid Arn: 'Resource type not valid in this context: express'")
         return action(self)
 
-    refused._idemlab = True
     return refused
 
 
@@ -136,7 +137,6 @@ def _list_executions_standard_only(action):
             raise StateMachineTypeNotSupported(NOT_FOR_THIS_TYPE)
         return action(self)
 
-    refused._idemlab = True
     return refused
 
 
@@ -200,10 +200,9 @@ def list_state_machine_versions(self: StepFunctionResponse) -> ActionResult:
 def install() -> None:
     default_user_config["stepfunctions"]["execute_state_machine"] = True
     StepFunctionResponse.start_execution = start_execution
-    if not getattr(StepFunctionResponse.describe_execution, "_idemlab", False):
-        for action in ("describe_execution", "stop_execution", "get_execution_history"):
-            setattr(StepFunctionResponse, action, _refuse_express_execution(getattr(StepFunctionResponse, action)))
-        StepFunctionResponse.list_executions = _list_executions_standard_only(StepFunctionResponse.list_executions)
+    for action in ("describe_execution", "stop_execution", "get_execution_history"):
+        replace_once(StepFunctionResponse, action, _refuse_express_execution(getattr(StepFunctionResponse, action)))
+    replace_once(StepFunctionResponse, "list_executions", _list_executions_standard_only(StepFunctionResponse.list_executions))
     StepFunctionResponse.start_sync_execution = start_sync_execution
     StepFunctionResponse.validate_state_machine_definition = validate_state_machine_definition
     StepFunctionResponse.list_state_machine_versions = list_state_machine_versions
