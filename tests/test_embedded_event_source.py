@@ -148,9 +148,12 @@ def test_failed_batch_comes_back_after_the_visibility_timeout_then_goes_to_the_d
     rows = deliveries(table)
     received = sorted((row["id"], row["count"]) for row in rows)
     assert received == [("bad", 1), ("bad", 2), ("good", 1), ("good", 2)], "the whole batch failed, twice"
-    first = min(row["at"] for row in rows if row["count"] == 1)
-    second = min(row["at"] for row in rows if row["count"] == 2)
-    assert second - first >= VISIBILITY - 0.5, "hidden for the visibility timeout, not made visible at once"
+    # From the first receive (SQS stamps it on the message) to the second delivery's run:
+    # a handler's own clock would also count a slow first start (seen on a loaded machine).
+    for row in rows:
+        if row["count"] == 2:
+            first_received = int(row["record"]["attributes"]["ApproximateFirstReceiveTimestamp"]) / 1000
+            assert row["at"] - first_received >= VISIBILITY - 0.1, "hidden for the visibility timeout, not made visible at once"
     assert depth(url) == 0
 
 
