@@ -109,6 +109,19 @@ def test_configuration_is_valid(terraform_copy, where):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def test_the_minimal_example_says_how_to_apply_it_and_declares_its_outputs():
+    import hcl2
+
+    example = MODULE_DIR / "examples" / "minimal"
+    with open(example / "outputs.tf") as handle:
+        outputs = {name: body for block in hcl2.load(handle).get("output", []) for name, body in block.items()}
+    assert {name.strip('"') for name in outputs} == {"lab", "stuck_metric"}, outputs
+    assert all(body.get("description") for body in outputs.values()), "every output of the example has a description"
+    readme = (example / "README.md").read_text()
+    for step in ("python -m idemlab.build", "terraform apply", "tflocal apply", "terraform destroy"):
+        assert step in readme, f"examples/minimal/README.md does not say `{step}`"
+
+
 @pytest.mark.timeout(600)
 def test_module_plan_assertions_pass_with_a_mocked_provider(terraform_copy, zips):
     module = terraform_copy / "modules" / "idempotency_lab"
