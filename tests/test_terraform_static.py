@@ -223,3 +223,14 @@ def test_wrong_module_inputs_stop_the_plan_with_a_message_naming_the_entry(tmp_p
         assert expected in output, output[-3000:]
     # Refused at the variable: no resource was evaluated with the wrong entry.
     assert "Invalid index" not in output, output[-3000:]
+
+
+def test_the_embedded_rule_scheduler_states_the_sweepers_real_default_schedule():
+    import hcl2
+
+    from idemlab.embedded import rule_scheduler
+
+    with open(MODULE_DIR / "variables.tf") as handle:
+        variables = {name.strip('"'): body for block in hcl2.load(handle)["variable"] for name, body in block.items()}
+    default = variables["sweeper_schedule_expression"]["default"].strip('"')
+    assert f"`{default}`" in rule_scheduler.__doc__ and "sweeper_schedule_expression" in rule_scheduler.__doc__, rule_scheduler.__doc__
