@@ -1,5 +1,5 @@
 variable "functions" {
-  description = "The lab's Lambda functions, keyed by handler module. Each function's code is <artifacts_dir>/<scenario>.zip, its handler `<key>.handler` unless `handler` says otherwise; its role, environment and asynchronous-invoke settings follow from the entry (see the comment on the default)."
+  description = "The lab's Lambda functions, keyed by handler module. Each function's code is <artifacts_dir>/<scenario>.zip, its handler `<key>.handler` unless `handler` says otherwise; its role, environment and asynchronous-invoke settings follow from the entry (see the comments on its type)."
   type = map(object({
     scenario = string
     handler  = optional(string) # null: "<key>.handler"

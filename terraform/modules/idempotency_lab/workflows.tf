@@ -61,8 +61,8 @@ variable "workflows" {
 }
 
 locals {
-  # Entries hold only literals and ARNs computed from names, so that function entries may
-  # use local.workflow_arn without a dependency cycle.
+  # The definition template's variables: function ARNs computed from names (main.tf), not
+  # read from the functions, so that a function may in turn start a workflow without a cycle.
   workflow_specs = { for key, w in var.workflows : key => merge(w, {
     vars = merge(
       { for fn in w.invokes : "${fn}_arn" => local.function_arn[fn] },
