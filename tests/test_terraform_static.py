@@ -109,6 +109,19 @@ def test_configuration_is_valid(terraform_copy, where):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def test_the_minimal_example_says_how_to_apply_it_and_declares_its_outputs():
+    import hcl2
+
+    example = MODULE_DIR / "examples" / "minimal"
+    with open(example / "outputs.tf") as handle:
+        outputs = {name: body for block in hcl2.load(handle).get("output", []) for name, body in block.items()}
+    assert {name.strip('"') for name in outputs} == {"lab", "stuck_metric"}, outputs
+    assert all(body.get("description") for body in outputs.values()), "every output of the example has a description"
+    readme = (example / "README.md").read_text()
+    for step in ("python -m idemlab.build", "terraform apply", "tflocal apply", "terraform destroy"):
+        assert step in readme, f"examples/minimal/README.md does not say `{step}`"
+
+
 @pytest.mark.timeout(600)
 def test_module_plan_assertions_pass_with_a_mocked_provider(terraform_copy, zips):
     module = terraform_copy / "modules" / "idempotency_lab"
@@ -146,7 +159,7 @@ def test_module_readme_tables_are_current():
     )
 
 
-TYPO_TEST = """
+MOCKED_AWS = """
 mock_provider "aws" {
   mock_data "aws_caller_identity" {
     defaults = { account_id = "123456789012" }
@@ -158,31 +171,66 @@ mock_provider "aws" {
     defaults = { partition = "aws" }
   }
 }
-
-run "plan_with_a_mistyped_entry" {
-  command = plan
-}
 """
+
+# One file per plan: a failed run skips the runs after it in the same file.
+WRONG_INPUTS = {
+    # A list where the type says map, a string where it says number.
+    "wrong_type": """
+run "plan" {
+  command = plan
+  variables {
+    functions = {
+      sweeper = { scenario = "account_deletion", timeout = "ten", tables = ["deletion_requests"] }
+    }
+  }
+}
+""",
+    # A table and a function that do not exist, an access level that does not either.
+    "wrong_references": """
+run "plan" {
+  command = plan
+  variables {
+    functions = {
+      sweeper = { scenario = "account_deletion", tables = { vehicle_naive = "readwrite" }, invokes = ["card_procesor"] }
+    }
+  }
+}
+""",
+}
 
 
 @pytest.mark.timeout(300)
-def test_a_mistyped_entry_stops_the_plan_naming_the_entry_and_the_key(tmp_path, zips):
+def test_wrong_module_inputs_stop_the_plan_with_a_message_naming_the_entry(tmp_path, zips):
     module = tmp_path / "idempotency_lab"
     shutil.copytree(MODULE_DIR, module, ignore=shutil.ignore_patterns(".terraform", ".terraform.lock.hcl", "tests", "examples"))
-    functions_tf = module / "functions.tf"
-    entry = 'tables = { vehicles_naive = "read_write" }'
-    assert entry in functions_tf.read_text(), "the write_vehicle_naive entry changed; update this test"
-    functions_tf.write_text(functions_tf.read_text().replace(entry, 'tables = { vehicle_naive = "readwrite" }, invokes = ["card_procesor"]'))
     (module / "tests").mkdir()
-    (module / "tests" / "typo.tftest.hcl").write_text(TYPO_TEST)
+    for name, run in WRONG_INPUTS.items():
+        (module / "tests" / f"{name}.tftest.hcl").write_text(MOCKED_AWS + run)
     init = terraform("init", "-backend=false", "-input=false", "-no-color", cwd=module)
     assert init.returncode == 0, init.stdout + init.stderr
     done = terraform("test", "-no-color", "-var", f"artifacts_dir={zips}", cwd=module)
     output = " ".join((done.stdout + done.stderr).split())
-    assert done.returncode != 0 and "Resource precondition failed" in output, output[-3000:]
+    assert done.returncode != 0 and "0 passed, 2 failed" in output, output[-3000:]
     for expected in (
-        'function write_vehicle_naive: table "vehicle_naive" is not a key of local.tables',
-        'access "readwrite" to vehicle_naive is not one of',
-        'invokes "card_procesor", which is not a key of local.functions',
+        # The type constraint, before anything is planned.
+        'Invalid value for input variable',
+        'element "sweeper": attribute "tables": map of string required',
+        # The validation rules, naming the entry and what it refers to.
+        'Wrong: sweeper: vehicle_naive = "readwrite".',
+        "Wrong: sweeper invokes card_procesor.",
     ):
         assert expected in output, output[-3000:]
+    # Refused at the variable: no resource was evaluated with the wrong entry.
+    assert "Invalid index" not in output, output[-3000:]
+
+
+def test_the_embedded_rule_scheduler_states_the_sweepers_real_default_schedule():
+    import hcl2
+
+    from idemlab.embedded import rule_scheduler
+
+    with open(MODULE_DIR / "variables.tf") as handle:
+        variables = {name.strip('"'): body for block in hcl2.load(handle)["variable"] for name, body in block.items()}
+    default = variables["sweeper_schedule_expression"]["default"].strip('"')
+    assert f"`{default}`" in rule_scheduler.__doc__ and "sweeper_schedule_expression" in rule_scheduler.__doc__, rule_scheduler.__doc__

@@ -1,7 +1,8 @@
 """Fire EventBridge rules that have a schedule expression, as EventBridge does.
 
 moto stores such rules but never fires them; LocalStack does. The account-deletion
-sweeper runs from one (`rate(1 minute)`), so the embedded backend fires them too:
+sweeper runs from one (`rate(5 minutes)` unless the Terraform module's
+`sweeper_schedule_expression` says otherwise), so the embedded backend fires them too:
 every `rate(...)` rule, at its rate, to each Lambda target (an asynchronous invoke,
 so the function's retries apply), with the target's `Input` or the scheduled event.
 `cron(...)` expressions are not evaluated here; none of the lab's rules uses one.

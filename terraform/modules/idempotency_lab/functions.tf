@@ -1,13 +1,21 @@
-locals {
-  # One entry per function; its zip is <artifacts_dir>/<scenario>.zip and its handler
-  # `<key>.handler` unless `handler` says otherwise. From the entry come its role (only
-  # what it lists), its environment and its asynchronous-invoke settings:
-  #   tables  = { <table key> = <access level in local.table_actions> }  -> <KEY>_TABLE
-  #   invokes = [<function key>]                                          -> <KEY>_FUNCTION
-  #   sends   = [<queue key>]                                             -> <KEY>_QUEUE_URL
-  #   starts  = [<workflow key>]                                          -> <KEY>_STATE_MACHINE_ARN
-  #   grants  = [<key in local.extra_grants>], env = { NAME = "value" }, timeout = seconds
-  functions = {
+variable "functions" {
+  description = "The lab's Lambda functions, keyed by handler module. Each function's code is <artifacts_dir>/<scenario>.zip, its handler `<key>.handler` unless `handler` says otherwise; its role, environment and asynchronous-invoke settings follow from the entry (see the comments on its type)."
+  type = map(object({
+    scenario = string
+    handler  = optional(string) # null: "<key>.handler"
+    timeout  = optional(number, 10)
+    tables   = optional(map(string), {})  # { <key of var.tables> = <level of local.table_actions> } -> <KEY>_TABLE
+    invokes  = optional(list(string), []) # [<key of var.functions>]                            -> <KEY>_FUNCTION
+    sends    = optional(list(string), []) # [<key of var.queues>]                               -> <KEY>_QUEUE_URL
+    starts   = optional(list(string), []) # [<key of var.workflows>]                            -> <KEY>_STATE_MACHINE_ARN
+    knows    = optional(list(string), []) # the same variable, without the right to start it
+    grants   = optional(list(string), []) # [<key of local.extra_grants>]
+    settings = optional(list(string), []) # [<key of local.function_settings>]: module inputs passed on
+    env      = optional(map(string), {})  # literal NAME = "value" pairs
+    dlq      = optional(string)           # null: the scenario's, local.scenario_dlq
+  }))
+  nullable = false
+  default = {
     # Lesson 1: vehicle registration.
     rmv_check                = { scenario = "vehicle_registration", timeout = 10 }
     write_vehicle_naive      = { scenario = "vehicle_registration", timeout = 10, tables = { vehicles_naive = "read_write" } }
@@ -26,40 +34,81 @@ locals {
 
     # Lesson 3: delayed account deletion.
     request_deletion = {
-      scenario = "account_deletion", timeout = 10, tables = { deletion_requests = "read_write" }
+      scenario = "account_deletion", timeout = 10, tables = { deletion_requests = "read_write" }, settings = ["deletion_delay"]
       # The schedules it creates start the workflow as Scheduler's role: it needs the ARN, not the right.
-      grants = ["create_deletion_schedule"]
-      env    = { DELETION_DELAY_SECONDS = tostring(var.deletion_delay_seconds), ACCOUNT_DELETION_STATE_MACHINE_ARN = local.workflow_arn["account_deletion"] }
+      grants = ["create_deletion_schedule"], knows = ["account_deletion"]
     }
     cancel_deletion   = { scenario = "account_deletion", timeout = 10, tables = { deletion_requests = "read_write" }, grants = ["delete_deletion_schedule"] }
-    claim_deletion    = { scenario = "account_deletion", timeout = 10, tables = { deletion_requests = "read_write", faults = "read_update" }, env = local.deletion_env }
-    delete_records    = { scenario = "account_deletion", timeout = 30, tables = { deletion_requests = "read_write", user_records = "read_write", faults = "read_update" }, env = local.deletion_env }
-    delete_files      = { scenario = "account_deletion", timeout = 30, tables = { deletion_requests = "read_write", faults = "read_update" }, grants = ["delete_user_files"], env = local.deletion_env }
-    delete_identity   = { scenario = "account_deletion", timeout = 10, tables = { deletion_requests = "read_write", identities = "read_write", faults = "read_update" }, env = local.deletion_env }
-    send_goodbye      = { scenario = "account_deletion", timeout = 10, tables = { deletion_requests = "read_write", email_outbox = "read_write", faults = "read_update" }, env = local.deletion_env }
-    complete_deletion = { scenario = "account_deletion", timeout = 10, tables = { deletion_requests = "read_write", faults = "read_update" }, sends = ["deletion_dlq"], env = merge(local.deletion_env, { ACCOUNT_DELETION_STATE_MACHINE_ARN = local.workflow_arn["account_deletion"] }) }
+    claim_deletion    = { scenario = "account_deletion", timeout = 10, tables = { deletion_requests = "read_write", faults = "read_update" }, settings = ["deletion_lease"] }
+    delete_records    = { scenario = "account_deletion", timeout = 30, tables = { deletion_requests = "read_write", user_records = "read_write", faults = "read_update" }, settings = ["deletion_lease"] }
+    delete_files      = { scenario = "account_deletion", timeout = 30, tables = { deletion_requests = "read_write", faults = "read_update" }, grants = ["delete_user_files"], settings = ["deletion_lease"] }
+    delete_identity   = { scenario = "account_deletion", timeout = 10, tables = { deletion_requests = "read_write", identities = "read_write", faults = "read_update" }, settings = ["deletion_lease"] }
+    send_goodbye      = { scenario = "account_deletion", timeout = 10, tables = { deletion_requests = "read_write", email_outbox = "read_write", faults = "read_update" }, settings = ["deletion_lease"] }
+    complete_deletion = { scenario = "account_deletion", timeout = 10, tables = { deletion_requests = "read_write", faults = "read_update" }, sends = ["deletion_dlq"], knows = ["account_deletion"], settings = ["deletion_lease"] }
     naive_deletion_worker = {
       scenario = "account_deletion", timeout = 60, grants = ["delete_user_files"]
       tables   = { deletion_requests = "read_write", user_records = "read_write", identities = "read_write", email_outbox = "read_write", faults = "read_update" }
     }
     sweeper = {
       scenario = "account_deletion", timeout = 60, tables = { deletion_requests = "read_write" }, sends = ["deletion_dlq"]
-      starts   = ["account_deletion"], grants = ["put_stuck_metric"], env = local.deletion_env
+      starts   = ["account_deletion"], grants = ["put_stuck_metric"], settings = ["deletion_lease"]
     }
 
     # Lesson 4: queues. Each consumer reserves stock for the order lines its queue
-    # delivers (event sources in queue_lesson.tf). The 2 s timeout keeps the queues'
-    # visibility timeout, six times longer, short for the workshop.
+    # delivers (var.event_sources). The 2 s timeout keeps the queues' visibility
+    # timeout, six times longer, short for the workshop.
     fulfil_naive         = { scenario = "order_fulfilment", timeout = 2, tables = { stock = "read_update", reservations = "read_write" } }
     fulfil_idempotent    = { scenario = "order_fulfilment", timeout = 2, tables = { stock = "read_update", reservations = "read_write", order_idempotency = "idempotency" } }
     fulfil_by_message_id = { scenario = "order_fulfilment", timeout = 2, tables = { stock = "read_update", reservations = "read_write", order_idempotency = "idempotency" } }
   }
 
-  deletion_env = {
-    LEASE_SECONDS     = tostring(var.deletion_lease_seconds)
-    MAX_ATTEMPTS      = tostring(var.deletion_max_attempts)
-    METRIC_NAMESPACE  = var.stuck_metric_namespace
-    STUCK_METRIC_NAME = local.stuck_metric_name
+  validation {
+    condition     = alltrue([for key in keys(var.functions) : can(regex("^[a-z][a-z0-9_]*$", key))])
+    error_message = "Function keys must be lower_snake_case (they become `<prefix>-<key>` names and `<KEY>_FUNCTION` variables)."
+  }
+
+  validation {
+    condition     = contains(keys(var.functions), "sweeper")
+    error_message = "var.functions must keep `sweeper`: the module's sweeper rule (scheduling.tf) invokes it."
+  }
+
+  validation {
+    # Lambda allows 1-900 s.
+    condition     = alltrue([for f in values(var.functions) : f.timeout >= 1 && f.timeout <= 900 && floor(f.timeout) == f.timeout])
+    error_message = "A function's timeout is a whole number of seconds from 1 to 900 (Lambda's limits)."
+  }
+
+  validation {
+    condition     = length(flatten([for key, f in var.functions : [for t, level in f.tables : "${key}: ${t} = \"${level}\"" if !contains(keys(var.tables), t) || !contains(keys(local.table_actions), level)]])) == 0
+    error_message = "Every table a function lists is a key of var.tables, with an access level of local.table_actions (${join(", ", keys(local.table_actions))}). Wrong: ${join("; ", flatten([for key, f in var.functions : [for t, level in f.tables : "${key}: ${t} = \"${level}\"" if !contains(keys(var.tables), t) || !contains(keys(local.table_actions), level)]]))}."
+  }
+
+  validation {
+    condition     = length(flatten([for key, f in var.functions : concat([for fn in f.invokes : "${key} invokes ${fn}" if !contains(keys(var.functions), fn)], [for q in f.sends : "${key} sends to ${q}" if !contains(keys(var.queues), q)])])) == 0
+    error_message = "Every function a function invokes is a key of var.functions, every queue it sends to a key of var.queues. Wrong: ${join("; ", flatten([for key, f in var.functions : concat([for fn in f.invokes : "${key} invokes ${fn}" if !contains(keys(var.functions), fn)], [for q in f.sends : "${key} sends to ${q}" if !contains(keys(var.queues), q)])]))}."
+  }
+
+  validation {
+    condition     = length(flatten([for key, f in var.functions : concat([for g in f.grants : "${key}: grant ${g}" if !contains(keys(local.extra_grants), g)], [for n in f.settings : "${key}: settings ${n}" if !contains(keys(local.function_settings), n)])])) == 0
+    error_message = "Every grant a function lists is a key of local.extra_grants (${join(", ", keys(local.extra_grants))}), every settings name a key of local.function_settings (${join(", ", keys(local.function_settings))}). Wrong: ${join("; ", flatten([for key, f in var.functions : concat([for g in f.grants : "${key}: grant ${g}" if !contains(keys(local.extra_grants), g)], [for n in f.settings : "${key}: settings ${n}" if !contains(keys(local.function_settings), n)])]))}."
+  }
+
+  validation {
+    condition     = length([for key, f in var.functions : "${key} (${coalesce(f.dlq, lookup(local.scenario_dlq, f.scenario, "no DLQ for scenario ${f.scenario}"))})" if !contains([for q in keys(var.queues) : q if endswith(q, "_dlq")], coalesce(f.dlq, lookup(local.scenario_dlq, f.scenario, "-")))]) == 0
+    error_message = "Every function has a dead-letter queue, a `_dlq` key of var.queues: its `dlq`, or its scenario's in local.scenario_dlq. Wrong: ${join("; ", [for key, f in var.functions : "${key} (${coalesce(f.dlq, lookup(local.scenario_dlq, f.scenario, "no DLQ for scenario ${f.scenario}"))})" if !contains([for q in keys(var.queues) : q if endswith(q, "_dlq")], coalesce(f.dlq, lookup(local.scenario_dlq, f.scenario, "-")))])}."
+  }
+}
+
+locals {
+  # Module inputs a function entry asks for by name in `settings`.
+  function_settings = {
+    deletion_delay = { DELETION_DELAY_SECONDS = tostring(var.deletion_delay_seconds) }
+    deletion_lease = {
+      LEASE_SECONDS     = tostring(var.deletion_lease_seconds)
+      MAX_ATTEMPTS      = tostring(var.deletion_max_attempts)
+      METRIC_NAMESPACE  = var.stuck_metric_namespace
+      STUCK_METRIC_NAME = local.stuck_metric_name
+    }
   }
 
   # Where each scenario's failed asynchronous invocations go.
@@ -70,18 +119,10 @@ locals {
     order_fulfilment     = "order_fulfilment_dlq"
   }
 
-  function_specs = { for key, f in local.functions : key => {
-    scenario = f.scenario
-    handler  = try(f.handler, "${key}.handler")
-    timeout  = try(f.timeout, 10)
-    tables   = try(f.tables, {})
-    invokes  = try(f.invokes, [])
-    sends    = try(f.sends, [])
-    starts   = try(f.starts, [])
-    grants   = try(f.grants, [])
-    env      = try(f.env, {})
-    dlq      = try(f.dlq, lookup(local.scenario_dlq, f.scenario, "(no DLQ for this scenario)"))
-  } }
+  function_specs = { for key, f in var.functions : key => merge(f, {
+    handler = coalesce(f.handler, "${key}.handler")
+    dlq     = coalesce(f.dlq, lookup(local.scenario_dlq, f.scenario, "-"))
+  }) }
 
   # Names the lab itself reads: every function knows the bucket, the schedule group, the
   # scheduler role and the scheduler DLQ, because handlers build their own clients.
@@ -122,10 +163,11 @@ resource "aws_lambda_function" "this" {
     variables = merge(
       local.common_env,
       { POWERTOOLS_SERVICE_NAME = each.key },
-      { for t in keys(each.value.tables) : "${upper(t)}_TABLE" => try(aws_dynamodb_table.this[t].name, local.unknown) },
-      { for f in each.value.invokes : "${upper(f)}_FUNCTION" => lookup(local.name, f, local.unknown) },
-      { for q in each.value.sends : "${upper(q)}_QUEUE_URL" => lookup(local.queue_urls, q, local.unknown) },
-      { for w in each.value.starts : "${upper(w)}_STATE_MACHINE_ARN" => lookup(local.workflow_arn, w, local.unknown) },
+      { for t in keys(each.value.tables) : "${upper(t)}_TABLE" => aws_dynamodb_table.this[t].name },
+      { for f in each.value.invokes : "${upper(f)}_FUNCTION" => local.name[f] },
+      { for q in each.value.sends : "${upper(q)}_QUEUE_URL" => local.queue_urls[q] },
+      { for w in concat(each.value.starts, each.value.knows) : "${upper(w)}_STATE_MACHINE_ARN" => local.workflow_arn[w] },
+      merge([for s in each.value.settings : local.function_settings[s]]...),
       each.value.env,
     )
   }
@@ -153,7 +195,7 @@ resource "aws_lambda_function_event_invoke_config" "this" {
 
   destination_config {
     on_failure {
-      destination = lookup(local.queue_arns, each.value.dlq, local.unknown)
+      destination = local.queue_arns[each.value.dlq]
     }
   }
 }

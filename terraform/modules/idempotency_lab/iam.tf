@@ -57,29 +57,29 @@ locals {
   scheduler_role_name = "${var.prefix}-${local.region_code}-scheduler"
   role_name_too_long  = "is longer than IAM's 64 characters: choose a shorter prefix"
 
-  consumed_queues = { for key in keys(local.function_specs) : key => distinct([for e in values(local.event_sources) : e.queue if e.function == key]) }
+  consumed_queues = { for key in keys(local.function_specs) : key => distinct([for e in values(var.event_sources) : e.queue if e.function == key]) }
 
   function_statements = { for key, f in local.function_specs : key => flatten([
     [{ Effect = "Allow", Action = ["logs:CreateLogStream", "logs:PutLogEvents"], Resource = ["${aws_cloudwatch_log_group.function[key].arn}:*"] }],
     [local.xray_statement],
     [for table, level in f.tables : {
       Effect = "Allow"
-      Action = lookup(local.table_actions, level, [])
+      Action = local.table_actions[level]
       Resource = concat(
-        [try(aws_dynamodb_table.this[table].arn, local.unknown)],
-        [for g in try(local.table_specs[table].gsis, []) : "${aws_dynamodb_table.this[table].arn}/index/${g.name}"],
+        [aws_dynamodb_table.this[table].arn],
+        [for g in var.tables[table].gsis : "${aws_dynamodb_table.this[table].arn}/index/${g.name}"],
       )
     }],
-    length(f.invokes) == 0 ? [] : [{ Effect = "Allow", Action = ["lambda:InvokeFunction"], Resource = [for fn in f.invokes : lookup(local.function_arn, fn, local.unknown)] }],
-    [{ Effect = "Allow", Action = ["sqs:SendMessage"], Resource = [for q in distinct(concat([f.dlq], f.sends)) : lookup(local.queue_arns, q, local.unknown)] }],
+    length(f.invokes) == 0 ? [] : [{ Effect = "Allow", Action = ["lambda:InvokeFunction"], Resource = [for fn in f.invokes : local.function_arn[fn]] }],
+    [{ Effect = "Allow", Action = ["sqs:SendMessage"], Resource = [for q in distinct(concat([f.dlq], f.sends)) : local.queue_arns[q]] }],
     # Its event source mappings poll as the function's role (Lambda developer guide, with-sqs.html).
     length(local.consumed_queues[key]) == 0 ? [] : [{
       Effect   = "Allow"
       Action   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"]
-      Resource = [for q in local.consumed_queues[key] : lookup(local.queue_arns, q, local.unknown)]
+      Resource = [for q in local.consumed_queues[key] : local.queue_arns[q]]
     }],
-    length(f.starts) == 0 ? [] : [{ Effect = "Allow", Action = ["states:StartExecution"], Resource = [for w in f.starts : lookup(local.workflow_arn, w, local.unknown)] }],
-    [for grant in f.grants : lookup(local.extra_grants, grant, [])],
+    length(f.starts) == 0 ? [] : [{ Effect = "Allow", Action = ["states:StartExecution"], Resource = [for w in f.starts : local.workflow_arn[w]] }],
+    [for grant in f.grants : local.extra_grants[grant]],
   ]) }
 }
 
@@ -138,9 +138,9 @@ resource "aws_iam_role_policy" "workflow" {
   policy = jsonencode({
     Version = "2012-10-17"
     Statement = flatten([
-      [{ Effect = "Allow", Action = ["lambda:InvokeFunction"], Resource = [for fn in each.value.invokes : lookup(local.function_arn, fn, local.unknown)] }],
+      [{ Effect = "Allow", Action = ["lambda:InvokeFunction"], Resource = [for fn in each.value.invokes : local.function_arn[fn]] }],
       [for table, level in each.value.tables : {
-        Effect = "Allow", Action = lookup(local.table_actions, level, []), Resource = [try(aws_dynamodb_table.this[table].arn, local.unknown)]
+        Effect = "Allow", Action = local.table_actions[level], Resource = [aws_dynamodb_table.this[table].arn]
       }],
       [local.workflow_xray_statement],
       # Log delivery for Step Functions is configured through these account-level calls,

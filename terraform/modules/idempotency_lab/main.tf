@@ -21,18 +21,18 @@ locals {
 
   # Every name is derived from the prefix and a key; hyphens because S3 allows no underscores.
   # Workflows are named apart: their entries refer to function ARNs, which come from these names.
-  name = { for key in concat(keys(local.tables), keys(local.functions), keys(local.queues)) :
+  name = { for key in concat(keys(var.tables), keys(var.functions), keys(var.queues)) :
     key => "${var.prefix}-${replace(key, "_", "-")}"
   }
-  workflow_name = { for key in keys(local.workflows) : key => "${var.prefix}-${replace(key, "_", "-")}" }
+  workflow_name = { for key in keys(var.workflows) : key => "${var.prefix}-${replace(key, "_", "-")}" }
 
   # ARNs computed from names rather than read from resources: functions and workflows refer
   # to each other (a workflow calls functions, the sweeper starts a workflow), and reading
   # the resource attributes would make a dependency cycle.
-  function_arn = { for key in keys(local.functions) :
+  function_arn = { for key in keys(var.functions) :
     key => "arn:${local.partition}:lambda:${local.region}:${local.account_id}:function:${local.name[key]}"
   }
-  workflow_arn = { for key in keys(local.workflows) :
+  workflow_arn = { for key in keys(var.workflows) :
     key => "arn:${local.partition}:states:${local.region}:${local.account_id}:stateMachine:${local.workflow_name[key]}"
   }
 }

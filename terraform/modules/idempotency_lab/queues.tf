@@ -1,7 +1,17 @@
-locals {
-  # One entry per queue. Keys ending in `_dlq` are dead-letter queues: kept 14 days, watched
-  # by an alarm. A work queue names its DLQ with `redrive_to` (and `max_receive_count`).
-  queues = {
+variable "queues" {
+  description = "The lab's SQS queues, keyed by the name functions use (`<KEY>_QUEUE_URL`). Keys ending in `_dlq` are dead-letter queues: kept 14 days, watched by an alarm. A work queue sends a message to its dead-letter queue after `redrive.max_receive_count` receives."
+  type = map(object({
+    redrive = optional(object({
+      dlq               = string
+      max_receive_count = number
+    }))
+    # null: 14 days for a dead-letter queue, 4 days (SQS's default) for a work queue.
+    retention_seconds  = optional(number)
+    visibility_seconds = optional(number, 60)
+    fifo               = optional(bool, false)
+  }))
+  nullable = false
+  default = {
     vehicle_registration_dlq = {} # failed async invocations of lesson 1 functions
     checkout_dlq             = {} # ... of lesson 2 functions
     deletion_dlq             = {} # ... of lesson 3 functions, and requests past their last attempt
@@ -9,32 +19,55 @@ locals {
     sweeper_rule_dlq         = {} # sweeper runs EventBridge could not deliver
     order_fulfilment_dlq     = {} # failed async invocations of lesson 4 functions
 
-    # Lesson 4: one order queue per consumer (queue_lesson.tf maps each to its function).
-    # Visibility: six times the consumers' 2 s timeout (see local.event_sources);
-    # compressed time for the workshop. Two receives, then the DLQ.
-    orders_naive             = { redrive_to = "orders_naive_dlq", max_receive_count = 2, visibility_seconds = 12 }
+    # Lesson 4: one order queue per consumer (var.event_sources maps each to its function).
+    # Visibility: six times the consumers' 2 s timeout; compressed time for the workshop.
+    # Two receives, then the DLQ (notebook 06 reads the count back from the queue).
+    orders_naive             = { redrive = { dlq = "orders_naive_dlq", max_receive_count = 2 }, visibility_seconds = 12 }
     orders_naive_dlq         = {}
-    orders                   = { redrive_to = "orders_dlq", max_receive_count = 2, visibility_seconds = 12 }
+    orders                   = { redrive = { dlq = "orders_dlq", max_receive_count = 2 }, visibility_seconds = 12 }
     orders_dlq               = {}
-    orders_by_message_id     = { redrive_to = "orders_by_message_id_dlq", max_receive_count = 2, visibility_seconds = 12 }
+    orders_by_message_id     = { redrive = { dlq = "orders_by_message_id_dlq", max_receive_count = 2 }, visibility_seconds = 12 }
     orders_by_message_id_dlq = {}
     # FIFO with content-based deduplication; its DLQ must be FIFO too.
-    orders_fifo     = { redrive_to = "orders_fifo_dlq", max_receive_count = 2, visibility_seconds = 12, fifo = true }
+    orders_fifo     = { redrive = { dlq = "orders_fifo_dlq", max_receive_count = 2 }, visibility_seconds = 12, fifo = true }
     orders_fifo_dlq = { fifo = true }
   }
 
-  queue_specs = { for key, q in local.queues : key => {
-    is_dlq            = endswith(key, "_dlq")
-    redrive_to        = try(q.redrive_to, null)
-    max_receive_count = try(q.max_receive_count, 5)
+  validation {
+    condition     = alltrue([for key in keys(var.queues) : can(regex("^[a-z][a-z0-9_]*$", key))])
+    error_message = "Queue keys must be lower_snake_case (they become `<prefix>-<key>` names and `<KEY>_QUEUE_URL` variables)."
+  }
+
+  validation {
+    condition     = length([for key, q in var.queues : key if q.redrive == null ? false : endswith(key, "_dlq") || !contains([for k, d in var.queues : k if endswith(k, "_dlq") && d.fifo == q.fifo], q.redrive.dlq)]) == 0
+    error_message = "A work queue's redrive.dlq must be a `_dlq` key of var.queues, FIFO exactly when the work queue is (SQS requires it), and a dead-letter queue has no redrive. Wrong: ${join(", ", [for key, q in var.queues : key if q.redrive == null ? false : endswith(key, "_dlq") || !contains([for k, d in var.queues : k if endswith(k, "_dlq") && d.fifo == q.fifo], q.redrive.dlq)])}."
+  }
+
+  validation {
+    condition     = contains(keys(var.queues), "scheduler_dlq") && contains(keys(var.queues), "sweeper_rule_dlq")
+    error_message = "var.queues must keep `scheduler_dlq` and `sweeper_rule_dlq`: the module's Scheduler role and sweeper rule send to them."
+  }
+
+  validation {
+    # SQS limits: maxReceiveCount 1-1000, retention 60 s to 14 days, visibility 0-12 h.
+    condition = alltrue([for q in values(var.queues) :
+      (q.redrive == null ? true : q.redrive.max_receive_count >= 1 && q.redrive.max_receive_count <= 1000) &&
+      (q.retention_seconds == null ? true : q.retention_seconds >= 60 && q.retention_seconds <= 1209600) &&
+      q.visibility_seconds >= 0 && q.visibility_seconds <= 43200
+    ])
+    error_message = "Queue settings outside SQS's limits: redrive.max_receive_count 1-1000, retention_seconds 60-1209600, visibility_seconds 0-43200."
+  }
+}
+
+locals {
+  queue_specs = { for key, q in var.queues : key => merge(q, {
+    is_dlq = endswith(key, "_dlq")
     # A DLQ keeps messages as long as SQS allows, so a failure can be read and redriven later.
-    retention_seconds  = try(q.retention_seconds, endswith(key, "_dlq") ? 1209600 : 345600)
-    visibility_seconds = try(q.visibility_seconds, 60)
-    fifo               = try(q.fifo, false)
-  } }
+    retention_seconds = coalesce(q.retention_seconds, endswith(key, "_dlq") ? 1209600 : 345600)
+  }) }
 
   # SQS requires a FIFO queue's name to end in ".fifo".
-  queue_name = { for key, q in local.queue_specs : key => q.fifo ? "${local.name[key]}.fifo" : local.name[key] }
+  queue_name = { for key, q in var.queues : key => q.fifo ? "${local.name[key]}.fifo" : local.name[key] }
 }
 
 # Two resources, because a work queue's redrive policy refers to its dead-letter queue.
@@ -49,7 +82,7 @@ resource "aws_sqs_queue" "dead_letter" {
   sqs_managed_sse_enabled     = true
   # Inline rather than an aws_sqs_queue_policy: the provider waits about 25 s for each
   # queue's attributes to settle, and a separate policy resource waits as long again.
-  policy = try(local.queue_policies[each.key], null)
+  policy = lookup(local.queue_policies, each.key, null)
 
   tags = merge(local.tags, { Name = local.queue_name[each.key] })
 }
@@ -64,9 +97,9 @@ resource "aws_sqs_queue" "work" {
   visibility_timeout_seconds  = each.value.visibility_seconds
   sqs_managed_sse_enabled     = true
 
-  redrive_policy = each.value.redrive_to == null ? null : jsonencode({
-    deadLetterTargetArn = aws_sqs_queue.dead_letter[each.value.redrive_to].arn
-    maxReceiveCount     = each.value.max_receive_count
+  redrive_policy = each.value.redrive == null ? null : jsonencode({
+    deadLetterTargetArn = aws_sqs_queue.dead_letter[each.value.redrive.dlq].arn
+    maxReceiveCount     = each.value.redrive.max_receive_count
   })
 
   tags = merge(local.tags, { Name = local.queue_name[each.key] })

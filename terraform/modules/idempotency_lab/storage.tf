@@ -6,7 +6,7 @@ locals {
     artifacts  = "${var.prefix}-artifacts-${local.account_id}-${local.region}"
   }
 
-  scenarios = toset([for f in local.function_specs : f.scenario])
+  scenarios = toset([for f in values(var.functions) : f.scenario])
 }
 
 resource "aws_s3_bucket" "this" {

@@ -1,9 +1,19 @@
-locals {
-  # One entry per table. Keys are strings unless `types` says otherwise ("N", "B").
-  # To add a table: add an entry here, then name it in a function's `tables`.
-  # `personal_data = true` marks a table the deletion workflow erases a user from: its
-  # point-in-time recovery follows var.personal_data_recovery_days (see below).
-  tables = {
+variable "tables" {
+  description = "The lab's DynamoDB tables, keyed by the name functions use (`<KEY>_TABLE`). Attributes are strings unless `types` says N or B; `personal_data` marks a table the deletion workflow erases a user from (its PITR follows personal_data_recovery_days)."
+  type = map(object({
+    hash_key  = string
+    range_key = optional(string)
+    ttl       = optional(string)
+    types     = optional(map(string), {})
+    gsis = optional(list(object({
+      name      = string
+      hash_key  = string
+      range_key = optional(string)
+    })), [])
+    personal_data = optional(bool, false)
+  }))
+  nullable = false
+  default = {
     vehicles_naive         = { hash_key = "registration_id" }
     vehicles               = { hash_key = "request_id" }
     faults                 = { hash_key = "fault_key" }
@@ -30,26 +40,37 @@ locals {
     order_idempotency = { hash_key = "id", ttl = "expiration" }
   }
 
-  table_specs = { for key, t in local.tables : key => {
-    hash_key  = t.hash_key
-    range_key = try(t.range_key, null)
-    ttl       = try(t.ttl, null)
-    gsis = [for g in try(t.gsis, []) : {
-      name      = g.name
-      hash_key  = g.hash_key
-      range_key = try(g.range_key, null)
-    }]
-    types = try(t.types, {})
+  validation {
+    condition     = alltrue([for key in keys(var.tables) : can(regex("^[a-z][a-z0-9_]*$", key))])
+    error_message = "Table keys must be lower_snake_case (they become `<prefix>-<key>` names and `<KEY>_TABLE` variables)."
+  }
+
+  validation {
+    condition     = alltrue(flatten([for t in values(var.tables) : [for type in values(t.types) : contains(["S", "N", "B"], type)]]))
+    error_message = "A table's `types` maps an attribute to S, N or B."
+  }
+
+  validation {
+    # DynamoDB refuses an attribute definition no key schema uses.
+    condition = alltrue(flatten([for t in values(var.tables) : [
+      for attribute in keys(t.types) : contains(concat([t.hash_key, t.range_key], flatten([for g in t.gsis : [g.hash_key, g.range_key]])), attribute)
+    ]]))
+    error_message = "A table's `types` may only name its hash, range or index key attributes."
+  }
+}
+
+locals {
+  table_specs = { for key, t in var.tables : key => merge(t, {
     # Backups are part of deletion: with PITR on, an item deleted from the table can be
     # restored for the whole recovery period (1-35 days, default 35; DynamoDB developer guide,
     # https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/PointInTimeRecovery_Howitworks.html).
     # A personal-data table therefore keeps PITR only when the operator chose a period and
     # counts it in the deletion promise.
-    pitr_enabled = !try(t.personal_data, false) || var.personal_data_recovery_days > 0
-    pitr_days    = try(t.personal_data, false) && var.personal_data_recovery_days > 0 ? var.personal_data_recovery_days : null
-  } }
+    pitr_enabled = !t.personal_data || var.personal_data_recovery_days > 0
+    pitr_days    = t.personal_data && var.personal_data_recovery_days > 0 ? var.personal_data_recovery_days : null
+  }) }
 
-  table_attributes = { for key, t in local.table_specs : key => distinct(compact(concat(
+  table_attributes = { for key, t in var.tables : key => distinct(compact(concat(
     [t.hash_key, t.range_key],
     flatten([for g in t.gsis : [g.hash_key, g.range_key]]),
   ))) }

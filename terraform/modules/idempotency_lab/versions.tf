@@ -1,7 +1,7 @@
 terraform {
-  # optional() object attributes and the data-driven maps need 1.5; `terraform test` with
-  # mock providers (tests/) needs 1.7.
-  required_version = ">= 1.5.0"
+  # Validation rules that refer to other variables (the lesson maps check each other's
+  # keys) need 1.9; `terraform test` with mock providers (tests/) needs 1.7.
+  required_version = ">= 1.9.0"
 
   required_providers {
     aws = {

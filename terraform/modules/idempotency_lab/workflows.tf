@@ -1,10 +1,14 @@
-locals {
-  # One entry per state machine. The definition is a template under workflows/; it receives
-  # `<function key>_arn` for every function in `invokes`, `<table key>_table` for every table
-  # in `tables` (for direct DynamoDB integrations), and `<alias>_arn` for every entry of
-  # `aliases` (template name -> function key). Entries hold only literals, so that function
-  # entries may use local.workflow_arn without a dependency cycle.
-  workflows = {
+variable "workflows" {
+  description = "The lab's Step Functions state machines. `definition` is a template under workflows/; it receives `<function key>_arn` for every function in `invokes`, `<table key>_table` for every table in `tables` (for direct DynamoDB integrations), and `<alias>_arn` for every entry of `aliases` (template name -> function key)."
+  type = map(object({
+    type       = string
+    definition = string
+    invokes    = list(string)
+    tables     = optional(map(string), {}) # { <key of var.tables> = <level of local.table_actions> }
+    aliases    = optional(map(string), {})
+  }))
+  nullable = false
+  default = {
     vehicle_registration_naive = {
       type       = "EXPRESS"
       definition = "vehicle_registration.asl.json"
@@ -25,17 +29,47 @@ locals {
     }
   }
 
-  workflow_specs = { for key, w in local.workflows : key => {
-    type       = w.type
-    definition = w.definition
-    invokes    = w.invokes
-    tables     = try(w.tables, {})
+  validation {
+    condition     = alltrue([for key in keys(var.workflows) : can(regex("^[a-z][a-z0-9_]*$", key))])
+    error_message = "Workflow keys must be lower_snake_case (they become `<prefix>-<key>` names and `<KEY>_STATE_MACHINE_ARN` variables)."
+  }
+
+  validation {
+    condition     = contains(keys(var.workflows), "account_deletion")
+    error_message = "var.workflows must keep `account_deletion`: the module's Scheduler role starts it."
+  }
+
+  validation {
+    condition     = alltrue([for w in values(var.workflows) : contains(["STANDARD", "EXPRESS"], w.type)])
+    error_message = "A workflow's type is STANDARD or EXPRESS."
+  }
+
+  validation {
+    condition     = length(flatten([for key, w in var.workflows : concat([for fn in concat(w.invokes, values(w.aliases)) : "${key} invokes ${fn}" if !contains(keys(var.functions), fn)], [for t, level in w.tables : "${key}: ${t} = \"${level}\"" if !contains(keys(var.tables), t) || !contains(keys(local.table_actions), level)])])) == 0
+    error_message = "Every function a workflow invokes or aliases is a key of var.functions, every table it lists a key of var.tables with a level of local.table_actions. Wrong: ${join("; ", flatten([for key, w in var.workflows : concat([for fn in concat(w.invokes, values(w.aliases)) : "${key} invokes ${fn}" if !contains(keys(var.functions), fn)], [for t, level in w.tables : "${key}: ${t} = \"${level}\"" if !contains(keys(var.tables), t) || !contains(keys(local.table_actions), level)])]))}."
+  }
+
+  validation {
+    condition     = length(flatten([for key, f in var.functions : [for w in concat(f.starts, f.knows) : "${key} names ${w}" if !contains(keys(var.workflows), w)]])) == 0
+    error_message = "Every workflow a function starts or knows (var.functions) is a key of var.workflows. Wrong: ${join("; ", flatten([for key, f in var.functions : [for w in concat(f.starts, f.knows) : "${key} names ${w}" if !contains(keys(var.workflows), w)]]))}."
+  }
+
+  validation {
+    condition     = length([for key, w in var.workflows : "${key}: workflows/${w.definition}" if !fileexists("${path.module}/workflows/${w.definition}")]) == 0
+    error_message = "Every workflow definition is a file under workflows/. Wrong: ${join("; ", [for key, w in var.workflows : "${key}: workflows/${w.definition}" if !fileexists("${path.module}/workflows/${w.definition}")])}."
+  }
+}
+
+locals {
+  # The definition template's variables: function ARNs computed from names (main.tf), not
+  # read from the functions, so that a function may in turn start a workflow without a cycle.
+  workflow_specs = { for key, w in var.workflows : key => merge(w, {
     vars = merge(
-      { for fn in w.invokes : "${fn}_arn" => lookup(local.function_arn, fn, local.unknown) },
-      { for t in keys(try(w.tables, {})) : "${t}_table" => lookup(local.name, t, local.unknown) },
-      { for alias, fn in try(w.aliases, {}) : "${alias}_arn" => lookup(local.function_arn, fn, local.unknown) },
+      { for fn in w.invokes : "${fn}_arn" => local.function_arn[fn] },
+      { for t in keys(w.tables) : "${t}_table" => local.name[t] },
+      { for alias, fn in w.aliases : "${alias}_arn" => local.function_arn[fn] },
     )
-  } }
+  }) }
 }
 
 resource "aws_cloudwatch_log_group" "workflow" {

@@ -342,7 +342,7 @@ run "queue_consumers_poll_only_their_own_queue" {
   command = apply
 
   assert {
-    condition = alltrue([for key, e in local.event_sources :
+    condition = alltrue([for key, e in var.event_sources :
       aws_lambda_event_source_mapping.sqs[key].event_source_arn == aws_sqs_queue.work[e.queue].arn &&
       contains(aws_lambda_event_source_mapping.sqs[key].function_response_types, "ReportBatchItemFailures") == e.report_batch_item_failures
     ])
@@ -350,7 +350,7 @@ run "queue_consumers_poll_only_their_own_queue" {
   }
 
   assert {
-    condition = alltrue([for key, e in local.event_sources :
+    condition = alltrue([for key, e in var.event_sources :
       aws_sqs_queue.work[e.queue].visibility_timeout_seconds >= 6 * aws_lambda_function.this[e.function].timeout
     ])
     error_message = "Every mapped queue's visibility timeout is at least six times its function's timeout."
@@ -358,7 +358,7 @@ run "queue_consumers_poll_only_their_own_queue" {
 
   assert {
     condition = alltrue([for key, p in aws_iam_role_policy.function : alltrue([
-      for s in jsondecode(p.policy).Statement : toset(flatten([s.Resource])) == toset([for e in values(local.event_sources) : aws_sqs_queue.work[e.queue].arn if e.function == key])
+      for s in jsondecode(p.policy).Statement : toset(flatten([s.Resource])) == toset([for e in values(var.event_sources) : aws_sqs_queue.work[e.queue].arn if e.function == key])
       if contains(flatten([s.Action]), "sqs:ReceiveMessage")
     ])])
     error_message = "A function may receive only from the queues mapped to it."
@@ -368,4 +368,57 @@ run "queue_consumers_poll_only_their_own_queue" {
     condition     = aws_sqs_queue.work["orders_fifo"].fifo_queue && aws_sqs_queue.work["orders_fifo"].content_based_deduplication && aws_sqs_queue.dead_letter["orders_fifo_dlq"].fifo_queue
     error_message = "The FIFO queue deduplicates by content, and its dead-letter queue is FIFO too."
   }
+}
+
+# The lesson maps are typed inputs: what AWS or the module itself would refuse later stops
+# the plan at the variable, naming the entry (tests/test_terraform_static.py reads the messages).
+run "a_function_naming_a_table_that_does_not_exist_is_refused" {
+  command = plan
+
+  variables {
+    functions = {
+      sweeper = { scenario = "account_deletion", tables = { deletion_request = "read_write" } }
+    }
+  }
+
+  expect_failures = [var.functions]
+}
+
+run "a_fifo_queue_redriving_to_a_standard_queue_is_refused" {
+  command = plan
+
+  variables {
+    queues = {
+      scheduler_dlq    = {}
+      sweeper_rule_dlq = {}
+      orders_fifo      = { redrive = { dlq = "orders_dlq", max_receive_count = 2 }, fifo = true }
+      orders_dlq       = {}
+    }
+  }
+
+  expect_failures = [var.queues]
+}
+
+run "a_queue_hiding_messages_for_less_than_six_function_timeouts_is_refused" {
+  command = plan
+
+  variables {
+    event_sources = {
+      orders = { function = "sweeper", queue = "orders" }
+    }
+  }
+
+  expect_failures = [var.event_sources]
+}
+
+run "a_workflow_invoking_a_function_that_does_not_exist_is_refused" {
+  command = plan
+
+  variables {
+    workflows = {
+      account_deletion = { type = "STANDARD", definition = "account_deletion.asl.json", invokes = ["claim_deletions"] }
+    }
+  }
+
+  expect_failures = [var.workflows]
 }

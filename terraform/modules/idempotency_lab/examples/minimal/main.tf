@@ -1,7 +1,7 @@
-# The module on its own, as a team would call it from their own root.
-# Build the zips first: python -m idemlab.build (from the repository root).
+# The module on its own, as a team would call it from their own root (README.md here says
+# how to apply it). Build the zips first: python -m idemlab.build (from the repository root).
 terraform {
-  required_version = ">= 1.5.0"
+  required_version = ">= 1.9.0" # the module's minimum
   required_providers {
     aws = {
       source  = "hashicorp/aws"
@@ -24,8 +24,4 @@ module "idempotency_lab" {
   tags = {
     team = "payments"
   }
-}
-
-output "lab" {
-  value = module.idempotency_lab.lab
 }
