@@ -207,9 +207,9 @@ def serve(port: int, host: str = "127.0.0.1", allow_remote: bool = False, lambda
     if terraform_compat is not None:
         terraform_compat.install()
 
-    app = _control_middleware(DomainDispatcherApplication(create_backend_app), runtime)
+    app = _control_middleware(_moto_app(DomainDispatcherApplication, create_backend_app), runtime)
     app = loopback_guard.guard(app, check_host=not allow_remote)
-    server = make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)
+    server = make_server(host, port, app, threaded=True, request_handler=_request_handler(MotoRequestHandler))
 
     def stop(signum, frame):
         threading.Thread(target=server.shutdown, daemon=True).start()
@@ -225,6 +225,26 @@ def serve(port: int, host: str = "127.0.0.1", allow_remote: bool = False, lambda
         service.invoker.shutdown()
         runtime.shutdown()
         print("embedded: stopped", file=sys.stderr, flush=True)
+
+
+def _moto_app(dispatcher_class, create_backend_app):
+    """moto's WSGI app; with the fast path on (fast_path.py), its routing cached and the
+    hot DynamoDB actions sent straight to moto's DynamoDB handler. Called after every
+    install() above, so the method-name cache sees the patched classes."""
+    from idemlab.embedded import fast_path
+
+    if not fast_path.enabled():
+        print(f"embedded: fast path off ({fast_path.FAST_PATH_VARIABLE}=0)", file=sys.stderr, flush=True)
+        return dispatcher_class(create_backend_app)
+    fast_path.cache_method_names()
+    return fast_path.dynamodb_short_path(fast_path.cached_dispatcher(create_backend_app))
+
+
+def _request_handler(moto_handler):
+    """HTTP/1.1 keep-alive with the fast path on, moto's own handler (one connection per request) off."""
+    from idemlab.embedded import fast_path
+
+    return fast_path.keep_alive_handler() if fast_path.enabled() else moto_handler
 
 
 def _default_lambda_concurrency() -> int:
