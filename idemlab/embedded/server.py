@@ -54,7 +54,9 @@ def health(url: str, timeout: float = 1.0) -> dict | None:
 class EmbeddedBackend:
     """The embedded server as a child process on loopback."""
 
-    def __init__(self, port: int = 0, log_path: Path | None = None):
+    def __init__(self, port: int = 0, log_path: Path | None = None, environment: dict | None = None):
+        """``environment``: variables to set for the server process (e.g. IDEMLAB_FAST_PATH=0)."""
+        self.environment = environment
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = Path(log_path) if log_path else Path(tempfile.mkstemp(prefix="idemlab-embedded-", suffix=".log")[1])
@@ -69,6 +71,7 @@ class EmbeddedBackend:
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
+            env={**os.environ, **self.environment} if self.environment else None,
             start_new_session=detach,  # `make up`: survive the shell that started it
         )
         deadline = time.monotonic() + READY_TIMEOUT_SECONDS
