@@ -94,6 +94,23 @@ def run_section(quick: bool, results_dir: Path) -> dict:
     return {"sizes": sizes, "measured": measured, "report": result, "chart": str(chart.relative_to(settings.ROOT))}
 
 
+def run_aws_section(quick: bool, prefix: str = "lab") -> dict:
+    """`make bench BACKEND=aws`: latency and throughput of every strategy on the stack
+    deployed to AWS (`make deploy BACKEND=aws`), interleaved as on the embedded backend.
+
+    AWS has no per-action request counter that answers within a sample (CloudWatch's
+    consumed-capacity metrics arrive minutes later, per table), so the request counts
+    stay the embedded run's: they come from the handlers' code, the same on every backend.
+    """
+    sizes = QUICK if quick else FULL
+    outputs = stack.outputs(prefix=prefix, backend="aws")
+    bench = strategy_runs.StrategyBench(outputs, endpoint_url=None, counting=False)
+    result = strategy_report.report(strategy_runs.run(bench, **sizes))
+    print(f"\nLatency of the handler invocation on AWS (Invoke round trip from this machine) and throughput, against naive ({sizes})")
+    print(strategy_report.latency_table(result))
+    return {"sizes": sizes, "report": result}
+
+
 def short_run(chart_path: Path = NOTEBOOK_CHART) -> dict:
     """The notebook's live version, on an embedded backend of its own (started and stopped here)."""
     result = strategy_report.report(measure_on_own_backend(**SHORT, prefix=NOTEBOOK_PREFIX))

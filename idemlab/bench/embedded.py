@@ -44,14 +44,18 @@ FULL = {"rounds": 20, "calls": 160, "invocations": 200}
 QUICK = {"rounds": 8, "calls": 48, "invocations": 40}
 
 
-def _client(service: str, url: str):
+def _client(service: str, url: str | None):
+    """A client of one server; url None: AWS, with the caller's own credentials and Region."""
+    config = Config(max_pool_connections=16, retries={"max_attempts": 1})
+    if url is None:
+        return boto3.client(service, config=config)
     return boto3.client(
         service,
         endpoint_url=url,
         region_name="us-east-1",
         aws_access_key_id="test",
         aws_secret_access_key="test",
-        config=Config(max_pool_connections=16, retries={"max_attempts": 1}),
+        config=config,
     )
 
 
@@ -87,15 +91,16 @@ class PlainMoto:
 class DynamoTarget:
     """One server's table and one warm client per thread."""
 
-    def __init__(self, url: str, threads: int):
-        self.table = f"bench-{uuid.uuid4().hex[:6]}"
-        ddb = _client("dynamodb", url)
+    def __init__(self, url: str | None, threads: int):
+        self.table = f"idemlab-bench-{uuid.uuid4().hex[:6]}"
+        self.ddb = ddb = _client("dynamodb", url)
         ddb.create_table(
             TableName=self.table,
             KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
             AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
             BillingMode="PAY_PER_REQUEST",
         )
+        ddb.get_waiter("table_exists").wait(TableName=self.table, WaiterConfig={"Delay": 2, "MaxAttempts": 60})
         self.clients = [_client("dynamodb", url) for _ in range(max(THREADS))]
         self.counter = 0
 
@@ -146,6 +151,41 @@ def dynamodb_rounds(urls: dict[str, str], rounds: int, calls: int) -> dict:
                         rate = targets[name].calls_per_second(pool, operation, threads, calls)
                         results[operation][threads][name].append(rate)
     return results
+
+
+def aws_dynamodb(quick: bool = False) -> dict:
+    """`make bench BACKEND=aws`: the same DynamoDB rounds on a real on-demand table (created
+    here, deleted after), from this machine: the anchor for the emulators' numbers."""
+    sizes = QUICK if quick else FULL
+    target = DynamoTarget(None, max(THREADS))
+    try:
+        results: dict = {op: {t: {"AWS": []} for t in THREADS} for op in OPERATIONS}
+        with ThreadPoolExecutor(max_workers=max(THREADS)) as pool:
+            for operation in OPERATIONS:
+                for threads in THREADS:
+                    target.calls_per_second(pool, operation, threads, max(threads, sizes["calls"] // 4))
+            for _ in range(sizes["rounds"]):
+                for operation in OPERATIONS:
+                    for threads in THREADS:
+                        results[operation][threads]["AWS"].append(target.calls_per_second(pool, operation, threads, sizes["calls"]))
+    finally:
+        target.ddb.delete_table(TableName=target.table)
+    return {"sizes": sizes, "dynamodb_calls_per_s": _keyed(results)}
+
+
+def aws_table(results: dict) -> str:
+    lines = [
+        f"DynamoDB round trips per second on AWS, from this machine (mean of {results['sizes']['rounds']} rounds of "
+        f"{results['sizes']['calls']} calls; network latency included)",
+        "",
+        "| operation, client threads | AWS calls/s (min-max over rounds) |",
+        "|---|---:|",
+    ]
+    for operation, by_threads in results["dynamodb_calls_per_s"].items():
+        for threads, rows in by_threads.items():
+            rates = rows["AWS"]
+            lines.append(f"| {operation}, {threads} thread(s) | {_mean(rates):.0f} ({min(rates):.0f}-{max(rates):.0f}) |")
+    return "\n".join(lines)
 
 
 def _zip() -> bytes:

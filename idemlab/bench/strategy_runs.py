@@ -98,19 +98,25 @@ def percentiles(seconds: list[float]) -> dict:
 class StrategyBench:
     """The deployed stack, its Lambda client and the backend's request counter."""
 
-    def __init__(self, outputs: dict, endpoint_url: str, guard_seconds: float = 0.0):
+    def __init__(self, outputs: dict, endpoint_url: str | None, guard_seconds: float = 0.0, counting: bool = True):
         """``guard_seconds`` > 0 on a backend shared with other work (the notebook's, the
         tests'): each sample then starts after that long without a DynamoDB request and
         is taken again if one arrives within that long after it, so a workflow the
-        sweeper restarts meanwhile is not counted as the strategy's."""
+        sweeper restarts meanwhile is not counted as the strategy's.
+
+        ``counting=False`` on a backend without the embedded request counter (AWS, for
+        `make bench BACKEND=aws`): latency and throughput only, no request counts."""
         self.outputs = outputs
+        self.counting = counting
         self.endpoint_url = endpoint_url
         self.guard_seconds = guard_seconds
         # One attempt per call: an SDK retry would be a duplicate delivery we did not ask for.
-        self._lambda = client("lambda", retries={"total_max_attempts": 1}, read_timeout=90, max_pool_connections=64)
-        self._dynamodb = client("dynamodb")
+        self._lambda = client("lambda", endpoint_url, retries={"total_max_attempts": 1}, read_timeout=90, max_pool_connections=64)
+        self._dynamodb = client("dynamodb", endpoint_url)
 
     def counted(self) -> Counter:
+        if not self.counting:
+            return Counter()
         return Counter(request_counts(self.endpoint_url)["dynamodb"])
 
     def wait_until_quiet(self, quiet_seconds: float = QUIET_SECONDS, timeout: float = 10.0) -> None:
@@ -119,6 +125,8 @@ class StrategyBench:
         Asynchronous work still running on the backend (a retried event, the sweeper)
         would otherwise land in the first samples' counts.
         """
+        if not self.counting:
+            return
         deadline = time.monotonic() + timeout
         last = self.counted()
         while time.monotonic() < deadline:
@@ -306,7 +314,8 @@ def _effects(strategy: Strategy, answers: list) -> int:
 def run(bench: StrategyBench, samples: int, copies: int, rounds: int, strategies=STRATEGIES) -> dict:
     """Measure every strategy; raw results by strategy key (the report attributes them)."""
     strategies = list(strategies)
-    results: dict = {"copies": copies, "processor_calls_per_charge": dict(bench.processor_calls_per_charge())}
+    processor = bench.processor_calls_per_charge() if bench.counting else Counter()
+    results: dict = {"copies": copies, "processor_calls_per_charge": dict(processor)}
     # Environments for every copy of every strategy first: no measured invocation waits
     # on a cold start. The first warm-up step's round trips are the cold starts.
     cold = {strategy.key: bench.start_environments(strategy, copies) for strategy in strategies}
