@@ -28,9 +28,9 @@ LIST_TABLES = {
 }
 
 
-def _dynamodb(url: str, origin: str | None = None):
+def _dynamodb(url: str, origin: str | None = None, service: str = "dynamodb"):
     client = boto3.client(
-        "dynamodb",
+        service,
         endpoint_url=url,
         region_name="us-east-1",
         aws_access_key_id="test",
@@ -38,7 +38,7 @@ def _dynamodb(url: str, origin: str | None = None):
         config=Config(retries={"max_attempts": 1}),
     )
     if origin:  # a loopback page's request: moto's full route (and its CORS handling)
-        client.meta.events.register("before-sign.dynamodb", lambda request, **_: request.headers.__setitem__("Origin", origin))
+        client.meta.events.register(f"before-sign.{service}", lambda request, **_: request.headers.__setitem__("Origin", origin))
     return client
 
 
@@ -118,6 +118,54 @@ def test_hot_actions_answer_the_same_on_the_short_path_and_moto_route(backend):
     assert short_answers[1]["error"]["Code"] == "ConditionalCheckFailedException"
     assert short_answers[1]["Item"]["status"] == {"S": "NEW"}  # the stored record comes back with the refusal
     assert short_answers[6]["error"]["Code"] == "TransactionCanceledException"
+
+
+HANDLER = """
+def handler(event, context):
+    if event.get("fail"):
+        raise ValueError("refused: " + event["fail"])
+    return {"echo": event, "remaining_ms_positive": context.get_remaining_time_in_millis() > 0}
+"""
+
+
+def _invoked(client, name: str, payload: bytes, **options) -> dict:
+    try:
+        response = client.invoke(FunctionName=name, Payload=payload, **options)
+    except ClientError as error:
+        return {"error": error.response["Error"], "status": error.response["ResponseMetadata"]["HTTPStatusCode"]}
+    body = json.loads(response["Payload"].read() or b"null")
+    request_id = response["ResponseMetadata"]["HTTPHeaders"].get("x-amzn-requestid")
+    if isinstance(body, dict):
+        body.pop("stackTrace", None)  # the frames name the same file either way; keep the test about the answer
+        if "requestId" in body:  # an error's requestId is the invocation's own (a new one each time)
+            body["requestId"] = body["requestId"] == request_id
+    return {
+        "status": response["StatusCode"],
+        "function_error": response.get("FunctionError"),
+        "version": response.get("ExecutedVersion"),
+        "has_request_id": bool(response["ResponseMetadata"]["HTTPHeaders"].get("x-amzn-requestid")),
+        "body": body,
+    }
+
+
+def test_invoke_answers_the_same_on_the_short_path_and_moto_route(backend, make_function):
+    name = make_function(HANDLER)
+    fast = _dynamodb(backend, service="lambda")
+    full = _dynamodb(backend, origin="http://localhost:8888", service="lambda")
+    calls = [
+        (name, b'{"order": 1}', {}),
+        (name, b'{"fail": "card declined"}', {}),
+        (name, b"{}", {"InvocationType": "DryRun"}),
+        (name, b"{}", {"InvocationType": "Event"}),
+        (name, b"{}", {"Qualifier": "no-such-alias"}),
+        (f"fn-missing-{uuid.uuid4().hex[:6]}", b"{}", {}),
+    ]
+    for function, payload, options in calls:
+        assert _invoked(fast, function, payload, **options) == _invoked(full, function, payload, **options), (payload, options)
+    answered = _invoked(fast, name, b'{"order": 1}')
+    assert answered["body"] == {"echo": {"order": 1}, "remaining_ms_positive": True} and answered["has_request_id"]
+    failed = _invoked(fast, name, b'{"fail": "x"}')
+    assert failed["function_error"] == "Unhandled" and failed["body"]["requestId"] is True
 
 
 def _raw(connection: http.client.HTTPConnection, headers: dict) -> tuple[int, dict, bytes]:

@@ -15,6 +15,9 @@ before/after comparison):
 - the hot DynamoDB actions go straight to moto's own `DynamoHandler.dispatch`, the very
   function moto's Flask route calls, with the same normalised request: moto's models,
   condition evaluation, errors and response serialisation all stay;
+- Lambda's Invoke goes straight to moto's `LambdaResponse` (whose `invoke` lambda_api.py
+  replaces with the real runtime), with the action and the function name taken from the
+  path as moto's router would: its `call_action`, errors and headers all stay;
 - connections stay open (HTTP/1.1 keep-alive), one thread per connection.
 
 What stays exactly as it was: the loopback Host/Origin guard runs first on every request,
@@ -26,12 +29,16 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import sys
+from urllib.parse import unquote
 
 FAST_PATH_VARIABLE = "IDEMLAB_FAST_PATH"
 DYNAMODB_TARGET_PREFIX = "DynamoDB_20120810."
 # The actions the lessons' handlers and workflows call on every delivery.
 HOT_DYNAMODB_ACTIONS = frozenset({"PutItem", "GetItem", "UpdateItem", "DeleteItem", "Query", "TransactWriteItems"})
+# Lambda's Invoke API: POST /2015-03-31/functions/{FunctionName}/invocations
+INVOKE_PATH = re.compile(r"^/2015-03-31/functions/(?P<name>[^/]+)/invocations$")
 # An idle keep-alive connection (and its thread) is closed after this long.
 KEEP_ALIVE_IDLE_SECONDS = 120
 
@@ -92,14 +99,17 @@ def _signing_service(authorization: str | None) -> str | None:
         return None
 
 
-def dynamodb_short_path(app):
-    """WSGI middleware: hot DynamoDB actions to moto's DynamoHandler directly, the rest to ``app``.
+def short_paths(app):
+    """WSGI middleware: hot DynamoDB actions and Lambda Invoke to moto's handlers directly,
+    the rest to ``app``.
 
-    Taken only for what moto's route would send to the same function: a POST to `/` whose
-    target is a DynamoDB action and whose signature names DynamoDB. Requests with an
-    `Origin` (browsers) keep moto's full route and its CORS handling.
+    Taken only for what moto's route would send to the same handler: a POST to `/` whose
+    target is a hot DynamoDB action and whose signature names DynamoDB, or a POST to a
+    function's `invocations` path signed for Lambda. Requests with an `Origin` (browsers)
+    keep moto's full route and its CORS handling.
     """
     from botocore.exceptions import ClientError
+    from moto.awslambda.responses import LambdaResponse
     from moto.core.request import Request
     from moto.dynamodb.responses import DynamoHandler
     from moto.moto_api import recorder
@@ -108,22 +118,42 @@ def dynamodb_short_path(app):
     class ServerRequest(Request):
         from_wsgi_server = True  # as moto's BackendRequest: the server supplies Date
 
+    class InvokeResponse(LambdaResponse):
+        """moto's Lambda handler, told the action moto's router would find for this path."""
+
+        def _get_action(self) -> str:
+            return "Invoke"
+
+    def invoke_dispatch(name: str):
+        def dispatch(request, full_url, headers):
+            handler = InvokeResponse()
+            handler.setup_class(request, full_url, headers)
+            handler.uri_match = {"FunctionName": name}  # what the router sets
+            return handler.call_action()
+
+        return dispatch
+
     def short(environ, start_response):
+        if environ.get("REQUEST_METHOD") != "POST" or "HTTP_ORIGIN" in environ:
+            return app(environ, start_response)
         target = environ.get("HTTP_X_AMZ_TARGET", "")
-        if not (
+        service = _signing_service(environ.get("HTTP_AUTHORIZATION"))
+        if (
             target.startswith(DYNAMODB_TARGET_PREFIX)
             and target[len(DYNAMODB_TARGET_PREFIX) :] in HOT_DYNAMODB_ACTIONS
-            and environ.get("REQUEST_METHOD") == "POST"
             and environ.get("PATH_INFO") == "/"
-            and "HTTP_ORIGIN" not in environ
-            and _signing_service(environ.get("HTTP_AUTHORIZATION")) == "dynamodb"
+            and service == "dynamodb"
         ):
+            dispatch = DynamoHandler.dispatch
+        elif service == "lambda" and (invoke := INVOKE_PATH.match(environ.get("PATH_INFO", ""))):
+            dispatch = invoke_dispatch(unquote(invoke.group("name")))
+        else:
             return app(environ, start_response)
         request = ServerRequest(environ)
         recorder._record_request(request)
         # What moto's convert_to_flask_response does around the same call.
         try:
-            result = DynamoHandler.dispatch(request, request.raw_url, dict(request.headers))
+            result = dispatch(request, request.raw_url, dict(request.headers))
         except ClientError as exc:
             result = 400, {}, exc.response["Error"]["Message"]
         status, headers, content = result if len(result) == 3 else (200, {}, result)

@@ -232,7 +232,7 @@ def serve(port: int, host: str = "127.0.0.1", allow_remote: bool = False, lambda
 
 def _moto_app(dispatcher_class, create_backend_app):
     """moto's WSGI app; with the fast path on (fast_path.py), its routing cached and the
-    hot DynamoDB actions sent straight to moto's DynamoDB handler. Called after every
+    hot DynamoDB actions and Lambda Invoke sent straight to moto's handlers. Called after every
     install() above, so the method-name cache sees the patched classes."""
     from idemlab.embedded import fast_path
 
@@ -240,7 +240,7 @@ def _moto_app(dispatcher_class, create_backend_app):
         print(f"embedded: fast path off ({fast_path.FAST_PATH_VARIABLE}=0)", file=sys.stderr, flush=True)
         return dispatcher_class(create_backend_app)
     fast_path.cache_method_names()
-    return fast_path.dynamodb_short_path(fast_path.cached_dispatcher(create_backend_app))
+    return fast_path.short_paths(fast_path.cached_dispatcher(create_backend_app))
 
 
 def _request_handler(moto_handler):
