@@ -92,3 +92,44 @@ def test_the_latency_table_gives_ratios_with_intervals_for_different_distributio
     for row in rows:
         assert intervals.NO_DIFFERENCE not in row, row
         assert row.count("x (95 % CI ") == 3, row
+
+
+def _backend_results(fast_rate: float, seed: int) -> dict:
+    """What idemlab.bench.embedded.run returns, from seeded distributions (no servers)."""
+    from idemlab.bench import embedded
+
+    rng = random.Random(seed)
+
+    def rates(mean: float) -> list[float]:
+        return [rng.gauss(mean, mean * 0.1) for _ in range(ROUNDS)]
+
+    dynamodb = {
+        op: {str(t): {embedded.PLAIN: rates(300), embedded.SLOW: rates(300), embedded.FAST: rates(fast_rate)} for t in embedded.THREADS}
+        for op in embedded.OPERATIONS
+    }
+    warm = {name: [ms / 1000 for (ms,) in _rounds(rng, 2.0)] for name in (embedded.SLOW, embedded.FAST)}
+    warm["in-process call"] = [0.000001] * ROUNDS
+    return {
+        "sizes": {"rounds": ROUNDS, "calls": 100, "invocations": ROUNDS},
+        "dynamodb_calls_per_s": dynamodb,
+        "lambda": {"cold_start_s": {embedded.SLOW: 0.1, embedded.FAST: 0.1}, "warm_s": warm},
+    }
+
+
+def test_the_backend_table_says_no_measurable_difference_between_identical_servers():
+    from idemlab.bench import embedded
+
+    table = embedded.table(_backend_results(fast_rate=300, seed=5))
+    rows = [line for line in table.splitlines() if "thread(s)" in line]
+    assert len(rows) == len(embedded.OPERATIONS) * len(embedded.THREADS)
+    for row in rows:
+        assert row.count(intervals.NO_DIFFERENCE) == 2, row
+    assert f"fast path on / off: {intervals.NO_DIFFERENCE}" in table
+
+
+def test_the_backend_table_gives_each_speed_up_with_its_interval():
+    from idemlab.bench import embedded
+
+    table = embedded.table(_backend_results(fast_rate=1200, seed=6))
+    for row in (line for line in table.splitlines() if "thread(s)" in line):
+        assert row.count("x (95 % CI ") == 2 and intervals.NO_DIFFERENCE not in row, row
