@@ -26,7 +26,8 @@ NOTEBOOK_CHART = settings.STATE_DIR / "bench" / "cost_of_idempotency_notebook.pn
 # Samples per strategy and delivery, copies released together, rounds of them. The full
 # run gives p99 from 40 invocations per cell (nearest rank: the second slowest) and fits,
 # with the deploy and the backend section, in the 5 minutes `make bench` may take on 2 cores.
-FULL = {"samples": 40, "copies": 16, "rounds": 5}
+# Eight rounds of copies: the fewest for which the throughput ratio gets an interval.
+FULL = {"samples": 40, "copies": 16, "rounds": 8}
 QUICK = {"samples": 8, "copies": 4, "rounds": 2}
 # The notebook's version: enough to show every count, short enough for a 60 s CI budget
 # (plus the deploy to its own backend).
