@@ -1,4 +1,4 @@
-"""python -m idemlab.bench [--quick]: run every benchmark, print the tables, save JSON."""
+"""python -m idemlab.bench [--quick] [--backend aws]: run every benchmark, print the tables, save JSON."""
 
 from __future__ import annotations
 
