@@ -33,6 +33,8 @@ import re
 import sys
 from urllib.parse import unquote
 
+from idemlab.embedded.patching import replace_once
+
 FAST_PATH_VARIABLE = "IDEMLAB_FAST_PATH"
 DYNAMODB_TARGET_PREFIX = "DynamoDB_20120810."
 # The actions the lessons' handlers and workflows call on every delivery.
@@ -75,8 +77,6 @@ def cache_method_names() -> None:
     """
     from moto.core import responses, utils
 
-    if getattr(responses.method_names_from_class, "_idemlab_cached", False):
-        return
     uncached = utils.method_names_from_class
     names_by_class: dict = {}
 
@@ -87,8 +87,7 @@ def cache_method_names() -> None:
             names_by_class[clazz] = names = uncached(clazz)
             return names
 
-    method_names_from_class._idemlab_cached = True
-    responses.method_names_from_class = method_names_from_class
+    replace_once(responses, "method_names_from_class", method_names_from_class)
 
 
 def _signing_service(authorization: str | None) -> str | None:
