@@ -62,6 +62,7 @@ def _raw(naive_ms: float, idempotent_ms: float, seed: int) -> dict:
             latencies = _rounds(rng, median_ms)
             shape[delivery] = {
                 "calls_per_sample": {},
+                "calls_by_table_per_sample": {},
                 "effects_per_sample": 0,
                 "invocations_per_sample": 1,
                 "latency_ms": {"p50": median_ms, "p99": median_ms * 3},

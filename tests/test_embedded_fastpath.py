@@ -120,6 +120,32 @@ def test_hot_actions_answer_the_same_on_the_short_path_and_moto_route(backend):
     assert short_answers[6]["error"]["Code"] == "TransactionCanceledException"
 
 
+def test_both_routes_count_each_request_under_the_table_it_named(backend):
+    from idemlab.embedded.server import request_counts
+
+    fast, full = _dynamodb(backend), _dynamodb(backend, origin="http://localhost:8888")
+    first, second = _fresh_table(fast), _fresh_table(fast)
+    before = request_counts(backend)
+    for client in (fast, full):
+        client.put_item(TableName=first, Item={"pk": {"S": "a"}})
+        client.get_item(TableName=second, Key={"pk": {"S": "a"}})
+    fast.transact_write_items(
+        TransactItems=[{"Put": {"TableName": name, "Item": {"pk": {"S": "t"}}}} for name in (second, first)]
+    )
+    after = request_counts(backend)
+
+    def added(table: str) -> dict:
+        old = before["dynamodb_by_table"].get(table, {})
+        counted = {action: n - old.get(action, 0) for action, n in after["dynamodb_by_table"].get(table, {}).items()}
+        return {action: n for action, n in counted.items() if n}
+
+    assert added(first) == {"PutItem": 2}
+    assert added(second) == {"GetItem": 2}
+    assert added("+".join(sorted((first, second)))) == {"TransactWriteItems": 1}  # counted once, under both names
+    for action, n in after["dynamodb"].items():  # by table adds up to by action
+        assert n == sum(actions.get(action, 0) for actions in after["dynamodb_by_table"].values())
+
+
 HANDLER = """
 def handler(event, context):
     if event.get("fail"):

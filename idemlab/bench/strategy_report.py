@@ -6,9 +6,10 @@ Each delivery's counted requests are split by purpose:
 - lab probes: the fault-injection reads that only this lab's handlers make;
 - own: everything else, the strategy's price; compared with its minimum, action by
   action, and every difference is named with its reason.
-The backend's counter knows actions, not tables, so the split is derived: the
-processor's requests per charge measured alone times the charges (checked against the
-ledger's entries), and the probes the handler's code makes per invocation and per effect.
+The backend counts each request under the table it named, so the split is measured:
+the effect is what went to the strategy's effect table (the ledger, the naive rows), the
+probes what went to the faults table, and the charges are checked against the ledger's
+entries. Nothing here models how many requests a handler's code makes.
 Then dollars per million invocations (all requests, and the strategy's own share),
 latency and throughput against the naive handler of the same lesson: each ratio with its
 95 % bootstrap interval over the interleaved rounds, and "no measurable difference at
@@ -21,7 +22,7 @@ from collections import Counter
 from pathlib import Path
 
 from idemlab.bench import intervals, prices
-from idemlab.bench.strategies import CHARGE, KNOWN_DEVIATIONS, ROW, STRATEGIES, Strategy
+from idemlab.bench.strategies import KNOWN_DEVIATIONS, PROBE_TABLE, STRATEGIES, Strategy
 
 DELIVERIES = ("first", "duplicate", "concurrent")
 SHORT = {"GetItem": "Get", "PutItem": "Put", "UpdateItem": "Update", "DeleteItem": "Delete", "TransactWriteItems": "Transact"}
@@ -41,19 +42,17 @@ def minimum_for(strategy: Strategy, delivery: str, copies: int) -> Counter:
     return strategy.minimum(firsts, duplicates)
 
 
-def attribute(strategy: Strategy, measured: dict, delivery: str, copies: int, processor_calls: dict) -> dict:
-    """One delivery's requests (per sample: one invocation, or one round of ``copies``) by purpose."""
+def attribute(strategy: Strategy, measured: dict, delivery: str, copies: int) -> dict:
+    """One delivery's requests (per sample: one invocation, or one round of ``copies``) by
+    purpose, each purpose from the requests counted on its own tables."""
     shape = measured[delivery]
     calls = shape["calls_per_sample"]
+    by_table = shape["calls_by_table_per_sample"]
     effects = shape["effects_per_sample"]
     invocations = shape["invocations_per_sample"]
-    if strategy.effect == CHARGE:
-        effect = _scaled(processor_calls, effects)
-    elif strategy.effect == ROW:
-        effect = _scaled(strategy.effect_calls, effects)
-    else:
-        effect = Counter()  # a claim, or a write that is also the check: no separate call
-    probes = _scaled(strategy.probes_per_invocation, invocations) + _scaled(strategy.probes_per_effect, effects)
+    # A claim's write is also its check: it has no effect table.
+    effect = Counter(by_table.get(strategy.effect_table, {})) if strategy.effect_table else Counter()
+    probes = Counter(by_table.get(PROBE_TABLE, {}))
     own = _minus(_minus(calls, effect), probes)
     minimum = minimum_for(strategy, delivery, copies)
     excess = _minus(own, minimum)
@@ -84,7 +83,6 @@ def _reasons(strategy: Strategy, excess: dict) -> list[str]:
 def report(raw: dict) -> dict:
     """Per strategy: attribution per delivery, latency and throughput ratios to naive."""
     copies = raw["copies"]
-    processor_calls = raw["processor_calls_per_charge"]
     rows = {}
     for strategy in STRATEGIES:
         if strategy.key not in raw:
@@ -93,7 +91,7 @@ def report(raw: dict) -> dict:
         naive = raw.get(strategy.compared_with) if strategy.compared_with else None
         row = {"lesson": strategy.lesson, "label": strategy.label, "pattern": strategy.pattern, "compared_with": strategy.compared_with}
         for delivery in DELIVERIES:
-            part = attribute(strategy, measured, delivery, copies, processor_calls)
+            part = attribute(strategy, measured, delivery, copies)
             part["latency_ms"] = measured[delivery]["latency_ms"]
             part["p50_ratio_to_naive"] = _interval(measured[delivery], naive and naive[delivery], "round_latencies_ms", intervals.median)
             if delivery == "concurrent":
@@ -107,7 +105,7 @@ def report(raw: dict) -> dict:
         if "ledger_disagreements" in measured:
             row["ledger_disagreements"] = measured["ledger_disagreements"]
         rows[strategy.key] = row
-    return {"copies": copies, "processor_calls_per_charge": processor_calls, "prices": prices.citation(), "strategies": rows}
+    return {"copies": copies, "processor_calls_per_charge": raw["processor_calls_per_charge"], "prices": prices.citation(), "strategies": rows}
 
 
 def _interval(measured: dict, naive: dict | None, field: str, statistic, per_round: bool = False) -> dict | None:

@@ -2,7 +2,8 @@
 
 Every measured thing runs alone: the DynamoDB request counter of the embedded backend
 is read before and after it, so the difference is that thing's requests, counted where
-they are served. Latency is the Invoke round trip seen by the caller (HTTP, the
+they are served, by action and by the table each named (the report tells a handler's
+own requests from its fault probes and the charge it protects by their table). Latency is the Invoke round trip seen by the caller (HTTP, the
 execution environment, and for a checkout the nested call to the card processor).
 
 Three shapes of delivery per strategy:
@@ -44,7 +45,8 @@ QUIET_SECONDS = 0.3
 
 @dataclass
 class Sample:
-    calls: Counter
+    calls: Counter  # by action
+    calls_by_table: dict[str, Counter]  # by table (its key in the stack's outputs) and action
     seconds: list[float]  # one per invocation
     effects: int  # charges, claims won or rows, as counted for this sample
     wall_seconds: float
@@ -61,8 +63,11 @@ class Delivery:
 
     def summary(self, invocations_per_sample: int) -> dict:
         calls: Counter = Counter()
+        by_table: dict[str, Counter] = {}
         for sample in self.samples:
             calls.update(sample.calls)
+            for table, table_calls in sample.calls_by_table.items():
+                by_table.setdefault(table, Counter()).update(table_calls)
         seen = Counter(json.dumps(dict(sorted(s.calls.items()))) for s in self.samples)
         seconds = [t for s in self.samples for t in s.seconds]
         wall = sum(s.wall_seconds for s in self.samples)
@@ -71,6 +76,9 @@ class Delivery:
             "samples": n,
             "invocations_per_sample": invocations_per_sample,
             "calls_per_sample": {action: count / n for action, count in sorted(calls.items())},
+            "calls_by_table_per_sample": {
+                table: {action: count / n for action, count in sorted(table_calls.items())} for table, table_calls in sorted(by_table.items())
+            },
             "calls_seen": [[json.loads(calls), times] for calls, times in seen.most_common()],
             "effects_per_sample": sum(s.effects for s in self.samples) / n,
             "latency_ms": percentiles(seconds),
@@ -108,6 +116,7 @@ class StrategyBench:
         `make bench BACKEND=aws`): latency and throughput only, no request counts."""
         self.outputs = outputs
         self.counting = counting
+        self._table_keys = {name: key for key, name in outputs["tables"].items()}
         self.endpoint_url = endpoint_url
         self.guard_seconds = guard_seconds
         # One attempt per call: an SDK retry would be a duplicate delivery we did not ask for.
@@ -115,9 +124,11 @@ class StrategyBench:
         self._dynamodb = client("dynamodb", endpoint_url)
 
     def counted(self) -> Counter:
+        """Requests served so far, by (table, action); the table by its key in the outputs."""
         if not self.counting:
             return Counter()
-        return Counter(request_counts(self.endpoint_url)["dynamodb"])
+        by_table = request_counts(self.endpoint_url)["dynamodb_by_table"]
+        return Counter({(self._table_keys.get(table, table), action): n for table, actions in by_table.items() for action, n in actions.items()})
 
     def wait_until_quiet(self, quiet_seconds: float = QUIET_SECONDS, timeout: float = 10.0) -> None:
         """Return once DynamoDB has served nothing for ``quiet_seconds`` (or after ``timeout``).
@@ -188,13 +199,17 @@ class StrategyBench:
         before = self.counted()
         results, wall = self._together(strategy.function, events)
         after = self.counted()
-        calls = after - before
+        by_table_action = after - before
+        calls = _by_action(by_table_action)
         undisturbed = not self.guard_seconds or self._quiet_since(after)
         if not (set(calls) <= HANDLER_ACTIONS and undisturbed):
             return None
         answers = [answer for _, answer in results]
         seconds = [elapsed for elapsed, _ in results]
-        return Sample(calls, seconds, _effects(strategy, answers), wall, answers, events[0].get("idempotency_key"))
+        by_table: dict[str, Counter] = {}
+        for (table, action), n in by_table_action.items():
+            by_table.setdefault(table, Counter())[action] += n
+        return Sample(calls, by_table, seconds, _effects(strategy, answers), wall, answers, events[0].get("idempotency_key"))
 
     @staticmethod
     def _busy(strategy: Strategy) -> RuntimeError:
@@ -281,7 +296,7 @@ class StrategyBench:
             call = {"reference": f"bench-processor-{time.time_ns()}", "amount": 1999, "currency": "EUR"}
             before = self.counted()
             self.invoke("card_processor", call)
-            seen[json.dumps(dict(self.counted() - before), sort_keys=True)] += 1
+            seen[json.dumps(dict(_by_action(self.counted() - before)), sort_keys=True)] += 1
         return Counter(json.loads(seen.most_common(1)[0][0]))
 
     def ledger_charges(self, references) -> dict[str, int]:
@@ -298,6 +313,13 @@ class StrategyBench:
                 if item["reference"]["S"] in wanted:
                     counts[item["reference"]["S"]] += 1
         return {reference: counts[reference] for reference in wanted}
+
+
+def _by_action(by_table_action: Counter) -> Counter:
+    calls: Counter = Counter()
+    for (_, action), n in by_table_action.items():
+        calls[action] += n
+    return calls
 
 
 def _effects(strategy: Strategy, answers: list) -> int:

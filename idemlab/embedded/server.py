@@ -147,13 +147,14 @@ def _lookup_function(arn: str):
 
 
 def request_counts(url: str) -> dict:
-    """DynamoDB requests served so far, by action (for the cost benchmarks)."""
+    """DynamoDB requests served so far (for the cost benchmarks): by action under
+    "dynamodb", by table and action under "dynamodb_by_table"."""
     with urllib.request.urlopen(url + COUNTS_PATH, timeout=5) as response:
         return json.loads(response.read())
 
 
 def _control_middleware(app, runtime):
-    from idemlab.embedded.dynamodb_atomic import REQUEST_COUNTS
+    from idemlab.embedded import dynamodb_atomic
 
     def reply(start_response, document: dict):
         body = json.dumps(document).encode()
@@ -165,7 +166,7 @@ def _control_middleware(app, runtime):
         if path == HEALTH_PATH:
             return reply(start_response, {"status": "ready", "backend": "embedded", "lambda_environments": runtime.environments()})
         if path == COUNTS_PATH:
-            return reply(start_response, {"dynamodb": dict(REQUEST_COUNTS)})
+            return reply(start_response, dynamodb_atomic.counts())
         return app(environ, start_response)
 
     return wrapped
