@@ -18,7 +18,8 @@ before/after comparison):
 - Lambda's Invoke goes straight to moto's `LambdaResponse` (whose `invoke` lambda_api.py
   replaces with the real runtime), with the action and the function name taken from the
   path as moto's router would: its `call_action`, errors and headers all stay;
-- connections stay open (HTTP/1.1 keep-alive), one thread per connection.
+- connections stay open (HTTP/1.1 keep-alive), one thread per connection;
+- no access-log line per request (server errors are still logged).
 
 What stays exactly as it was: the loopback Host/Origin guard runs first on every request,
 every request to DynamoDB is still serialised by dynamodb_atomic's lock, and anything
@@ -180,6 +181,13 @@ def keep_alive_handler():
         # Kept-alive connections meet Nagle's algorithm and delayed ACKs (~40 ms a
         # request): send each answer at once, in one write.
         disable_nagle_algorithm = True
+
+        def log_request(self, code="-", size="-") -> None:
+            """Only server errors. werkzeug writes a line to the log for every request
+            (~40 us each, and the bulk of a test run's log); the loopback guard logs its
+            refusals itself, and an AWS error is in the answer the client got."""
+            if str(code).startswith("5"):
+                super().log_request(code, size)
 
         def run_wsgi(self) -> None:
             if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
