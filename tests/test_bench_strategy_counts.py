@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from idemlab import settings
+from idemlab.clients import client
 from idemlab.bench import cost_of_idempotency, strategies, strategy_report, strategy_runs
 
 pytestmark = pytest.mark.stack
@@ -106,3 +107,34 @@ def test_a_disturbed_sample_is_taken_again_on_a_fresh_request_and_agrees_with_th
     # Each kept sample is on a request of its own, and the ledger holds exactly its charges.
     assert first.samples[0].request_key == duplicate.samples[0].request_key != together.samples[0].request_key
     assert strategy_runs._ledger_disagreements(bench, [first, duplicate, together]) == {}
+
+
+@pytest.fixture
+def claim_without_faults(stack):
+    """The claim step deployed without the faults table: its fault hooks then read nothing."""
+    functions = client("lambda", settings.endpoint_url())
+    name = stack["functions"]["claim_deletion"]
+    environment = functions.get_function_configuration(FunctionName=name)["Environment"]["Variables"]
+    assert "FAULTS_TABLE" in environment
+    functions.update_function_configuration(
+        FunctionName=name, Environment={"Variables": {k: v for k, v in environment.items() if k != "FAULTS_TABLE"}}
+    )
+    functions.get_waiter("function_updated_v2").wait(FunctionName=name)
+    try:
+        yield stack
+    finally:
+        functions.update_function_configuration(FunctionName=name, Environment={"Variables": environment})
+        functions.get_waiter("function_updated_v2").wait(FunctionName=name)
+
+
+def test_a_handler_without_fault_probes_is_counted_as_it_runs_not_as_modelled(claim_without_faults):
+    # The probes are what the faults table served, so a handler that makes none (or a
+    # fault check that changes) is neither charged for probes it did not make nor off its minimum.
+    bench = strategy_runs.StrategyBench(claim_without_faults, settings.endpoint_url(), guard_seconds=cost_of_idempotency.SHARED_BACKEND_GUARD_SECONDS)
+    claim = strategies.BY_KEY["deletion_claim"]
+    result = strategy_report.report(strategy_runs.run(bench, samples=1, copies=3, rounds=1, strategies=[claim]))
+    row = result["strategies"]["deletion_claim"]
+    for delivery in strategy_report.DELIVERIES:
+        assert row[delivery]["probes"] == {}, f"{delivery}: {row[delivery]}"
+        assert row[delivery]["own"] == row[delivery]["minimum"], f"{delivery}: {row[delivery]}"
+    assert strategy_report.unexplained(result) == []

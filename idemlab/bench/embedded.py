@@ -1,9 +1,17 @@
-"""What the embedded backend's extensions cost, against the parts they extend.
+"""The embedded backend against plain moto, and with its fast path off and on, in one run.
 
-- DynamoDB: calls per second on the embedded backend (every request serialised) next
-  to moto's plain server, from 1 and from 8 client threads.
-- Lambda: the round trip of a warm Invoke (HTTP, worker process, JSON both ways) next
-  to calling the same handler in-process, and one cold start.
+- DynamoDB: PutItem, GetItem and conditional PutItem round trips per second, from 1 and
+  from 8 client threads, on three servers started side by side: plain moto (moto's own
+  ThreadedMotoServer), the embedded backend with its fast path off (IDEMLAB_FAST_PATH=0:
+  the request path before the fast path) and with it on. Every server is warmed first
+  (tables created, clients connected, a round untimed); then each round gives every
+  server the same batch, in an order that rotates from round to round.
+- Lambda: the warm Invoke round trip (HTTP, worker process, JSON both ways) with the fast
+  path off and on, next to calling the same handler in this process; rounds interleaved
+  the same way. Cold starts (the first invoke of a new function) are reported apart.
+  Plain moto cannot run a handler without Docker, so it has no Lambda row.
+
+Every ratio comes with its 95 % bootstrap interval over the rounds (intervals.py).
 """
 
 from __future__ import annotations
@@ -23,24 +31,37 @@ from pathlib import Path
 import boto3
 from botocore.config import Config
 
+from idemlab.bench import intervals
+from idemlab.embedded.fast_path import FAST_PATH_VARIABLE
 from idemlab.embedded.server import EmbeddedBackend, free_port, port_in_use
 
 HANDLER_SOURCE = "def handler(event, context):\n    return {'echo': event}\n"
+THREADS = (1, 8)
+OPERATIONS = ("PutItem", "GetItem", "conditional PutItem")
+PLAIN, SLOW, FAST = "plain moto", "embedded, fast path off", "embedded, fast path on"
+# Full run: rounds of calls per server; quick: enough rounds for an interval, fewer calls.
+FULL = {"rounds": 20, "calls": 160, "invocations": 200}
+QUICK = {"rounds": 8, "calls": 48, "invocations": 40}
 
 
-def _client(service: str, url: str):
+def _client(service: str, url: str | None):
+    """A client of one server; url None: AWS, with the caller's own credentials and Region."""
+    config = Config(max_pool_connections=16, retries={"max_attempts": 1})
+    if url is None:
+        return boto3.client(service, config=config)
     return boto3.client(
         service,
         endpoint_url=url,
         region_name="us-east-1",
         aws_access_key_id="test",
         aws_secret_access_key="test",
-        config=Config(max_pool_connections=16, retries={"max_attempts": 1}),
+        config=config,
     )
 
 
 class PlainMoto:
-    """moto's own server, unmodified, in a child process."""
+    """moto's ThreadedMotoServer, unmodified, in a child process (its own interpreter, as
+    the embedded backend has)."""
 
     def __init__(self):
         self.port = free_port()
@@ -48,13 +69,17 @@ class PlainMoto:
         self.process = None
 
     def __enter__(self):
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-p", str(self.port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        code = (
+            "import sys, threading\n"
+            "from moto.server import ThreadedMotoServer\n"
+            f"ThreadedMotoServer(ip_address='127.0.0.1', port={self.port}).start()\n"
+            "threading.Event().wait()\n"
         )
+        self.process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 20
         while not port_in_use(self.port):
             if time.monotonic() > deadline:
-                raise RuntimeError("moto_server did not start")
+                raise RuntimeError("ThreadedMotoServer did not start")
             time.sleep(0.05)
         return self
 
@@ -63,31 +88,104 @@ class PlainMoto:
         self.process.wait()
 
 
-def dynamodb_calls_per_second(url: str, calls: int, threads: int) -> float:
-    table = f"bench-{uuid.uuid4().hex[:6]}"
-    ddb = _client("dynamodb", url)
-    ddb.create_table(
-        TableName=table,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    per_thread = calls // threads
+class DynamoTarget:
+    """One server's table and one warm client per thread."""
 
-    def work(n: int) -> None:
-        client = _client("dynamodb", url)
-        for i in range(per_thread):
-            key = {"pk": {"S": f"{n}-{i % 20}"}}
-            # Half conditional writes, half reads: what the lessons' handlers do.
-            if i % 2:
-                client.get_item(TableName=table, Key=key)
-            else:
-                client.put_item(TableName=table, Item={**key, "v": {"N": str(i)}}, ConditionExpression="attribute_not_exists(v) OR v < :i", ExpressionAttributeValues={":i": {"N": str(i)}})
+    def __init__(self, url: str | None, threads: int):
+        self.table = f"idemlab-bench-{uuid.uuid4().hex[:6]}"
+        self.ddb = ddb = _client("dynamodb", url)
+        ddb.create_table(
+            TableName=self.table,
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        ddb.get_waiter("table_exists").wait(TableName=self.table, WaiterConfig={"Delay": 2, "MaxAttempts": 60})
+        self.clients = [_client("dynamodb", url) for _ in range(max(THREADS))]
+        self.counter = 0
 
-    started = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=threads) as pool:
+    def call(self, client, operation: str, thread: int, i: int) -> None:
+        key = {"pk": {"S": f"{thread}-{i % 20}"}}
+        if operation == "GetItem":
+            client.get_item(TableName=self.table, Key=key)
+        elif operation == "PutItem":
+            client.put_item(TableName=self.table, Item={**key, "v": {"N": str(i)}})
+        else:  # the lessons' write: refused when a newer version is stored (a refusal is an answer too)
+            self.counter += 1
+            try:
+                client.put_item(
+                    TableName=self.table,
+                    Item={**key, "v": {"N": str(self.counter)}},
+                    ConditionExpression="attribute_not_exists(v) OR v < :v",
+                    ExpressionAttributeValues={":v": {"N": str(self.counter)}},
+                )
+            except client.exceptions.ConditionalCheckFailedException:
+                pass
+
+    def calls_per_second(self, pool: ThreadPoolExecutor, operation: str, threads: int, calls: int) -> float:
+        per_thread = max(1, calls // threads)
+
+        def work(n: int) -> None:
+            client = self.clients[n]
+            for i in range(per_thread):
+                self.call(client, operation, n, i)
+
+        started = time.perf_counter()
         list(pool.map(work, range(threads)))
-    return per_thread * threads / (time.perf_counter() - started)
+        return per_thread * threads / (time.perf_counter() - started)
+
+
+def dynamodb_rounds(urls: dict[str, str], rounds: int, calls: int) -> dict:
+    """{operation: {threads: {server: [calls/s per round]}}}, servers interleaved round by round."""
+    targets = {name: DynamoTarget(url, max(THREADS)) for name, url in urls.items()}
+    results: dict = {op: {t: {name: [] for name in urls} for t in THREADS} for op in OPERATIONS}
+    with ThreadPoolExecutor(max_workers=max(THREADS)) as pool:
+        for operation in OPERATIONS:  # warm-up: connections, code paths, items; not timed
+            for threads in THREADS:
+                for target in targets.values():
+                    target.calls_per_second(pool, operation, threads, max(threads, calls // 4))
+        for number in range(rounds):
+            for operation in OPERATIONS:
+                for threads in THREADS:
+                    for name in intervals.round_order(list(urls), number):
+                        rate = targets[name].calls_per_second(pool, operation, threads, calls)
+                        results[operation][threads][name].append(rate)
+    return results
+
+
+def aws_dynamodb(quick: bool = False) -> dict:
+    """`make bench BACKEND=aws`: the same DynamoDB rounds on a real on-demand table (created
+    here, deleted after), from this machine: the anchor for the emulators' numbers."""
+    sizes = QUICK if quick else FULL
+    target = DynamoTarget(None, max(THREADS))
+    try:
+        results: dict = {op: {t: {"AWS": []} for t in THREADS} for op in OPERATIONS}
+        with ThreadPoolExecutor(max_workers=max(THREADS)) as pool:
+            for operation in OPERATIONS:
+                for threads in THREADS:
+                    target.calls_per_second(pool, operation, threads, max(threads, sizes["calls"] // 4))
+            for _ in range(sizes["rounds"]):
+                for operation in OPERATIONS:
+                    for threads in THREADS:
+                        results[operation][threads]["AWS"].append(target.calls_per_second(pool, operation, threads, sizes["calls"]))
+    finally:
+        target.ddb.delete_table(TableName=target.table)
+    return {"sizes": sizes, "dynamodb_calls_per_s": _keyed(results)}
+
+
+def aws_table(results: dict) -> str:
+    lines = [
+        f"DynamoDB round trips per second on AWS, from this machine (mean of {results['sizes']['rounds']} rounds of "
+        f"{results['sizes']['calls']} calls; network latency included)",
+        "",
+        "| operation, client threads | AWS calls/s (min-max over rounds) |",
+        "|---|---:|",
+    ]
+    for operation, by_threads in results["dynamodb_calls_per_s"].items():
+        for threads, rows in by_threads.items():
+            rates = rows["AWS"]
+            lines.append(f"| {operation}, {threads} thread(s) | {_mean(rates):.0f} ({min(rates):.0f}-{max(rates):.0f}) |")
+    return "\n".join(lines)
 
 
 def _zip() -> bytes:
@@ -97,72 +195,136 @@ def _zip() -> bytes:
     return buffer.getvalue()
 
 
-def lambda_round_trips(url: str, invocations: int) -> dict:
-    iam, lam = _client("iam", url), _client("lambda", url)
-    role = iam.create_role(RoleName=f"bench-{uuid.uuid4().hex[:6]}", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
-    name = f"bench-{uuid.uuid4().hex[:6]}"
-    lam.create_function(FunctionName=name, Runtime="python3.12", Role=role, Handler="app.handler", Code={"ZipFile": _zip()})
-    payload = b'{"order": 1}'
-    started = time.perf_counter()
-    lam.invoke(FunctionName=name, Payload=payload)["Payload"].read()
-    cold = time.perf_counter() - started
-    samples = []
-    for _ in range(invocations):
+class LambdaTarget:
+    def __init__(self, url: str):
+        iam, self.client = _client("iam", url), _client("lambda", url)
+        role = iam.create_role(RoleName=f"bench-{uuid.uuid4().hex[:6]}", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+        self.name = f"bench-{uuid.uuid4().hex[:6]}"
+        self.client.create_function(FunctionName=self.name, Runtime="python3.12", Role=role, Handler="app.handler", Code={"ZipFile": _zip()})
+
+    def invoke(self) -> float:
         started = time.perf_counter()
-        lam.invoke(FunctionName=name, Payload=payload)["Payload"].read()
-        samples.append(time.perf_counter() - started)
-    return {"cold_start_ms": cold * 1000, **_percentiles(samples)}
+        self.client.invoke(FunctionName=self.name, Payload=b'{"order": 1}')["Payload"].read()
+        return time.perf_counter() - started
 
 
-def direct_calls(invocations: int) -> dict:
-    """The same handler, imported and called in this process: the floor."""
+def _direct_handler():
+    """The same handler, imported into this process: the floor."""
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "app.py"
         path.write_text(HANDLER_SOURCE)
         spec = importlib.util.spec_from_file_location("bench_app", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-    samples = []
-    for _ in range(invocations):
+    return module.handler
+
+
+def lambda_rounds(urls: dict[str, str], invocations: int) -> dict:
+    """Warm invoke seconds per round for each server and the direct call; cold starts apart."""
+    targets = {name: LambdaTarget(url) for name, url in urls.items()}
+    cold = {name: target.invoke() for name, target in targets.items()}  # a new environment each
+    for target in targets.values():  # warm: the code path and the connection, untimed
+        for _ in range(5):
+            target.invoke()
+    handler = _direct_handler()
+
+    def direct() -> float:
         started = time.perf_counter()
-        module.handler({"order": 1}, None)
-        samples.append(time.perf_counter() - started)
-    return _percentiles(samples)
+        handler({"order": 1}, None)
+        return time.perf_counter() - started
 
-
-def _percentiles(samples: list[float]) -> dict:
-    ordered = sorted(samples)
-    return {
-        "p50_ms": statistics.median(ordered) * 1000,
-        "p99_ms": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000,
-    }
+    calls = {**{name: target.invoke for name, target in targets.items()}, "in-process call": direct}
+    samples: dict = {name: [] for name in calls}
+    for number in range(invocations):
+        for name in intervals.round_order(list(calls), number):
+            samples[name].append(calls[name]())
+    return {"cold_start_s": cold, "warm_s": samples}
 
 
 def run(quick: bool = False) -> dict:
-    calls = 400 if quick else 2000
-    invocations = 50 if quick else 300
-    results: dict = {"dynamodb": {}, "lambda": {}}
-    with PlainMoto() as plain, EmbeddedBackend() as embedded:
-        for threads in (1, 8):
-            results["dynamodb"][f"{threads}_threads"] = {
-                "plain_moto_calls_per_s": dynamodb_calls_per_second(plain.url, calls, threads),
-                "embedded_calls_per_s": dynamodb_calls_per_second(embedded.url, calls, threads),
+    sizes = QUICK if quick else FULL
+    with PlainMoto() as plain, EmbeddedBackend(environment={FAST_PATH_VARIABLE: "0"}) as slow, EmbeddedBackend(
+        environment={FAST_PATH_VARIABLE: "1"}
+    ) as fast:
+        dynamodb = dynamodb_rounds({PLAIN: plain.url, SLOW: slow.url, FAST: fast.url}, sizes["rounds"], sizes["calls"])
+        lam = lambda_rounds({SLOW: slow.url, FAST: fast.url}, sizes["invocations"])
+    return {"sizes": sizes, "dynamodb_calls_per_s": _keyed(dynamodb), "lambda": lam}
+
+
+def _keyed(dynamodb: dict) -> dict:
+    """JSON keys are strings: threads as '1', '8'."""
+    return {op: {str(t): by_server for t, by_server in rows.items()} for op, rows in dynamodb.items()}
+
+
+def _rate_ratio(rows: dict, value: str, reference: str) -> dict | None:
+    return intervals.ratio_interval([[x] for x in rows[value]], [[x] for x in rows[reference]], intervals.mean)
+
+
+def comparisons(results: dict) -> dict:
+    """Every ratio the table prints, with its interval."""
+    out: dict = {"dynamodb": {}, "lambda": {}}
+    for operation, by_threads in results["dynamodb_calls_per_s"].items():
+        for threads, rows in by_threads.items():
+            out["dynamodb"][f"{operation}, {threads} thread(s)"] = {
+                "fast_vs_plain": _rate_ratio(rows, FAST, PLAIN),
+                "fast_vs_slow": _rate_ratio(rows, FAST, SLOW),
+                "slow_vs_plain": _rate_ratio(rows, SLOW, PLAIN),
             }
-        results["lambda"]["embedded_invoke"] = lambda_round_trips(embedded.url, invocations)
-    results["lambda"]["direct_call"] = direct_calls(invocations)
-    return results
+    warm = results["lambda"]["warm_s"]
+    ms = {name: [[s * 1000] for s in samples] for name, samples in warm.items()}
+    out["lambda"] = {
+        "fast_vs_slow_p50": intervals.ratio_interval(ms[FAST], ms[SLOW]),
+        "fast_minus_direct_p50_ms": intervals.difference_interval(ms[FAST], ms["in-process call"]),
+        "slow_minus_direct_p50_ms": intervals.difference_interval(ms[SLOW], ms["in-process call"]),
+    }
+    return out
+
+
+def _mean(values: list[float]) -> float:
+    return statistics.fmean(values) if values else float("nan")
+
+
+def _difference_text(interval: dict | None) -> str:
+    if not interval:
+        return "-"
+    return f"{interval['difference']:+.2f} ms (95 % CI {interval['low']:+.2f} to {interval['high']:+.2f})"
 
 
 def table(results: dict) -> str:
-    lines = ["| measurement | embedded | reference | ratio |", "|---|---:|---:|---:|"]
-    for threads, row in results["dynamodb"].items():
-        embedded, plain = row["embedded_calls_per_s"], row["plain_moto_calls_per_s"]
-        label = threads.replace("_threads", " thread" if threads.startswith("1_") else " threads")
-        lines.append(f"| DynamoDB calls/s, {label} (vs plain moto) | {embedded:.0f} | {plain:.0f} | {embedded / plain:.2f} |")
-    invoke, direct = results["lambda"]["embedded_invoke"], results["lambda"]["direct_call"]
-    for stat in ("p50_ms", "p99_ms"):
-        lines.append(
-            f"| Lambda warm invoke {stat[:3]} ms (vs in-process call) | {invoke[stat]:.2f} | {direct[stat]:.4f} | {invoke[stat] / max(direct[stat], 1e-6):.0f} |"
-        )
-    lines.append(f"| Lambda cold start ms | {invoke['cold_start_ms']:.0f} | | |")
+    compared = comparisons(results)
+    lines = [
+        f"DynamoDB round trips per second (mean of {results['sizes']['rounds']} interleaved rounds of "
+        f"{results['sizes']['calls']} calls per server)",
+        "",
+        f"| operation, client threads | {PLAIN} | {SLOW} | {FAST} | fast / plain moto | fast / fast path off |",
+        "|---|---:|---:|---:|---|---|",
+    ]
+    for operation, by_threads in results["dynamodb_calls_per_s"].items():
+        for threads, rows in by_threads.items():
+            label = f"{operation}, {threads} thread(s)"
+            ratios = compared["dynamodb"][label]
+            lines.append(
+                f"| {label} | {_mean(rows[PLAIN]):.0f} | {_mean(rows[SLOW]):.0f} | {_mean(rows[FAST]):.0f} "
+                f"| {intervals.ratio_text(ratios['fast_vs_plain'])} | {intervals.ratio_text(ratios['fast_vs_slow'])} |"
+            )
+    warm, cold = results["lambda"]["warm_s"], results["lambda"]["cold_start_s"]
+    lam = compared["lambda"]
+    lines += [
+        "",
+        f"Lambda warm invoke ({len(warm[FAST])} interleaved rounds; plain moto runs no handler without Docker)",
+        "",
+        "| | p50 ms | p99 ms | cold start ms |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, samples in warm.items():
+        ordered = sorted(samples)
+        p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+        cold_text = f"{cold[name] * 1000:.0f}" if name in cold else "-"
+        lines.append(f"| {name} | {statistics.median(samples) * 1000:.3f} | {p99 * 1000:.3f} | {cold_text} |")
+    lines += [
+        "",
+        f"- warm invoke p50, fast path on minus the in-process call: {_difference_text(lam['fast_minus_direct_p50_ms'])}",
+        f"- warm invoke p50, fast path off minus the in-process call: {_difference_text(lam['slow_minus_direct_p50_ms'])}",
+        f"- warm invoke p50, fast path on / off: {intervals.ratio_text(lam['fast_vs_slow_p50'])}",
+    ]
     return "\n".join(lines)

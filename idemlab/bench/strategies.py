@@ -14,17 +14,18 @@ must make, by action, on a first delivery and on a duplicate:
 - conditional claim (deletion): one conditional UpdateItem, granted or refused.
 
 Everything else a handler sends to DynamoDB is accounted for apart, so the excess over
-the minimum is the strategy's own: the business effect it protects (the card
-processor's ledger write for each charge, the naive writer's row) and the lab's
-fault-injection probes (a strongly consistent GetItem on the faults table at each armed
-point, there only so the lessons can crash a handler on purpose).
+the minimum is the strategy's own: the business effect it protects (the requests to its
+effect table: the card processor's ledger, the naive writer's rows) and the lab's
+fault-injection probes (the requests to the faults table, there only so the lessons can
+crash a handler on purpose). Both are measured, by the table each request named; no
+count of them is written here, so a change to a fault check shows in the numbers.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 from idemlab.lessons import deletion
@@ -35,6 +36,9 @@ from idemlab.lessons.vehicles import VALID_VIN
 CHARGE = "charge"
 CLAIM = "claim"
 ROW = "row"
+
+# Tables by their key in the stack's outputs (the Terraform owns their names).
+PROBE_TABLE = "faults"  # what the lab's fault hooks read; no production handler would
 
 VEHICLE_REGISTRATION = "vehicle registration"
 CHECKOUT = "checkout"
@@ -57,9 +61,9 @@ class Strategy:
     minimum_duplicate: Counter  # ... and a duplicate
     compared_with: str | None = None  # the naive strategy of the same lesson
     effect: str | None = None  # what one unit of business effect is (CHARGE, CLAIM, ROW)
-    effect_calls: Counter = field(default_factory=Counter)  # requests per effect, if fixed
-    probes_per_invocation: Counter = field(default_factory=Counter)
-    probes_per_effect: Counter = field(default_factory=Counter)
+    # The table the protected effect is written to: its requests are the effect's cost.
+    # None for a claim, whose write is also the check.
+    effect_table: str | None = None
     why_minimum: str = ""
 
     def minimum(self, firsts: int, duplicates: int) -> Counter:
@@ -71,10 +75,6 @@ class Strategy:
         return +total  # drops the actions a zero count left behind
 
 
-# The checkouts reach the faults table once per charge, right after it (the lesson's
-# crash-after-charge point); the claim step once before claiming and once after a win.
-_PROBE = _calls(GetItem=1)
-
 STRATEGIES: tuple[Strategy, ...] = (
     Strategy(
         key="vehicle_naive",
@@ -85,7 +85,7 @@ STRATEGIES: tuple[Strategy, ...] = (
         minimum_first=Counter(),
         minimum_duplicate=Counter(),
         effect=ROW,
-        effect_calls=_calls(PutItem=1),
+        effect_table="vehicles_naive",
         why_minimum="no idempotency: every delivery inserts a row",
     ),
     Strategy(
@@ -108,6 +108,7 @@ STRATEGIES: tuple[Strategy, ...] = (
         minimum_first=Counter(),
         minimum_duplicate=Counter(),
         effect=CHARGE,
+        effect_table="ledger",
         why_minimum="no idempotency: every delivery charges",
     ),
     Strategy(
@@ -120,7 +121,7 @@ STRATEGIES: tuple[Strategy, ...] = (
         minimum_duplicate=_calls(GetItem=1),
         compared_with="checkout_naive",
         effect=CHARGE,
-        probes_per_effect=_PROBE,
+        effect_table="ledger",
         why_minimum="read the key, charge, write the key; a duplicate only reads (and races)",
     ),
     Strategy(
@@ -133,7 +134,7 @@ STRATEGIES: tuple[Strategy, ...] = (
         minimum_duplicate=_calls(PutItem=1),
         compared_with="checkout_naive",
         effect=CHARGE,
-        probes_per_effect=_PROBE,
+        effect_table="ledger",
         why_minimum="conditional put INPROGRESS, update to COMPLETED; a duplicate's refused put returns the record",
     ),
     Strategy(
@@ -146,7 +147,7 @@ STRATEGIES: tuple[Strategy, ...] = (
         minimum_duplicate=_calls(PutItem=1),
         compared_with="checkout_naive",
         effect=CHARGE,
-        probes_per_effect=_PROBE,
+        effect_table="ledger",
         why_minimum="as Powertools; the cache can only answer in the environment that stored the result",
     ),
     Strategy(
@@ -158,8 +159,6 @@ STRATEGIES: tuple[Strategy, ...] = (
         minimum_first=_calls(UpdateItem=1),
         minimum_duplicate=_calls(UpdateItem=1),
         effect=CLAIM,
-        probes_per_invocation=_PROBE,
-        probes_per_effect=_PROBE,
         why_minimum="one conditional update takes the lease or returns who holds it",
     ),
 )

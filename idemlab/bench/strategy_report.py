@@ -6,11 +6,14 @@ Each delivery's counted requests are split by purpose:
 - lab probes: the fault-injection reads that only this lab's handlers make;
 - own: everything else, the strategy's price; compared with its minimum, action by
   action, and every difference is named with its reason.
-The backend's counter knows actions, not tables, so the split is derived: the
-processor's requests per charge measured alone times the charges (checked against the
-ledger's entries), and the probes the handler's code makes per invocation and per effect.
+The backend counts each request under the table it named, so the split is measured:
+the effect is what went to the strategy's effect table (the ledger, the naive rows), the
+probes what went to the faults table, and the charges are checked against the ledger's
+entries. Nothing here models how many requests a handler's code makes.
 Then dollars per million invocations (all requests, and the strategy's own share),
-latency and throughput against the naive handler of the same lesson.
+latency and throughput against the naive handler of the same lesson: each ratio with its
+95 % bootstrap interval over the interleaved rounds, and "no measurable difference at
+this sample size" instead of a ratio when that interval contains 1 (intervals.py).
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from idemlab.bench import prices
-from idemlab.bench.strategies import CHARGE, KNOWN_DEVIATIONS, ROW, STRATEGIES, Strategy
+from idemlab.bench import intervals, prices
+from idemlab.bench.strategies import KNOWN_DEVIATIONS, PROBE_TABLE, STRATEGIES, Strategy
 
 DELIVERIES = ("first", "duplicate", "concurrent")
 SHORT = {"GetItem": "Get", "PutItem": "Put", "UpdateItem": "Update", "DeleteItem": "Delete", "TransactWriteItems": "Transact"}
@@ -39,19 +42,17 @@ def minimum_for(strategy: Strategy, delivery: str, copies: int) -> Counter:
     return strategy.minimum(firsts, duplicates)
 
 
-def attribute(strategy: Strategy, measured: dict, delivery: str, copies: int, processor_calls: dict) -> dict:
-    """One delivery's requests (per sample: one invocation, or one round of ``copies``) by purpose."""
+def attribute(strategy: Strategy, measured: dict, delivery: str, copies: int) -> dict:
+    """One delivery's requests (per sample: one invocation, or one round of ``copies``) by
+    purpose, each purpose from the requests counted on its own tables."""
     shape = measured[delivery]
     calls = shape["calls_per_sample"]
+    by_table = shape["calls_by_table_per_sample"]
     effects = shape["effects_per_sample"]
     invocations = shape["invocations_per_sample"]
-    if strategy.effect == CHARGE:
-        effect = _scaled(processor_calls, effects)
-    elif strategy.effect == ROW:
-        effect = _scaled(strategy.effect_calls, effects)
-    else:
-        effect = Counter()  # a claim, or a write that is also the check: no separate call
-    probes = _scaled(strategy.probes_per_invocation, invocations) + _scaled(strategy.probes_per_effect, effects)
+    # A claim's write is also its check: it has no effect table.
+    effect = Counter(by_table.get(strategy.effect_table, {})) if strategy.effect_table else Counter()
+    probes = Counter(by_table.get(PROBE_TABLE, {}))
     own = _minus(_minus(calls, effect), probes)
     minimum = minimum_for(strategy, delivery, copies)
     excess = _minus(own, minimum)
@@ -82,7 +83,6 @@ def _reasons(strategy: Strategy, excess: dict) -> list[str]:
 def report(raw: dict) -> dict:
     """Per strategy: attribution per delivery, latency and throughput ratios to naive."""
     copies = raw["copies"]
-    processor_calls = raw["processor_calls_per_charge"]
     rows = {}
     for strategy in STRATEGIES:
         if strategy.key not in raw:
@@ -91,22 +91,31 @@ def report(raw: dict) -> dict:
         naive = raw.get(strategy.compared_with) if strategy.compared_with else None
         row = {"lesson": strategy.lesson, "label": strategy.label, "pattern": strategy.pattern, "compared_with": strategy.compared_with}
         for delivery in DELIVERIES:
-            part = attribute(strategy, measured, delivery, copies, processor_calls)
+            part = attribute(strategy, measured, delivery, copies)
             part["latency_ms"] = measured[delivery]["latency_ms"]
-            part["p50_ratio_to_naive"] = _ratio(measured[delivery]["latency_ms"]["p50"], naive and naive[delivery]["latency_ms"]["p50"])
+            part["p50_ratio_to_naive"] = _interval(measured[delivery], naive and naive[delivery], "round_latencies_ms", intervals.median)
             if delivery == "concurrent":
                 part["throughput_per_s"] = measured[delivery]["throughput_per_s"]
-                naive_rate = naive and naive[delivery]["throughput_per_s"]
-                part["throughput_ratio_to_naive"] = _ratio(measured[delivery]["throughput_per_s"], naive_rate)
+                part["throughput_ratio_to_naive"] = _interval(
+                    measured[delivery], naive and naive[delivery], "round_throughput_per_s", intervals.mean, per_round=True
+                )
             row[delivery] = part
+        if "cold_start_ms" in measured:
+            row["cold_start_ms"] = measured["cold_start_ms"]
         if "ledger_disagreements" in measured:
             row["ledger_disagreements"] = measured["ledger_disagreements"]
         rows[strategy.key] = row
-    return {"copies": copies, "processor_calls_per_charge": processor_calls, "prices": prices.citation(), "strategies": rows}
+    return {"copies": copies, "processor_calls_per_charge": raw["processor_calls_per_charge"], "prices": prices.citation(), "strategies": rows}
 
 
-def _ratio(value, reference):
-    return value / reference if value is not None and reference else None
+def _interval(measured: dict, naive: dict | None, field: str, statistic, per_round: bool = False) -> dict | None:
+    """The strategy's statistic over naive's, round by round (the rounds were interleaved)."""
+    if not naive or field not in measured or field not in naive:
+        return None
+    mine, theirs = measured[field], naive[field]
+    if per_round:  # one number per round
+        mine, theirs = [[x] for x in mine], [[x] for x in theirs]
+    return intervals.ratio_interval(mine, theirs, statistic)
 
 
 def calls_text(calls: dict) -> str:
@@ -146,11 +155,12 @@ def requests_table(result: dict) -> str:
 
 
 def latency_table(result: dict) -> str:
+    """Latency and throughput; every ratio to naive with its interval, or "no measurable difference"."""
     copies = result["copies"]
     lines = [
-        "| lesson | strategy | first p50 / p99 ms | x naive | duplicate p50 / p99 ms | x naive "
-        f"| {copies} together p50 / p99 ms | invocations/s | x naive |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| lesson | strategy | first p50 / p99 ms | p50 x naive | duplicate p50 / p99 ms | p50 x naive "
+        f"| {copies} together p50 / p99 ms | invocations/s | x naive | cold start p50 ms (n) |",
+        "|---|---|---:|---|---:|---|---:|---:|---|---:|",
     ]
     for row in result["strategies"].values():
         cells = []
@@ -162,12 +172,14 @@ def latency_table(result: dict) -> str:
                 cells.append(_ratio_text(part["throughput_ratio_to_naive"]))
             else:
                 cells.append(_ratio_text(part["p50_ratio_to_naive"]))
+        cold = row.get("cold_start_ms")
+        cells.append(f"{cold['p50']:.0f} ({cold['samples']})" if cold and cold.get("p50") is not None else "-")
         lines.append(f"| {row['lesson']} | {row['label']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def _ratio_text(ratio) -> str:
-    return "-" if ratio is None else f"{ratio:.2f}"
+def _ratio_text(interval: dict | None) -> str:
+    return intervals.ratio_text(interval)
 
 
 def notes(result: dict) -> str:
@@ -224,11 +236,16 @@ def chart(result: dict, path: Path) -> Path:
     )
     bar = 0.8 / len(series)
     for n, (label, value) in enumerate(series):
-        ratio_ax.bar([i + (n - 1) * bar for i in range(len(compared))], [value(r) or 0 for r in compared], bar, label=label)
+        found = [value(r) for r in compared]
+        found = [v if v and v["ratio"] is not None else None for v in found]
+        heights = [v["ratio"] if v else 0 for v in found]
+        # The 95 % interval on every bar: a bar whose whisker crosses 1 shows no measurable difference.
+        errors = [[v["ratio"] - v["low"] if v else 0 for v in found], [v["high"] - v["ratio"] if v else 0 for v in found]]
+        ratio_ax.bar([i + (n - 1) * bar for i in range(len(compared))], heights, bar, label=label, yerr=errors, capsize=3)
     ratio_ax.axhline(1.0, color="black", linewidth=0.8)
     ratio_ax.set_xticks(range(len(compared)), [_tick(r) for r in compared], fontsize=8)
     ratio_ax.set_ylabel("idempotent / naive of the same lesson")
-    ratio_ax.set_title("Latency and throughput against naive (1 = same)")
+    ratio_ax.set_title("Latency and throughput against naive (1 = same; whiskers: 95 % interval)")
     ratio_ax.legend(fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

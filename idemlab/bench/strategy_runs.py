@@ -2,7 +2,8 @@
 
 Every measured thing runs alone: the DynamoDB request counter of the embedded backend
 is read before and after it, so the difference is that thing's requests, counted where
-they are served. Latency is the Invoke round trip seen by the caller (HTTP, the
+they are served, by action and by the table each named (the report tells a handler's
+own requests from its fault probes and the charge it protects by their table). Latency is the Invoke round trip seen by the caller (HTTP, the
 execution environment, and for a checkout the nested call to the card processor).
 
 Three shapes of delivery per strategy:
@@ -10,6 +11,12 @@ Three shapes of delivery per strategy:
 - duplicate: the same request again, after the first has answered;
 - concurrent: ``copies`` identical invocations released together (one first delivery
   and ``copies - 1`` duplicates racing it), on environments already started.
+
+Strategies are measured interleaved, never in blocks: every strategy's environments are
+started first (their cold starts recorded apart), then each round takes one sample of
+every strategy, in an order that rotates from round to round. A strategy and the naive
+handler it is compared with thus share every round's conditions, and the report's
+intervals resample whole rounds (see intervals.py).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
+from idemlab.bench.intervals import round_order
 from idemlab.bench.strategies import CHARGE, CLAIM, ROW, STRATEGIES, Strategy, new_delivery
 from idemlab.clients import client
 from idemlab.embedded.server import request_counts
@@ -37,7 +45,8 @@ QUIET_SECONDS = 0.3
 
 @dataclass
 class Sample:
-    calls: Counter
+    calls: Counter  # by action
+    calls_by_table: dict[str, Counter]  # by table (its key in the stack's outputs) and action
     seconds: list[float]  # one per invocation
     effects: int  # charges, claims won or rows, as counted for this sample
     wall_seconds: float
@@ -54,8 +63,11 @@ class Delivery:
 
     def summary(self, invocations_per_sample: int) -> dict:
         calls: Counter = Counter()
+        by_table: dict[str, Counter] = {}
         for sample in self.samples:
             calls.update(sample.calls)
+            for table, table_calls in sample.calls_by_table.items():
+                by_table.setdefault(table, Counter()).update(table_calls)
         seen = Counter(json.dumps(dict(sorted(s.calls.items()))) for s in self.samples)
         seconds = [t for s in self.samples for t in s.seconds]
         wall = sum(s.wall_seconds for s in self.samples)
@@ -64,10 +76,17 @@ class Delivery:
             "samples": n,
             "invocations_per_sample": invocations_per_sample,
             "calls_per_sample": {action: count / n for action, count in sorted(calls.items())},
+            "calls_by_table_per_sample": {
+                table: {action: count / n for action, count in sorted(table_calls.items())} for table, table_calls in sorted(by_table.items())
+            },
             "calls_seen": [[json.loads(calls), times] for calls, times in seen.most_common()],
             "effects_per_sample": sum(s.effects for s in self.samples) / n,
             "latency_ms": percentiles(seconds),
             "throughput_per_s": n * invocations_per_sample / wall if wall else None,
+            # Per round, for the report's intervals: each invocation's latency, and the
+            # round's invocations per second.
+            "round_latencies_ms": [[round(t * 1000, 3) for t in s.seconds] for s in self.samples],
+            "round_throughput_per_s": [invocations_per_sample / s.wall_seconds for s in self.samples if s.wall_seconds],
             "discarded_samples": self.discarded,
         }
 
@@ -87,20 +106,29 @@ def percentiles(seconds: list[float]) -> dict:
 class StrategyBench:
     """The deployed stack, its Lambda client and the backend's request counter."""
 
-    def __init__(self, outputs: dict, endpoint_url: str, guard_seconds: float = 0.0):
+    def __init__(self, outputs: dict, endpoint_url: str | None, guard_seconds: float = 0.0, counting: bool = True):
         """``guard_seconds`` > 0 on a backend shared with other work (the notebook's, the
         tests'): each sample then starts after that long without a DynamoDB request and
         is taken again if one arrives within that long after it, so a workflow the
-        sweeper restarts meanwhile is not counted as the strategy's."""
+        sweeper restarts meanwhile is not counted as the strategy's.
+
+        ``counting=False`` on a backend without the embedded request counter (AWS, for
+        `make bench BACKEND=aws`): latency and throughput only, no request counts."""
         self.outputs = outputs
+        self.counting = counting
+        self._table_keys = {name: key for key, name in outputs["tables"].items()}
         self.endpoint_url = endpoint_url
         self.guard_seconds = guard_seconds
         # One attempt per call: an SDK retry would be a duplicate delivery we did not ask for.
-        self._lambda = client("lambda", retries={"total_max_attempts": 1}, read_timeout=90, max_pool_connections=64)
-        self._dynamodb = client("dynamodb")
+        self._lambda = client("lambda", endpoint_url, retries={"total_max_attempts": 1}, read_timeout=90, max_pool_connections=64)
+        self._dynamodb = client("dynamodb", endpoint_url)
 
     def counted(self) -> Counter:
-        return Counter(request_counts(self.endpoint_url)["dynamodb"])
+        """Requests served so far, by (table, action); the table by its key in the outputs."""
+        if not self.counting:
+            return Counter()
+        by_table = request_counts(self.endpoint_url)["dynamodb_by_table"]
+        return Counter({(self._table_keys.get(table, table), action): n for table, actions in by_table.items() for action, n in actions.items()})
 
     def wait_until_quiet(self, quiet_seconds: float = QUIET_SECONDS, timeout: float = 10.0) -> None:
         """Return once DynamoDB has served nothing for ``quiet_seconds`` (or after ``timeout``).
@@ -108,6 +136,8 @@ class StrategyBench:
         Asynchronous work still running on the backend (a retried event, the sweeper)
         would otherwise land in the first samples' counts.
         """
+        if not self.counting:
+            return
         deadline = time.monotonic() + timeout
         last = self.counted()
         while time.monotonic() < deadline:
@@ -169,74 +199,90 @@ class StrategyBench:
         before = self.counted()
         results, wall = self._together(strategy.function, events)
         after = self.counted()
-        calls = after - before
+        by_table_action = after - before
+        calls = _by_action(by_table_action)
         undisturbed = not self.guard_seconds or self._quiet_since(after)
         if not (set(calls) <= HANDLER_ACTIONS and undisturbed):
             return None
         answers = [answer for _, answer in results]
         seconds = [elapsed for elapsed, _ in results]
-        return Sample(calls, seconds, _effects(strategy, answers), wall, answers, events[0].get("idempotency_key"))
+        by_table: dict[str, Counter] = {}
+        for (table, action), n in by_table_action.items():
+            by_table.setdefault(table, Counter())[action] += n
+        return Sample(calls, by_table, seconds, _effects(strategy, answers), wall, answers, events[0].get("idempotency_key"))
 
     @staticmethod
     def _busy(strategy: Strategy) -> RuntimeError:
         return RuntimeError(f"{strategy.key}: DynamoDB was busy with other work in {MAX_TRIES} tries; run the bench alone")
 
-    def start_environments(self, strategy: Strategy, copies: int) -> None:
+    def start_environments(self, strategy: Strategy, copies: int) -> list[float]:
         """``copies`` warm environments (fresh requests, not counted), so no copy waits on a cold start.
 
         Ramped up a few at a time: sixteen Python runtimes importing boto3 and Powertools
         at once on two busy cores can outlast the 30 s init timeout. Each step reuses the
-        environments already warm and starts only the new ones.
+        environments already warm and starts only the new ones. Returns the round trips
+        (seconds) of the first step's invocations: cold starts, reported apart.
         """
-        in_flight = 0
+        in_flight, cold = 0, []
         while in_flight < copies:
             in_flight = min(copies, in_flight + WARM_UP_STEP)
             for _ in range(MAX_TRIES):  # an init timeout kills its environment: start it again
                 events = [new_delivery(strategy, self.outputs)(0) for _ in range(in_flight)]
                 answered, _ = self._together(strategy.function, events, check=False)
+                if not cold:
+                    cold = [elapsed for elapsed, body in answered if body is not None]
                 if all(body is not None for _, body in answered):
                     break
+        return cold
 
     def sequential(self, strategy: Strategy, samples: int) -> tuple[Delivery, Delivery]:
-        """``samples`` pairs of a first delivery and its duplicate, each pair on a fresh request.
+        """``samples`` pairs of a first delivery and its duplicate, each pair on a fresh request."""
+        first, duplicate = Delivery(), Delivery()
+        for _ in range(samples):
+            self.sequential_round(strategy, first, duplicate)
+        return first, duplicate
+
+    def sequential_round(self, strategy: Strategy, first: Delivery, duplicate: Delivery) -> None:
+        """One pair of a first delivery and its duplicate, on a fresh request.
 
         A pair with a disturbed count is taken again whole, on a new request: re-sending
         the same events would add the discarded try's effects to the request's ledger.
         """
-        first, duplicate = Delivery(), Delivery()
-        for _ in range(samples):
-            for _try in range(MAX_TRIES):
-                event_for = new_delivery(strategy, self.outputs)
-                taken = self._try(strategy, [event_for(0)])
-                if taken is None:
-                    first.discarded += 1
-                    continue
-                again = self._try(strategy, [event_for(1)])
-                if again is None:  # the pair goes: its duplicate needs its first
-                    first.discarded += 1
-                    duplicate.discarded += 1
-                    continue
-                first.samples.append(taken)
-                duplicate.samples.append(again)
-                break
-            else:
-                raise self._busy(strategy)
-        return first, duplicate
+        for _try in range(MAX_TRIES):
+            event_for = new_delivery(strategy, self.outputs)
+            taken = self._try(strategy, [event_for(0)])
+            if taken is None:
+                first.discarded += 1
+                continue
+            again = self._try(strategy, [event_for(1)])
+            if again is None:  # the pair goes: its duplicate needs its first
+                first.discarded += 1
+                duplicate.discarded += 1
+                continue
+            first.samples.append(taken)
+            duplicate.samples.append(again)
+            break
+        else:
+            raise self._busy(strategy)
 
     def concurrent(self, strategy: Strategy, copies: int, rounds: int) -> Delivery:
         """``rounds`` rounds of ``copies`` identical requests, each try on a fresh request."""
         together = Delivery()
         for _ in range(rounds):
-            for _try in range(MAX_TRIES):
-                event_for = new_delivery(strategy, self.outputs)
-                taken = self._try(strategy, [event_for(n) for n in range(copies)])
-                if taken is not None:
-                    together.samples.append(taken)
-                    break
-                together.discarded += 1
-            else:
-                raise self._busy(strategy)
+            self.concurrent_round(strategy, copies, together)
         return together
+
+    def concurrent_round(self, strategy: Strategy, copies: int, together: Delivery) -> None:
+        """One round of ``copies`` identical requests released together, on a fresh request."""
+        for _try in range(MAX_TRIES):
+            event_for = new_delivery(strategy, self.outputs)
+            taken = self._try(strategy, [event_for(n) for n in range(copies)])
+            if taken is not None:
+                together.samples.append(taken)
+                break
+            together.discarded += 1
+        else:
+            raise self._busy(strategy)
 
     def processor_calls_per_charge(self, samples: int = 3) -> Counter:
         """The card processor's own requests for one charge (no downstream key), measured alone.
@@ -250,7 +296,7 @@ class StrategyBench:
             call = {"reference": f"bench-processor-{time.time_ns()}", "amount": 1999, "currency": "EUR"}
             before = self.counted()
             self.invoke("card_processor", call)
-            seen[json.dumps(dict(self.counted() - before), sort_keys=True)] += 1
+            seen[json.dumps(dict(_by_action(self.counted() - before)), sort_keys=True)] += 1
         return Counter(json.loads(seen.most_common(1)[0][0]))
 
     def ledger_charges(self, references) -> dict[str, int]:
@@ -269,6 +315,13 @@ class StrategyBench:
         return {reference: counts[reference] for reference in wanted}
 
 
+def _by_action(by_table_action: Counter) -> Counter:
+    calls: Counter = Counter()
+    for (_, action), n in by_table_action.items():
+        calls[action] += n
+    return calls
+
+
 def _effects(strategy: Strategy, answers: list) -> int:
     """Effects of one sample, from the answers (the ledger check in run() confirms charges)."""
     if strategy.effect == CHARGE:
@@ -282,22 +335,34 @@ def _effects(strategy: Strategy, answers: list) -> int:
 
 def run(bench: StrategyBench, samples: int, copies: int, rounds: int, strategies=STRATEGIES) -> dict:
     """Measure every strategy; raw results by strategy key (the report attributes them)."""
-    results: dict = {"copies": copies, "processor_calls_per_charge": dict(bench.processor_calls_per_charge())}
+    strategies = list(strategies)
+    processor = bench.processor_calls_per_charge() if bench.counting else Counter()
+    results: dict = {"copies": copies, "processor_calls_per_charge": dict(processor)}
+    # Environments for every copy of every strategy first: no measured invocation waits
+    # on a cold start. The first warm-up step's round trips are the cold starts.
+    cold = {strategy.key: bench.start_environments(strategy, copies) for strategy in strategies}
+    bench.wait_until_quiet()
+    firsts = {s.key: Delivery() for s in strategies}
+    duplicates = {s.key: Delivery() for s in strategies}
+    together = {s.key: Delivery() for s in strategies}
+    # Round by round, every strategy once, in a rotating order (never one strategy's block).
+    for number in range(samples):
+        for strategy in round_order(strategies, number):
+            bench.sequential_round(strategy, firsts[strategy.key], duplicates[strategy.key])
+    for number in range(rounds):
+        for strategy in round_order(strategies, number):
+            bench.concurrent_round(strategy, copies, together[strategy.key])
     for strategy in strategies:
-        # Environments for every copy first: no measured invocation waits on a cold start.
-        # The sequential deliveries then all reach the most recently used one.
-        bench.start_environments(strategy, copies)
-        bench.wait_until_quiet()
-        first, duplicate = bench.sequential(strategy, samples)
-        together = bench.concurrent(strategy, copies, rounds)
+        key = strategy.key
         measured = {
-            "first": first.summary(1),
-            "duplicate": duplicate.summary(1),
-            "concurrent": together.summary(copies),
+            "first": firsts[key].summary(1),
+            "duplicate": duplicates[key].summary(1),
+            "concurrent": together[key].summary(copies),
+            "cold_start_ms": percentiles(cold[key]) | {"samples": len(cold[key])},
         }
         if strategy.effect == CHARGE:
-            measured["ledger_disagreements"] = _ledger_disagreements(bench, [first, duplicate, together])
-        results[strategy.key] = measured
+            measured["ledger_disagreements"] = _ledger_disagreements(bench, [firsts[key], duplicates[key], together[key]])
+        results[key] = measured
     return results
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections import Counter
+from collections import Counter, defaultdict
 
 from moto.dynamodb.responses import DynamoHandler
 
@@ -19,6 +19,9 @@ _LOCK = threading.RLock()
 # Requests served, by action: the cost benchmarks count calls here, at the backend,
 # rather than estimating them from the client side.
 REQUEST_COUNTS: Counter = Counter()
+# ... and by the table each one named, so the bench measures which requests are a
+# handler's own, which are its fault probes and which the charge it protects.
+REQUEST_COUNTS_BY_TABLE: dict[str, Counter] = defaultdict(Counter)
 _INSTALLED_FLAG = "_idemlab_serialised"
 
 
@@ -31,8 +34,31 @@ def install() -> None:
     @functools.wraps(original)
     def serialised_call_action(self):
         with _LOCK:
-            REQUEST_COUNTS[self.get_endpoint_name(self.headers) or "unknown"] += 1
+            action = self.get_endpoint_name(self.headers) or "unknown"
+            REQUEST_COUNTS[action] += 1
+            REQUEST_COUNTS_BY_TABLE[table_names(getattr(self, "params", None) or {})][action] += 1
             return original(self)
 
     setattr(serialised_call_action, _INSTALLED_FLAG, True)
     DynamoHandler.call_action = serialised_call_action
+
+
+def table_names(params: dict) -> str:
+    """The table a request names. A request over several (a transaction, a batch) is
+    counted once, under its names joined by "+", so the counts by table add up to the
+    counts by action."""
+    if isinstance(params.get("TableName"), str):
+        return params["TableName"]
+    names = set(params.get("RequestItems") or {})
+    for item in params.get("TransactItems") or []:
+        names.update(operation.get("TableName") for operation in item.values() if isinstance(operation, dict))
+    return "+".join(sorted(name for name in names if isinstance(name, str))) or "(none)"
+
+
+def counts() -> dict:
+    """A consistent copy of the counters (taken under the request lock)."""
+    with _LOCK:
+        return {
+            "dynamodb": dict(REQUEST_COUNTS),
+            "dynamodb_by_table": {table: dict(by_action) for table, by_action in REQUEST_COUNTS_BY_TABLE.items()},
+        }

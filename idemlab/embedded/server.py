@@ -54,7 +54,9 @@ def health(url: str, timeout: float = 1.0) -> dict | None:
 class EmbeddedBackend:
     """The embedded server as a child process on loopback."""
 
-    def __init__(self, port: int = 0, log_path: Path | None = None):
+    def __init__(self, port: int = 0, log_path: Path | None = None, environment: dict | None = None):
+        """``environment``: variables to set for the server process (e.g. IDEMLAB_FAST_PATH=0)."""
+        self.environment = environment
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = Path(log_path) if log_path else Path(tempfile.mkstemp(prefix="idemlab-embedded-", suffix=".log")[1])
@@ -69,6 +71,7 @@ class EmbeddedBackend:
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
+            env={**os.environ, **self.environment} if self.environment else None,
             start_new_session=detach,  # `make up`: survive the shell that started it
         )
         deadline = time.monotonic() + READY_TIMEOUT_SECONDS
@@ -144,13 +147,14 @@ def _lookup_function(arn: str):
 
 
 def request_counts(url: str) -> dict:
-    """DynamoDB requests served so far, by action (for the cost benchmarks)."""
+    """DynamoDB requests served so far (for the cost benchmarks): by action under
+    "dynamodb", by table and action under "dynamodb_by_table"."""
     with urllib.request.urlopen(url + COUNTS_PATH, timeout=5) as response:
         return json.loads(response.read())
 
 
 def _control_middleware(app, runtime):
-    from idemlab.embedded.dynamodb_atomic import REQUEST_COUNTS
+    from idemlab.embedded import dynamodb_atomic
 
     def reply(start_response, document: dict):
         body = json.dumps(document).encode()
@@ -162,7 +166,7 @@ def _control_middleware(app, runtime):
         if path == HEALTH_PATH:
             return reply(start_response, {"status": "ready", "backend": "embedded", "lambda_environments": runtime.environments()})
         if path == COUNTS_PATH:
-            return reply(start_response, {"dynamodb": dict(REQUEST_COUNTS)})
+            return reply(start_response, dynamodb_atomic.counts())
         return app(environ, start_response)
 
     return wrapped
@@ -210,9 +214,9 @@ def serve(port: int, host: str = "127.0.0.1", allow_remote: bool = False, lambda
     if terraform_compat is not None:
         terraform_compat.install()
 
-    app = _control_middleware(DomainDispatcherApplication(create_backend_app), runtime)
+    app = _control_middleware(_moto_app(DomainDispatcherApplication, create_backend_app), runtime)
     app = loopback_guard.guard(app, check_host=not allow_remote)
-    server = make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)
+    server = make_server(host, port, app, threaded=True, request_handler=_request_handler(MotoRequestHandler))
 
     def stop(signum, frame):
         threading.Thread(target=server.shutdown, daemon=True).start()
@@ -230,6 +234,26 @@ def serve(port: int, host: str = "127.0.0.1", allow_remote: bool = False, lambda
         service.invoker.shutdown()
         runtime.shutdown()
         print("embedded: stopped", file=sys.stderr, flush=True)
+
+
+def _moto_app(dispatcher_class, create_backend_app):
+    """moto's WSGI app; with the fast path on (fast_path.py), its routing cached and the
+    hot DynamoDB actions and Lambda Invoke sent straight to moto's handlers. Called after every
+    install() above, so the method-name cache sees the patched classes."""
+    from idemlab.embedded import fast_path
+
+    if not fast_path.enabled():
+        print(f"embedded: fast path off ({fast_path.FAST_PATH_VARIABLE}=0)", file=sys.stderr, flush=True)
+        return dispatcher_class(create_backend_app)
+    fast_path.cache_method_names()
+    return fast_path.short_paths(fast_path.cached_dispatcher(create_backend_app))
+
+
+def _request_handler(moto_handler):
+    """HTTP/1.1 keep-alive with the fast path on, moto's own handler (one connection per request) off."""
+    from idemlab.embedded import fast_path
+
+    return fast_path.keep_alive_handler() if fast_path.enabled() else moto_handler
 
 
 def _default_lambda_concurrency() -> int:

@@ -1,0 +1,251 @@
+"""The fast path changes the cost of a request, never its answer.
+
+The hot DynamoDB actions skip moto's routing when a request carries no `Origin`; with a
+loopback `Origin` the same request takes moto's full route. So one server answers the
+same calls both ways, and every answer (items, errors, cancellation reasons) must match.
+Connections stay open between requests, and the loopback guard still judges each one.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import uuid
+from urllib.parse import urlsplit
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from idemlab.embedded.fast_path import FAST_PATH_VARIABLE
+from idemlab.embedded.server import EmbeddedBackend
+
+LIST_TABLES = {
+    "X-Amz-Target": "DynamoDB_20120810.ListTables",
+    "Content-Type": "application/x-amz-json-1.0",
+    "Authorization": "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/dynamodb/aws4_request",
+}
+
+
+def _dynamodb(url: str, origin: str | None = None, service: str = "dynamodb"):
+    client = boto3.client(
+        service,
+        endpoint_url=url,
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+        config=Config(retries={"max_attempts": 1}),
+    )
+    if origin:  # a loopback page's request: moto's full route (and its CORS handling)
+        client.meta.events.register(f"before-sign.{service}", lambda request, **_: request.headers.__setitem__("Origin", origin))
+    return client
+
+
+def _answer(call):
+    try:
+        response = call()
+    except ClientError as error:
+        return {"error": error.response["Error"], "status": error.response["ResponseMetadata"]["HTTPStatusCode"], **{k: v for k, v in error.response.items() if k not in ("Error", "ResponseMetadata")}}
+    response.pop("ResponseMetadata")
+    return response
+
+
+def _script(client, table: str) -> list:
+    """Every hot action, answered and refused: what the lessons' handlers send."""
+    key = {"pk": {"S": "order-1"}}
+    claim = {"ConditionExpression": "attribute_not_exists(pk)", "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
+    return [
+        _answer(lambda: client.put_item(TableName=table, Item={**key, "status": {"S": "NEW"}, "n": {"N": "1"}}, **claim)),
+        _answer(lambda: client.put_item(TableName=table, Item={**key, "status": {"S": "DUP"}}, **claim)),
+        _answer(lambda: client.get_item(TableName=table, Key=key, ConsistentRead=True)),
+        _answer(
+            lambda: client.update_item(
+                TableName=table,
+                Key=key,
+                UpdateExpression="SET #s = :to ADD n :one",
+                ConditionExpression="#s = :from",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={":to": {"S": "DONE"}, ":from": {"S": "NEW"}, ":one": {"N": "1"}},
+                ReturnValues="ALL_NEW",
+            )
+        ),
+        _answer(
+            lambda: client.update_item(
+                TableName=table,
+                Key=key,
+                UpdateExpression="SET #s = :to",
+                ConditionExpression="#s = :from",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={":to": {"S": "DONE"}, ":from": {"S": "NEW"}},
+            )
+        ),
+        _answer(lambda: client.query(TableName=table, KeyConditionExpression="pk = :k", ExpressionAttributeValues={":k": key["pk"]})),
+        _answer(
+            lambda: client.transact_write_items(
+                TransactItems=[
+                    {"Put": {"TableName": table, "Item": {"pk": {"S": "order-2"}}, "ConditionExpression": "attribute_not_exists(pk)"}},
+                    {"ConditionCheck": {"TableName": table, "Key": key, "ConditionExpression": "#s = :new", "ExpressionAttributeNames": {"#s": "status"}, "ExpressionAttributeValues": {":new": {"S": "NEW"}}}},
+                ]
+            )
+        ),
+        _answer(lambda: client.delete_item(TableName=table, Key=key, ReturnValues="ALL_OLD")),
+        _answer(lambda: client.get_item(TableName="no-such-table", Key=key)),
+        _answer(lambda: client.put_item(TableName=table, Item={"wrong": {"S": "key"}})),
+    ]
+
+
+def _fresh_table(client) -> str:
+    name = f"fast-{uuid.uuid4().hex[:8]}"
+    client.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    return name
+
+
+def test_hot_actions_answer_the_same_on_the_short_path_and_moto_route(backend):
+    fast, full = _dynamodb(backend), _dynamodb(backend, origin="http://localhost:8888")
+    short_table, full_table = _fresh_table(fast), _fresh_table(full)
+    # each run on its own table: compare with the table's name taken out
+    short_answers = json.loads(json.dumps(_script(fast, short_table), default=str).replace(short_table, "TABLE"))
+    full_answers = json.loads(json.dumps(_script(full, full_table), default=str).replace(full_table, "TABLE"))
+    assert len(short_answers) == 10
+    for short, routed in zip(short_answers, full_answers):
+        assert short == routed
+    assert short_answers[1]["error"]["Code"] == "ConditionalCheckFailedException"
+    assert short_answers[1]["Item"]["status"] == {"S": "NEW"}  # the stored record comes back with the refusal
+    assert short_answers[6]["error"]["Code"] == "TransactionCanceledException"
+
+
+def test_both_routes_count_each_request_under_the_table_it_named(backend):
+    from idemlab.embedded.server import request_counts
+
+    fast, full = _dynamodb(backend), _dynamodb(backend, origin="http://localhost:8888")
+    first, second = _fresh_table(fast), _fresh_table(fast)
+    before = request_counts(backend)
+    for client in (fast, full):
+        client.put_item(TableName=first, Item={"pk": {"S": "a"}})
+        client.get_item(TableName=second, Key={"pk": {"S": "a"}})
+    fast.transact_write_items(
+        TransactItems=[{"Put": {"TableName": name, "Item": {"pk": {"S": "t"}}}} for name in (second, first)]
+    )
+    after = request_counts(backend)
+
+    def added(table: str) -> dict:
+        old = before["dynamodb_by_table"].get(table, {})
+        counted = {action: n - old.get(action, 0) for action, n in after["dynamodb_by_table"].get(table, {}).items()}
+        return {action: n for action, n in counted.items() if n}
+
+    assert added(first) == {"PutItem": 2}
+    assert added(second) == {"GetItem": 2}
+    assert added("+".join(sorted((first, second)))) == {"TransactWriteItems": 1}  # counted once, under both names
+    for action, n in after["dynamodb"].items():  # by table adds up to by action
+        assert n == sum(actions.get(action, 0) for actions in after["dynamodb_by_table"].values())
+
+
+HANDLER = """
+def handler(event, context):
+    if event.get("fail"):
+        raise ValueError("refused: " + event["fail"])
+    return {"echo": event, "remaining_ms_positive": context.get_remaining_time_in_millis() > 0}
+"""
+
+
+def _invoked(client, name: str, payload: bytes, **options) -> dict:
+    try:
+        response = client.invoke(FunctionName=name, Payload=payload, **options)
+    except ClientError as error:
+        return {"error": error.response["Error"], "status": error.response["ResponseMetadata"]["HTTPStatusCode"]}
+    body = json.loads(response["Payload"].read() or b"null")
+    request_id = response["ResponseMetadata"]["HTTPHeaders"].get("x-amzn-requestid")
+    if isinstance(body, dict):
+        body.pop("stackTrace", None)  # the frames name the same file either way; keep the test about the answer
+        if "requestId" in body:  # an error's requestId is the invocation's own (a new one each time)
+            body["requestId"] = body["requestId"] == request_id
+    return {
+        "status": response["StatusCode"],
+        "function_error": response.get("FunctionError"),
+        "version": response.get("ExecutedVersion"),
+        "has_request_id": bool(response["ResponseMetadata"]["HTTPHeaders"].get("x-amzn-requestid")),
+        "body": body,
+    }
+
+
+def test_invoke_answers_the_same_on_the_short_path_and_moto_route(backend, make_function):
+    name = make_function(HANDLER)
+    fast = _dynamodb(backend, service="lambda")
+    full = _dynamodb(backend, origin="http://localhost:8888", service="lambda")
+    calls = [
+        (name, b'{"order": 1}', {}),
+        (name, b'{"fail": "card declined"}', {}),
+        (name, b"{}", {"InvocationType": "DryRun"}),
+        (name, b"{}", {"InvocationType": "Event"}),
+        (name, b"{}", {"Qualifier": "no-such-alias"}),
+        (f"fn-missing-{uuid.uuid4().hex[:6]}", b"{}", {}),
+    ]
+    for function, payload, options in calls:
+        assert _invoked(fast, function, payload, **options) == _invoked(full, function, payload, **options), (payload, options)
+    answered = _invoked(fast, name, b'{"order": 1}')
+    assert answered["body"] == {"echo": {"order": 1}, "remaining_ms_positive": True} and answered["has_request_id"]
+    failed = _invoked(fast, name, b'{"fail": "x"}')
+    assert failed["function_error"] == "Unhandled" and failed["body"]["requestId"] is True
+
+
+def _raw(connection: http.client.HTTPConnection, headers: dict) -> tuple[int, dict, bytes]:
+    connection.putrequest("POST", "/", skip_host=True, skip_accept_encoding=True)
+    for name, value in {**LIST_TABLES, **headers}.items():
+        connection.putheader(name, value)
+    connection.putheader("Content-Length", "2")
+    connection.endheaders(b"{}")
+    response = connection.getresponse()
+    return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+
+
+def test_one_connection_serves_many_requests_and_each_is_still_guarded(backend):
+    parts = urlsplit(backend)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    try:
+        local = {"Host": f"127.0.0.1:{parts.port}"}
+        status, headers, _ = _raw(connection, local)
+        assert status == 200 and headers.get("connection") != "close"
+        port_in_use = connection.sock.getsockname()
+        for foreign in ({"Host": "rebind.example:80"}, {**local, "Origin": "https://evil.example"}):
+            status, _, body = _raw(connection, foreign)
+            assert status == 403, body
+        status, _, body = _raw(connection, local)
+        assert status == 200 and "TableNames" in json.loads(body)
+        assert connection.sock.getsockname() == port_in_use  # the same TCP connection throughout
+    finally:
+        connection.close()
+
+
+def test_a_chunked_request_body_is_answered_and_its_connection_closed(backend):
+    parts = urlsplit(backend)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    try:
+        connection.request("POST", "/", body=iter([b"{", b"}"]), headers={**LIST_TABLES, "Host": f"127.0.0.1:{parts.port}"}, encode_chunked=True)
+        response = connection.getresponse()
+        assert response.status == 200 and "TableNames" in json.loads(response.read())
+        assert response.getheader("Connection") == "close"
+    finally:
+        connection.close()
+
+
+@pytest.mark.timeout(120)
+def test_with_the_fast_path_off_the_backend_serves_as_before():
+    with EmbeddedBackend(environment={FAST_PATH_VARIABLE: "0"}) as slow:
+        parts = urlsplit(slow.url)
+        client = _dynamodb(slow.url)
+        answers = _script(client, _fresh_table(client))
+        assert answers[1]["error"]["Code"] == "ConditionalCheckFailedException"
+        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+        try:
+            status, headers, _ = _raw(connection, {"Host": f"127.0.0.1:{parts.port}"})
+            assert status == 200 and headers.get("connection") == "close"  # werkzeug's server, one request per connection
+        finally:
+            connection.close()
+        with open(slow.log_path) as log:
+            assert f"fast path off ({FAST_PATH_VARIABLE}=0)" in log.read()
