@@ -11,7 +11,6 @@ learner's own backend is never called.
 from __future__ import annotations
 
 import os
-import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -61,14 +60,6 @@ def _pointed_at(backend: EmbeddedBackend):
                 os.environ[name] = value
 
 
-def _forget_stack(prefix: str) -> None:
-    """The stack's working copy and outputs die with the backend: remove them, not leave litter."""
-    name = stack.stack_name(prefix)
-    shutil.rmtree(stack.WORKING_COPIES / name, ignore_errors=True)
-    (stack.WORKING_COPIES / f"{name}.lock").unlink(missing_ok=True)
-    (stack.OUTPUTS_DIR / f"{name}.json").unlink(missing_ok=True)
-
-
 def measure_on_own_backend(samples: int, copies: int, rounds: int, prefix: str = PREFIX) -> dict:
     """Start an embedded backend on a free port, deploy the stack to it, measure, stop it."""
     with EmbeddedBackend() as backend, _pointed_at(backend):
@@ -77,7 +68,7 @@ def measure_on_own_backend(samples: int, copies: int, rounds: int, prefix: str =
             bench = strategy_runs.StrategyBench(outputs, backend.url)
             return strategy_runs.run(bench, samples, copies, rounds)
         finally:
-            _forget_stack(prefix)
+            stack.forget(prefix)  # the working copy and outputs die with the backend
 
 
 def run_section(quick: bool, results_dir: Path) -> dict:
