@@ -29,14 +29,16 @@ pytestmark = [pytest.mark.stack, pytest.mark.timeout(900)]
 # Every boundary at which a worker can die. delete_records has no after_effect: its
 # effect and its progress commit in one transaction. claim and complete are themselves
 # the progress write, so they have no separate effect either.
+STEPS = deletion.import_function_module("deletion_state").STEPS
+CLAIM = deletion.import_function_module("claim_deletion").STEP
+RECORDS = deletion.import_function_module("delete_records").STEP
+COMPLETE = deletion.import_function_module("complete_deletion").STEP
 FAULT_POINTS = [
-    ("claim", faults.BEFORE),
-    ("claim", faults.AFTER_PROGRESS),
-    ("delete_records", faults.BEFORE),
-    ("delete_records", faults.AFTER_PROGRESS),
-    *[(step, point) for step in ("delete_files", "delete_identity", "send_goodbye") for point in faults.POINTS],
-    ("complete", faults.BEFORE),
-    ("complete", faults.AFTER_PROGRESS),
+    (CLAIM, faults.BEFORE),
+    (CLAIM, faults.AFTER_PROGRESS),
+    *[(step, point) for step in STEPS for point in faults.POINTS if (step, point) != (RECORDS, faults.AFTER_EFFECT)],
+    (COMPLETE, faults.BEFORE),
+    (COMPLETE, faults.AFTER_PROGRESS),
 ]
 DELIVERIES = (1, 2, 3)
 MODES = ("sequential", "concurrent")
@@ -117,7 +119,7 @@ def naive_client():
     return clients.client("lambda", read_timeout=90, retries={"max_attempts": 1})
 
 
-NAIVE_POINTS = [(step, point) for step in ("delete_records", "delete_files", "delete_identity", "send_goodbye") for point in (faults.BEFORE, faults.AFTER_EFFECT)]
+NAIVE_POINTS = [(step, point) for step in STEPS for point in (faults.BEFORE, faults.AFTER_EFFECT)]
 
 
 def run_naive_cell(stack, deletions, step, point, deliveries) -> dict:

@@ -470,8 +470,8 @@ def test_a_sweep_that_fails_on_one_request_still_handles_the_others_and_publishe
     state.claim(table, second, "vanished-2", 1, now=time.time() - 100)
     failed_once = state.claim(table, third, "exec-3", 60).claim
     state.release_after_failure(table, failed_once, "injected", 3, 0)  # RETRYABLE, due now
-    deletions.arm_fault("sweep", faults.BEFORE, first, faults.ERROR)
-    deletions.arm_fault("restart", faults.BEFORE, third, faults.ERROR)
+    deletions.arm_fault(sweeper.SWEEP, faults.BEFORE, first, faults.ERROR)
+    deletions.arm_fault(sweeper.RESTART, faults.BEFORE, third, faults.ERROR)
     with pytest.raises(errors.SweepIncomplete) as failed:
         sweeper.run_once()
     assert first in str(failed.value) and third in str(failed.value)
