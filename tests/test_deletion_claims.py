@@ -7,6 +7,7 @@ import uuid
 import boto3
 import pytest
 
+from deletion_scenario import copy_tables
 from idemlab.lessons import deletion
 
 state = deletion.import_function_module("deletion_state")
@@ -18,8 +19,8 @@ T0 = 1_800_000_000  # a fixed "now" (2027); tests never read the wall clock
 
 
 @pytest.fixture(scope="module")
-def table(backend):
-    names = deletion.create_tables(boto3.client("dynamodb", endpoint_url=backend, region_name="us-east-1"))
+def table(backend, stack):
+    names = copy_tables(stack)
     return boto3.resource("dynamodb", endpoint_url=backend, region_name="us-east-1").Table(names["deletion_requests"])
 
 

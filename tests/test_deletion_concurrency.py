@@ -9,13 +9,14 @@ requests on threads), which is the point of them.
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections import Counter
 
 import boto3
 import pytest
 
+from deletion_scenario import copy_tables
+from idemlab.barrier import all_at_once
 from idemlab.lessons import deletion
 
 state = deletion.import_function_module("deletion_state")
@@ -28,8 +29,8 @@ T0 = 1_800_000_000
 
 
 @pytest.fixture(scope="module")
-def names(backend):
-    return deletion.create_tables(boto3.client("dynamodb", endpoint_url=backend, region_name="us-east-1"))
+def names(backend, stack):
+    return copy_tables(stack)
 
 
 @pytest.fixture(scope="module")
@@ -43,22 +44,8 @@ def tables(backend, names):
 
 def race(tables, action) -> list:
     """Run ``action(table, index)`` on every thread at once; their results in order."""
-    start = threading.Barrier(len(tables))
-    results = [None] * len(tables)
-
-    def run(index):
-        start.wait()
-        try:
-            results[index] = action(tables[index], index)
-        except Exception as exc:  # a thread's error is an outcome to count, not to lose
-            results[index] = exc
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(tables))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    return results
+    # A thread's error is an outcome to count, not to lose.
+    return all_at_once([lambda i=i: action(tables[i], i) for i in range(len(tables))], capture_errors=True)
 
 
 def new_request(table) -> str:

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
+from deletion_scenario import copy_tables
 from idemlab.lessons import deletion
 
 state = deletion.import_function_module("deletion_state")
@@ -31,8 +32,8 @@ WORKERS = ("w1", "w2", "w3")
 
 
 @pytest.fixture(scope="module")
-def table(backend):
-    names = deletion.create_tables(boto3.client("dynamodb", endpoint_url=backend, region_name="us-east-1"))
+def table(backend, stack):
+    names = copy_tables(stack)
     return boto3.resource("dynamodb", endpoint_url=backend, region_name="us-east-1").Table(names["deletion_requests"])
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -19,7 +18,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from idemlab import clients
+from idemlab.barrier import all_at_once
 from idemlab.lessons import deletion
+from idemlab.lessons.deletion import Deletions
 
 faults = deletion.import_function_module("deletion_faults")
 
@@ -28,75 +29,66 @@ pytestmark = [pytest.mark.stack, pytest.mark.timeout(900)]
 # Every boundary at which a worker can die. delete_records has no after_effect: its
 # effect and its progress commit in one transaction. claim and complete are themselves
 # the progress write, so they have no separate effect either.
+STEPS = deletion.import_function_module("deletion_state").STEPS
+CLAIM = deletion.import_function_module("claim_deletion").STEP
+RECORDS = deletion.import_function_module("delete_records").STEP
+COMPLETE = deletion.import_function_module("complete_deletion").STEP
 FAULT_POINTS = [
-    ("claim", faults.BEFORE),
-    ("claim", faults.AFTER_PROGRESS),
-    ("delete_records", faults.BEFORE),
-    ("delete_records", faults.AFTER_PROGRESS),
-    *[(step, point) for step in ("delete_files", "delete_identity", "send_goodbye") for point in faults.POINTS],
-    ("complete", faults.BEFORE),
-    ("complete", faults.AFTER_PROGRESS),
+    (CLAIM, faults.BEFORE),
+    (CLAIM, faults.AFTER_PROGRESS),
+    *[(step, point) for step in STEPS for point in faults.POINTS if (step, point) != (RECORDS, faults.AFTER_EFFECT)],
+    (COMPLETE, faults.BEFORE),
+    (COMPLETE, faults.AFTER_PROGRESS),
 ]
 DELIVERIES = (1, 2, 3)
 MODES = ("sequential", "concurrent")
-PARALLEL_CELLS = 6  # cells in flight at once: enough to overlap, few enough for 2 cores
+PARALLEL_CELLS = 12  # cells in flight: each waits out a timeout asleep; 12 x 3 executions stay under the 40 invocations the embedded Lambda allows at once
 GONE = {"records": 0, "files": 0, "identities": 0}
 SEEDED = {"records": 3, "files": 2, "identities": 1}
 
 
 @pytest.fixture(scope="module")
-def names(stack) -> deletion.Names:
-    return deletion.Names.from_outputs(stack)
+def deletions(stack) -> Deletions:
+    return Deletions(stack)
 
 
-def new_request(stack, names) -> tuple[str, str]:
+def new_request(deletions) -> tuple[str, str]:
     user_id = f"u{uuid.uuid4().hex[:10]}"
-    deletion.seed_user(names, user_id)
+    deletions.seed_user(user_id)
     # Due in an hour: the deliveries below stand in for the schedule firing.
-    asked = deletion.invoke(stack, "request_deletion", {"user_id": user_id, "delay_seconds": 3600})
+    asked = deletions.invoke("request_deletion", {"user_id": user_id, "delay_seconds": 3600})
     return user_id, asked["deletion_request_id"]
 
 
-def deliver(names, request_id: str, deliveries: int, mode: str) -> list[dict]:
+def deliver(deletions, request_id: str, deliveries: int, mode: str) -> list[dict]:
     """Start the workflow ``deliveries`` times, one after another or all at once."""
     execution_names = [request_id] + [f"{request_id}-dup{n}" for n in range(2, deliveries + 1)]
     if mode == "sequential":
-        return [deletion.wait_for(deletion.start(names, request_id, name)) for name in execution_names]
-    arns = [None] * deliveries
-    start_line = threading.Barrier(deliveries)
-
-    def go(index):
-        start_line.wait()
-        arns[index] = deletion.start(names, request_id, execution_names[index])
-
-    threads = [threading.Thread(target=go, args=(i,)) for i in range(deliveries)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
+        return [deletion.wait_for(deletions.start(request_id, name)) for name in execution_names]
+    arns = all_at_once([lambda name=name: deletions.start(request_id, name) for name in execution_names])
     return [deletion.wait_for(arn) for arn in arns]
 
 
-def run_cell(stack, names, step, point, deliveries, mode) -> dict:
-    user_id, request_id = new_request(stack, names)
-    deletion.arm_fault(names, step, point, request_id, faults.CRASH)
-    executions = deliver(names, request_id, deliveries, mode)
+def run_cell(deletions, step, point, deliveries, mode) -> dict:
+    user_id, request_id = new_request(deletions)
+    deletions.arm_fault(step, point, request_id, faults.CRASH)
+    executions = deliver(deletions, request_id, deliveries, mode)
     return {
         "cell": f"{step}.{point} x{deliveries} {mode}",
         "executions": [e["status"] for e in executions],
-        "status": deletion.request_status(names, request_id),
-        "leftovers": deletion.leftovers(names, user_id),
-        "goodbyes": deletion.goodbyes(names, user_id),
+        "status": deletions.request_status(request_id),
+        "leftovers": deletions.leftovers(user_id),
+        "goodbyes": deletions.goodbyes(user_id),
     }
 
 
-def test_every_fault_point_and_delivery_pattern_deletes_once(stack, names):
+def test_every_fault_point_and_delivery_pattern_deletes_once(deletions):
     bystander = f"u{uuid.uuid4().hex[:10]}"
-    deletion.seed_user(names, bystander)
+    deletions.seed_user(bystander)
     cells = list(itertools.product(FAULT_POINTS, DELIVERIES, MODES))
     began = time.monotonic()
     with ThreadPoolExecutor(max_workers=PARALLEL_CELLS) as pool:
-        results = list(pool.map(lambda c: run_cell(stack, names, c[0][0], c[0][1], c[1], c[2]), cells))
+        results = list(pool.map(lambda c: run_cell(deletions, c[0][0], c[0][1], c[1], c[2]), cells))
     elapsed = time.monotonic() - began
     print(f"\n{len(results)} cells in {elapsed:.0f} s")
     wrong = [
@@ -106,7 +98,7 @@ def test_every_fault_point_and_delivery_pattern_deletes_once(stack, names):
     for r in wrong:
         print(f"WRONG {r}")
     assert wrong == []
-    assert deletion.leftovers(names, bystander) == SEEDED
+    assert deletions.leftovers(bystander) == SEEDED
     # Every delivery ended as an execution that succeeded (the crash is retried inside).
     assert all(set(r["executions"]) == {"SUCCEEDED"} for r in results), [r for r in results if set(r["executions"]) != {"SUCCEEDED"}]
 
@@ -127,30 +119,30 @@ def naive_client():
     return clients.client("lambda", read_timeout=90, retries={"max_attempts": 1})
 
 
-NAIVE_POINTS = [(step, point) for step in ("delete_records", "delete_files", "delete_identity", "send_goodbye") for point in (faults.BEFORE, faults.AFTER_EFFECT)]
+NAIVE_POINTS = [(step, point) for step in STEPS for point in (faults.BEFORE, faults.AFTER_EFFECT)]
 
 
-def run_naive_cell(stack, names, step, point, deliveries) -> dict:
-    user_id, request_id = new_request(stack, names)
+def run_naive_cell(stack, deletions, step, point, deliveries) -> dict:
+    user_id, request_id = new_request(deletions)
     # An error, not a crash: the naive worker catches nothing, so an exception leaves
     # exactly what a crash at the same point leaves, without waiting out its 60-second
     # timeout in each of 24 cells (the crash itself is shown by the test below).
-    deletion.arm_fault(names, step, point, request_id, faults.ERROR)
+    deletions.arm_fault(step, point, request_id, faults.ERROR)
     for _ in range(deliveries):
         invoke_naive(stack, request_id)
     return {
         "cell": f"{step}.{point} x{deliveries}",
         "deliveries": deliveries,
-        "status": deletion.request_status(names, request_id),
-        "leftovers": deletion.leftovers(names, user_id),
-        "goodbyes": deletion.goodbyes(names, user_id),
+        "status": deletions.request_status(request_id),
+        "leftovers": deletions.leftovers(user_id),
+        "goodbyes": deletions.goodbyes(user_id),
     }
 
 
-def test_the_naive_worker_fails_the_same_matrix_visibly(stack, names):
+def test_the_naive_worker_fails_the_same_matrix_visibly(stack, deletions):
     cells = list(itertools.product(NAIVE_POINTS, DELIVERIES))
     with ThreadPoolExecutor(max_workers=PARALLEL_CELLS) as pool:
-        results = list(pool.map(lambda c: run_naive_cell(stack, names, c[0][0], c[0][1], c[1]), cells))
+        results = list(pool.map(lambda c: run_naive_cell(stack, deletions, c[0][0], c[0][1], c[1]), cells))
     wrong = [r for r in results if (r["status"], r["leftovers"], r["goodbyes"]) != ("COMPLETED", GONE, 1)]
     for r in wrong:
         print(f"naive {r['cell']}: {r['goodbyes']} goodbye emails, status {r['status']}, left {r['leftovers']}")
@@ -163,47 +155,41 @@ def test_the_naive_worker_fails_the_same_matrix_visibly(stack, names):
     assert next(r for r in results if r["cell"] == "send_goodbye.after_effect x1")["goodbyes"] == 2
 
 
-def test_the_naive_worker_not_retried_after_a_crash_leaves_the_work_half_done(stack, names):
-    user_id, request_id = new_request(stack, names)
-    deletion.arm_fault(names, "delete_files", faults.AFTER_EFFECT, request_id, faults.CRASH)
+def test_the_naive_worker_not_retried_after_a_crash_leaves_the_work_half_done(stack, deletions):
+    user_id, request_id = new_request(deletions)
+    deletions.arm_fault("delete_files", faults.AFTER_EFFECT, request_id, faults.CRASH)
     payload = json.dumps({"deletion_request_id": request_id}).encode()
     answer = naive_client().invoke(FunctionName=stack["functions"]["naive_deletion_worker"], Payload=payload)
     assert answer.get("FunctionError")
-    left = deletion.leftovers(names, user_id)
-    print(f"naive, crashed once, not retried: status {deletion.request_status(names, request_id)}, left {left}")
-    assert deletion.request_status(names, request_id) == "SCHEDULED"  # nothing says it ever started
+    left = deletions.leftovers(user_id)
+    print(f"naive, crashed once, not retried: status {deletions.request_status(request_id)}, left {left}")
+    assert deletions.request_status(request_id) == "SCHEDULED"  # nothing says it ever started
     assert left["records"] == 0 and left["files"] == 0 and left["identities"] == 1
 
 
-def test_a_request_out_of_attempts_fails_to_the_dlq_and_completes_after_redrive(stack, names):
+def test_a_request_out_of_attempts_fails_to_the_dlq_and_completes_after_redrive(deletions):
     from idemlab.background import redrive
 
-    user_id, request_id = new_request(stack, names)
+    user_id, request_id = new_request(deletions)
     # Fails every try of every attempt until the cause is "fixed" below.
-    key = deletion.arm_fault(names, "send_goodbye", faults.BEFORE, request_id, faults.ERROR, times=1000)
-    state = deletion.import_function_module("deletion_state")
-    table = deletion._dynamodb().Table(names.tables["deletion_requests"])
-    name = request_id
-    for _ in range(3):  # MAX_ATTEMPTS in the module's default
-        assert deletion.wait_for(deletion.start(names, request_id, name))["status"] == "FAILED"
-        stored = state.read(table, request_id)
-        # What the sweeper starts once the retry delay has passed, without the wait.
-        name = f"{request_id}-retry-{stored.fencing_token}"
-    assert stored.status is state.Status.FAILED
-    assert deletion.leftovers(names, user_id)["records"] == 0  # steps before the fault stay done
-    assert deletion.goodbyes(names, user_id) == 0
-    deletion._dynamodb().Table(names.tables["faults"]).delete_item(Key={"fault_key": key})
-    report = redrive.run_once(names.deletion_dlq_url)
+    key = deletions.arm_fault("send_goodbye", faults.BEFORE, request_id, faults.ERROR, times=1000)
+    # Each attempt restarted at once, as the sweeper restarts it once the retry delay passed.
+    ends = deletions.run_until_failed(request_id, max_attempts=3)  # MAX_ATTEMPTS in the module's default
+    assert ends == ["FAILED -> request RETRYABLE", "FAILED -> request RETRYABLE", "FAILED -> request FAILED"], ends
+    assert deletions.leftovers(user_id)["records"] == 0  # steps before the fault stay done
+    assert deletions.goodbyes(user_id) == 0
+    deletions.disarm_fault(key)
+    report = redrive.run_once(deletions.dead_letter_queue)
     assert report.failed == {}
     redriven = [
-        arn for arn in clients.client("stepfunctions").list_executions(stateMachineArn=names.state_machine_arn)["executions"]
+        arn for arn in clients.client("stepfunctions").list_executions(stateMachineArn=deletions.state_machine_arn)["executions"]
         if arn["name"] in {f"redrive-{m}" for m in report.delivered}
     ]
     for execution in redriven:
         deletion.wait_for(execution["executionArn"])
-    assert deletion.request_status(names, request_id) == "COMPLETED"
-    assert deletion.leftovers(names, user_id) == GONE
-    assert deletion.goodbyes(names, user_id) == 1
+    assert deletions.request_status(request_id) == "COMPLETED"
+    assert deletions.leftovers(user_id) == GONE
+    assert deletions.goodbyes(user_id) == 1
 
 
 # Executions that die for good: the claim's own fault points, past the workflow's
@@ -217,20 +203,22 @@ DYING = [
 SWEEPER_PERIODS = 6  # a bound, so a regression fails instead of looping
 
 
-def test_executions_that_die_before_or_at_the_claim_are_recovered_by_the_sweeper(stack, names, monkeypatch):
-    for name, value in names.function_env().items():
+def test_executions_that_die_before_or_at_the_claim_are_recovered_by_the_sweeper(stack, deletions, monkeypatch):
+    # The sweeper runs here, on this test's clock, with the deployed sweeper's environment.
+    deployed = clients.client("lambda").get_function_configuration(FunctionName=stack["functions"]["sweeper"])
+    for name, value in deployed["Environment"]["Variables"].items():
         monkeypatch.setenv(name, value)
     sweeper = deletion.import_function_module("sweeper")
     state = deletion.import_function_module("deletion_state")
-    table = deletion._dynamodb().Table(names.tables["deletion_requests"])
+    table = deletions.table("deletion_requests")
     cells = []
     for step, point, times in DYING:
-        user_id, request_id = new_request(stack, names)
-        deletion.arm_fault(names, step, point, request_id, faults.CRASH, times=times)
+        user_id, request_id = new_request(deletions)
+        deletions.arm_fault(step, point, request_id, faults.CRASH, times=times)
         cells.append({"cell": f"{step}.{point} x{times}", "user": user_id, "request": request_id})
     began = time.monotonic()
     with ThreadPoolExecutor(max_workers=len(cells)) as pool:
-        firsts = list(pool.map(lambda c: deletion.wait_for(deletion.start(names, c["request"]))["status"], cells))
+        firsts = list(pool.map(lambda c: deletion.wait_for(deletions.start(c["request"]))["status"], cells))
     assert firsts == ["FAILED"] * len(cells)  # ClaimFailed: nothing gave the requests back
     # One sweeper, one clock: a sweep runs only once every execution it started has
     # ended, so no live worker's lease is judged by a clock that ran ahead of it.
@@ -245,13 +233,13 @@ def test_executions_that_die_before_or_at_the_claim_are_recovered_by_the_sweeper
         restarted = sweeper.run_once(now=clock)["restarted"]
         sweeps += 1
         for name in restarted:
-            deletion.wait_for(deletion.executions_of(stack, name)[0]["executionArn"])
+            deletion.wait_for(deletions.executions_of(name)[0]["executionArn"])
     results = [
         {
             "cell": c["cell"],
-            "status": deletion.request_status(names, c["request"]),
-            "leftovers": deletion.leftovers(names, c["user"]),
-            "goodbyes": deletion.goodbyes(names, c["user"]),
+            "status": deletions.request_status(c["request"]),
+            "leftovers": deletions.leftovers(c["user"]),
+            "goodbyes": deletions.goodbyes(c["user"]),
         }
         for c in cells
     ]

@@ -9,11 +9,16 @@ import sys
 import threading
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
 from idemlab import clients
+from deletion_scenario import private_scenario, run_steps_in_process, run_workflow_in_process, step_retries
 from idemlab.lessons import deletion
+from idemlab.lessons.deletion import Deletions
+
+TESTS = Path(__file__).parent
 
 state = deletion.import_function_module("deletion_state")
 errors = deletion.import_function_module("deletion_errors")
@@ -26,34 +31,31 @@ steps = deletion.import_function_module("deletion_steps")
 
 
 @pytest.fixture(scope="module")
-def names(backend) -> deletion.Names:
-    names = deletion.create_private_scenario()
+def deletions(stack) -> Deletions:
+    private = private_scenario(stack)
     # A stand-in workflow: these tests run the steps themselves and only need to see
     # that the sweeper starts an execution.
     clients.client("stepfunctions").create_state_machine(
-        name=names.state_machine_arn.rsplit(":", 1)[1],
+        name=private["state_machines"]["account_deletion"].rsplit(":", 1)[1],
         definition=json.dumps({"StartAt": "Wait", "States": {"Wait": {"Type": "Pass", "End": True}}}),
         roleArn="arn:aws:iam::123456789012:role/stand-in",
         type="STANDARD",
     )
-    return names
+    return Deletions(private)
 
 
 @pytest.fixture
-def env(names, monkeypatch):
+def env(deletions, monkeypatch):
     """The functions' environment, with a lease long enough never to expire by itself."""
-    for name, value in names.function_env(LEASE_SECONDS=60, MAX_ATTEMPTS=3, RETRY_DELAY_SECONDS=0).items():
+    limits = {"LEASE_SECONDS": "60", "MAX_ATTEMPTS": "3", "RETRY_DELAY_SECONDS": "0"}
+    for name, value in {**deletions.stack["environment"], **limits}.items():
         monkeypatch.setenv(name, value)
     return monkeypatch
 
 
-def requests_table(names):
-    return deletion._dynamodb().Table(names.tables["deletion_requests"])
-
-
-def new_user(names, records=3, files=2) -> str:
+def new_user(deletions, records=3, files=2) -> str:
     user_id = f"u{uuid.uuid4().hex[:10]}"
-    deletion.seed_user(names, user_id, records=records, files=files)
+    deletions.seed_user(user_id, records=records, files=files)
     return user_id
 
 
@@ -64,36 +66,36 @@ def requested(user_id: str, **extra) -> str:
 GONE = {"records": 0, "files": 0, "identities": 0}
 
 
-def test_a_deletion_removes_everything_of_its_user_and_nothing_else(names, env):
-    user, bystander = new_user(names, records=120, files=3), new_user(names)
+def test_a_deletion_removes_everything_of_its_user_and_nothing_else(deletions, env):
+    user, bystander = new_user(deletions, records=120, files=3), new_user(deletions)
     request_id = requested(user)
-    assert deletion.run_workflow_in_process(request_id, "exec-1") == "COMPLETED"
-    assert deletion.leftovers(names, user) == GONE
-    assert deletion.leftovers(names, bystander) == {"records": 3, "files": 2, "identities": 1}
-    assert deletion.goodbyes(names, user) == 1
-    assert deletion.request_status(names, request_id) == "COMPLETED"
+    assert run_workflow_in_process(request_id, "exec-1") == "COMPLETED"
+    assert deletions.leftovers(user) == GONE
+    assert deletions.leftovers(bystander) == {"records": 3, "files": 2, "identities": 1}
+    assert deletions.goodbyes(user) == 1
+    assert deletions.request_status(request_id) == "COMPLETED"
 
 
-def test_asking_twice_for_the_same_user_returns_the_same_request_and_one_schedule(names, env):
-    user = new_user(names)
+def test_asking_twice_for_the_same_user_returns_the_same_request_and_one_schedule(deletions, env):
+    user = new_user(deletions)
     first = request_deletion.handler({"user_id": user, "delay_seconds": 3600}, None)
     second = request_deletion.handler({"user_id": user, "delay_seconds": 3600}, None)
     assert first["created"] and not second["created"]
     assert second["deletion_request_id"] == first["deletion_request_id"]
     assert second["due_at"] == first["due_at"]
     scheduler = clients.client("scheduler")
-    listed = scheduler.list_schedules(GroupName=names.schedule_group, NamePrefix=f"deletion-{first['deletion_request_id']}")
+    listed = scheduler.list_schedules(GroupName=deletions.stack["schedule_group"], NamePrefix=f"deletion-{first['deletion_request_id']}")
     assert len(listed["Schedules"]) == 1
-    schedule = scheduler.get_schedule(Name=f"deletion-{first['deletion_request_id']}", GroupName=names.schedule_group)
+    schedule = scheduler.get_schedule(Name=f"deletion-{first['deletion_request_id']}", GroupName=deletions.stack["schedule_group"])
     assert schedule["ScheduleExpression"] == request_deletion.at_expression(first["due_at"])
     assert schedule["ActionAfterCompletion"] == "DELETE"
     target = schedule["Target"]
     assert target["Arn"] == "arn:aws:scheduler:::aws-sdk:sfn:startExecution"
-    assert target["DeadLetterConfig"]["Arn"] == names.scheduler_dlq_arn
+    assert target["DeadLetterConfig"]["Arn"] == deletions.stack["queue_arns"]["scheduler_dlq"]
     assert target["RetryPolicy"] == {"MaximumRetryAttempts": 3, "MaximumEventAgeInSeconds": 3600}
     start = json.loads(target["Input"])
     assert start["Name"] == first["deletion_request_id"]
-    assert start["StateMachineArn"] == names.state_machine_arn
+    assert start["StateMachineArn"] == deletions.state_machine_arn
     assert json.loads(start["Input"]) == {"deletion_request_id": first["deletion_request_id"]}
 
 
@@ -111,106 +113,102 @@ def test_asking_twice_for_the_same_user_returns_the_same_request_and_one_schedul
         (["user_id", "ok"], "JSON object"),
     ],
 )
-def test_a_bad_request_is_refused_and_changes_nothing(names, env, event, complaint):
-    before = requests_table(names).scan(Select="COUNT")["Count"]
+def test_a_bad_request_is_refused_and_changes_nothing(deletions, env, event, complaint):
+    before = deletions.table("deletion_requests").scan(Select="COUNT")["Count"]
     with pytest.raises(errors.InvalidDeletionInput, match=complaint):
         request_deletion.handler(event, None)
-    assert requests_table(names).scan(Select="COUNT")["Count"] == before
+    assert deletions.table("deletion_requests").scan(Select="COUNT")["Count"] == before
 
 
-def test_a_step_handed_a_bad_claim_refuses_before_touching_anything(names, env):
-    user = new_user(names)
+def test_a_step_handed_a_bad_claim_refuses_before_touching_anything(deletions, env):
+    user = new_user(deletions)
     with pytest.raises(errors.InvalidDeletionInput, match="fencing_token"):
         deletion.import_function_module("delete_records").handler({"deletion_request_id": "x", "user_id": user, "owner": "o", "fencing_token": "1"}, None)
-    assert deletion.leftovers(names, user) == {"records": 3, "files": 2, "identities": 1}
+    assert deletions.leftovers(user) == {"records": 3, "files": 2, "identities": 1}
 
 
-def test_cancel_before_the_fire_wins_and_the_fire_then_does_nothing(names, env):
-    user = new_user(names)
+def test_cancel_before_the_fire_wins_and_the_fire_then_does_nothing(deletions, env):
+    user = new_user(deletions)
     request_id = requested(user)
     answer = cancel_deletion.handler({"deletion_request_id": request_id}, None)
     assert answer == {"deletion_request_id": request_id, "cancelled": True, "status": "CANCELLED"}
-    listed = clients.client("scheduler").list_schedules(GroupName=names.schedule_group, NamePrefix=f"deletion-{request_id}")
+    listed = clients.client("scheduler").list_schedules(GroupName=deletions.stack["schedule_group"], NamePrefix=f"deletion-{request_id}")
     assert listed["Schedules"] == []
-    assert deletion.run_workflow_in_process(request_id, "exec-late") == "cancelled"
-    assert deletion.leftovers(names, user) == {"records": 3, "files": 2, "identities": 1}
+    assert run_workflow_in_process(request_id, "exec-late") == "cancelled"
+    assert deletions.leftovers(user) == {"records": 3, "files": 2, "identities": 1}
     again = cancel_deletion.handler({"deletion_request_id": request_id}, None)
     assert again["cancelled"] is False and again["status"] == "CANCELLED"
 
 
-def test_cancel_after_the_fire_loses_and_says_so(names, env):
-    request_id = requested(new_user(names))
-    deletion.run_workflow_in_process(request_id, "exec-1")
+def test_cancel_after_the_fire_loses_and_says_so(deletions, env):
+    request_id = requested(new_user(deletions))
+    run_workflow_in_process(request_id, "exec-1")
     answer = cancel_deletion.handler({"deletion_request_id": request_id}, None)
     assert answer == {"deletion_request_id": request_id, "cancelled": False, "status": "COMPLETED"}
 
 
-def test_a_second_delivery_after_completion_changes_nothing(names, env):
-    user = new_user(names)
+def test_a_second_delivery_after_completion_changes_nothing(deletions, env):
+    user = new_user(deletions)
     request_id = requested(user)
-    assert deletion.run_workflow_in_process(request_id, "exec-1") == "COMPLETED"
-    deletion.seed_user(names, user, records=1, files=0)  # new data after the deletion: must stay
-    assert deletion.run_workflow_in_process(request_id, "exec-2") == "already_done"
-    assert deletion.leftovers(names, user)["records"] == 1
-    assert deletion.goodbyes(names, user) == 1
+    assert run_workflow_in_process(request_id, "exec-1") == "COMPLETED"
+    deletions.seed_user(user, records=1, files=0)  # new data after the deletion: must stay
+    assert run_workflow_in_process(request_id, "exec-2") == "already_done"
+    assert deletions.leftovers(user)["records"] == 1
+    assert deletions.goodbyes(user) == 1
 
 
 @pytest.mark.parametrize("step", ["delete_files", "delete_identity", "send_goodbye"])
-def test_an_effect_whose_progress_write_failed_is_reconciled_by_repeating_it(names, env, step):
-    user = new_user(names)
+def test_an_effect_whose_progress_write_failed_is_reconciled_by_repeating_it(deletions, env, step):
+    user = new_user(deletions)
     request_id = requested(user)
-    deletion.arm_fault(names, step, faults.AFTER_EFFECT, request_id, faults.ERROR)
-    assert deletion.run_workflow_in_process(request_id, "exec-1") == "COMPLETED"
-    assert deletion.leftovers(names, user) == GONE
-    assert deletion.goodbyes(names, user) == 1
+    deletions.arm_fault(step, faults.AFTER_EFFECT, request_id, faults.ERROR)
+    assert run_workflow_in_process(request_id, "exec-1") == "COMPLETED"
+    assert deletions.leftovers(user) == GONE
+    assert deletions.goodbyes(user) == 1
 
 
-def test_delete_records_has_no_gap_between_effect_and_progress(names, env):
-    user = new_user(names, records=5)
+def test_delete_records_has_no_gap_between_effect_and_progress(deletions, env):
+    user = new_user(deletions, records=5)
     request_id = requested(user)
-    deletion.arm_fault(names, "delete_records", faults.AFTER_PROGRESS, request_id, faults.ERROR)
-    assert deletion.run_workflow_in_process(request_id, "exec-1") == "COMPLETED"
-    assert deletion.leftovers(names, user) == GONE
+    deletions.arm_fault("delete_records", faults.AFTER_PROGRESS, request_id, faults.ERROR)
+    assert run_workflow_in_process(request_id, "exec-1") == "COMPLETED"
+    assert deletions.leftovers(user) == GONE
 
 
-def test_a_failed_attempt_leaves_retryable_and_the_next_resumes_without_repeating_steps(names, env):
-    user = new_user(names)
+def test_a_failed_attempt_leaves_retryable_and_the_next_resumes_without_repeating_steps(deletions, env):
+    user = new_user(deletions)
     request_id = requested(user)
-    deletion.arm_fault(names, "delete_files", faults.BEFORE, request_id, faults.ERROR, times=steps_retries() + 1)
-    assert deletion.run_workflow_in_process(request_id, "exec-1") == "RETRYABLE"
-    stored = state.read(requests_table(names), request_id)
+    deletions.arm_fault("delete_files", faults.BEFORE, request_id, faults.ERROR, times=step_retries() + 1)
+    assert run_workflow_in_process(request_id, "exec-1") == "RETRYABLE"
+    stored = state.read(deletions.table("deletion_requests"), request_id)
     assert stored.steps_done == {"delete_records"} and stored.attempts == 1
     # Armed but never reached: if the next attempt redid delete_records, it would fail here.
-    sentinel = deletion.arm_fault(names, "delete_records", faults.BEFORE, request_id, faults.ERROR, times=5)
-    assert deletion.run_workflow_in_process(request_id, "exec-2") == "COMPLETED"
-    faults_table = deletion._dynamodb().Table(names.tables["faults"])
+    sentinel = deletions.arm_fault("delete_records", faults.BEFORE, request_id, faults.ERROR, times=5)
+    assert run_workflow_in_process(request_id, "exec-2") == "COMPLETED"
+    faults_table = deletions.table("faults")
     assert faults_table.get_item(Key={"fault_key": sentinel})["Item"]["remaining"] == 5
-    assert deletion.leftovers(names, user) == GONE
-    assert deletion.goodbyes(names, user) == 1
+    assert deletions.leftovers(user) == GONE
+    assert deletions.goodbyes(user) == 1
 
 
-def steps_retries() -> int:
-    return deletion.STEP_RETRIES
-
-
-def test_out_of_attempts_fails_with_a_dead_letter_and_a_redrive_completes(names, env):
+def test_out_of_attempts_fails_with_a_dead_letter_and_a_redrive_completes(deletions, env):
     env.setenv("MAX_ATTEMPTS", "2")
-    user = new_user(names)
+    user = new_user(deletions)
     request_id = requested(user)
-    key = deletion.arm_fault(names, "send_goodbye", faults.BEFORE, request_id, faults.ERROR, times=100)
-    assert deletion.run_workflow_in_process(request_id, "exec-1") == "RETRYABLE"
-    assert deletion.run_workflow_in_process(request_id, "exec-2") == "FAILED"
-    assert deletion.run_workflow_in_process(request_id, "exec-3") == "failed"
-    messages = drain(names.deletion_dlq_url)
+    key = deletions.arm_fault("send_goodbye", faults.BEFORE, request_id, faults.ERROR, times=100)
+    assert run_workflow_in_process(request_id, "exec-1") == "RETRYABLE"
+    assert run_workflow_in_process(request_id, "exec-2") == "FAILED"
+    assert run_workflow_in_process(request_id, "exec-3") == "failed"
+    messages = drain(deletions.dead_letter_queue)
     mine = [m for m in messages if m["MessageAttributes"]["DELETION_REQUEST_ID"]["StringValue"] == request_id]
     assert len(mine) == 1
     assert json.loads(mine[0]["Body"]) == {"deletion_request_id": request_id, "redrive": True}
-    assert mine[0]["MessageAttributes"]["TARGET_ARN"]["StringValue"] == names.state_machine_arn
+    assert mine[0]["MessageAttributes"]["TARGET_ARN"]["StringValue"] == deletions.state_machine_arn
     assert "InjectedFault" in mine[0]["MessageAttributes"]["ERROR_MESSAGE"]["StringValue"]
-    deletion._dynamodb().Table(names.tables["faults"]).delete_item(Key={"fault_key": key})  # the cause is fixed
-    assert deletion.run_workflow_in_process(request_id, "redrive-1", redrive=True) == "COMPLETED"
-    assert deletion.leftovers(names, user) == GONE
-    assert deletion.goodbyes(names, user) == 1
+    deletions.table("faults").delete_item(Key={"fault_key": key})  # the cause is fixed
+    assert run_workflow_in_process(request_id, "redrive-1", redrive=True) == "COMPLETED"
+    assert deletions.leftovers(user) == GONE
+    assert deletions.goodbyes(user) == 1
 
 
 def drain(queue_url: str) -> list[dict]:
@@ -226,59 +224,59 @@ def drain(queue_url: str) -> list[dict]:
 
 
 @pytest.mark.timeout(60)
-def test_a_crashed_worker_is_swept_restarted_and_resumed(names, env):
+def test_a_crashed_worker_is_swept_restarted_and_resumed(deletions, env):
     env.setenv("LEASE_SECONDS", "1")
-    user = new_user(names)
+    user = new_user(deletions)
     request_id = requested(user)
-    deletion.arm_fault(names, "delete_files", faults.AFTER_EFFECT, request_id, faults.CRASH)
-    code = "import sys; from idemlab.lessons import deletion; deletion.run_workflow_in_process(sys.argv[1], 'exec-crash')"
+    deletions.arm_fault("delete_files", faults.AFTER_EFFECT, request_id, faults.CRASH)
+    code = f"import sys; sys.path.insert(0, {str(TESTS)!r}); from deletion_scenario import run_workflow_in_process; run_workflow_in_process(sys.argv[1], 'exec-crash')"
     died = subprocess.run([sys.executable, "-c", code, request_id], capture_output=True, text=True, timeout=30)
     assert died.returncode == faults.CRASH_EXIT_CODE, died.stderr
-    stored = state.read(requests_table(names), request_id)
+    stored = state.read(deletions.table("deletion_requests"), request_id)
     assert stored.status is state.Status.PROCESSING and stored.steps_done == {"delete_records"}
-    assert deletion.leftovers(names, user)["files"] == 0  # its effect happened, its progress did not
+    assert deletions.leftovers(user)["files"] == 0  # its effect happened, its progress did not
     time.sleep(2.1)  # the crashed worker's lease runs out (whole seconds)
     swept = sweeper.run_once()
     assert swept["stuck"] >= 1
     assert f"{request_id}-restart-1" in swept["restarted"]
-    assert deletion.request_status(names, request_id) == "RETRYABLE"
-    assert deletion.run_workflow_in_process(request_id, f"{request_id}-restart-1") == "COMPLETED"
-    assert deletion.leftovers(names, user) == GONE
-    assert deletion.goodbyes(names, user) == 1
+    assert deletions.request_status(request_id) == "RETRYABLE"
+    assert run_workflow_in_process(request_id, f"{request_id}-restart-1") == "COMPLETED"
+    assert deletions.leftovers(user) == GONE
+    assert deletions.goodbyes(user) == 1
     again = sweeper.run_once()
     assert not [name for name in again["restarted"] if name.startswith(request_id)]
 
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("step", ["delete_records", "delete_files", "send_goodbye"])
-def test_a_zombie_that_stalled_past_its_lease_is_stopped_by_the_token(names, env, step):
-    user = new_user(names)
+def test_a_zombie_that_stalled_past_its_lease_is_stopped_by_the_token(deletions, env, step):
+    user = new_user(deletions)
     request_id = requested(user)
-    deletion.arm_fault(names, step, faults.BEFORE, request_id, faults.TIMEOUT)  # in-process: a stall (STALL_SECONDS_WITHOUT_CONTEXT)
+    deletions.arm_fault(step, faults.BEFORE, request_id, faults.TIMEOUT)  # in-process: a stall (STALL_SECONDS_WITHOUT_CONTEXT)
     outcome = {}
-    zombie = threading.Thread(target=lambda: outcome.update(zombie=deletion.run_workflow_in_process(request_id, "zombie")))
+    zombie = threading.Thread(target=lambda: outcome.update(zombie=run_workflow_in_process(request_id, "zombie")))
     zombie.start()
     deadline = time.time() + 10
-    while deletion.request_status(names, request_id) != "PROCESSING" and time.time() < deadline:
+    while deletions.request_status(request_id) != "PROCESSING" and time.time() < deadline:
         time.sleep(0.02)
     # The successor claims as if the zombie's lease had run out (its clock is ahead).
-    successor = state.claim(requests_table(names), request_id, "successor", 60, now=time.time() + 120)
+    successor = state.claim(deletions.table("deletion_requests"), request_id, "successor", 60, now=time.time() + 120)
     assert successor.claim.fencing_token == 2
-    claim = {k: v for k, v in deletion.import_function_module("deletion_steps").claim_to_event(successor.claim).items()}
-    assert deletion.run_steps_in_process(claim) == "COMPLETED"
+    claim = {k: v for k, v in steps.claim_to_event(successor.claim).items()}
+    assert run_steps_in_process(claim) == "COMPLETED"
     zombie.join(timeout=30)
     assert outcome["zombie"] == "superseded"
-    assert deletion.leftovers(names, user) == GONE
-    assert deletion.goodbyes(names, user) == 1
-    stored = state.read(requests_table(names), request_id)
+    assert deletions.leftovers(user) == GONE
+    assert deletions.goodbyes(user) == 1
+    stored = state.read(deletions.table("deletion_requests"), request_id)
     assert (stored.status, stored.fencing_token) == (state.Status.COMPLETED, 2)
 
 
-def test_the_sweeper_publishes_the_stuck_count(names, env):
+def test_the_sweeper_publishes_the_stuck_count(deletions, env):
     env.setenv("METRIC_NAMESPACE", f"Test{uuid.uuid4().hex[:6]}")
     env.setenv("LAB_PREFIX", "lab-under-test")
-    request_id = requested(new_user(names))
-    state.claim(requests_table(names), request_id, "vanished", 1, now=time.time() - 100)
+    request_id = requested(new_user(deletions))
+    state.claim(deletions.table("deletion_requests"), request_id, "vanished", 1, now=time.time() - 100)
     result = sweeper.run_once()
     assert result["stuck"] >= 1
     cloudwatch = clients.client("cloudwatch")
@@ -296,23 +294,23 @@ def test_the_sweeper_publishes_the_stuck_count(names, env):
     assert max(p["Maximum"] for p in stats["Datapoints"]) == result["stuck"]
 
 
-def test_the_naive_worker_delivered_twice_sends_two_goodbyes(names, env):
-    user = new_user(names)
+def test_the_naive_worker_delivered_twice_sends_two_goodbyes(deletions, env):
+    user = new_user(deletions)
     request_id = requested(user)
     naive.handler({"deletion_request_id": request_id}, None)
     naive.handler({"deletion_request_id": request_id}, None)
-    assert deletion.leftovers(names, user) == GONE
-    assert deletion.goodbyes(names, user) == 2
+    assert deletions.leftovers(user) == GONE
+    assert deletions.goodbyes(user) == 2
 
 
-def test_the_naive_worker_after_an_error_redoes_everything(names, env):
-    user = new_user(names)
+def test_the_naive_worker_after_an_error_redoes_everything(deletions, env):
+    user = new_user(deletions)
     request_id = requested(user)
-    deletion.arm_fault(names, "send_goodbye", faults.AFTER_EFFECT, request_id, faults.ERROR)
+    deletions.arm_fault("send_goodbye", faults.AFTER_EFFECT, request_id, faults.ERROR)
     with pytest.raises(errors.InjectedFault):
         naive.handler({"deletion_request_id": request_id}, None)
     naive.handler({"deletion_request_id": request_id}, None)  # the platform's retry
-    assert deletion.goodbyes(names, user) == 2
+    assert deletions.goodbyes(user) == 2
 
 
 @pytest.mark.parametrize(
@@ -323,12 +321,12 @@ def test_the_naive_worker_after_an_error_redoes_everything(names, env):
         ("del-1", "JSON object"),
     ],
 )
-def test_cancel_refuses_bad_input(names, env, event, complaint):
+def test_cancel_refuses_bad_input(deletions, env, event, complaint):
     with pytest.raises(errors.InvalidDeletionInput, match=complaint):
         cancel_deletion.handler(event, None)
 
 
-def test_cancelling_an_unknown_request_says_so(names, env):
+def test_cancelling_an_unknown_request_says_so(deletions, env):
     with pytest.raises(errors.UnknownDeletionRequest):
         cancel_deletion.handler({"deletion_request_id": "del-never-asked"}, None)
 
@@ -342,17 +340,17 @@ def test_cancelling_an_unknown_request_says_so(names, env):
         ({"owner": "exec-1", "input": "del-x"}, "JSON object"),
     ],
 )
-def test_the_claim_refuses_bad_input_and_changes_nothing(names, env, event, complaint):
-    request_id = requested(new_user(names))
+def test_the_claim_refuses_bad_input_and_changes_nothing(deletions, env, event, complaint):
+    request_id = requested(new_user(deletions))
     event = json.loads(json.dumps(event).replace("del-x", request_id))
     with pytest.raises(errors.InvalidDeletionInput, match=complaint):
         deletion.import_function_module("claim_deletion").handler(event, None)
-    assert deletion.request_status(names, request_id) == "SCHEDULED"
+    assert deletions.request_status(request_id) == "SCHEDULED"
 
 
 @pytest.mark.parametrize("point, kind, times", [("halfway", faults.CRASH, 1), (faults.BEFORE, "explode", 1), (faults.BEFORE, faults.ERROR, 0)])
-def test_arming_a_fault_wrongly_is_refused_and_arms_nothing(names, env, point, kind, times):
-    faults_table = deletion._dynamodb().Table(names.tables["faults"])
+def test_arming_a_fault_wrongly_is_refused_and_arms_nothing(deletions, env, point, kind, times):
+    faults_table = deletions.table("faults")
     before = faults_table.scan(Select="COUNT")["Count"]
     with pytest.raises(errors.InvalidDeletionInput):
         faults.arm(faults_table, "delete_files", point, "del-x", kind, times)
@@ -362,64 +360,64 @@ def test_arming_a_fault_wrongly_is_refused_and_arms_nothing(names, env, point, k
 # -- issue 11: nothing stuck, nothing refused, nothing forged ------------------------
 
 
-def test_a_reused_key_with_another_delay_is_refused_and_changes_nothing(names, env):
-    user = new_user(names)
+def test_a_reused_key_with_another_delay_is_refused_and_changes_nothing(deletions, env):
+    user = new_user(deletions)
     first = request_deletion.handler({"user_id": user, "idempotency_key": "k1", "delay_seconds": 3600}, None)
     with pytest.raises(errors.IdempotencyKeyReused, match="delay_seconds=3600"):
         request_deletion.handler({"user_id": user, "idempotency_key": "k1", "delay_seconds": 60}, None)
-    stored = state.read(requests_table(names), first["deletion_request_id"])
+    stored = state.read(deletions.table("deletion_requests"), first["deletion_request_id"])
     assert (stored.status, stored.due_at) == (state.Status.SCHEDULED, first["due_at"])
 
 
 @pytest.mark.parametrize("finish", ["cancel", "complete"])
-def test_a_user_whose_request_is_over_can_ask_again(names, env, finish):
-    user = new_user(names)
+def test_a_user_whose_request_is_over_can_ask_again(deletions, env, finish):
+    user = new_user(deletions)
     first = requested(user)
     if finish == "cancel":
         cancel_deletion.handler({"deletion_request_id": first}, None)
     else:
-        assert deletion.run_workflow_in_process(first, "exec-1") == "COMPLETED"
-        deletion.seed_user(names, user)  # the user came back
+        assert run_workflow_in_process(first, "exec-1") == "COMPLETED"
+        deletions.seed_user(user)  # the user came back
     again = request_deletion.handler({"user_id": user, "delay_seconds": 0}, None)
     assert again["created"] is True and again["status"] == "SCHEDULED"
     assert again["deletion_request_id"] != first
     schedule = f"deletion-{again['deletion_request_id']}"
-    assert clients.client("scheduler").get_schedule(Name=schedule, GroupName=names.schedule_group)["Name"] == schedule
+    assert clients.client("scheduler").get_schedule(Name=schedule, GroupName=deletions.stack["schedule_group"])["Name"] == schedule
     repeat = request_deletion.handler({"user_id": user, "delay_seconds": 0}, None)
     assert (repeat["deletion_request_id"], repeat["created"]) == (again["deletion_request_id"], False)
-    assert deletion.run_workflow_in_process(again["deletion_request_id"], "exec-again") == "COMPLETED"
-    assert deletion.leftovers(names, user) == GONE
+    assert run_workflow_in_process(again["deletion_request_id"], "exec-again") == "COMPLETED"
+    assert deletions.leftovers(user) == GONE
 
 
 @pytest.mark.parametrize("step", ["delete_records", "delete_files", "delete_identity"])
-def test_a_step_acts_on_the_stored_user_not_the_one_the_event_names(names, env, step):
-    user, victim = new_user(names), new_user(names)
+def test_a_step_acts_on_the_stored_user_not_the_one_the_event_names(deletions, env, step):
+    user, victim = new_user(deletions), new_user(deletions)
     request_id = requested(user)
-    won = state.claim(requests_table(names), request_id, "exec-forged", 60)
+    won = state.claim(deletions.table("deletion_requests"), request_id, "exec-forged", 60)
     forged = {**steps.claim_to_event(won.claim), "user_id": victim}
     deletion.import_function_module(step).handler(forged, None)
-    assert deletion.leftovers(names, victim) == {"records": 3, "files": 2, "identities": 1}
+    assert deletions.leftovers(victim) == {"records": 3, "files": 2, "identities": 1}
     gone = {"delete_records": "records", "delete_files": "files", "delete_identity": "identities"}[step]
-    assert deletion.leftovers(names, user)[gone] == 0
+    assert deletions.leftovers(user)[gone] == 0
 
 
-def test_the_goodbye_goes_to_the_address_captured_before_the_identity_was_deleted(names, env):
-    user = new_user(names)
+def test_the_goodbye_goes_to_the_address_captured_before_the_identity_was_deleted(deletions, env):
+    user = new_user(deletions)
     request_id = requested(user)
-    assert deletion.run_workflow_in_process(request_id, "exec-1") == "COMPLETED"
-    outbox = deletion._dynamodb().Table(names.tables["email_outbox"])
+    assert run_workflow_in_process(request_id, "exec-1") == "COMPLETED"
+    outbox = deletions.table("email_outbox")
     sent = outbox.get_item(Key={"idempotency_key": f"goodbye#{request_id}"}, ConsistentRead=True)["Item"]
     assert sent["to"] == f"{user}@example.com"
     # Kept only until the goodbye went out: the finished request holds no address.
-    assert state.read(requests_table(names), request_id).goodbye_address is None
+    assert state.read(deletions.table("deletion_requests"), request_id).goodbye_address is None
 
 
-def test_the_address_survives_a_crash_after_the_identity_was_deleted(names, env):
-    user = new_user(names)
+def test_the_address_survives_a_crash_after_the_identity_was_deleted(deletions, env):
+    user = new_user(deletions)
     request_id = requested(user)
-    deletion.arm_fault(names, "delete_identity", faults.AFTER_EFFECT, request_id, faults.ERROR)
-    assert deletion.run_workflow_in_process(request_id, "exec-1") == "COMPLETED"
-    outbox = deletion._dynamodb().Table(names.tables["email_outbox"])
+    deletions.arm_fault("delete_identity", faults.AFTER_EFFECT, request_id, faults.ERROR)
+    assert run_workflow_in_process(request_id, "exec-1") == "COMPLETED"
+    outbox = deletions.table("email_outbox")
     assert outbox.get_item(Key={"idempotency_key": f"goodbye#{request_id}"})["Item"]["to"] == f"{user}@example.com"
 
 
@@ -434,13 +432,13 @@ class Deadline:
         return int(self.left * 1000)
 
 
-def test_a_large_user_is_deleted_page_by_page_across_invocations(names, env, monkeypatch):
+def test_a_large_user_is_deleted_page_by_page_across_invocations(deletions, env, monkeypatch):
     delete_records = deletion.import_function_module("delete_records")
     delete_files = deletion.import_function_module("delete_files")
     monkeypatch.setattr(delete_files, "OBJECTS_PER_DELETE", 2)  # 7 files: 4 pages of 2
-    user = new_user(names, records=250, files=7)
+    user = new_user(deletions, records=250, files=7)
     request_id = requested(user)
-    claim = steps.claim_to_event(state.claim(requests_table(names), request_id, "exec-big", 60).claim)
+    claim = steps.claim_to_event(state.claim(deletions.table("deletion_requests"), request_id, "exec-big", 60).claim)
     invocations = {}
     for step, module in (("delete_records", delete_records), ("delete_files", delete_files)):
         invocations[step] = 0
@@ -450,35 +448,35 @@ def test_a_large_user_is_deleted_page_by_page_across_invocations(names, env, mon
             invocations[step] += 1
             if not answer.get(steps.MORE_TO_DO):
                 break
-            assert step not in steps_done(names, request_id)  # not recorded while some are left
+            assert step not in steps_done(deletions, request_id)  # not recorded while some are left
             assert invocations[step] < 10
         claim = answer
     print(f"invocations: {invocations}")
     # One page each: 99 + 99 + 52 records; 2 + 2 + 2 + 1 files, then one that finds none left.
     assert invocations == {"delete_records": 3, "delete_files": 5}
-    assert deletion.leftovers(names, user) == {"records": 0, "files": 0, "identities": 1}
-    assert {"delete_records", "delete_files"} <= steps_done(names, request_id)
+    assert deletions.leftovers(user) == {"records": 0, "files": 0, "identities": 1}
+    assert {"delete_records", "delete_files"} <= steps_done(deletions, request_id)
 
 
-def steps_done(names, request_id):
-    return state.read(requests_table(names), request_id).steps_done
+def steps_done(deletions, request_id):
+    return state.read(deletions.table("deletion_requests"), request_id).steps_done
 
 
-def test_a_sweep_that_fails_on_one_request_still_handles_the_others_and_publishes(names, env):
+def test_a_sweep_that_fails_on_one_request_still_handles_the_others_and_publishes(deletions, env):
     env.setenv("METRIC_NAMESPACE", f"Test{uuid.uuid4().hex[:6]}")
-    first, second, third = (requested(new_user(names)) for _ in range(3))
-    table = requests_table(names)
+    first, second, third = (requested(new_user(deletions)) for _ in range(3))
+    table = deletions.table("deletion_requests")
     state.claim(table, first, "vanished-1", 1, now=time.time() - 200)
     state.claim(table, second, "vanished-2", 1, now=time.time() - 100)
     failed_once = state.claim(table, third, "exec-3", 60).claim
     state.release_after_failure(table, failed_once, "injected", 3, 0)  # RETRYABLE, due now
-    deletion.arm_fault(names, "sweep", faults.BEFORE, first, faults.ERROR)
-    deletion.arm_fault(names, "restart", faults.BEFORE, third, faults.ERROR)
+    deletions.arm_fault(sweeper.SWEEP, faults.BEFORE, first, faults.ERROR)
+    deletions.arm_fault(sweeper.RESTART, faults.BEFORE, third, faults.ERROR)
     with pytest.raises(errors.SweepIncomplete) as failed:
         sweeper.run_once()
     assert first in str(failed.value) and third in str(failed.value)
-    assert deletion.request_status(names, first) == "PROCESSING"  # left for the next sweep
-    assert deletion.request_status(names, second) == "RETRYABLE"
+    assert deletions.request_status(first) == "PROCESSING"  # left for the next sweep
+    assert deletions.request_status(second) == "RETRYABLE"
     assert state.read(table, second).restarts == 1  # handled after the failure before it
     assert state.read(table, third).restarts == 0
     metrics = clients.client("cloudwatch").list_metrics(Namespace=sweeper.config.optional("METRIC_NAMESPACE"))["Metrics"]
@@ -487,23 +485,23 @@ def test_a_sweep_that_fails_on_one_request_still_handles_the_others_and_publishe
     assert f"{third}-restart-1" in again["restarted"] and f"{first}-restart-1" in again["restarted"]
 
 
-def test_a_request_whose_start_died_before_claiming_is_restarted_by_the_sweeper(names, env):
-    user = new_user(names)
+def test_a_request_whose_start_died_before_claiming_is_restarted_by_the_sweeper(deletions, env):
+    user = new_user(deletions)
     request_id = requested(user)  # due now; its execution died before the claim (ClaimFailed)
     grace = sweeper.config.schedule_grace_seconds()
     assert not [n for n in sweeper.run_once()["restarted"] if n.startswith(request_id)]  # within the grace
     swept = sweeper.run_once(now=time.time() + grace + 1)
     assert f"{request_id}-restart-1" in swept["restarted"]
     assert swept["stuck"] >= 1
-    assert deletion.run_workflow_in_process(request_id, f"{request_id}-restart-1") == "COMPLETED"
-    assert deletion.leftovers(names, user) == GONE
+    assert run_workflow_in_process(request_id, f"{request_id}-restart-1") == "COMPLETED"
+    assert deletions.leftovers(user) == GONE
 
 
-def test_a_restart_that_dies_before_claiming_gets_a_new_name_then_fails_to_the_dlq(names, env):
+def test_a_restart_that_dies_before_claiming_gets_a_new_name_then_fails_to_the_dlq(deletions, env):
     env.setenv("MAX_ATTEMPTS", "2")
-    drain(names.deletion_dlq_url)
-    request_id = requested(new_user(names))
-    table = requests_table(names)
+    drain(deletions.dead_letter_queue)
+    request_id = requested(new_user(deletions))
+    table = deletions.table("deletion_requests")
     won = state.claim(table, request_id, "exec-1", 60).claim
     state.release_after_failure(table, won, "injected", 2, 0)
     lease = sweeper.config.lease_seconds()
@@ -515,6 +513,6 @@ def test_a_restart_that_dies_before_claiming_gets_a_new_name_then_fails_to_the_d
         names_started += [n for n in swept["restarted"] if n.startswith(request_id)]
         later += lease + 1
     assert names_started == [f"{request_id}-restart-1", f"{request_id}-restart-2"]
-    assert deletion.request_status(names, request_id) == "FAILED"
-    mine = [m for m in drain(names.deletion_dlq_url) if m["MessageAttributes"]["DELETION_REQUEST_ID"]["StringValue"] == request_id]
+    assert deletions.request_status(request_id) == "FAILED"
+    mine = [m for m in drain(deletions.dead_letter_queue) if m["MessageAttributes"]["DELETION_REQUEST_ID"]["StringValue"] == request_id]
     assert len(mine) == 1 and "before claiming" in mine[0]["MessageAttributes"]["ERROR_MESSAGE"]["StringValue"]

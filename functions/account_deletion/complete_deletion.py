@@ -32,8 +32,7 @@ def release(claim: state.Claim, reason: str) -> dict:
     current = state.read(table, claim.deletion_request_id)
     if current.status is not state.Status.PROCESSING or current.fencing_token != claim.fencing_token:
         return {"deletion_request_id": claim.deletion_request_id, "status": "superseded"}
-    if state.is_last_attempt(current.attempts, config.max_attempts()):
-        dead_letters.send(claim.deletion_request_id, current.user_id, reason)
+    dead_letters.send_on_last_attempt(current, reason)
     try:
         # The attempt count is the stored one, not what the event says.
         held = dataclasses.replace(claim, user_id=current.user_id, attempts=current.attempts)

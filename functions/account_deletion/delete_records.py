@@ -11,11 +11,9 @@ with millions of records costs time, never an attempt that cannot finish.
 from __future__ import annotations
 
 from boto3.dynamodb.conditions import Key
-from botocore.exceptions import ClientError
 
 import deletion_config as config
 import deletion_state as state
-from deletion_errors import ClaimLost, DeletionStoreUnavailable
 from deletion_steps import run_step, time_is_short
 
 STEP = "delete_records"
@@ -40,7 +38,8 @@ def delete_records(claim: state.Claim, request: state.Request, context=None) -> 
             items.append({"Update": state.step_done_update(requests_table, claim, STEP, config.lease_seconds())})
         else:
             items.append({"Update": state.lease_renewal(requests_table, claim, config.lease_seconds())})
-        _commit(items, claim)
+        # The claim's write is the last action: its condition failing means we were fenced.
+        state.fenced_transaction(config.transact_write, items, claim, STEP)
         if last:
             return True
         if time_is_short(context):
@@ -57,13 +56,3 @@ def _first_page(records, user_id: str) -> list[dict]:
         Limit=DELETES_PER_TRANSACTION,
     ).get("Items", [])
 
-
-def _commit(items: list[dict], claim: state.Claim) -> None:
-    try:
-        config.transact_write(items)
-    except ClientError as exc:
-        reasons = exc.response.get("CancellationReasons") or []
-        # The claim write is the last action; its condition failing means we were fenced.
-        if reasons and reasons[-1].get("Code") == "ConditionalCheckFailed":
-            raise ClaimLost(f"{claim.deletion_request_id}: {STEP} refused for token {claim.fencing_token}") from exc
-        raise DeletionStoreUnavailable(f"{STEP} for {claim.deletion_request_id}: {exc.response['Error'].get('Code')}") from exc

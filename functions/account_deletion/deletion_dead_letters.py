@@ -13,6 +13,7 @@ import json
 from botocore.exceptions import ClientError
 
 import deletion_config as config
+import deletion_state as state
 from deletion_errors import DeletionStoreUnavailable
 
 
@@ -35,3 +36,10 @@ def send(deletion_request_id: str, user_id: str, reason: str) -> str:
     except ClientError as exc:
         raise DeletionStoreUnavailable(f"dead-lettering {deletion_request_id}: {exc.response['Error'].get('Code')}") from exc
     return sent["MessageId"]
+
+
+def send_on_last_attempt(request: state.Request, reason: str) -> None:
+    """Put ``request`` on the queue if its attempt that just failed or vanished was its
+    last: the caller then gives it back as FAILED."""
+    if state.is_last_attempt(request.attempts, config.max_attempts()):
+        send(request.deletion_request_id, request.user_id, reason)

@@ -97,7 +97,9 @@ class ClaimOutcome(StrEnum):
     FAILED = "failed"  # out of attempts; only a redrive may claim it
 
 
-# The steps that record progress, in workflow order. Completion requires all of them.
+# The steps that record progress, in workflow order: the one place the order is written.
+# Completion requires all of them; the naive worker runs them in this order, and a test
+# holds the workflow's ASL (account_deletion.asl.json) to it.
 STEPS = ("delete_records", "delete_files", "delete_identity", "send_goodbye")
 
 BY_STATUS_LEASE = "by_status_lease"
@@ -273,37 +275,29 @@ def claim(
     redriven = _from("claim_redriven")
     claimable = redriven if redrive else waiting | lease_expired
     attempts = "attempts = :one" if redrive else "attempts = if_not_exists(attempts, :zero) + :one"
-    try:
-        new = table.update_item(
-            Key={"deletion_request_id": deletion_request_id},
-            UpdateExpression=(
-                "SET #status = :processing, lease_owner = :owner, lease_expires_at = :until, claimed_at = :now, "
-                "unclaimed_restarts = :zero, fencing_token = if_not_exists(fencing_token, :zero) + :one, " + attempts
-            ),
-            ConditionExpression=exists & claimable,
-            ExpressionAttributeNames={"#status": "status"},
-            ExpressionAttributeValues={
-                ":processing": Status.PROCESSING.value,
-                ":owner": owner,
-                ":until": t + int(lease_seconds),
-                ":now": t,
-                ":zero": 0,
-                ":one": 1,
-            },
-            ReturnValues="ALL_NEW",
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-        )["Attributes"]
-    except ClientError as exc:
-        if not _condition_failed(exc):
-            raise _unavailable(exc, f"claiming {deletion_request_id}") from exc
-        old = _old_item(exc)
-        if old is None:
-            raise UnknownDeletionRequest(deletion_request_id) from exc
-        request = Request.from_item(old)
+    update = {
+        "Key": {"deletion_request_id": deletion_request_id},
+        "UpdateExpression": (
+            "SET #status = :processing, lease_owner = :owner, lease_expires_at = :until, claimed_at = :now, "
+            "unclaimed_restarts = :zero, fencing_token = if_not_exists(fencing_token, :zero) + :one, " + attempts
+        ),
+        "ConditionExpression": exists & claimable,
+        "ExpressionAttributeNames": {"#status": "status"},
+        "ExpressionAttributeValues": {
+            ":processing": Status.PROCESSING.value,
+            ":owner": owner,
+            ":until": t + int(lease_seconds),
+            ":now": t,
+            ":zero": 0,
+            ":one": 1,
+        },
+    }
+    request, written = _write_or_read_old(table, deletion_request_id, update, f"claiming {deletion_request_id}")
+    if not written:
         if request.status is Status.PROCESSING and request.lease_owner == owner:
             return _claim_again(table, request, lease_seconds, t, redrive)
         return ClaimResult(_loser_outcome(request, redrive), None, request)
-    return _won(Request.from_item(new), owner)
+    return _won(request, owner)
 
 
 def _claim_again(table, seen: Request, lease_seconds: int, t: int, redrive: bool) -> ClaimResult:
@@ -311,26 +305,33 @@ def _claim_again(table, seen: Request, lease_seconds: int, t: int, redrive: bool
     reply was lost (or the claim step died after its write). A new token, so anything
     still running under the old one is fenced out; not a new attempt, since it is the
     same execution trying again."""
+    update = {
+        "Key": {"deletion_request_id": seen.deletion_request_id},
+        "UpdateExpression": "SET lease_expires_at = :until, claimed_at = :now, fencing_token = fencing_token + :one",
+        "ConditionExpression": _from("claim_again")
+        & Attr("lease_owner").eq(seen.lease_owner)
+        & Attr("fencing_token").eq(seen.fencing_token),
+        "ExpressionAttributeValues": {":until": t + int(lease_seconds), ":now": t, ":one": 1},
+    }
+    request, written = _write_or_read_old(table, seen.deletion_request_id, update, f"claiming {seen.deletion_request_id} again")
+    if not written:  # someone else moved it meanwhile
+        return ClaimResult(_loser_outcome(request, redrive), None, request)
+    return _won(request, seen.lease_owner)
+
+
+def _write_or_read_old(table, deletion_request_id: str, update: dict, what: str) -> tuple[Request, bool]:
+    """(the request after the write, True), or, when its condition refused it, (the
+    request as it was then, False): a loser learns what it lost to from the same call."""
     try:
-        new = table.update_item(
-            Key={"deletion_request_id": seen.deletion_request_id},
-            UpdateExpression="SET lease_expires_at = :until, claimed_at = :now, fencing_token = fencing_token + :one",
-            ConditionExpression=_from("claim_again")
-            & Attr("lease_owner").eq(seen.lease_owner)
-            & Attr("fencing_token").eq(seen.fencing_token),
-            ExpressionAttributeValues={":until": t + int(lease_seconds), ":now": t, ":one": 1},
-            ReturnValues="ALL_NEW",
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-        )["Attributes"]
+        new = table.update_item(**update, ReturnValues="ALL_NEW", ReturnValuesOnConditionCheckFailure="ALL_OLD")["Attributes"]
     except ClientError as exc:
         if not _condition_failed(exc):
-            raise _unavailable(exc, f"claiming {seen.deletion_request_id} again") from exc
+            raise _unavailable(exc, what) from exc
         old = _old_item(exc)
         if old is None:
-            raise UnknownDeletionRequest(seen.deletion_request_id) from exc
-        request = Request.from_item(old)  # someone else moved it meanwhile
-        return ClaimResult(_loser_outcome(request, redrive), None, request)
-    return _won(Request.from_item(new), seen.lease_owner)
+            raise UnknownDeletionRequest(deletion_request_id) from exc
+        return Request.from_item(old), False
+    return Request.from_item(new), True
 
 
 def _won(request: Request, owner: str) -> ClaimResult:
@@ -455,28 +456,29 @@ def complete(table, claim: Claim, now: float | None = None) -> None:
         raise
 
 
-def release_after_failure(
-    table, claim: Claim, error: str, max_attempts: int, retry_delay_seconds: int, now: float | None = None
-) -> Status:
-    """Give the request back after a failed attempt: RETRYABLE, or FAILED once out of attempts.
-
-    A RETRYABLE request keeps ``lease_expires_at``, set to when it may be retried, so the
-    sweeper finds it on the same index as an expired lease.
-    """
-    t = _now(now)
-    out_of_attempts = is_last_attempt(claim.attempts, max_attempts)
+def _give_back(out_of_attempts: bool, error: str, retry_at: int) -> dict:
+    """The update that gives a request back after an attempt failed or its worker
+    vanished: FAILED once out of attempts, else RETRYABLE with ``lease_expires_at`` set
+    to when it may be retried, so the sweeper finds it on the same index as an expired
+    lease. The caller adds the key and its condition."""
     if out_of_attempts:
         expression = "SET #status = :next, last_error = :error REMOVE lease_expires_at, lease_owner"
         values = {":next": Status.FAILED.value, ":error": error[:1000]}
     else:
         expression = "SET #status = :next, last_error = :error, lease_expires_at = :retry_at REMOVE lease_owner"
-        values = {":next": Status.RETRYABLE.value, ":error": error[:1000], ":retry_at": t + int(retry_delay_seconds)}
+        values = {":next": Status.RETRYABLE.value, ":error": error[:1000], ":retry_at": retry_at}
+    return {"UpdateExpression": expression, "ExpressionAttributeNames": {"#status": "status"}, "ExpressionAttributeValues": values}
+
+
+def release_after_failure(
+    table, claim: Claim, error: str, max_attempts: int, retry_delay_seconds: int, now: float | None = None
+) -> Status:
+    """Give the request back after a failed attempt: RETRYABLE, or FAILED once out of attempts."""
+    out_of_attempts = is_last_attempt(claim.attempts, max_attempts)
     update = {
         "Key": {"deletion_request_id": claim.deletion_request_id},
-        "UpdateExpression": expression,
         "ConditionExpression": holds_claim(claim) & _from("release_after_failure"),
-        "ExpressionAttributeNames": {"#status": "status"},
-        "ExpressionAttributeValues": values,
+        **_give_back(out_of_attempts, error, _now(now) + int(retry_delay_seconds)),
     }
     _fenced_update(table, claim, update, "releasing after failure")
     return Status.FAILED if out_of_attempts else Status.RETRYABLE
@@ -488,24 +490,15 @@ def cancel(table, deletion_request_id: str, now: float | None = None) -> tuple[b
     Cancel and the schedule's claim race on the same item; each is one conditional write
     from SCHEDULED, so exactly one of them wins.
     """
-    try:
-        new = table.update_item(
-            Key={"deletion_request_id": deletion_request_id},
-            UpdateExpression="SET #status = :cancelled, cancelled_at = :now REMOVE lease_expires_at",
-            ConditionExpression=_from("cancel"),
-            ExpressionAttributeNames={"#status": "status"},
-            ExpressionAttributeValues={":cancelled": Status.CANCELLED.value, ":now": _now(now)},
-            ReturnValues="ALL_NEW",
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-        )["Attributes"]
-    except ClientError as exc:
-        if not _condition_failed(exc):
-            raise _unavailable(exc, f"cancelling {deletion_request_id}") from exc
-        old = _old_item(exc)
-        if old is None:
-            raise UnknownDeletionRequest(deletion_request_id) from exc
-        return False, Request.from_item(old)
-    return True, Request.from_item(new)
+    update = {
+        "Key": {"deletion_request_id": deletion_request_id},
+        "UpdateExpression": "SET #status = :cancelled, cancelled_at = :now REMOVE lease_expires_at",
+        "ConditionExpression": _from("cancel"),
+        "ExpressionAttributeNames": {"#status": "status"},
+        "ExpressionAttributeValues": {":cancelled": Status.CANCELLED.value, ":now": _now(now)},
+    }
+    request, written = _write_or_read_old(table, deletion_request_id, update, f"cancelling {deletion_request_id}")
+    return written, request
 
 
 def expired_leases(table, now: float | None = None) -> list[Request]:
@@ -541,39 +534,34 @@ def mark_restart(table, seen: Request, claim_within_seconds: int, now: float | N
     before it claims is followed by one under a new name instead of colliding with
     ExecutionAlreadyExists for ever.
     """
-    try:
-        new = table.update_item(
-            Key={"deletion_request_id": seen.deletion_request_id},
-            UpdateExpression=(
-                "SET restarts = if_not_exists(restarts, :zero) + :one, "
-                "unclaimed_restarts = if_not_exists(unclaimed_restarts, :zero) + :one, lease_expires_at = :until"
-            ),
-            ConditionExpression=_as_seen(seen),
-            ExpressionAttributeValues={":zero": 0, ":one": 1, ":until": _now(now) + int(claim_within_seconds)},
-            ReturnValues="ALL_NEW",
-        )["Attributes"]
-    except ClientError as exc:
-        if _condition_failed(exc):
-            return None
-        raise _unavailable(exc, f"marking a restart of {seen.deletion_request_id}") from exc
+    update = {
+        "Key": {"deletion_request_id": seen.deletion_request_id},
+        "UpdateExpression": (
+            "SET restarts = if_not_exists(restarts, :zero) + :one, "
+            "unclaimed_restarts = if_not_exists(unclaimed_restarts, :zero) + :one, lease_expires_at = :until"
+        ),
+        "ConditionExpression": _as_seen(seen),
+        "ExpressionAttributeValues": {":zero": 0, ":one": 1, ":until": _now(now) + int(claim_within_seconds)},
+        "ReturnValues": "ALL_NEW",
+    }
+    new = _update_unless_moved(table, update, f"marking a restart of {seen.deletion_request_id}")
+    if new is None:
+        return None
     return int(new["restarts"])
 
 
 def fail_unclaimed(table, seen: Request, error: str) -> bool:
     """A waiting request whose restarts all died before claiming: FAILED (the caller has
     put it on the dead-letter queue). False when it moved on meanwhile."""
-    try:
-        table.update_item(
-            Key={"deletion_request_id": seen.deletion_request_id},
-            UpdateExpression="SET #status = :failed, last_error = :error REMOVE lease_expires_at, lease_owner",
-            ConditionExpression=_as_seen(seen) & _from("fail_unclaimed"),
-            ExpressionAttributeNames={"#status": "status"},
-            ExpressionAttributeValues={":failed": Status.FAILED.value, ":error": error[:1000]},
-        )
-    except ClientError as exc:
-        if _condition_failed(exc):
-            return False
-        raise _unavailable(exc, f"failing {seen.deletion_request_id}") from exc
+    update = {
+        "Key": {"deletion_request_id": seen.deletion_request_id},
+        "UpdateExpression": "SET #status = :failed, last_error = :error REMOVE lease_expires_at, lease_owner",
+        "ConditionExpression": _as_seen(seen) & _from("fail_unclaimed"),
+        "ExpressionAttributeNames": {"#status": "status"},
+        "ExpressionAttributeValues": {":failed": Status.FAILED.value, ":error": error[:1000]},
+    }
+    if _update_unless_moved(table, update, f"failing {seen.deletion_request_id}") is None:
+        return False
     return True
 
 
@@ -615,26 +603,14 @@ def sweep(table, seen: Request, max_attempts: int, retry_delay_seconds: int = 0,
     """
     t = _now(now)
     out_of_attempts = is_last_attempt(seen.attempts, max_attempts)
-    if out_of_attempts:
-        expression = "SET #status = :next, last_error = :error REMOVE lease_expires_at, lease_owner"
-        values = {":next": Status.FAILED.value}
-    else:
-        expression = "SET #status = :next, last_error = :error, lease_expires_at = :retry_at REMOVE lease_owner"
-        values = {":next": Status.RETRYABLE.value, ":retry_at": t + int(retry_delay_seconds)}
-    values[":error"] = f"lease of {seen.lease_owner} expired"
-    still_as_seen = _from("sweep") & Attr("fencing_token").eq(seen.fencing_token)
-    try:
-        table.update_item(
-            Key={"deletion_request_id": seen.deletion_request_id},
-            UpdateExpression=expression,
-            ConditionExpression=still_as_seen & Attr("lease_expires_at").lt(t),
-            ExpressionAttributeNames={"#status": "status"},
-            ExpressionAttributeValues=values,
-        )
-    except ClientError as exc:
-        if _condition_failed(exc):
-            return None
-        raise _unavailable(exc, f"sweeping {seen.deletion_request_id}") from exc
+    still_as_seen = _from("sweep") & Attr("fencing_token").eq(seen.fencing_token) & Attr("lease_expires_at").lt(t)
+    update = {
+        "Key": {"deletion_request_id": seen.deletion_request_id},
+        "ConditionExpression": still_as_seen,
+        **_give_back(out_of_attempts, f"lease of {seen.lease_owner} expired", t + int(retry_delay_seconds)),
+    }
+    if _update_unless_moved(table, update, f"sweeping {seen.deletion_request_id}") is None:
+        return None
     return Status.FAILED if out_of_attempts else Status.RETRYABLE
 
 
@@ -642,6 +618,32 @@ def _fenced_update(table, claim: Claim, update: dict, what: str) -> None:
     try:
         table.update_item(**update)
     except ClientError as exc:
+        raise _refused(exc, claim, what, fenced=_condition_failed(exc)) from exc
+
+
+def fenced_transaction(transact_write, items: list[dict], claim: Claim, what: str) -> None:
+    """``transact_write(items)``, a TransactWriteItems whose last action carries the
+    claim's condition (``holds_claim``); ClaimLost when that condition refused it."""
+    try:
+        transact_write(items)
+    except ClientError as exc:
+        reasons = exc.response.get("CancellationReasons") or []
+        raise _refused(exc, claim, what, fenced=bool(reasons) and reasons[-1].get("Code") == "ConditionalCheckFailed") from exc
+
+
+def _refused(exc: ClientError, claim: Claim, what: str, fenced: bool) -> Exception:
+    """A refused write under a claim as a domain error: fenced out, or the store failed."""
+    if fenced:
+        return ClaimLost(f"{claim.deletion_request_id}: {what} refused for token {claim.fencing_token}")
+    return _unavailable(exc, f"{what} {claim.deletion_request_id}")
+
+
+def _update_unless_moved(table, update: dict, what: str) -> dict | None:
+    """A write of the sweeper's: the new attributes (empty unless asked for), or None when
+    its condition failed because the request moved on since it was read."""
+    try:
+        return table.update_item(**update).get("Attributes", {})
+    except ClientError as exc:
         if _condition_failed(exc):
-            raise ClaimLost(f"{claim.deletion_request_id}: {what} refused for token {claim.fencing_token}") from exc
-        raise _unavailable(exc, f"{what} {claim.deletion_request_id}") from exc
+            return None
+        raise _unavailable(exc, what) from exc

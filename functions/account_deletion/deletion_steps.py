@@ -16,22 +16,6 @@ import deletion_faults as faults
 import deletion_state as state
 from deletion_errors import ClaimLost, InvalidDeletionInput, UnknownRecoveryPoint
 
-# What happens after each recovery point; the ASL spells out the same order.
-NEXT_AFTER = {
-    "claim": "delete_records",
-    "delete_records": "delete_files",
-    "delete_files": "delete_identity",
-    "delete_identity": "send_goodbye",
-    "send_goodbye": "complete",
-}
-
-
-def next_after(point: str) -> str:
-    if point not in NEXT_AFTER:
-        raise UnknownRecoveryPoint(f"bug: unknown recovery point {point!r}")
-    return NEXT_AFTER[point]
-
-
 def claim_to_event(claim: state.Claim) -> dict:
     """The claim as JSON for the workflow state."""
     return {

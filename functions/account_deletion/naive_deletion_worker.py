@@ -19,12 +19,8 @@ def handler(event, context):
     request_id = checked.identifier(event, "deletion_request_id")
     request = state.read(config.table("deletion_requests"), request_id)
     user_id = request.user_id
-    for step, effect in (
-        ("delete_records", delete_records),
-        ("delete_files", delete_files),
-        ("delete_identity", delete_identity),
-        ("send_goodbye", send_goodbye),
-    ):
+    for step in state.STEPS:  # the same steps, in the same order, as the workflow
+        effect = EFFECTS[step]
         faults.strike(step, faults.BEFORE, request_id, context)
         effect(user_id, request_id)
         faults.strike(step, faults.AFTER_EFFECT, request_id, context)
@@ -68,3 +64,7 @@ def send_goodbye(user_id: str, request_id: str) -> None:
             "sent_at": int(time.time()),
         }
     )
+
+
+# Each effect is named after its step (deletion_state.STEPS).
+EFFECTS = {effect.__name__: effect for effect in (delete_records, delete_files, delete_identity, send_goodbye)}

@@ -47,8 +47,7 @@ def run_once(now: float | None = None) -> dict:
     for seen in stuck:
         try:
             faults.strike(SWEEP, faults.BEFORE, seen.deletion_request_id)
-            if state.is_last_attempt(seen.attempts, max_attempts):
-                dead_letters.send(seen.deletion_request_id, seen.user_id, f"lease of {seen.lease_owner} expired on the last attempt")
+            dead_letters.send_on_last_attempt(seen, f"lease of {seen.lease_owner} expired on the last attempt")
             # No retry delay: the lease that ran out was the wait, so the request is
             # restarted below in this same sweep, not one sweeper period later.
             result = state.sweep(table, seen, max_attempts, 0, now=now)

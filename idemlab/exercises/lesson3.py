@@ -8,15 +8,14 @@ runs the learner's email step against the deployed ``email_outbox`` table.
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 from typing import Any, Callable
 
 import boto3
-from boto3.dynamodb.conditions import Attr
 
 from idemlab import settings
+from idemlab.barrier import all_at_once
 from idemlab.exercises import Exercise, ExerciseFailed
 from idemlab.lessons import deletion
 
@@ -68,13 +67,7 @@ def record_step(table: Any, deletion_request_id: str, fencing_token: int, step: 
 
 
 def fenced_write_exercise(stack: dict) -> Exercise:
-    table_name = stack["tables"]["deletion_requests"]
-    return Exercise(
-        title="Record progress only while holding the claim",
-        hint_text=FENCED_HINT,
-        solution_fn=record_step,
-        verify=lambda candidate: verify_fenced_write(candidate, table_name),
-    )
+    return _exercise(stack, "deletion_requests", "Record progress only while holding the claim", FENCED_HINT, record_step, verify_fenced_write)
 
 
 def verify_fenced_write(candidate: Callable[[Any, str, int, str], bool], table_name: str) -> str:
@@ -134,25 +127,16 @@ def _race_zombie_and_holder(candidate: Callable, table_name: str, now: float, ro
     request_id = _new_request(setup)
     zombie = state.claim(setup, request_id, "zombie", LEASE, now=now).claim
     holder = state.claim(setup, request_id, "holder", LEASE, now=now + LEASE + 1).claim
-    tables = [_table(table_name), _table(table_name)]
-    start = threading.Barrier(2)
-    answers: list[Any] = [None, None]
-
-    def write(index: int, token: int, step: str) -> None:
-        start.wait()
-        try:
-            answers[index] = candidate(tables[index], request_id, token, step)
-        except Exception as exc:  # reported below as the learner's outcome
-            answers[index] = exc
-
-    threads = [
-        threading.Thread(target=write, args=(0, zombie.fencing_token, "delete_identity")),
-        threading.Thread(target=write, args=(1, holder.fencing_token, "delete_records")),
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
+    zombie_table, holder_table = _table(table_name), _table(table_name)
+    # An exception is the learner's outcome, reported below.
+    answers = all_at_once(
+        [
+            lambda: candidate(zombie_table, request_id, zombie.fencing_token, "delete_identity"),
+            lambda: candidate(holder_table, request_id, holder.fencing_token, "delete_records"),
+        ],
+        join_seconds=30,
+        capture_errors=True,
+    )
     steps = state.read(setup, request_id).steps_done
     if "delete_identity" in steps:
         raise ExerciseFailed(f"round {round_number}: the zombie's write landed while the holder wrote at the same moment")
@@ -203,13 +187,7 @@ def send_goodbye(outbox: Any, deletion_request_id: str, user_id: str) -> bool:
 
 
 def goodbye_exercise(stack: dict) -> Exercise:
-    table_name = stack["tables"]["email_outbox"]
-    return Exercise(
-        title="Send the goodbye email once per request",
-        hint_text=GOODBYE_HINT,
-        solution_fn=send_goodbye,
-        verify=lambda candidate: verify_goodbye(candidate, table_name),
-    )
+    return _exercise(stack, "email_outbox", "Send the goodbye email once per request", GOODBYE_HINT, send_goodbye, verify_goodbye)
 
 
 GOODBYE_RACERS = 8
@@ -238,21 +216,8 @@ def verify_goodbye(candidate: Callable[[Any, str, str], bool], table_name: str) 
 def _race_goodbyes(candidate: Callable, table_name: str, user_id: str) -> None:
     request_id = f"del-ex-{uuid.uuid4().hex[:10]}"
     tables = [_table(table_name) for _ in range(GOODBYE_RACERS)]
-    start = threading.Barrier(GOODBYE_RACERS)
-    answers: list[Any] = [None] * GOODBYE_RACERS
-
-    def attempt(index: int) -> None:
-        start.wait()
-        try:
-            answers[index] = candidate(tables[index], request_id, user_id)
-        except Exception as exc:  # reported below as the learner's outcome
-            answers[index] = exc
-
-    threads = [threading.Thread(target=attempt, args=(i,)) for i in range(GOODBYE_RACERS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
+    # An exception is the learner's outcome, reported below.
+    answers = all_at_once([lambda i=i: candidate(tables[i], request_id, user_id) for i in range(GOODBYE_RACERS)], join_seconds=30, capture_errors=True)
     sent = _emails(tables[0], request_id)
     if len(sent) != 1:
         raise ExerciseFailed(f"{GOODBYE_RACERS} attempts at once sent {len(sent)} emails; the condition must be part of the put")
@@ -264,17 +229,7 @@ def _race_goodbyes(candidate: Callable, table_name: str, user_id: str) -> None:
 
 
 def _emails(outbox: Any, deletion_request_id: str) -> list[dict]:
-    found, start = [], None
-    while True:
-        page = outbox.scan(
-            FilterExpression=Attr("deletion_request_id").eq(deletion_request_id),
-            ConsistentRead=True,
-            **({"ExclusiveStartKey": start} if start else {}),
-        )
-        found.extend(page.get("Items", []))
-        start = page.get("LastEvaluatedKey")
-        if not start:
-            return found
+    return deletion.outbox_items(outbox, deletion_request_id=deletion_request_id)
 
 
 def _call_goodbye(candidate: Callable, outbox: Any, request_id: str, user_id: str, what: str) -> Any:
@@ -288,6 +243,12 @@ def _call_goodbye(candidate: Callable, outbox: Any, request_id: str, user_id: st
 
 
 # -- shared ------------------------------------------------------------------------------
+
+
+def _exercise(stack: dict, table_key: str, title: str, hint: str, solution: Callable, verify: Callable) -> Exercise:
+    """An exercise checked against one of the stack's tables."""
+    table_name = stack["tables"][table_key]
+    return Exercise(title=title, hint_text=hint, solution_fn=solution, verify=lambda candidate: verify(candidate, table_name))
 
 
 def _call(candidate: Callable, table: Any, request_id: str, token: int, step: str, what: str) -> Any:
