@@ -21,17 +21,17 @@ from idemlab import clients
 from idemlab.embedded.server import EmbeddedBackend
 
 
-def pytest_collection_modifyitems(items):
+def pytest_itemcollected(item):
     """`make test` spreads the suite over worker processes (pytest-xdist, --dist loadgroup),
     each with its own embedded backend and stack. A test file is one group, so its
     module fixtures (a race's rounds, say) run once; each notebook is a group of its own,
-    since they are the longest tests and share nothing but the stack."""
-    for item in items:
-        group = item.path.stem
-        notebook = getattr(item, "callspec", None) and item.callspec.params.get("path")
-        if notebook is not None and item.path.name == "test_notebooks.py":
-            group += f"[{notebook.name}]"
-        item.add_marker(pytest.mark.xdist_group(group))
+    since they are the longest tests and share nothing but the stack. Marked as each
+    test is collected: xdist reads the groups before a later hook could add them."""
+    group = item.path.stem
+    notebook = getattr(item, "callspec", None) and item.callspec.params.get("path")
+    if notebook is not None and item.path.name == "test_notebooks.py":
+        group += f"[{notebook.name}]"
+    item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")
