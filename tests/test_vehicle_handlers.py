@@ -12,8 +12,7 @@ import uuid
 import boto3
 import pytest
 
-from idemlab import settings
-
+from idemlab import functions, settings
 from idemlab.lessons.vehicles import MALFORMED_REQUESTS, VALID_VIN, import_function_module, new_request
 
 rmv_check = import_function_module("rmv_check")
@@ -22,7 +21,7 @@ write_idempotent = import_function_module("write_vehicle_idempotent")
 notify = import_function_module("notify")
 errors = import_function_module("registration.errors")
 
-TABLE_KEYS = {"vehicles_naive": "registration_id", "vehicles": "request_id", "faults": "fault_key"}
+TABLE_KEYS = functions.table_keys(*functions.tables_of("write_vehicle_naive", "write_vehicle_idempotent", "notify"))
 
 
 @pytest.fixture
@@ -134,7 +133,7 @@ def test_notify_refuses_input_without_a_registration(tables, event):
 
 def test_missing_table_variable_is_a_configuration_error(tables, monkeypatch):
     monkeypatch.delenv("VEHICLES_TABLE")
-    with pytest.raises(errors.ConfigurationError, match="VEHICLES_TABLE"):
+    with pytest.raises(errors.ConfigurationError, match="VEHICLES_TABLE is not set; the function's configuration is incomplete"):
         write_idempotent.handler(new_request(), None)
 
 

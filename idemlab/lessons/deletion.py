@@ -7,9 +7,7 @@ import this module, so what a notebook shows is what CI checks.
 from __future__ import annotations
 
 import datetime
-import importlib
 import json
-import sys
 import threading
 import time
 import uuid
@@ -19,7 +17,7 @@ from types import ModuleType
 
 from boto3.dynamodb.conditions import Attr, Key
 
-from idemlab import clients, settings
+from idemlab import clients, functions, settings
 
 FUNCTION_DIR = settings.ROOT / "functions" / "account_deletion"
 
@@ -38,14 +36,9 @@ _KEY_SCHEMA = {
 def import_function_module(name: str) -> ModuleType:
     """A module of the deletion Lambda code (``"deletion_state"``, ``"claim_deletion"``).
 
-    The zip's root is the function folder, whose modules import each other as top-level
-    names; the folder goes on ``sys.path`` the same way. Every module name in it starts
-    with its own scenario's words, so no other folder shadows it.
+    Imported by the harness's one loader (``idemlab.functions.load``).
     """
-    folder = str(FUNCTION_DIR)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    return importlib.import_module(name)
+    return functions.load(FUNCTION_DIR, name)
 
 
 def create_tables(dynamodb_client, prefix: str | None = None) -> dict[str, str]:
