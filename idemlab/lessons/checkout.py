@@ -8,7 +8,6 @@ from what a checkout says about itself.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import threading
 import time
@@ -17,23 +16,15 @@ from collections import Counter
 from typing import Callable, Iterable
 
 
-from idemlab import settings
+from idemlab import functions, settings
 from idemlab.clients import client
 
 FUNCTION_DIR = settings.ROOT / "functions" / "checkout"
 STRATEGIES = ("naive", "handrolled", "powertools")
 
-
-def _load(module: str):
-    # The answers and fault names are defined once, next to the handlers that use them.
-    spec = importlib.util.spec_from_file_location(f"checkout_{module}", FUNCTION_DIR / "charging" / f"{module}.py")
-    loaded = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(loaded)
-    return loaded
-
-
-outcomes = _load("outcomes")
-fault_points = _load("fault_points")
+# The answers and fault names are defined once, next to the handlers that use them.
+outcomes = functions.load(FUNCTION_DIR, "charging.outcomes")
+fault_points = functions.load(FUNCTION_DIR, "charging.fault_points")
 # Not a checkout answer: the invocation was stopped (it ran past its timeout) or died
 # before it could answer. Lambda then answers with a FunctionError.
 CRASHED = "crashed"
@@ -193,14 +184,8 @@ class Checkout:
         self._arm(request, fault_points.LOSE_ANSWER, times)
 
     def _arm(self, request: dict, fault: str, times: int) -> None:
-        self._dynamodb.put_item(
-            TableName=self.tables["faults"],
-            Item={
-                "fault_key": {"S": fault_points.fault_key(fault_points.AFTER_CHARGE, request["idempotency_key"])},
-                "remaining": {"N": str(times)},
-                "fault": {"S": fault},
-            },
-        )
+        item = fault_points.armed(fault_points.AFTER_CHARGE, request["idempotency_key"], fault, times)
+        self._dynamodb.put_item(TableName=self.tables["faults"], Item=item)
 
     def concurrency_limit(self) -> int:
         """Executions this account may run at once outside reserved concurrency (GetAccountSettings).
@@ -259,19 +244,16 @@ def show_code(file: str, first: str, last: str) -> None:
 
 # --- in-process: the handlers in this process, against the same API server -------------
 
-TABLE_KEYS = {
-    "ledger": "charge_id",
-    "processor_keys": "idempotency_key",
-    "handrolled_idempotency": "idempotency_key",
-    "powertools_idempotency": "id",
-    "faults": "fault_key",
-}
+# The card processor is never run in-process: the checkouts invoke it as a Lambda function.
+FUNCTION_KEYS = tuple(f"checkout_{strategy}" for strategy in STRATEGIES)
 
 
-def environment(tables: dict[str, str]) -> dict[str, str]:
-    """The variables Terraform gives the functions, minus CARD_PROCESSOR_FUNCTION:
-    without it the checkouts run the card processor's handler in-process."""
-    return {f"{key.upper()}_TABLE": tables[key] for key in TABLE_KEYS}
+def environment(tables: dict[str, str], card_processor: str) -> dict[str, str]:
+    """The variables Terraform gives the three checkouts (functions.tf), for these names."""
+    variables: dict[str, str] = {}
+    for key in FUNCTION_KEYS:
+        variables.update(functions.environment(key, tables, {"card_processor": card_processor}))
+    return variables
 
 
 class InvocationContext:
@@ -285,18 +267,9 @@ class InvocationContext:
 
 
 def import_handler(name: str):
-    """A handler module of functions/checkout, imported the way the zip's root lays it out.
-
-    Call after ``environment(...)`` is in ``os.environ``: like a Lambda cold start, a
-    module reads its configuration and makes its clients when first imported.
-    """
-    import importlib
-    import sys
-
-    folder = str(FUNCTION_DIR)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    return importlib.import_module(name)
+    """A handler module of functions/checkout. Call after ``environment(...)`` is in
+    ``os.environ``: like a Lambda cold start, a module reads its configuration when loaded."""
+    return functions.load(FUNCTION_DIR, name)
 
 
 def invoke_in_process(strategy: str, request: dict, timeout_seconds: float = 6) -> dict:
