@@ -104,6 +104,32 @@ def test_notify_without_faults_does_not_touch_the_faults_table(tables):
     assert rows(tables["faults"]) == []
 
 
+ROUNDS, THREADS = 40, 12
+
+
+def test_notify_fails_exactly_the_injected_number_of_times_when_attempts_race(tables):
+    # The counter is an ADD: each racing attempt gets its own count, so no two take the
+    # same failure. Real threads, released together, over many rounds.
+    from idemlab.lessons.checkout import concurrently
+
+    wrong = []
+    for round_number in range(ROUNDS):
+        failures = 1 + round_number % 3
+        event = {"request": new_request(notify_failures=failures), "registration": {"registration_id": "r-1"}}
+
+        def attempt() -> bool:
+            try:
+                notify.handler(event, None)
+            except errors.NotifyTransientError:
+                return True
+            return False
+
+        failed = sum(concurrently(attempt, THREADS))
+        if failed != failures:
+            wrong.append((failures, failed))
+    assert not wrong, f"(injected, failed) in {len(wrong)} of {ROUNDS} rounds: {wrong}"
+
+
 @pytest.mark.parametrize("case", sorted(MALFORMED_REQUESTS))
 def test_malformed_request_fails_every_function_with_a_clear_error_and_writes_nothing(
     tables, case
