@@ -30,12 +30,12 @@ def test_importing_the_exercises_leaves_sys_path_as_it_was():
 
 def test_a_loaded_module_leaves_sys_path_and_modules_as_they_were():
     path, names = list(sys.path), set(sys.modules)
-    processor = functions.load(FOLDERS / "checkout", "charging.processor")
+    request = functions.load(FOLDERS / "checkout", "charging.request")
     assert sys.path == path
     assert not {name for name in set(sys.modules) - names if name.split(".")[0] == "charging"}
-    # Shared within the folder: the errors the processor raises are the ones a caller loads.
+    # Shared within the folder: the errors a module raises are the ones a caller loads.
     errors = functions.load(FOLDERS / "checkout", "charging.errors")
-    assert processor.ChargeUnknown is errors.ChargeUnknown
+    assert request.InvalidRequest is errors.InvalidRequest
 
 
 def test_an_unknown_module_is_refused_by_name():
