@@ -76,12 +76,15 @@ MODULE_DIR = settings.ROOT / "terraform" / "modules" / "idempotency_lab"
 
 
 def table_keys(*keys: str) -> dict[str, str]:
-    """The hash key of each table key (all tables when none is named), from ``tables.tf``."""
+    """The hash key of each named table (string-keyed, no sort key), from ``tables.tf``."""
     tables = _locals("tables.tf")["tables"]
     unknown = sorted(set(keys) - set(tables))
     if unknown:
         raise KeyError(f"no table {', '.join(unknown)} in tables.tf")
-    return {key: tables[key]["hash_key"] for key in keys or tables}
+    composite = sorted(key for key in keys if "range_key" in tables[key] or "types" in tables[key])
+    if composite:
+        raise ValueError(f"{', '.join(composite)} has a sort key or typed attributes: read its whole entry")
+    return {key: tables[key]["hash_key"] for key in keys}
 
 
 def tables_of(*function_keys: str) -> set[str]:

@@ -41,3 +41,13 @@ def test_a_loaded_module_leaves_sys_path_and_modules_as_they_were():
 def test_an_unknown_module_is_refused_by_name():
     with pytest.raises(ModuleNotFoundError, match="no module 'nope' in the function folder checkout"):
         functions.load(FOLDERS / "checkout", "nope")
+
+
+def test_facts_from_the_terraform_module_refuse_what_they_cannot_answer():
+    with pytest.raises(KeyError, match="no table nope in tables.tf"):
+        functions.table_keys("nope")
+    with pytest.raises(ValueError, match="user_records has a sort key"):
+        functions.table_keys("user_records")
+    with pytest.raises(KeyError, match="checkout_naive needs the names of card_processor"):
+        functions.environment("checkout_naive", {})
+    assert functions.environment("checkout_naive", {}, {"card_processor": "cp"}) == {"CARD_PROCESSOR_FUNCTION": "cp"}

@@ -13,7 +13,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 
 from idemlab import functions, settings
@@ -52,14 +52,23 @@ def concurrently(call: Callable[[], dict], copies: int) -> list[dict]:
 
 def all_at_once(calls: list[Callable[[], dict]]) -> list[dict]:
     """Run each call in its own thread, all released by one barrier; answers in order."""
-    answers: list[dict | BaseException | None] = [None] * len(calls)
+    answers = settled(calls)
+    for answer in answers:
+        if isinstance(answer, BaseException):
+            raise answer  # in the caller's thread
+    return answers  # type: ignore[return-value]
+
+
+def settled(calls: list[Callable[[], Any]]) -> list[Any]:
+    """Like ``all_at_once``, but each call's answer is what it returned or the exception it raised."""
+    answers: list[Any] = [None] * len(calls)
     start = threading.Barrier(len(calls))
 
     def one(index: int) -> None:
         start.wait()
         try:
             answers[index] = calls[index]()
-        except BaseException as exc:  # re-raised below, in the caller's thread
+        except BaseException as exc:
             answers[index] = exc
 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(len(calls))]
@@ -67,10 +76,7 @@ def all_at_once(calls: list[Callable[[], dict]]) -> list[dict]:
         thread.start()
     for thread in threads:
         thread.join()
-    for answer in answers:
-        if isinstance(answer, BaseException):
-            raise answer
-    return answers  # type: ignore[return-value]
+    return answers
 
 
 class Ledger:
@@ -83,36 +89,29 @@ class Ledger:
     def charges(self, references: Iterable[str] | None = None) -> Counter:
         """Charges per order reference (all of them, or only ``references``)."""
         wanted = None if references is None else set(references)
-        counts: Counter = Counter()
-        paginator = self._dynamodb.get_paginator("scan")
-        pages = paginator.paginate(
-            TableName=self.table,
-            ProjectionExpression="#ref",
-            ExpressionAttributeNames={"#ref": "reference"},  # a DynamoDB reserved word
-            ConsistentRead=True,
-        )
-        for page in pages:
-            for item in page["Items"]:
-                reference = item["reference"]["S"]
-                if wanted is None or reference in wanted:
-                    counts[reference] += 1
-        if wanted is not None:
-            for reference in wanted:
-                counts.setdefault(reference, 0)
+        counts: Counter = Counter({reference: 0 for reference in wanted or ()})
+        for reference, _ in self._entries():
+            if wanted is None or reference in wanted:
+                counts[reference] += 1
         return counts
 
     def count(self, reference: str) -> int:
         return self.charges([reference])[reference]
 
     def charge_ids(self, reference: str) -> list[str]:
+        return [charge_id for entry_reference, charge_id in self._entries() if entry_reference == reference]
+
+    def _entries(self) -> Iterator[tuple[str, str]]:
+        """(reference, charge id) of every ledger entry: one consistent scan."""
         pages = self._dynamodb.get_paginator("scan").paginate(
             TableName=self.table,
-            FilterExpression="#ref = :ref",
-            ExpressionAttributeNames={"#ref": "reference"},
-            ExpressionAttributeValues={":ref": {"S": reference}},
+            ProjectionExpression="#ref, charge_id",
+            ExpressionAttributeNames={"#ref": "reference"},  # a DynamoDB reserved word
             ConsistentRead=True,
         )
-        return [item["charge_id"]["S"] for page in pages for item in page["Items"]]
+        for page in pages:
+            for item in page["Items"]:
+                yield item["reference"]["S"], item["charge_id"]["S"]
 
 
 class Checkout:
