@@ -2,8 +2,9 @@
 
 Concurrency is real: copies of a request run in threads released together, and every
 charge is counted in the ledger table, never taken from a handler's own answer. The
-card processor runs in-process too (no CARD_PROCESSOR_FUNCTION), against the same
-tables; tests/test_checkout_stack.py repeats the key claims through Lambda.
+card processor is what it is in production, a Lambda function (deployed here from
+functions/checkout on the same backend, with the tables and environment functions.tf
+gives it); tests/test_checkout_stack.py repeats the key claims with the whole stack.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import uuid
 
 import pytest
 
+from idemlab import build, functions
 from idemlab.clients import client
 from idemlab.lessons import checkout as lab2
 
@@ -34,21 +36,33 @@ BAD_EVENTS = [
 
 
 @pytest.fixture(scope="module")
-def tables(backend):
+def tables(backend, lambda_role):
+    """Private copies of the tables the checkouts and the card processor use, and the
+    card processor deployed as a Lambda function over them."""
     dynamodb = client("dynamodb")
     suffix = uuid.uuid4().hex[:8]
-    names = {key: f"inproc-{key}-{suffix}" for key in lab2.TABLE_KEYS}
-    for key, hash_key in lab2.TABLE_KEYS.items():
+    keys = functions.table_keys(*functions.tables_of("card_processor", *lab2.FUNCTION_KEYS))
+    names = {key: f"inproc-{key}-{suffix}" for key in keys}
+    for key, hash_key in keys.items():
         dynamodb.create_table(
             TableName=names[key],
             KeySchema=[{"AttributeName": hash_key, "KeyType": "HASH"}],
             AttributeDefinitions=[{"AttributeName": hash_key, "AttributeType": "S"}],
             BillingMode="PAY_PER_REQUEST",
         )
+    processor = f"inproc-card-processor-{suffix}"
+    client("lambda").create_function(
+        FunctionName=processor,
+        Runtime="python3.12",
+        Role=lambda_role,
+        Handler="card_processor.handler",
+        Code={"ZipFile": build.zip_bytes(build.source_files(lab2.FUNCTION_DIR))},
+        Timeout=int(functions.spec("card_processor")["timeout"]),
+        Environment={"Variables": functions.environment("card_processor", names)},
+    )
     with pytest.MonkeyPatch.context() as patch:
-        for variable, value in lab2.environment(names).items():
+        for variable, value in lab2.environment(names, processor).items():
             patch.setenv(variable, value)
-        patch.delenv("CARD_PROCESSOR_FUNCTION", raising=False)
         patch.delenv("CHECK_ACT_DELAY_MS", raising=False)
         yield names
 
@@ -162,14 +176,8 @@ NO_RUNTIME_EXIT_CODE = 70
 
 def crash_after_charge(strategy: str, request: dict, tables, timeout_seconds: float) -> None:
     """One invocation, in a child process, that charges and then runs past its time."""
-    client("dynamodb").put_item(
-        TableName=tables["faults"],
-        Item={
-            "fault_key": {"S": lab2.fault_points.fault_key(lab2.fault_points.AFTER_CHARGE, request["idempotency_key"])},
-            "remaining": {"N": "1"},
-            "fault": {"S": lab2.fault_points.TIME_OUT},
-        },
-    )
+    item = lab2.fault_points.armed(lab2.fault_points.AFTER_CHARGE, request["idempotency_key"], lab2.fault_points.TIME_OUT)
+    client("dynamodb").put_item(TableName=tables["faults"], Item=item)
     child = subprocess.run(
         [sys.executable, "-c", CRASHING_CHILD, strategy, json.dumps(request), str(timeout_seconds)],
         capture_output=True,
@@ -235,3 +243,41 @@ def test_a_processor_refusal_is_a_failure_with_nothing_charged(tables, ledger, m
     answer = invoke("naive", request)
     assert (answer["outcome"], answer["error"]["type"]) == (lab2.outcomes.FAILED, "ChargeFailed"), answer
     assert ledger.count(request["idempotency_key"]) == 0
+
+
+def test_without_a_card_processor_a_checkout_fails_with_a_configuration_error(tables, ledger, monkeypatch):
+    # The Lambda code has no in-process processor to fall back on: it is deployed or missing.
+    monkeypatch.delenv("CARD_PROCESSOR_FUNCTION")
+    request = lab2.order()
+    with pytest.raises(RuntimeError, match="CARD_PROCESSOR_FUNCTION is not set"):
+        invoke("naive", request)
+    assert ledger.count(request["idempotency_key"]) == 0
+
+
+FAULT_ROUNDS = 40
+FAULT_THREADS = 12
+
+
+def test_an_armed_fault_fires_exactly_as_often_as_armed_when_invocations_race(tables):
+    # The counter is a conditional decrement (remaining > 0): racing invocations cannot
+    # both take the last strike. Real threads, released together, over many rounds.
+    faults = lab2.import_handler("charging.faults")
+    errors = lab2.import_handler("charging.errors")
+    context = lab2.InvocationContext(5)
+    fired_per_round = Counter()
+    for round_number in range(FAULT_ROUNDS):
+        times = 1 + round_number % 3
+        key = f"fault-race-{uuid.uuid4().hex[:8]}"
+        item = lab2.fault_points.armed(faults.AFTER_CHARGE, key, lab2.fault_points.LOSE_ANSWER, times)
+        client("dynamodb").put_item(TableName=tables["faults"], Item=item)
+
+        def reach_the_point() -> dict:
+            try:
+                faults.fail_if_armed(faults.AFTER_CHARGE, key, context)
+            except errors.ChargeUnknown:
+                return {"fired": True}
+            return {"fired": False}
+
+        fired = sum(a["fired"] for a in lab2.concurrently(reach_the_point, FAULT_THREADS))
+        fired_per_round[fired - times] += 1
+    assert fired_per_round == Counter({0: FAULT_ROUNDS}), f"fired minus armed, per round: {dict(fired_per_round)}"

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
+from idemlab.functions import load
 from idemlab.lessons.checkout import FUNCTION_DIR
 
-sys.path.insert(0, str(FUNCTION_DIR))
-
-from charging.errors import InvalidRequest  # noqa: E402
-from charging.request import ChargeRequest, check_act_delay_ms, parse, parse_processor_charge  # noqa: E402
+InvalidRequest = load(FUNCTION_DIR, "charging.errors").InvalidRequest
+_request = load(FUNCTION_DIR, "charging.request")
+ChargeRequest, check_act_delay_ms, parse, parse_processor_charge = (
+    _request.ChargeRequest,
+    _request.check_act_delay_ms,
+    _request.parse,
+    _request.parse_processor_charge,
+)
 
 VALID = {"idempotency_key": "order-1", "amount": 1999, "currency": "EUR"}
 

@@ -130,3 +130,25 @@ def test_the_copies_fit_the_account_concurrency_limit(shop):
     assert lab2.copies_that_fit(5, 1000) == 5
     with pytest.raises(RuntimeError, match="concurrency quota"):
         lab2.copies_that_fit(5, 5)
+
+
+@pytest.mark.parametrize("key", ["card_processor", *lab2.FUNCTION_KEYS])
+def test_the_environment_read_from_functions_tf_is_what_the_deployed_function_has(stack, key):
+    # The in-process tests build their environment from functions.tf; this pins it to the
+    # deployment, so the two cannot drift apart.
+    from idemlab import functions
+    from idemlab.clients import client
+
+    deployed = client("lambda").get_function_configuration(FunctionName=stack["functions"][key])["Environment"]["Variables"]
+    expected = functions.environment(key, stack["tables"], stack["functions"])
+    assert {name: deployed.get(name) for name in expected} == expected
+
+
+def test_the_table_keys_read_from_tables_tf_are_the_deployed_tables_keys(stack):
+    from idemlab import functions
+    from idemlab.clients import client
+
+    keys = functions.table_keys(*functions.tables_of("card_processor", *lab2.FUNCTION_KEYS))
+    dynamodb = client("dynamodb")
+    deployed = {key: dynamodb.describe_table(TableName=stack["tables"][key])["Table"]["KeySchema"] for key in keys}
+    assert deployed == {key: [{"AttributeName": hash_key, "KeyType": "HASH"}] for key, hash_key in keys.items()}

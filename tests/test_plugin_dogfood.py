@@ -7,10 +7,12 @@ same claims.
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
 
+from idemlab import build, functions
 from idemlab.lessons import checkout as lab2
 from idemlab.testing import Crash, DuplicateEffectError, Handler
 
@@ -21,11 +23,21 @@ RACE_WINDOW_MS = 20  # the hand-rolled check-to-charge pause (the request's own 
 
 @pytest.fixture
 def ledger(idemlab):
-    """The checkout's tables; the card processor runs inside the checkout's worker."""
-    names = {}
-    for key, hash_key in lab2.TABLE_KEYS.items():
-        names[key] = idemlab.make_table(f"dogfood-{key}", key=hash_key).name
-    idemlab.environment.update(lab2.environment(names))
+    """The checkout's tables, and the card processor deployed as its own function."""
+    keys = functions.table_keys(*functions.tables_of("card_processor", *lab2.FUNCTION_KEYS))
+    names = {key: idemlab.make_table(f"dogfood-{key}", key=hash_key).name for key, hash_key in keys.items()}
+    # As deployed: its own handler, not the plugin's (whose answer wraps the handler's).
+    card_processor = f"dogfood-card-processor-{uuid.uuid4().hex[:8]}"
+    idemlab.client("lambda").create_function(
+        FunctionName=card_processor,
+        Runtime="python3.12",
+        Role=idemlab.backend.role_arn(),
+        Handler="card_processor.handler",
+        Code={"ZipFile": build.zip_bytes(build.source_files(CODE))},
+        Timeout=int(functions.spec("card_processor")["timeout"]),
+        Environment={"Variables": functions.environment("card_processor", names)},
+    )
+    idemlab.environment.update(lab2.environment(names, card_processor))
     return lab2.Ledger(names["ledger"], idemlab.client("dynamodb"))
 
 

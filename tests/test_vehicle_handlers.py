@@ -12,8 +12,7 @@ import uuid
 import boto3
 import pytest
 
-from idemlab import settings
-
+from idemlab import functions, settings
 from idemlab.lessons.vehicles import MALFORMED_REQUESTS, VALID_VIN, import_function_module, new_request
 
 rmv_check = import_function_module("rmv_check")
@@ -22,7 +21,7 @@ write_idempotent = import_function_module("write_vehicle_idempotent")
 notify = import_function_module("notify")
 errors = import_function_module("registration.errors")
 
-TABLE_KEYS = {"vehicles_naive": "registration_id", "vehicles": "request_id", "faults": "fault_key"}
+TABLE_KEYS = functions.table_keys(*functions.tables_of("write_vehicle_naive", "write_vehicle_idempotent", "notify"))
 
 
 @pytest.fixture
@@ -105,6 +104,32 @@ def test_notify_without_faults_does_not_touch_the_faults_table(tables):
     assert rows(tables["faults"]) == []
 
 
+ROUNDS, THREADS = 40, 12
+
+
+def test_notify_fails_exactly_the_injected_number_of_times_when_attempts_race(tables):
+    # The counter is an ADD: each racing attempt gets its own count, so no two take the
+    # same failure. Real threads, released together, over many rounds.
+    from idemlab.lessons.checkout import concurrently
+
+    wrong = []
+    for round_number in range(ROUNDS):
+        failures = 1 + round_number % 3
+        event = {"request": new_request(notify_failures=failures), "registration": {"registration_id": "r-1"}}
+
+        def attempt() -> bool:
+            try:
+                notify.handler(event, None)
+            except errors.NotifyTransientError:
+                return True
+            return False
+
+        failed = sum(concurrently(attempt, THREADS))
+        if failed != failures:
+            wrong.append((failures, failed))
+    assert not wrong, f"(injected, failed) in {len(wrong)} of {ROUNDS} rounds: {wrong}"
+
+
 @pytest.mark.parametrize("case", sorted(MALFORMED_REQUESTS))
 def test_malformed_request_fails_every_function_with_a_clear_error_and_writes_nothing(
     tables, case
@@ -134,7 +159,7 @@ def test_notify_refuses_input_without_a_registration(tables, event):
 
 def test_missing_table_variable_is_a_configuration_error(tables, monkeypatch):
     monkeypatch.delenv("VEHICLES_TABLE")
-    with pytest.raises(errors.ConfigurationError, match="VEHICLES_TABLE"):
+    with pytest.raises(errors.ConfigurationError, match="VEHICLES_TABLE is not set; the function's configuration is incomplete"):
         write_idempotent.handler(new_request(), None)
 
 

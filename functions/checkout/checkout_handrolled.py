@@ -26,8 +26,8 @@ import time
 import boto3
 
 from charging import faults, outcomes, processor, request, settings
-from charging.errors import ChargeFailed, ChargeUnknown, InvalidRequest, PayloadMismatch
-from charging.response import answer, refusal
+from charging.errors import CheckoutError, InvalidRequest, PayloadMismatch
+from charging.response import answer, refused
 from charging.trace import CHARGE, CHECK, RECORD, Trace
 
 STRATEGY = "handrolled"
@@ -40,7 +40,7 @@ def handler(event, context):
     try:
         order = request.parse(event)
     except InvalidRequest as exc:
-        return refusal(STRATEGY, outcomes.REJECTED, trace, exc)
+        return refused(STRATEGY, trace, exc)
     table = settings.table("handrolled_idempotency")
     key = {"idempotency_key": {"S": order.idempotency_key}}
 
@@ -49,7 +49,7 @@ def handler(event, context):
     if earlier is not None:
         if int(earlier["amount"]["N"]) != order.amount or earlier["currency"]["S"] != order.currency:
             mismatch = PayloadMismatch(f"idempotency key {order.idempotency_key!r} was used with another amount or currency")
-            return refusal(STRATEGY, outcomes.REJECTED, trace, mismatch)
+            return refused(STRATEGY, trace, mismatch)
         return answer(STRATEGY, outcomes.REPLAYED, trace, earlier["charge_id"]["S"])
 
     time.sleep(request.check_act_delay_ms(order) / 1000)  # the race window, widened on purpose
@@ -58,12 +58,8 @@ def handler(event, context):
         with trace.step(CHARGE):
             charge = processor.charge(order)
             faults.fail_if_armed(faults.AFTER_CHARGE, order.idempotency_key, context)
-    except PayloadMismatch as exc:
-        return refusal(STRATEGY, outcomes.REJECTED, trace, exc)
-    except ChargeFailed as exc:
-        return refusal(STRATEGY, outcomes.FAILED, trace, exc)
-    except ChargeUnknown as exc:
-        return refusal(STRATEGY, outcomes.UNKNOWN, trace, exc)
+    except CheckoutError as exc:  # refused (nothing charged) or unknown (perhaps charged)
+        return refused(STRATEGY, trace, exc)
 
     with trace.step(RECORD):
         # Unconditional on purpose: the lesson's race. A later copy overwrites the first.

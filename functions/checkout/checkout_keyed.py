@@ -31,15 +31,10 @@ from aws_lambda_powertools.utilities.idempotency import (
     IdempotencyConfig,
     idempotent_function,
 )
-from aws_lambda_powertools.utilities.idempotency.exceptions import (
-    IdempotencyAlreadyInProgressError,
-    IdempotencyKeyError,
-    IdempotencyValidationError,
-)
 
-from charging import outcomes, processor, request, settings
-from charging.errors import ChargeFailed, ChargeUnknown, InvalidRequest, PayloadMismatch
-from charging.response import answer, refusal
+from charging import processor, request, settings
+from charging.claims import answer_claim
+from charging.errors import InvalidRequest
 from charging.trace import CHARGE, Trace
 
 STRATEGY = "keyed"
@@ -81,28 +76,9 @@ def charge_once(delivery: dict, order: request.ChargeRequest, trace: Trace) -> d
 
 
 def handler(event, context):
-    trace = Trace()
-    try:
-        order = parse(event)
-    except InvalidRequest as exc:
-        return refusal(STRATEGY, outcomes.REJECTED, trace, exc)
     config.register_lambda_context(context)
-    try:
-        result = charge_once(delivery=event, order=order, trace=trace)
-    except IdempotencyAlreadyInProgressError as exc:
-        return refusal(STRATEGY, outcomes.IN_PROGRESS, trace, exc)
-    except IdempotencyValidationError:
-        mismatch = PayloadMismatch("this idempotency key was already used with another amount or currency")
-        return refusal(STRATEGY, outcomes.REJECTED, trace, mismatch)
-    except (IdempotencyKeyError, PayloadMismatch) as exc:
-        return refusal(STRATEGY, outcomes.REJECTED, trace, exc)
-    except ChargeFailed as exc:
-        return refusal(STRATEGY, outcomes.FAILED, trace, exc)
-    except ChargeUnknown as exc:
-        return refusal(STRATEGY, outcomes.UNKNOWN, trace, exc)
-    ran_here = any(step["step"] == CHARGE for step in trace.steps)
-    outcome = outcomes.CHARGED if ran_here else outcomes.REPLAYED
-    return answer(STRATEGY, outcome, trace, result["charge_id"], processor_replayed=result["processor_replayed"])
+    trace = Trace()
+    return answer_claim(STRATEGY, trace, lambda: charge_once(delivery=event, order=parse(event), trace=trace))
 
 
 def parse(event: Any) -> request.ChargeRequest:

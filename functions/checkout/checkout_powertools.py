@@ -24,15 +24,9 @@ from aws_lambda_powertools.utilities.idempotency import (
     IdempotencyConfig,
     idempotent_function,
 )
-from aws_lambda_powertools.utilities.idempotency.exceptions import (
-    IdempotencyAlreadyInProgressError,
-    IdempotencyKeyError,
-    IdempotencyValidationError,
-)
 
-from charging import faults, outcomes, processor, request, settings
-from charging.errors import ChargeFailed, ChargeUnknown, InvalidRequest, PayloadMismatch
-from charging.response import answer, refusal
+from charging import faults, processor, request, settings
+from charging.claims import answer_claim
 from charging.trace import CHARGE, CHECK, RECORD, Trace
 
 STRATEGY = "powertools"
@@ -64,30 +58,10 @@ def charge_once(payment: dict, order: request.ChargeRequest, trace: Trace, conte
 
 
 def handler(event, context):
-    trace = Trace()
-    try:
-        order = request.parse(event)
-    except InvalidRequest as exc:
-        return refusal(STRATEGY, outcomes.REJECTED, trace, exc)
     # Without this the in-progress record never expires before the whole record does.
     config.register_lambda_context(context)
-
-    try:
-        result = _claim_and_charge(order, trace, context)
-    except IdempotencyAlreadyInProgressError as exc:
-        return refusal(STRATEGY, outcomes.IN_PROGRESS, trace, exc)
-    except IdempotencyValidationError:
-        mismatch = PayloadMismatch(f"idempotency key {order.idempotency_key!r} was used with another amount or currency")
-        return refusal(STRATEGY, outcomes.REJECTED, trace, mismatch)
-    except (IdempotencyKeyError, PayloadMismatch) as exc:
-        return refusal(STRATEGY, outcomes.REJECTED, trace, exc)
-    except ChargeFailed as exc:
-        return refusal(STRATEGY, outcomes.FAILED, trace, exc)
-    except ChargeUnknown as exc:
-        return refusal(STRATEGY, outcomes.UNKNOWN, trace, exc)
-    ran_here = any(step["step"] == CHARGE for step in trace.steps)
-    outcome = outcomes.CHARGED if ran_here else outcomes.REPLAYED
-    return answer(STRATEGY, outcome, trace, result["charge_id"], processor_replayed=result["processor_replayed"])
+    trace = Trace()
+    return answer_claim(STRATEGY, trace, lambda: _claim_and_charge(request.parse(event), trace, context))
 
 
 def _claim_and_charge(order: request.ChargeRequest, trace: Trace, context) -> dict:

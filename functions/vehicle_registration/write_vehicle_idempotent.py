@@ -14,7 +14,7 @@ from boto3.dynamodb.types import TypeDeserializer
 
 from registration.errors import RequestMismatchError
 from registration.request import RegistrationRequest, parse_request
-from registration.store import new_registration, table_from_env
+from registration.store import new_registration, table as table_of
 
 # Timeline this guards against (one request, two attempts A and B of the write step):
 #   A: PutItem ok -> notify fails -> Retry -> B: PutItem finds A's row -> B returns A's row
@@ -24,7 +24,7 @@ KEY_NOT_TAKEN = "attribute_not_exists(request_id)"
 def handler(event: Any, context: Any) -> dict[str, Any]:
     request = parse_request(event)
     registration = new_registration(request)
-    table = table_from_env("VEHICLES_TABLE")
+    table = table_of("vehicles")
     try:
         table.put_item(
             Item=registration,

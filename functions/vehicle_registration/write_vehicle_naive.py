@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from registration.request import parse_request
-from registration.store import new_registration, table_from_env
+from registration.store import new_registration, table
 
 
 def handler(event: Any, context: Any) -> dict[str, Any]:
     request = parse_request(event)
     registration = new_registration(request)
-    table_from_env("VEHICLES_NAIVE_TABLE").put_item(Item=registration)
+    table("vehicles_naive").put_item(Item=registration)
     return registration

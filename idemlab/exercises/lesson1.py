@@ -7,7 +7,6 @@ a row with its ``request_id`` already exists, and return whichever registration 
 
 from __future__ import annotations
 
-import threading
 import uuid
 from datetime import datetime, timezone
 from typing import Any, Callable
@@ -16,6 +15,7 @@ import boto3
 
 from idemlab import settings
 from idemlab.exercises import Exercise, ExerciseFailed
+from idemlab.lessons.checkout import settled
 from idemlab.lessons.vehicles import VALID_VIN
 
 # Simultaneous attempts per round, and rounds: a get-then-put answer lets two attempts
@@ -102,21 +102,8 @@ def _race(candidate: Callable, session: Any, table_name: str, round_number: int)
     attempts = [_registration(request_id) for _ in range(RACERS)]
     # A resource object per thread: boto3 resources are not safe to share between threads.
     tables = [_table(session, table_name) for _ in attempts]
-    start = threading.Barrier(RACERS)
-    returned: list[Any] = [None] * RACERS
-
-    def attempt(i: int) -> None:
-        start.wait()
-        try:
-            returned[i] = candidate(tables[i], attempts[i])
-        except Exception as exc:  # reported below, as the learner's outcome
-            returned[i] = exc
-
-    threads = [threading.Thread(target=attempt, args=(i,)) for i in range(RACERS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
+    # An exception is reported below, as the learner's outcome.
+    returned = settled([lambda t=t, r=r: candidate(t, r) for t, r in zip(tables, attempts)])
     errors = [r for r in returned if isinstance(r, Exception)]
     if errors:
         raise ExerciseFailed(

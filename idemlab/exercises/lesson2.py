@@ -9,14 +9,13 @@ key, and returns the new charge id. ``exercise(stack).check(charge_once)`` runs 
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable
 
 import boto3
 
 from idemlab import settings
 from idemlab.exercises import Exercise, ExerciseFailed
-from idemlab.lessons.checkout import Checkout, Ledger, order
+from idemlab.lessons.checkout import Checkout, order, settled
 
 # Simultaneous attempts per round, and rounds: check-then-charge lets several attempts
 # through in nearly every round, so three rounds of eight leave no room for luck.
@@ -97,27 +96,14 @@ def _first_attempt_and_retry(candidate: Callable, table: Any, shop: Checkout) ->
     charges = shop.charges(request)
     if charges != 1:
         raise ExerciseFailed(f"a first attempt and one retry made {charges} charges; a retry must not charge again")
-    if not (first == retry == _ledger_charge_ids(shop.ledger, request)[0]):
+    if not (first == retry == shop.ledger.charge_ids(request["idempotency_key"])[0]):
         raise ExerciseFailed(f"first attempt returned {first!r} and the retry {retry!r}; both must return the one charge id")
 
 
 def _race(candidate: Callable, tables: list[Any], shop: Checkout, round_number: int) -> None:
     request = order(prefix="exercise-race")
-    start = threading.Barrier(RACERS)
-    returned: list[Any] = [None] * RACERS
-
-    def attempt(i: int) -> None:
-        start.wait()
-        try:
-            returned[i] = candidate(tables[i], request, shop.charge_card)
-        except Exception as exc:  # an attempt told to retry later is a fine answer
-            returned[i] = exc
-
-    threads = [threading.Thread(target=attempt, args=(i,)) for i in range(RACERS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
+    # An attempt told to retry later (an exception) is a fine answer.
+    returned = settled([lambda table=table: candidate(table, request, shop.charge_card) for table in tables])
     charges = shop.charges(request)
     if charges > 1:
         raise ExerciseFailed(
@@ -126,14 +112,10 @@ def _race(candidate: Callable, tables: list[Any], shop: Checkout, round_number: 
         )
     if charges == 0:
         raise ExerciseFailed(f"round {round_number}: {RACERS} simultaneous attempts made 0 charges; the winning claim must charge")
-    charge_id = _ledger_charge_ids(shop.ledger, request)[0]
+    charge_id = shop.ledger.charge_ids(request["idempotency_key"])[0]
     wrong = [r for r in returned if not isinstance(r, Exception) and r != charge_id]
     if wrong:
         raise ExerciseFailed(f"round {round_number}: attempts returned {wrong[:3]}, but the one charge is {charge_id}")
-
-
-def _ledger_charge_ids(ledger: Ledger, request: dict) -> list[str]:
-    return ledger.charge_ids(request["idempotency_key"])
 
 
 def _call(candidate: Callable, table: Any, request: dict, shop: Checkout, what: str) -> str:

@@ -8,32 +8,23 @@ from what a checkout says about itself.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import threading
 import time
 import uuid
 from collections import Counter
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 
-from idemlab import settings
+from idemlab import functions, settings
 from idemlab.clients import client
 
 FUNCTION_DIR = settings.ROOT / "functions" / "checkout"
 STRATEGIES = ("naive", "handrolled", "powertools")
 
-
-def _load(module: str):
-    # The answers and fault names are defined once, next to the handlers that use them.
-    spec = importlib.util.spec_from_file_location(f"checkout_{module}", FUNCTION_DIR / "charging" / f"{module}.py")
-    loaded = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(loaded)
-    return loaded
-
-
-outcomes = _load("outcomes")
-fault_points = _load("fault_points")
+# The answers and fault names are defined once, next to the handlers that use them.
+outcomes = functions.load(FUNCTION_DIR, "charging.outcomes")
+fault_points = functions.load(FUNCTION_DIR, "charging.fault_points")
 # Not a checkout answer: the invocation was stopped (it ran past its timeout) or died
 # before it could answer. Lambda then answers with a FunctionError.
 CRASHED = "crashed"
@@ -61,14 +52,23 @@ def concurrently(call: Callable[[], dict], copies: int) -> list[dict]:
 
 def all_at_once(calls: list[Callable[[], dict]]) -> list[dict]:
     """Run each call in its own thread, all released by one barrier; answers in order."""
-    answers: list[dict | BaseException | None] = [None] * len(calls)
+    answers = settled(calls)
+    for answer in answers:
+        if isinstance(answer, BaseException):
+            raise answer  # in the caller's thread
+    return answers  # type: ignore[return-value]
+
+
+def settled(calls: list[Callable[[], Any]]) -> list[Any]:
+    """Like ``all_at_once``, but each call's answer is what it returned or the exception it raised."""
+    answers: list[Any] = [None] * len(calls)
     start = threading.Barrier(len(calls))
 
     def one(index: int) -> None:
         start.wait()
         try:
             answers[index] = calls[index]()
-        except BaseException as exc:  # re-raised below, in the caller's thread
+        except BaseException as exc:
             answers[index] = exc
 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(len(calls))]
@@ -76,10 +76,7 @@ def all_at_once(calls: list[Callable[[], dict]]) -> list[dict]:
         thread.start()
     for thread in threads:
         thread.join()
-    for answer in answers:
-        if isinstance(answer, BaseException):
-            raise answer
-    return answers  # type: ignore[return-value]
+    return answers
 
 
 class Ledger:
@@ -92,36 +89,29 @@ class Ledger:
     def charges(self, references: Iterable[str] | None = None) -> Counter:
         """Charges per order reference (all of them, or only ``references``)."""
         wanted = None if references is None else set(references)
-        counts: Counter = Counter()
-        paginator = self._dynamodb.get_paginator("scan")
-        pages = paginator.paginate(
-            TableName=self.table,
-            ProjectionExpression="#ref",
-            ExpressionAttributeNames={"#ref": "reference"},  # a DynamoDB reserved word
-            ConsistentRead=True,
-        )
-        for page in pages:
-            for item in page["Items"]:
-                reference = item["reference"]["S"]
-                if wanted is None or reference in wanted:
-                    counts[reference] += 1
-        if wanted is not None:
-            for reference in wanted:
-                counts.setdefault(reference, 0)
+        counts: Counter = Counter({reference: 0 for reference in wanted or ()})
+        for reference, _ in self._entries():
+            if wanted is None or reference in wanted:
+                counts[reference] += 1
         return counts
 
     def count(self, reference: str) -> int:
         return self.charges([reference])[reference]
 
     def charge_ids(self, reference: str) -> list[str]:
+        return [charge_id for entry_reference, charge_id in self._entries() if entry_reference == reference]
+
+    def _entries(self) -> Iterator[tuple[str, str]]:
+        """(reference, charge id) of every ledger entry: one consistent scan."""
         pages = self._dynamodb.get_paginator("scan").paginate(
             TableName=self.table,
-            FilterExpression="#ref = :ref",
-            ExpressionAttributeNames={"#ref": "reference"},
-            ExpressionAttributeValues={":ref": {"S": reference}},
+            ProjectionExpression="#ref, charge_id",
+            ExpressionAttributeNames={"#ref": "reference"},  # a DynamoDB reserved word
             ConsistentRead=True,
         )
-        return [item["charge_id"]["S"] for page in pages for item in page["Items"]]
+        for page in pages:
+            for item in page["Items"]:
+                yield item["reference"]["S"], item["charge_id"]["S"]
 
 
 class Checkout:
@@ -193,14 +183,8 @@ class Checkout:
         self._arm(request, fault_points.LOSE_ANSWER, times)
 
     def _arm(self, request: dict, fault: str, times: int) -> None:
-        self._dynamodb.put_item(
-            TableName=self.tables["faults"],
-            Item={
-                "fault_key": {"S": fault_points.fault_key(fault_points.AFTER_CHARGE, request["idempotency_key"])},
-                "remaining": {"N": str(times)},
-                "fault": {"S": fault},
-            },
-        )
+        item = fault_points.armed(fault_points.AFTER_CHARGE, request["idempotency_key"], fault, times)
+        self._dynamodb.put_item(TableName=self.tables["faults"], Item=item)
 
     def concurrency_limit(self) -> int:
         """Executions this account may run at once outside reserved concurrency (GetAccountSettings).
@@ -259,19 +243,16 @@ def show_code(file: str, first: str, last: str) -> None:
 
 # --- in-process: the handlers in this process, against the same API server -------------
 
-TABLE_KEYS = {
-    "ledger": "charge_id",
-    "processor_keys": "idempotency_key",
-    "handrolled_idempotency": "idempotency_key",
-    "powertools_idempotency": "id",
-    "faults": "fault_key",
-}
+# The card processor is never run in-process: the checkouts invoke it as a Lambda function.
+FUNCTION_KEYS = tuple(f"checkout_{strategy}" for strategy in STRATEGIES)
 
 
-def environment(tables: dict[str, str]) -> dict[str, str]:
-    """The variables Terraform gives the functions, minus CARD_PROCESSOR_FUNCTION:
-    without it the checkouts run the card processor's handler in-process."""
-    return {f"{key.upper()}_TABLE": tables[key] for key in TABLE_KEYS}
+def environment(tables: dict[str, str], card_processor: str) -> dict[str, str]:
+    """The variables Terraform gives the three checkouts (functions.tf), for these names."""
+    variables: dict[str, str] = {}
+    for key in FUNCTION_KEYS:
+        variables.update(functions.environment(key, tables, {"card_processor": card_processor}))
+    return variables
 
 
 class InvocationContext:
@@ -285,18 +266,9 @@ class InvocationContext:
 
 
 def import_handler(name: str):
-    """A handler module of functions/checkout, imported the way the zip's root lays it out.
-
-    Call after ``environment(...)`` is in ``os.environ``: like a Lambda cold start, a
-    module reads its configuration and makes its clients when first imported.
-    """
-    import importlib
-    import sys
-
-    folder = str(FUNCTION_DIR)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    return importlib.import_module(name)
+    """A handler module of functions/checkout. Call after ``environment(...)`` is in
+    ``os.environ``: like a Lambda cold start, a module reads its configuration when loaded."""
+    return functions.load(FUNCTION_DIR, name)
 
 
 def invoke_in_process(strategy: str, request: dict, timeout_seconds: float = 6) -> dict:

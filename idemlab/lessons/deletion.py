@@ -10,9 +10,7 @@ user, counting what is left, starting and reading executions, racing workers, dr
 from __future__ import annotations
 
 import datetime
-import importlib
 import json
-import sys
 import time
 import uuid
 from collections import Counter
@@ -21,7 +19,7 @@ from types import ModuleType
 
 from boto3.dynamodb.conditions import Attr, Key
 
-from idemlab import clients, settings
+from idemlab import clients, functions, settings
 from idemlab.barrier import all_at_once
 
 FUNCTION_DIR = settings.ROOT / "functions" / "account_deletion"
@@ -30,14 +28,9 @@ FUNCTION_DIR = settings.ROOT / "functions" / "account_deletion"
 def import_function_module(name: str) -> ModuleType:
     """A module of the deletion Lambda code (``"deletion_state"``, ``"claim_deletion"``).
 
-    The zip's root is the function folder, whose modules import each other as top-level
-    names; the folder goes on ``sys.path`` the same way. Every module name in it starts
-    with its own scenario's words, so no other folder shadows it.
+    Imported by the harness's one loader (``idemlab.functions.load``).
     """
-    folder = str(FUNCTION_DIR)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    return importlib.import_module(name)
+    return functions.load(FUNCTION_DIR, name)
 
 
 def outbox_items(outbox, **equal) -> list[dict]:

@@ -6,11 +6,8 @@ what the notebook shows is what CI checks.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import re
-import sys
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -20,34 +17,15 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
 
-from idemlab import clients, settings
+from idemlab import clients, functions, settings
 
 FUNCTION_DIR = settings.ROOT / "functions" / "vehicle_registration"
 _DESERIALIZE = TypeDeserializer().deserialize
 
 
 def import_function_module(name: str) -> ModuleType:
-    """A module of the Lambda code (``"notify"``, ``"registration.vin"``), imported in-process.
-
-    The zip's root is the function folder, so its modules import each other as top-level
-    names; the folder goes on ``sys.path`` the same way. Handler modules are registered
-    under a prefixed name so that another scenario's ``notify`` cannot shadow this one.
-    """
-    folder = str(FUNCTION_DIR)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    if name.startswith("registration"):
-        return importlib.import_module(name)
-    qualified = f"vehicle_registration_functions.{name}"
-    if qualified in sys.modules:
-        return sys.modules[qualified]
-    spec = importlib.util.spec_from_file_location(qualified, FUNCTION_DIR / f"{name}.py")
-    if spec is None or spec.loader is None:
-        raise ModuleNotFoundError(f"no function module {name!r} in {FUNCTION_DIR.name}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[qualified] = module
-    spec.loader.exec_module(module)
-    return module
+    """A module of the Lambda code (``"notify"``, ``"registration.vin"``), imported in-process."""
+    return functions.load(FUNCTION_DIR, name)
 
 
 # A published VIN with a valid check digit (its ninth character, X, stands for 10).
@@ -248,10 +226,10 @@ def count_rows(stack: dict, kind: str, request_id: str) -> int:
 
 def notify_attempts(stack: dict, request_id: str) -> int:
     """How often the notify step ran for a request with injected faults (0 if none)."""
-    item = clients.client("dynamodb").get_item(
-        TableName=stack["tables"]["faults"], Key={"fault_key": {"S": f"notify#{request_id}"}}, ConsistentRead=True
-    ).get("Item")
-    return int(item["attempts"]["N"]) if item else 0
+    faults = import_function_module("registration.faults")
+    key = {"fault_key": {"S": faults.fault_key(faults.NOTIFY, request_id)}}
+    item = clients.client("dynamodb").get_item(TableName=stack["tables"]["faults"], Key=key, ConsistentRead=True).get("Item")
+    return int(item[faults.ATTEMPTS]["N"]) if item else 0
 
 
 def show(registrations: list[dict]) -> None:

@@ -1,8 +1,6 @@
 """The checkout's side of the card processor: one call, one charge (unless a key is sent).
 
 The processor is a Lambda function (CARD_PROCESSOR_FUNCTION), invoked synchronously.
-When that variable is unset, the processor's handler runs in this process instead,
-against the same tables, so the checkouts can be exercised without Lambda.
 """
 
 from __future__ import annotations
@@ -32,11 +30,7 @@ def charge(request: ChargeRequest) -> dict:
     call = {"reference": request.idempotency_key, "amount": request.amount, "currency": request.currency}
     if request.pass_key_downstream:
         call["idempotency_key"] = request.idempotency_key
-    function = settings.optional("CARD_PROCESSOR_FUNCTION")
-    if function is None:
-        import card_processor
-
-        return card_processor.handler(call, None)
+    function = settings.required("CARD_PROCESSOR_FUNCTION")
     try:
         response = _lambda.invoke(FunctionName=function, InvocationType="RequestResponse", Payload=json.dumps(call))
         body = json.loads(response["Payload"].read() or b"null")

@@ -5,8 +5,16 @@ from __future__ import annotations
 import os
 
 from charging import outcomes
-from charging.errors import CheckoutError
+from charging.errors import ChargeFailed, ChargeUnknown, CheckoutError, InvalidRequest, PayloadMismatch
 from charging.trace import Trace
+
+# The answer to each error a checkout raises on purpose.
+OUTCOME_OF = {
+    InvalidRequest: outcomes.REJECTED,  # nothing charged
+    PayloadMismatch: outcomes.REJECTED,  # nothing charged
+    ChargeFailed: outcomes.FAILED,  # nothing charged
+    ChargeUnknown: outcomes.UNKNOWN,  # perhaps charged
+}
 
 
 def answer(strategy: str, outcome: str, trace: Trace, charge_id: str | None = None, **extra) -> dict:
@@ -25,3 +33,8 @@ def answer(strategy: str, outcome: str, trace: Trace, charge_id: str | None = No
 def refusal(strategy: str, outcome: str, trace: Trace, error: Exception) -> dict:
     error_type = error.error_type if isinstance(error, CheckoutError) else type(error).__name__
     return answer(strategy, outcome, trace, error={"type": error_type, "message": str(error)})
+
+
+def refused(strategy: str, trace: Trace, error: CheckoutError) -> dict:
+    """The answer to an error the checkout raised on purpose (OUTCOME_OF)."""
+    return refusal(strategy, OUTCOME_OF[type(error)], trace, error)

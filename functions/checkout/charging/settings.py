@@ -7,11 +7,14 @@ import os
 
 def table(key: str) -> str:
     """The table name for a design key, e.g. ``table("ledger")`` reads LEDGER_TABLE."""
-    variable = f"{key.upper()}_TABLE"
-    name = os.environ.get(variable)
-    if not name:
+    return required(f"{key.upper()}_TABLE")
+
+
+def required(variable: str) -> str:
+    value = os.environ.get(variable)
+    if not value:
         raise RuntimeError(f"{variable} is not set; the function's configuration is incomplete")
-    return name
+    return value
 
 
 def optional(variable: str) -> str | None:

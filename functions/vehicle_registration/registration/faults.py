@@ -7,7 +7,14 @@ LocalStack and the embedded backend.
 
 from __future__ import annotations
 
-from .store import table_from_env
+from .store import table
+
+NOTIFY = "notify"  # the notify step, before it tells the owner
+ATTEMPTS = "attempts"  # the counter: how many calls reached the point for the request
+
+
+def fault_key(point: str, request_id: str) -> str:
+    return f"{point}#{request_id}"
 
 
 def should_fail(fault_key: str, failures: int) -> bool:
@@ -15,10 +22,11 @@ def should_fail(fault_key: str, failures: int) -> bool:
     if failures <= 0:
         return False
     # ADD is atomic, so concurrent attempts each see their own count.
-    response = table_from_env("FAULTS_TABLE").update_item(
+    response = table("faults").update_item(
         Key={"fault_key": fault_key},
-        UpdateExpression="ADD attempts :one",
+        UpdateExpression="ADD #attempts :one",
+        ExpressionAttributeNames={"#attempts": ATTEMPTS},
         ExpressionAttributeValues={":one": 1},
         ReturnValues="UPDATED_NEW",
     )
-    return int(response["Attributes"]["attempts"]) <= failures
+    return int(response["Attributes"][ATTEMPTS]) <= failures

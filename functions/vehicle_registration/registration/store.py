@@ -14,11 +14,12 @@ from .errors import ConfigurationError
 from .request import RegistrationRequest
 
 
-def table_from_env(variable: str) -> Any:
-    """The DynamoDB table named by ``$variable`` (Terraform sets it; see docs/DESIGN.md)."""
+def table(key: str) -> Any:
+    """The table for a design key: ``table("vehicles")`` reads VEHICLES_TABLE (Terraform sets it)."""
+    variable = f"{key.upper()}_TABLE"
     name = os.environ.get(variable)
     if not name:
-        raise ConfigurationError(f"environment variable {variable} is not set")
+        raise ConfigurationError(f"{variable} is not set; the function's configuration is incomplete")
     return _table(name, os.environ.get("AWS_ENDPOINT_URL"))
 
 

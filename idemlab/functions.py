@@ -1,0 +1,130 @@
+"""What the harness knows of a function: its code, loaded in this process, and the tables
+and environment the Terraform module gives it (read from the module, never copied).
+
+The one way the harness imports Lambda code is ``load``.
+
+A function's zip has its folder at the root, so its modules import each other by
+top-level names (``charging.processor``, ``registration.store``, ``deletion_state``).
+``load`` gives a folder's modules those names while they import, as Lambda does, and
+then takes them away again: ``sys.path`` and ``sys.modules`` look as they did before, so
+two folders never see each other's modules, whatever their names. A folder's modules
+are imported once and shared by every later ``load`` from that folder, so an exception
+class raised by one of them is the class the caller catches.
+
+A module reads its configuration when first loaded, like a Lambda cold start: set the
+environment first.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import sys
+import threading
+from pathlib import Path
+from types import ModuleType
+
+import hcl2
+from hcl2 import SerializationOptions
+
+from idemlab import settings
+
+_HCL = SerializationOptions(strip_string_quotes=True, explicit_blocks=False, with_comments=False)
+
+_loaded: dict[Path, dict[str, ModuleType]] = {}
+_lock = threading.RLock()
+
+
+def load(folder: str | Path, module: str) -> ModuleType:
+    """``module`` (``"checkout_naive"``, ``"charging.fault_points"``) of the function ``folder``."""
+    root = Path(folder).resolve()
+    own = _top_level_names(root)
+    if module.split(".")[0] not in own:
+        raise ModuleNotFoundError(f"no module {module!r} in the function folder {root.name}; it has {', '.join(sorted(own))}")
+    with _lock:
+        modules = _loaded.setdefault(root, {})
+        if module not in modules:
+            _import(root, own, module, modules)
+        return modules[module]
+
+
+def _import(root: Path, own: set[str], module: str, modules: dict[str, ModuleType]) -> None:
+    def folder_modules() -> dict[str, ModuleType]:
+        return {name: sys.modules.pop(name) for name in list(sys.modules) if name.split(".")[0] in own}
+
+    elsewhere = folder_modules()  # the same names from another folder, or from the caller
+    sys.modules.update(modules)
+    sys.path.insert(0, str(root))
+    try:
+        importlib.import_module(module)
+    finally:
+        sys.path.remove(str(root))
+        modules.update(folder_modules())
+        sys.modules.update(elsewhere)
+
+
+def _top_level_names(root: Path) -> set[str]:
+    if not root.is_dir():
+        raise FileNotFoundError(f"no function folder {root}")
+    names = {path.stem for path in root.glob("*.py")}
+    return names | {path.parent.name for path in root.glob("*/__init__.py")}
+
+
+# --- what the Terraform module gives a function: its tables' keys and its environment ---
+
+MODULE_DIR = settings.ROOT / "terraform" / "modules" / "idempotency_lab"
+
+
+def table_keys(*keys: str) -> dict[str, str]:
+    """The hash key of each named table (string-keyed, no sort key), from ``tables.tf``."""
+    tables = _default("tables.tf", "tables")
+    unknown = sorted(set(keys) - set(tables))
+    if unknown:
+        raise KeyError(f"no table {', '.join(unknown)} in tables.tf")
+    composite = sorted(key for key in keys if "range_key" in tables[key] or "types" in tables[key])
+    if composite:
+        raise ValueError(f"{', '.join(composite)} has a sort key or typed attributes: read its whole entry")
+    return {key: tables[key]["hash_key"] for key in keys}
+
+
+def tables_of(*function_keys: str) -> set[str]:
+    """The table keys these functions name in ``functions.tf``."""
+    return {table for key in function_keys for table in spec(key).get("tables", {})}
+
+
+def environment(function_key: str, tables: dict[str, str], functions: dict[str, str] | None = None) -> dict[str, str]:
+    """The variables ``functions.tf`` gives the function, for the given table and function names.
+
+    Only the names it derives (``<KEY>_TABLE``, ``<KEY>_FUNCTION``) and its literal ``env``
+    values: what the module computes from its own variables is left out.
+    """
+    entry = spec(function_key)
+    invoked = functions or {}
+    missing = [name for name in entry.get("tables", {}) if name not in tables] + [name for name in entry.get("invokes", []) if name not in invoked]
+    if missing:
+        raise KeyError(f"{function_key} needs the names of {', '.join(missing)}")
+    variables = {f"{name.upper()}_TABLE": tables[name] for name in entry.get("tables", {})}
+    variables.update({f"{name.upper()}_FUNCTION": invoked[name] for name in entry.get("invokes", [])})
+    env = entry.get("env", {})
+    variables.update({name: value for name, value in (env if isinstance(env, dict) else {}).items() if "${" not in str(value)})
+    return variables
+
+
+def spec(key: str) -> dict:
+    """The function's entry in ``functions.tf`` (scenario, timeout, tables, invokes, env)."""
+    functions = _default("functions.tf", "functions")
+    if key not in functions:
+        raise KeyError(f"no function {key!r} in functions.tf")
+    return functions[key]
+
+
+@functools.lru_cache(maxsize=None)
+def _default(file: str, variable: str) -> dict:
+    """The default of a module variable (the lab's tables and functions are typed inputs)."""
+    with open(MODULE_DIR / file) as handle:
+        parsed = hcl2.load(handle, serialization_options=_HCL)
+    for block in parsed.get("variable", []):
+        for name, body in block.items():
+            if name.strip('"') == variable:
+                return body["default"]
+    raise KeyError(f"no variable {variable!r} with a default in {file}")

@@ -1,0 +1,53 @@
+"""The one loader of Lambda code (idemlab.functions): a function folder's modules are
+imported under the names its zip gives them, and nothing of them stays on sys.path."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from idemlab import functions, settings
+
+FOLDERS = settings.ROOT / "functions"
+
+# Run in a fresh interpreter: this test process has imported much already.
+IMPORT_EXERCISES = """
+import sys
+before = list(sys.path)
+from idemlab.exercises import lesson1, lesson2, lesson3, lesson4, lesson7
+changed = [p for p in sys.path if p not in before]
+print("\\n".join(changed))
+"""
+
+
+def test_importing_the_exercises_leaves_sys_path_as_it_was():
+    child = subprocess.run([sys.executable, "-c", IMPORT_EXERCISES], capture_output=True, text=True, timeout=120)
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert child.stdout.strip() == "", f"importing the exercises added to sys.path: {child.stdout.strip()}"
+
+
+def test_a_loaded_module_leaves_sys_path_and_modules_as_they_were():
+    path, names = list(sys.path), set(sys.modules)
+    request = functions.load(FOLDERS / "checkout", "charging.request")
+    assert sys.path == path
+    assert not {name for name in set(sys.modules) - names if name.split(".")[0] == "charging"}
+    # Shared within the folder: the errors a module raises are the ones a caller loads.
+    errors = functions.load(FOLDERS / "checkout", "charging.errors")
+    assert request.InvalidRequest is errors.InvalidRequest
+
+
+def test_an_unknown_module_is_refused_by_name():
+    with pytest.raises(ModuleNotFoundError, match="no module 'nope' in the function folder checkout"):
+        functions.load(FOLDERS / "checkout", "nope")
+
+
+def test_facts_from_the_terraform_module_refuse_what_they_cannot_answer():
+    with pytest.raises(KeyError, match="no table nope in tables.tf"):
+        functions.table_keys("nope")
+    with pytest.raises(ValueError, match="user_records has a sort key"):
+        functions.table_keys("user_records")
+    with pytest.raises(KeyError, match="checkout_naive needs the names of card_processor"):
+        functions.environment("checkout_naive", {})
+    assert functions.environment("checkout_naive", {}, {"card_processor": "cp"}) == {"CARD_PROCESSOR_FUNCTION": "cp"}
