@@ -39,3 +39,8 @@ def all_at_once(calls: list[Callable[[], Any]], join_seconds: float | None = 60,
             if isinstance(answer, Exception):
                 raise answer
     return answers
+
+
+def settled(calls: list[Callable[[], Any]]) -> list[Any]:
+    """Each call's answer or the exception it raised, waiting for every call to end."""
+    return all_at_once(calls, join_seconds=None, capture_errors=True)

@@ -15,7 +15,7 @@ import boto3
 
 from idemlab import settings
 from idemlab.exercises import Exercise, ExerciseFailed
-from idemlab.lessons.checkout import settled
+from idemlab.barrier import settled
 from idemlab.lessons.vehicles import VALID_VIN
 
 # Simultaneous attempts per round, and rounds: a get-then-put answer lets two attempts

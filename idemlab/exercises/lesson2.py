@@ -15,7 +15,8 @@ import boto3
 
 from idemlab import settings
 from idemlab.exercises import Exercise, ExerciseFailed
-from idemlab.lessons.checkout import Checkout, order, settled
+from idemlab.barrier import settled
+from idemlab.lessons.checkout import Checkout, order
 
 # Simultaneous attempts per round, and rounds: check-then-charge lets several attempts
 # through in nearly every round, so three rounds of eight leave no room for luck.

@@ -9,7 +9,6 @@ from what a checkout says about itself.
 from __future__ import annotations
 
 import json
-import threading
 import time
 import uuid
 from collections import Counter
@@ -17,6 +16,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 
 from idemlab import functions, settings
+from idemlab.barrier import all_at_once
 from idemlab.clients import client
 
 FUNCTION_DIR = settings.ROOT / "functions" / "checkout"
@@ -48,35 +48,6 @@ def concurrently(call: Callable[[], dict], copies: int) -> list[dict]:
     if copies < 1:
         raise ValueError(f"copies must be at least 1, got {copies}")
     return all_at_once([call] * copies)
-
-
-def all_at_once(calls: list[Callable[[], dict]]) -> list[dict]:
-    """Run each call in its own thread, all released by one barrier; answers in order."""
-    answers = settled(calls)
-    for answer in answers:
-        if isinstance(answer, BaseException):
-            raise answer  # in the caller's thread
-    return answers  # type: ignore[return-value]
-
-
-def settled(calls: list[Callable[[], Any]]) -> list[Any]:
-    """Like ``all_at_once``, but each call's answer is what it returned or the exception it raised."""
-    answers: list[Any] = [None] * len(calls)
-    start = threading.Barrier(len(calls))
-
-    def one(index: int) -> None:
-        start.wait()
-        try:
-            answers[index] = calls[index]()
-        except BaseException as exc:
-            answers[index] = exc
-
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(calls))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return answers
 
 
 class Ledger:

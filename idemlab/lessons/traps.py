@@ -18,7 +18,8 @@ from botocore.exceptions import ClientError
 
 from idemlab import build
 from idemlab.clients import client
-from idemlab.lessons.checkout import FUNCTION_DIR, Ledger, all_at_once
+from idemlab.barrier import all_at_once
+from idemlab.lessons.checkout import FUNCTION_DIR, Ledger
 
 HANDLER = "checkout_keyed.handler"
 # The deployed function whose role and environment a variant borrows: it may already
