@@ -48,28 +48,21 @@ def ratio_interval(
     (a round may hold several samples each, or one). None without a round with samples
     on both sides; with fewer than MIN_ROUNDS, only the count (and no ratio).
     """
-    rounds = [(list(v), list(r)) for v, r in zip(value_rounds, reference_rounds) if v and r]
+    rounds = _paired(value_rounds, reference_rounds)
     if not rounds:
         return None
     if len(rounds) < MIN_ROUNDS:
         return {"ratio": None, "low": None, "high": None, "rounds": len(rounds), "confidence": CONFIDENCE}
-    values = [x for v, _ in rounds for x in v]
-    references = [x for _, r in rounds for x in r]
-    if statistic(references) <= 0:
+
+    def ratio(values: list[float], references: list[float]) -> float | None:
+        reference = statistic(references)
+        return statistic(values) / reference if reference > 0 else None
+
+    point = ratio(*_pooled(rounds))
+    if point is None:
         return None
-    ratio = statistic(values) / statistic(references)
-    rng = random.Random(seed)
-    draws = []
-    for _ in range(resamples):
-        picked = [rounds[rng.randrange(len(rounds))] for _ in rounds]
-        reference = statistic([x for _, r in picked for x in r])
-        if reference > 0:
-            draws.append(statistic([x for v, _ in picked for x in v]) / reference)
-    draws.sort()
-    tail = (1 - CONFIDENCE) / 2
-    low = draws[int(tail * (len(draws) - 1))]
-    high = draws[int((1 - tail) * (len(draws) - 1) + 0.5)]
-    return {"ratio": ratio, "low": low, "high": high, "rounds": len(rounds), "confidence": CONFIDENCE}
+    low, high = _bootstrap(rounds, ratio, resamples, seed)
+    return {"ratio": point, "low": low, "high": high, "rounds": len(rounds), "confidence": CONFIDENCE}
 
 
 def measurable(interval: dict | None) -> bool:
@@ -96,24 +89,38 @@ def difference_interval(
     seed: int = SEED,
 ) -> dict | None:
     """statistic(values) - statistic(references), with the same paired bootstrap."""
-    rounds = [(list(v), list(r)) for v, r in zip(value_rounds, reference_rounds) if v and r]
+    rounds = _paired(value_rounds, reference_rounds)
     if len(rounds) < MIN_ROUNDS:
         return None
-    difference = statistic([x for v, _ in rounds for x in v]) - statistic([x for _, r in rounds for x in r])
+
+    def difference(values: list[float], references: list[float]) -> float:
+        return statistic(values) - statistic(references)
+
+    low, high = _bootstrap(rounds, difference, resamples, seed)
+    return {"difference": difference(*_pooled(rounds)), "low": low, "high": high, "rounds": len(rounds), "confidence": CONFIDENCE}
+
+
+def _paired(value_rounds: Sequence[Sequence[float]], reference_rounds: Sequence[Sequence[float]]) -> list[tuple[list[float], list[float]]]:
+    """The rounds with samples on both sides, each as (values, references)."""
+    return [(list(v), list(r)) for v, r in zip(value_rounds, reference_rounds) if v and r]
+
+
+def _pooled(rounds: Sequence[tuple[list[float], list[float]]]) -> tuple[list[float], list[float]]:
+    return [x for v, _ in rounds for x in v], [x for _, r in rounds for x in r]
+
+
+def _bootstrap(rounds, compare: Callable[[list[float], list[float]], float | None], resamples: int, seed: int) -> tuple[float, float]:
+    """The 95 % percentile interval of `compare` over rounds drawn with replacement: a
+    round's samples stay together, so both sides of a round are resampled as a pair."""
     rng = random.Random(seed)
     draws = []
     for _ in range(resamples):
-        picked = [rounds[rng.randrange(len(rounds))] for _ in rounds]
-        draws.append(statistic([x for v, _ in picked for x in v]) - statistic([x for _, r in picked for x in r]))
+        drawn = compare(*_pooled([rounds[rng.randrange(len(rounds))] for _ in rounds]))
+        if drawn is not None:
+            draws.append(drawn)
     draws.sort()
     tail = (1 - CONFIDENCE) / 2
-    return {
-        "difference": difference,
-        "low": draws[int(tail * (len(draws) - 1))],
-        "high": draws[int((1 - tail) * (len(draws) - 1) + 0.5)],
-        "rounds": len(rounds),
-        "confidence": CONFIDENCE,
-    }
+    return draws[int(tail * (len(draws) - 1))], draws[int((1 - tail) * (len(draws) - 1) + 0.5)]
 
 
 def round_order(contenders: Sequence, round_number: int) -> list:
