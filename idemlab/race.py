@@ -19,51 +19,50 @@ from botocore.exceptions import ClientError
 SCHEDULED, PROCESSING = "SCHEDULED", "PROCESSING"
 
 
-def conditional_put(client, table: str, key: str, contender: str) -> bool:
+def _won(refused: str, call, **request) -> bool:
+    """Whether the write went through: False when DynamoDB refused it with `refused`."""
     try:
-        client.put_item(
-            TableName=table,
-            Item={"pk": {"S": key}, "winner": {"S": contender}},
-            ConditionExpression="attribute_not_exists(pk)",
-        )
+        call(**request)
     except ClientError as exc:
-        if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+        if exc.response["Error"]["Code"] == refused:
             return False
         raise
     return True
+
+
+def conditional_put(client, table: str, key: str, contender: str) -> bool:
+    return _won(
+        "ConditionalCheckFailedException",
+        client.put_item,
+        TableName=table,
+        Item={"pk": {"S": key}, "winner": {"S": contender}},
+        ConditionExpression="attribute_not_exists(pk)",
+    )
 
 
 def claim_update(client, table: str, key: str, contender: str) -> bool:
-    try:
-        client.update_item(
-            TableName=table,
-            Key={"pk": {"S": key}},
-            UpdateExpression="SET #s = :processing, winner = :me",
-            ConditionExpression="#s = :scheduled",
-            ExpressionAttributeNames={"#s": "status"},
-            ExpressionAttributeValues={":processing": {"S": PROCESSING}, ":scheduled": {"S": SCHEDULED}, ":me": {"S": contender}},
-        )
-    except ClientError as exc:
-        if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
-            return False
-        raise
-    return True
+    return _won(
+        "ConditionalCheckFailedException",
+        client.update_item,
+        TableName=table,
+        Key={"pk": {"S": key}},
+        UpdateExpression="SET #s = :processing, winner = :me",
+        ConditionExpression="#s = :scheduled",
+        ExpressionAttributeNames={"#s": "status"},
+        ExpressionAttributeValues={":processing": {"S": PROCESSING}, ":scheduled": {"S": SCHEDULED}, ":me": {"S": contender}},
+    )
 
 
 def transact_put(client, table: str, key: str, contender: str) -> bool:
     """The guarded item and a second item (the effect) written together, or neither."""
-    try:
-        client.transact_write_items(
-            TransactItems=[
-                {"Put": {"TableName": table, "Item": {"pk": {"S": key}, "winner": {"S": contender}}, "ConditionExpression": "attribute_not_exists(pk)"}},
-                {"Put": {"TableName": table, "Item": {"pk": {"S": f"{key}#effect#{contender}"}}}},
-            ]
-        )
-    except ClientError as exc:
-        if exc.response["Error"]["Code"] == "TransactionCanceledException":
-            return False
-        raise
-    return True
+    return _won(
+        "TransactionCanceledException",
+        client.transact_write_items,
+        TransactItems=[
+            {"Put": {"TableName": table, "Item": {"pk": {"S": key}, "winner": {"S": contender}}, "ConditionExpression": "attribute_not_exists(pk)"}},
+            {"Put": {"TableName": table, "Item": {"pk": {"S": f"{key}#effect#{contender}"}}}},
+        ],
+    )
 
 
 OPERATIONS = {"conditional_put": conditional_put, "claim_update": claim_update, "transact_put": transact_put}
