@@ -8,6 +8,7 @@ from what a checkout says about itself.
 
 from __future__ import annotations
 
+import ast
 import json
 import time
 import uuid
@@ -203,13 +204,25 @@ def retry_until_answered(invoke: Invoke, strategy: str, request: dict, within_se
         time.sleep(every)
 
 
-def show_code(file: str, first: str, last: str) -> None:
-    """Print the lines of ``functions/checkout/<file>`` from the one holding ``first``
-    up to, not including, the one holding ``last``: the notebook shows the real code."""
-    lines = (FUNCTION_DIR / file).read_text().splitlines()
-    begin = next(i for i, line in enumerate(lines) if first in line)
-    end = next(i for i, line in enumerate(lines) if i > begin and last in line)
-    print("\n".join(lines[begin:end]).rstrip())
+def show_code(file: str, *names: str) -> None:
+    """Print whole top-level definitions of ``functions/checkout/<file>``, found by name
+    (a function with its decorators, a class, or an assigned variable), in the order
+    asked: the notebook shows the real code, and no comment's wording can cut it short."""
+    source = (FUNCTION_DIR / file).read_text()
+    lines = source.splitlines()
+    found = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined = [node.name]
+        else:
+            defined = [target.id for target in getattr(node, "targets", []) if isinstance(target, ast.Name)]
+        first = min([decorator.lineno for decorator in getattr(node, "decorator_list", [])] + [node.lineno])
+        for name in defined:
+            found[name] = "\n".join(lines[first - 1 : node.end_lineno])
+    missing = [name for name in names if name not in found]
+    if missing:
+        raise KeyError(f"{file} defines no {', '.join(missing)} at its top level")
+    print("\n\n".join(found[name] for name in names))
 
 
 # --- in-process: the handlers in this process, against the same API server -------------
