@@ -65,7 +65,7 @@ lab: $(VENV)/.installed-lab deploy ## backend up, stack deployed, JupyterLab on 
 TEST_WORKERS ?= 3
 
 test: install tools ## the whole test suite, on embedded backends it starts itself
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=15
+	$(PY) -m pytest -n $(TEST_WORKERS) --durations=15
 
 conformance: install ## the AWS behaviours the lessons rely on, checked on BACKEND (embedded unless set)
 	@if [ "$(BACKEND)" = localstack ]; then $(PY) -m idemlab up; fi

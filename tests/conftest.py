@@ -21,17 +21,20 @@ from idemlab import clients
 from idemlab.embedded.server import EmbeddedBackend
 
 
-def pytest_itemcollected(item):
-    """`make test` spreads the suite over worker processes (pytest-xdist, --dist loadgroup),
-    each with its own embedded backend and stack. A test file is one group, so its
-    module fixtures (a race's rounds, say) run once; each notebook is a group of its own,
-    since they are the longest tests and share nothing but the stack. Marked as each
-    test is collected: xdist reads the groups before a later hook could add them."""
-    group = item.path.stem
-    notebook = getattr(item, "callspec", None) and item.callspec.params.get("path")
-    if notebook is not None and item.path.name == "test_notebooks.py":
-        group += f"[{notebook.name}]"
-    item.add_marker(pytest.mark.xdist_group(group))
+def pytest_xdist_make_scheduler(config, log):
+    """`make test` spreads the suite over worker processes (pytest-xdist), each with its
+    own embedded backend and stack. A test file goes to one worker whole, so its module
+    fixtures (a race's rounds, say) run once; each notebook goes on its own, since they
+    are the longest tests and share nothing but the stack. (xdist's own loadgroup marks
+    do not take with this pytest: the worker's renamed test ids are not used.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FilesAndNotebooks(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return nodeid if path.endswith("test_notebooks.py") else path
+
+    return FilesAndNotebooks(config, log)
 
 
 @pytest.fixture(scope="session")
