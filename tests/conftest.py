@@ -21,6 +21,26 @@ from idemlab import clients
 from idemlab.embedded.server import EmbeddedBackend
 
 
+# The files that take longest (make test's --durations), started first so that no worker
+# begins one of them when the others are nearly done. The rest keep their usual order.
+LONGEST_FIRST = (
+    "test_deletion_stack.py",
+    "test_notebooks.py",
+    "test_terraform_lifecycle.py",
+    "test_bench_notebook_backend.py",
+    "test_bench_strategy_counts.py",
+    "test_queue_lesson.py",
+    "test_embedded_dynamodb.py",
+    "test_plugin_example.py",
+    "test_embedded_limits.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: position for position, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: a file keeps its order
+
+
 def pytest_xdist_make_scheduler(config, log):
     """`make test` spreads the suite over worker processes (pytest-xdist), each with its
     own embedded backend and stack. A test file goes to one worker whole, so its module
