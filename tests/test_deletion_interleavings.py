@@ -240,11 +240,16 @@ def test_no_interleaving_lets_a_superseded_claim_write(table):
     run_state_machine_as_test(
         DeletionInterleavings,
         settings=settings(
-            max_examples=20,
+            max_examples=50,
             stateful_step_count=25,
             deadline=None,
             suppress_health_check=[HealthCheck.too_slow],
             database=None,
+            # The same examples every run: the coverage checks below (zombies tried,
+            # sweeps failed midway, ...) held in most random runs but not all (seen: no
+            # stale write tried in one CI run), and a property that passes only by luck
+            # proves nothing. The examples change when the code or Hypothesis does.
+            derandomize=True,
         ),
     )
     assert tally.stale_accepted == 0
