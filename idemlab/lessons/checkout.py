@@ -48,7 +48,7 @@ def concurrently(call: Callable[[], dict], copies: int) -> list[dict]:
     """Run ``call`` in ``copies`` threads released together; answers in thread order."""
     if copies < 1:
         raise ValueError(f"copies must be at least 1, got {copies}")
-    return all_at_once([call] * copies)
+    return all_at_once([call] * copies, join_seconds=None)
 
 
 class Ledger:
@@ -123,7 +123,7 @@ class Checkout:
         that is merely rejected returns too fast to keep an environment busy.
         """
         requests = [order(prefix="warm-up", amount=1, check_act_delay_ms=hold_ms) for _ in range(copies)]
-        answers = all_at_once([lambda r=r: self.invoke(strategy, r) for r in requests])
+        answers = all_at_once([lambda r=r: self.invoke(strategy, r) for r in requests], join_seconds=None)
         failed = [a for a in answers if a["outcome"] != outcomes.CHARGED]
         if failed:
             raise RuntimeError(f"warm-up orders should be charged, got {failed}")

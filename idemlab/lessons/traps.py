@@ -138,7 +138,7 @@ class KeyedCheckouts:
         return body
 
     def send_together(self, variant: Variant | str, events: list[dict]) -> list[dict]:
-        return all_at_once([lambda e=e: self.send(variant, e) for e in events])
+        return all_at_once([lambda e=e: self.send(variant, e) for e in events], join_seconds=None)
 
     def charges(self, order_id: str) -> int:
         return self.ledger.count(order_id)
