@@ -62,7 +62,7 @@ lab: $(VENV)/.installed-lab deploy ## backend up, stack deployed, JupyterLab on 
 # Worker processes for `make test`, each with its own embedded backend and stack. Most
 # of the suite waits (function timeouts, queue visibility, scheduler delays) rather than
 # computes, so more workers than the 2 cores CI has still shorten it. Four were faster
-# still (9.3 min against 11.3), but timed a cold start out once: three are the default.
+# still (9.3 min of tests against 10.0), but timed a cold start out once: three are the default.
 TEST_WORKERS ?= 3
 
 test: install tools ## the whole test suite, on embedded backends it starts itself
