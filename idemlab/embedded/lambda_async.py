@@ -31,7 +31,7 @@ from datetime import datetime, timezone
 from typing import Callable
 
 from idemlab.embedded.lambda_concurrency import Throttled
-from idemlab.embedded.lambda_runtime import InvokeResult
+from idemlab.embedded.lambda_runtime import InvokeResult, lambda_error
 
 DEFAULT_MAX_RETRY_ATTEMPTS = 2  # Lambda's documented default
 DEFAULT_MAX_EVENT_AGE_SECONDS = 21600  # 6 hours, Lambda's documented default
@@ -115,10 +115,10 @@ class AsyncInvoker:
             self._retry_later(event, max(0.0, min(backoff, remaining)))  # wake up when it expires at the latest
             return
         except Exception as exc:  # the function was deleted meanwhile: give up like Lambda
-            result = InvokeResult(json.dumps({"errorType": type(exc).__name__, "errorMessage": str(exc)}).encode(), "Unhandled")
+            result = InvokeResult(lambda_error(type(exc).__name__, str(exc)), "Unhandled")
         event.attempts += 1
         event.last_result = result
-        if not result.failed:
+        if result.function_error is None:
             self._finish(event, result, "Success")
             return
         delay = RETRY_BASE_DELAY_SECONDS * event.attempts
@@ -164,7 +164,7 @@ class AsyncInvoker:
         }
         if result is not None:
             record["responseContext"] = {"statusCode": 200, "executedVersion": "$LATEST"}
-            if result.failed:
+            if result.function_error is not None:
                 record["responseContext"]["functionError"] = result.function_error
             record["responsePayload"] = _json_or_text(result.payload, None)
         return record

@@ -76,10 +76,6 @@ class InvokeResult:
     function_error: str | None = None  # "Unhandled" when the payload is an error
     request_id: str | None = None
 
-    @property
-    def failed(self) -> bool:
-        return self.function_error is not None
-
 
 def lambda_error(error_type: str, message: str) -> bytes:
     return json.dumps({"errorType": error_type, "errorMessage": message}).encode()
