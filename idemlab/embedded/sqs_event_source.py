@@ -29,6 +29,7 @@ and scales them, ScalingConfig), and no FilterCriteria.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import itertools
 import math
@@ -86,16 +87,7 @@ def lambda_record(message: dict, queue_arn: str, region: str) -> dict:
         "receiptHandle": message["ReceiptHandle"],
         "body": message["Body"],
         "attributes": dict(message.get("Attributes") or {}),
-        "messageAttributes": {
-            name: {
-                "stringValue": value.get("StringValue"),
-                "binaryValue": value.get("BinaryValue"),
-                "stringListValues": value.get("StringListValues", []),
-                "binaryListValues": value.get("BinaryListValues", []),
-                "dataType": value["DataType"],
-            }
-            for name, value in (message.get("MessageAttributes") or {}).items()
-        },
+        "messageAttributes": {name: _lambda_attribute(v) for name, v in message.get("MessageAttributes", {}).items()},
         "md5OfBody": message["MD5OfBody"],
         "eventSource": "aws:sqs",
         "eventSourceARN": queue_arn,
@@ -104,6 +96,19 @@ def lambda_record(message: dict, queue_arn: str, region: str) -> dict:
     if message.get("MD5OfMessageAttributes"):
         record["md5OfMessageAttributes"] = message["MD5OfMessageAttributes"]
     return record
+
+
+def _lambda_attribute(value: dict) -> dict:
+    """A message attribute as Lambda shows it: keys in camel case, binary values in base64."""
+    attribute = {"stringValue": value["StringValue"]} if "StringValue" in value else {}
+    if "BinaryValue" in value:
+        attribute["binaryValue"] = base64.b64encode(value["BinaryValue"]).decode()
+    return {
+        **attribute,
+        "stringListValues": value.get("StringListValues", []),
+        "binaryListValues": [base64.b64encode(item).decode() for item in value.get("BinaryListValues", [])],
+        "dataType": value["DataType"],
+    }
 
 
 class MappingPoller:
