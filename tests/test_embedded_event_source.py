@@ -139,6 +139,19 @@ def test_messages_arrive_in_one_batch_with_the_record_shape_lambda_uses(backend,
     wait_for(lambda: depth(url) == 0)
 
 
+def test_message_attributes_arrive_as_lambda_shows_them_binary_ones_base64_encoded(backend, consumer, table, mappings):
+    url, arn, _ = make_queue(f"q-{uuid.uuid4().hex[:8]}")
+    attributes = {"blob": {"DataType": "Binary", "BinaryValue": b"\x00\x01"}, "note": {"DataType": "String", "StringValue": "x"}}
+    clients.client("sqs").send_message(QueueUrl=url, MessageBody=json.dumps({"id": "attrs"}), MessageAttributes=attributes)
+    mapping(mappings, consumer("raise"), arn)
+
+    [row] = wait_for(lambda: deliveries(table))
+    assert row["record"]["messageAttributes"] == {  # with-sqs.html, example event
+        "blob": {"binaryValue": "AAE=", "stringListValues": [], "binaryListValues": [], "dataType": "Binary"},
+        "note": {"stringValue": "x", "stringListValues": [], "binaryListValues": [], "dataType": "String"},
+    }
+
+
 def test_failed_batch_comes_back_after_the_visibility_timeout_then_goes_to_the_dlq(backend, consumer, table, mappings):
     url, arn, dlq_url = make_queue(f"q-{uuid.uuid4().hex[:8]}", max_receive=2)
     send(url, {"id": "good"}, {"id": "bad", "poison": True})

@@ -9,11 +9,12 @@ stronger guarantee (linearizable across items too) and costs nothing at lab scal
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections import Counter, defaultdict
 
 from moto.dynamodb.responses import DynamoHandler
+
+from idemlab.embedded.patching import wrap
 
 _LOCK = threading.RLock()
 # Requests served, by action: the cost benchmarks count calls here, at the backend,
@@ -22,25 +23,18 @@ REQUEST_COUNTS: Counter = Counter()
 # ... and by the table each one named, so the bench measures which requests are a
 # handler's own, which are its fault probes and which the charge it protects.
 REQUEST_COUNTS_BY_TABLE: dict[str, Counter] = defaultdict(Counter)
-_INSTALLED_FLAG = "_idemlab_serialised"
 
 
 def install() -> None:
     """Wrap DynamoHandler.call_action in one process-wide lock (idempotent)."""
-    original = DynamoHandler.call_action
-    if getattr(original, _INSTALLED_FLAG, False):
-        return
 
-    @functools.wraps(original)
-    def serialised_call_action(self):
+    @wrap(DynamoHandler, "call_action")
+    def serialised_call_action(original, self):
         with _LOCK:
             action = self.get_endpoint_name(self.headers) or "unknown"
             REQUEST_COUNTS[action] += 1
             REQUEST_COUNTS_BY_TABLE[table_names(getattr(self, "params", None) or {})][action] += 1
             return original(self)
-
-    setattr(serialised_call_action, _INSTALLED_FLAG, True)
-    DynamoHandler.call_action = serialised_call_action
 
 
 def table_names(params: dict) -> str:

@@ -31,7 +31,7 @@ from datetime import datetime, timezone
 from typing import Callable
 
 from idemlab.embedded.lambda_concurrency import Throttled
-from idemlab.embedded.lambda_runtime import InvokeResult
+from idemlab.embedded.lambda_runtime import InvokeResult, lambda_error
 
 DEFAULT_MAX_RETRY_ATTEMPTS = 2  # Lambda's documented default
 DEFAULT_MAX_EVENT_AGE_SECONDS = 21600  # 6 hours, Lambda's documented default
@@ -85,8 +85,6 @@ class AsyncInvoker:
         self._invoke = invoke  # (function arn, payload) -> result
         self._deliver = deliver  # (target arn, message body, sqs attributes) -> None
         self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="lambda-async")
-        self._timers: set[threading.Timer] = set()
-        self._lock = threading.Lock()
         self._closed = False
 
     def submit(self, event: QueuedEvent) -> None:
@@ -101,10 +99,7 @@ class AsyncInvoker:
             print(f"embedded: async event {event.request_id} for {event.function_arn} lost: {exc!r}", file=sys.stderr, flush=True)
 
     def shutdown(self) -> None:
-        self._closed = True
-        with self._lock:
-            for timer in self._timers:
-                timer.cancel()
+        self._closed = True  # a retry timer still pending finds it closed, and does nothing
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _attempt(self, event: QueuedEvent) -> None:
@@ -120,10 +115,10 @@ class AsyncInvoker:
             self._retry_later(event, max(0.0, min(backoff, remaining)))  # wake up when it expires at the latest
             return
         except Exception as exc:  # the function was deleted meanwhile: give up like Lambda
-            result = InvokeResult(json.dumps({"errorType": type(exc).__name__, "errorMessage": str(exc)}).encode(), "Unhandled")
+            result = InvokeResult(lambda_error(type(exc).__name__, str(exc)), "Unhandled")
         event.attempts += 1
         event.last_result = result
-        if not result.failed:
+        if result.function_error is None:
             self._finish(event, result, "Success")
             return
         delay = RETRY_BASE_DELAY_SECONDS * event.attempts
@@ -135,17 +130,8 @@ class AsyncInvoker:
             self._retry_later(event, delay)
 
     def _retry_later(self, event: QueuedEvent, delay: float) -> None:
-        def fire() -> None:
-            with self._lock:
-                self._timers.discard(timer)
-            self.submit(event)
-
-        timer = threading.Timer(delay, fire)
+        timer = threading.Timer(delay, self.submit, (event,))
         timer.daemon = True
-        with self._lock:
-            if self._closed:
-                return
-            self._timers.add(timer)
         timer.start()
 
     def _finish(self, event: QueuedEvent, result: InvokeResult | None, condition: str) -> None:
@@ -165,10 +151,6 @@ class AsyncInvoker:
     @staticmethod
     def _record(event: QueuedEvent, result: InvokeResult | None, condition: str) -> dict:
         """The invocation record Lambda sends to a destination (no response if it never ran)."""
-        try:
-            request_payload = json.loads(event.payload or b"{}")
-        except ValueError:
-            request_payload = event.payload.decode(errors="replace")
         record = {
             "version": "1.0",
             "timestamp": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
@@ -178,15 +160,21 @@ class AsyncInvoker:
                 "condition": condition,
                 "approximateInvokeCount": event.attempts,
             },
-            "requestPayload": request_payload,
+            "requestPayload": _json_or_text(event.payload, {}),
         }
-        if result is None:
-            return record
-        response_context = {"statusCode": 200, "executedVersion": "$LATEST"}
-        if result.failed:
-            response_context["functionError"] = result.function_error
-        try:
-            response_payload = json.loads(result.payload) if result.payload else None
-        except ValueError:
-            response_payload = result.payload.decode(errors="replace")
-        return {**record, "responseContext": response_context, "responsePayload": response_payload}
+        if result is not None:
+            record["responseContext"] = {"statusCode": 200, "executedVersion": "$LATEST"}
+            if result.function_error is not None:
+                record["responseContext"]["functionError"] = result.function_error
+            record["responsePayload"] = _json_or_text(result.payload, None)
+        return record
+
+
+def _json_or_text(payload: bytes, empty):
+    """A payload as a record carries it: its JSON, else its text; `empty` when there is none."""
+    if not payload:
+        return empty
+    try:
+        return json.loads(payload)
+    except ValueError:
+        return payload.decode(errors="replace")

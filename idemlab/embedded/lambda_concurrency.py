@@ -47,8 +47,9 @@ class ConcurrencyLimit:
     def __init__(self, limit: int = DEFAULT_CONCURRENT_EXECUTIONS):
         self.limit = limit
         self._lock = threading.Lock()
-        self._reserved_running: Counter = Counter()  # function ARN -> in flight
-        self._unreserved_running: Counter = Counter()  # (account, region) -> in flight
+        # In flight by function ARN (functions with reserved concurrency) or by
+        # (account, region) for the functions sharing the unreserved rest.
+        self._running: Counter = Counter()
 
     @contextmanager
     def lease(self, function_arn: str, reserved: int | None, reserved_total: int):
@@ -58,21 +59,16 @@ class ConcurrencyLimit:
         `reserved_total` the sum reserved by all functions of its account and Region.
         """
         _, _, _, region, account, _ = function_arn.split(":", 5)
-        scope = (account, region)
+        if reserved is not None:
+            scope, limit, reason = function_arn, reserved, RESERVED_LIMIT
+        else:
+            scope, limit, reason = (account, region), self.limit - reserved_total, ACCOUNT_LIMIT
         with self._lock:
-            if reserved is not None:
-                if self._reserved_running[function_arn] >= reserved:
-                    raise Throttled(RESERVED_LIMIT)
-                self._reserved_running[function_arn] += 1
-            else:
-                if reserved_total + self._unreserved_running[scope] >= self.limit:
-                    raise Throttled(ACCOUNT_LIMIT)
-                self._unreserved_running[scope] += 1
+            if self._running[scope] >= limit:
+                raise Throttled(reason)
+            self._running[scope] += 1
         try:
             yield
         finally:
             with self._lock:
-                if reserved is not None:
-                    self._reserved_running[function_arn] -= 1
-                else:
-                    self._unreserved_running[scope] -= 1
+                self._running[scope] -= 1

@@ -26,6 +26,8 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from idemlab.embedded.patching import every
+
 # Lambda gives a handler 10 s to initialise; importing boto3 and Powertools on a busy
 # 2-core machine with many cold starts at once can take longer, so be generous.
 INIT_TIMEOUT_SECONDS = 30
@@ -72,12 +74,7 @@ class FunctionVersion:
 class InvokeResult:
     payload: bytes
     function_error: str | None = None  # "Unhandled" when the payload is an error
-    pid: int | None = None
     request_id: str | None = None
-
-    @property
-    def failed(self) -> bool:
-        return self.function_error is not None
 
 
 def lambda_error(error_type: str, message: str) -> bytes:
@@ -94,7 +91,7 @@ def exit_error(request_id: str, code: int) -> bytes:
     return lambda_error("Runtime.ExitError", f"RequestId: {request_id} Error: {reason}")
 
 
-@dataclass
+@dataclass(eq=False)
 class ExecutionEnvironment:
     version: FunctionVersion
     process: subprocess.Popen
@@ -103,37 +100,30 @@ class ExecutionEnvironment:
 
     @classmethod
     def spawn(cls, version: FunctionVersion, code_dir: Path, endpoint_url: str) -> "ExecutionEnvironment":
-        env = {k: os.environ[k] for k in _HOST_VARIABLES if k in os.environ}
-        env["AWS_ENDPOINT_URL"] = endpoint_url  # as LocalStack does: boto3 in a handler finds us
-        env.update(dict(version.environment))
-        env.update(
-            {
-                "_HANDLER": version.handler,
-                "LAMBDA_TASK_ROOT": str(code_dir),
-                "AWS_LAMBDA_FUNCTION_NAME": version.name,
-                "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
-                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(version.memory_size),
-                "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{version.name}",
-                "AWS_LAMBDA_LOG_STREAM_NAME": uuid.uuid4().hex,
-                "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
-                "AWS_EXECUTION_ENV": "AWS_Lambda_python3",
-                "AWS_REGION": version.region,
-                "AWS_DEFAULT_REGION": version.region,
-                "AWS_ACCESS_KEY_ID": "test",
-                "AWS_SECRET_ACCESS_KEY": "test",
-                "IDEMLAB_FUNCTION_ARN": version.arn,
-                "PYTHONUNBUFFERED": "1",
-                "PYTHONDONTWRITEBYTECODE": "1",
-            }
-        )
-        process = subprocess.Popen(
-            [sys.executable, "-m", "idemlab.embedded.lambda_worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            cwd=code_dir,
-            env=env,
-            text=True,
-        )
+        env = {
+            **{k: os.environ[k] for k in _HOST_VARIABLES if k in os.environ},
+            "AWS_ENDPOINT_URL": endpoint_url,  # as LocalStack does: boto3 in a handler finds us
+            **dict(version.environment),
+            "_HANDLER": version.handler,
+            "LAMBDA_TASK_ROOT": str(code_dir),
+            "AWS_LAMBDA_FUNCTION_NAME": version.name,
+            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(version.memory_size),
+            "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{version.name}",
+            "AWS_LAMBDA_LOG_STREAM_NAME": uuid.uuid4().hex,
+            "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
+            "AWS_EXECUTION_ENV": "AWS_Lambda_python3",
+            "AWS_REGION": version.region,
+            "AWS_DEFAULT_REGION": version.region,
+            "AWS_ACCESS_KEY_ID": "test",
+            "AWS_SECRET_ACCESS_KEY": "test",
+            "IDEMLAB_FUNCTION_ARN": version.arn,
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+        worker = [sys.executable, "-m", "idemlab.embedded.lambda_worker"]
+        pipe = subprocess.PIPE
+        process = subprocess.Popen(worker, stdin=pipe, stdout=pipe, cwd=code_dir, env=env, text=True)
         environment = cls(version=version, process=process)
         threading.Thread(target=environment._read_replies, daemon=True).start()
         return environment
@@ -148,8 +138,7 @@ class ExecutionEnvironment:
         try:
             message = self.replies.get(timeout=INIT_TIMEOUT_SECONDS)
         except queue.Empty:
-            self.kill()
-            return InvokeResult(lambda_error("Runtime.InitTimeout", "Init timed out"), "Unhandled")
+            message = {"init_error": {"errorType": "Runtime.InitTimeout", "errorMessage": "Init timed out"}}
         if message is None:
             return InvokeResult(exit_error(request_id, self.process.wait()), "Unhandled")
         if "init_error" in message:
@@ -157,8 +146,8 @@ class ExecutionEnvironment:
             return InvokeResult(json.dumps(message["init_error"]).encode(), "Unhandled")
         return None
 
-    def invoke(self, payload: bytes, request_id: str) -> tuple[InvokeResult, bool]:
-        """Run one invocation; returns the result and whether the environment survives."""
+    def invoke(self, payload: bytes, request_id: str) -> InvokeResult:
+        """Run one invocation; a timeout or a worker that died leaves the environment dead."""
         timeout = self.version.timeout
         deadline_ms = int(time.time() * 1000) + timeout * 1000
         request = {"request_id": request_id, "payload": payload.decode() or "{}", "deadline_ms": deadline_ms}
@@ -171,14 +160,14 @@ class ExecutionEnvironment:
         except queue.Empty:
             self.kill()
             message = f"RequestId: {request_id} Error: Task timed out after {timeout:.2f} seconds"
-            return InvokeResult(lambda_error("Sandbox.Timedout", message), "Unhandled", self.pid), False
+            reply = {"error": {"errorType": "Sandbox.Timedout", "errorMessage": message}}
         finally:
             self.last_used = time.monotonic()
         if reply is None:
-            return InvokeResult(exit_error(request_id, self.process.wait()), "Unhandled", self.pid), False
+            return InvokeResult(exit_error(request_id, self.process.wait()), "Unhandled")
         if "error" in reply:
-            return InvokeResult(json.dumps(reply["error"]).encode(), "Unhandled", self.pid), True
-        return InvokeResult(reply["result"].encode(), None, self.pid), True
+            return InvokeResult(json.dumps(reply["error"]).encode(), "Unhandled")
+        return InvokeResult(reply["result"].encode())
 
     @property
     def pid(self) -> int:
@@ -200,27 +189,17 @@ class LambdaRuntime:
         self.endpoint_url = endpoint_url
         self.work_dir = Path(work_dir)
         self._idle: dict[FunctionVersion, list[ExecutionEnvironment]] = {}
-        self._busy: set[int] = set()
         self._all: dict[int, ExecutionEnvironment] = {}
         self._lock = threading.Lock()
         self._code_lock = threading.Lock()
-        self._stopped = threading.Event()
-        threading.Thread(target=self._reap_periodically, name="lambda-reaper", daemon=True).start()
-
-    def _reap_periodically(self) -> None:
-        interval = min(30.0, max(0.2, IDLE_SECONDS / 4))
-        while not self._stopped.wait(interval):
-            with self._lock:
-                self._reap_idle()
+        self._stopped = every(min(30.0, max(0.2, IDLE_SECONDS / 4)), self._reap_idle, "lambda reaper")
 
     def invoke(self, version: FunctionVersion, code_zip: bytes, payload: bytes) -> InvokeResult:
         request_id = str(uuid.uuid4())
-        environment = self._acquire(version, code_zip, request_id)
-        if isinstance(environment, InvokeResult):
-            environment.request_id = request_id
-            return environment
-        result, survives = environment.invoke(payload, request_id)
-        self._release(environment, survives)
+        result = environment = self._acquire(version, code_zip, request_id)
+        if isinstance(environment, ExecutionEnvironment):
+            result = environment.invoke(payload, request_id)
+            self._release(environment)
         result.request_id = request_id
         return result
 
@@ -240,8 +219,8 @@ class LambdaRuntime:
         shutil.rmtree(self.work_dir / "code", ignore_errors=True)
 
     def _acquire(self, version: FunctionVersion, code_zip: bytes, request_id: str) -> ExecutionEnvironment | InvokeResult:
+        self._reap_idle()
         with self._lock:
-            self._reap_idle()
             pool = self._idle.setdefault(version, [])
             while pool:
                 environment = pool.pop()
@@ -257,27 +236,25 @@ class LambdaRuntime:
             self._all[environment.pid] = environment
         return environment
 
-    def _release(self, environment: ExecutionEnvironment, survives: bool) -> None:
+    def _release(self, environment: ExecutionEnvironment) -> None:
         with self._lock:
             pool = self._idle.get(environment.version)
-            if survives and pool is not None and len(pool) < MAX_IDLE_PER_VERSION:
+            if environment.alive() and pool is not None and len(pool) < MAX_IDLE_PER_VERSION:
                 pool.append(environment)
                 return
             self._all.pop(environment.pid, None)
         environment.kill()
 
     def _reap_idle(self) -> None:
-        """Stop idle environments past IDLE_SECONDS and pools of replaced versions."""
+        """Stop the environments idle for IDLE_SECONDS (those of replaced versions too), and dead ones."""
         now = time.monotonic()
-        for version, pool in list(self._idle.items()):
-            keep = []
-            for environment in pool:
-                if now - environment.last_used < IDLE_SECONDS and environment.alive():
-                    keep.append(environment)
-                else:
+        with self._lock:
+            for pool in self._idle.values():
+                stale = [e for e in pool if now - e.last_used >= IDLE_SECONDS or not e.alive()]
+                pool[:] = [e for e in pool if e not in stale]
+                for environment in stale:
                     self._all.pop(environment.pid, None)
                     environment.kill()
-            self._idle[version] = keep
 
     def _code_dir(self, version: FunctionVersion, code_zip: bytes) -> Path:
         """The zip, extracted once per code hash (what Lambda calls /var/task)."""

@@ -1,11 +1,16 @@
-"""How the embedded backend changes moto: each replacement once per process.
+"""How the embedded backend changes moto, and runs its background loops.
 
-The server installs its changes at start, and the tests start more than one server in
-a process, so a second install must leave the first one's replacements as they are
-(wrapping a wrapper would run each check twice).
+Each replacement is made once per process: the server installs its changes at start,
+and the tests start more than one server in a process, so a second install must leave
+the first one's replacements as they are (wrapping a wrapper would run each check twice).
 """
 
 from __future__ import annotations
+
+import functools
+import inspect
+import sys
+import threading
 
 MARK = "_idemlab"
 
@@ -17,3 +22,43 @@ def replace_once(owner: type, name: str, replacement) -> bool:
     setattr(replacement, MARK, True)
     setattr(owner, name, replacement)
     return True
+
+
+def wrap(owner: type, name: str):
+    """Decorator: ``owner.name`` becomes ``replacement(original, *args)``, once per process.
+
+    A method, a static method or a property's getter is wrapped, and stays what it was.
+    """
+
+    def install(replacement):
+        kind = type(inspect.getattr_static(owner, name))
+        original = getattr(owner, name).fget if kind is property else getattr(owner, name)
+        if not getattr(original, MARK, False):
+
+            @functools.wraps(original)
+            def wrapper(*args, **kwargs):
+                return replacement(original, *args, **kwargs)
+
+            setattr(wrapper, MARK, True)
+            setattr(owner, name, kind(wrapper) if kind in (property, staticmethod) else wrapper)
+        return replacement
+
+    return install
+
+
+def every(seconds: float, action, name: str) -> threading.Event:
+    """Call `action` every `seconds` on a daemon thread until the returned event is set.
+
+    A call that fails is reported, and the next one comes as planned.
+    """
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(seconds):
+            try:
+                action()
+            except Exception as exc:
+                print(f"embedded: {name}: {exc!r}", file=sys.stderr, flush=True)
+
+    threading.Thread(target=loop, name=name, daemon=True).start()
+    return stop

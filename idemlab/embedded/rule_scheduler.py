@@ -18,6 +18,8 @@ import time
 import uuid
 from datetime import datetime, timezone
 
+from idemlab.embedded.patching import every
+
 RATE = re.compile(r"^rate\((\d+)\s+(minute|minutes|hour|hours|day|days)\)$")
 UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
 POLL_SECONDS = 1.0
@@ -25,9 +27,7 @@ POLL_SECONDS = 1.0
 
 def rate_seconds(expression: str) -> int | None:
     match = RATE.match(expression or "")
-    if not match:
-        return None
-    return int(match.group(1)) * UNIT_SECONDS[match.group(2).rstrip("s")]
+    return int(match.group(1)) * UNIT_SECONDS[match.group(2).rstrip("s")] if match else None
 
 
 def scheduled_event(rule_arn: str, account: str, region: str) -> dict:
@@ -57,7 +57,7 @@ class RuleScheduler:
     def run_once(self, now: float | None = None) -> list[str]:
         now = time.time() if now is None else now
         fired = []
-        for rule in self._rules():
+        for rule in self._events.get_paginator("list_rules").paginate().search("Rules[]"):
             period = rate_seconds(rule.get("ScheduleExpression", ""))
             if period is None or rule.get("State") != "ENABLED":
                 continue
@@ -69,15 +69,6 @@ class RuleScheduler:
                 fired.append(rule["Name"])
         return fired
 
-    def _rules(self) -> list[dict]:
-        rules, token = [], None
-        while True:
-            page = self._events.list_rules(**({"NextToken": token} if token else {}))
-            rules += page.get("Rules", [])
-            token = page.get("NextToken")
-            if not token:
-                return rules
-
     def _fire(self, rule: dict) -> None:
         account = rule["Arn"].split(":")[4]
         for target in self._events.list_targets_by_rule(Rule=rule["Name"]).get("Targets", []):
@@ -88,15 +79,8 @@ class RuleScheduler:
             self._lambda.invoke(FunctionName=target["Arn"], InvocationType="Event", Payload=payload.encode())
 
     def start(self) -> "RuleScheduler":
-        threading.Thread(target=self._loop, name="rule-scheduler", daemon=True).start()
+        self._stop = every(POLL_SECONDS, self.run_once, "rule scheduler")
         return self
 
     def stop(self) -> None:
         self._stop.set()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(POLL_SECONDS):
-            try:
-                self.run_once()
-            except Exception as exc:  # keep firing later rules; say what failed
-                print(f"embedded: rule scheduler pass failed: {exc}", file=sys.stderr)

@@ -19,11 +19,10 @@ year) where exactly one of day-of-month and day-of-week is `?`.
 
 from __future__ import annotations
 
-import functools
 import re
 from datetime import datetime
 
-from idemlab.embedded.patching import replace_once
+from idemlab.embedded.patching import wrap
 
 _AT = re.compile(r"at\((\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\)")
 _RATE = re.compile(r"rate\(([1-9][0-9]*) (minute|minutes|hour|hours|day|days)\)")
@@ -31,55 +30,44 @@ _CRON = re.compile(r"cron\(([^()]*)\)")
 
 _MONTHS = {name: n for n, name in enumerate("JAN FEB MAR APR MAY JUN JUL AUG SEP OCT NOV DEC".split(), start=1)}
 _WEEKDAYS = {name: n for n, name in enumerate("SUN MON TUE WED THU FRI SAT".split(), start=1)}
+_DAY = r"([1-7]|SUN|MON|TUE|WED|THU|FRI|SAT)"
+# Each cron field: its range, its names, and what it accepts besides values, ranges and
+# steps (in the two day fields: the last day L, the weekday nearest n nW, the nth weekday d#n).
+_CRON_FIELDS = (
+    (0, 59, {}, None),  # minutes
+    (0, 23, {}, None),  # hours
+    (1, 31, {}, re.compile(r"L|LW|([1-9]|[12][0-9]|3[01])W")),  # day of month
+    (1, 12, _MONTHS, None),  # month
+    (1, 7, _WEEKDAYS, re.compile(rf"L|{_DAY}L|{_DAY}#[1-5]")),  # day of week
+    (1970, 2199, {}, None),  # year
+)
 
 
-def _value(text: str, low: int, high: int, names: dict[str, int]) -> bool:
-    if text in names:
-        return True
-    return text.isdigit() and low <= int(text) <= high
-
-
-def _field(text: str, low: int, high: int, names: dict[str, int] | None = None, special=None) -> bool:
+def _field(text: str, low: int, high: int, names: dict[str, int], special: re.Pattern | None) -> bool:
     """A cron field: a comma list of `*`, values, ranges, each with an optional /step."""
-    names = names or {}
+    if text == "?":  # only a day field may be left open
+        return special is not None
+
+    def value(item: str) -> bool:
+        return item in names or (item.isdigit() and low <= int(item) <= high)
+
     for item in text.split(","):
-        if special is not None and special(item):
+        if special is not None and special.fullmatch(item):
             continue
         base, slash, step = item.partition("/")
+        first, dash, last = base.partition("-")
         if slash and not (step.isdigit() and int(step) > 0):
             return False
-        if base == "*":
-            continue
-        first, dash, last = base.partition("-")
-        if not _value(first, low, high, names) or (dash and not _value(last, low, high, names)):
+        if base != "*" and not (value(first) and (not dash or value(last))):
             return False
     return True
 
 
-def _day_of_month_special(item: str) -> bool:
-    return item in ("L", "LW") or bool(re.fullmatch(r"([1-9]|[12][0-9]|3[01])W", item))
-
-
-def _day_of_week_special(item: str) -> bool:
-    day = r"([1-7]|SUN|MON|TUE|WED|THU|FRI|SAT)"
-    return item == "L" or bool(re.fullmatch(rf"{day}L|{day}#[1-5]", item))
-
-
 def _cron(fields: str) -> bool:
     parts = fields.split(" ")
-    if len(parts) != 6:
-        return False
-    minutes, hours, day_of_month, month, day_of_week, year = parts
-    if (day_of_month == "?") == (day_of_week == "?"):
-        return False  # exactly one of the two day fields is left open
-    return (
-        _field(minutes, 0, 59)
-        and _field(hours, 0, 23)
-        and (day_of_month == "?" or _field(day_of_month, 1, 31, special=_day_of_month_special))
-        and _field(month, 1, 12, _MONTHS)
-        and (day_of_week == "?" or _field(day_of_week, 1, 7, _WEEKDAYS, special=_day_of_week_special))
-        and _field(year, 1970, 2199)
-    )
+    if len(parts) != 6 or (parts[2] == "?") == (parts[4] == "?"):
+        return False  # six fields, and exactly one of the two day fields is left open
+    return all(_field(part, *spec) for part, spec in zip(parts, _CRON_FIELDS))
 
 
 def valid_schedule_expression(expression: str) -> bool:
@@ -96,17 +84,13 @@ def valid_schedule_expression(expression: str) -> bool:
     return False
 
 
-def _validating(method):
-    @functools.wraps(method)
-    def validated(self, *args, **kwargs):
-        from moto.scheduler.exceptions import ValidationException
+def _validated(original, self, *args, **kwargs):
+    from moto.scheduler.exceptions import ValidationException
 
-        expression = kwargs.get("schedule_expression")
-        if expression is not None and not valid_schedule_expression(expression):
-            raise ValidationException(f"Invalid Schedule Expression {expression}.")
-        return method(self, *args, **kwargs)
-
-    return validated
+    expression = kwargs.get("schedule_expression")
+    if expression is not None and not valid_schedule_expression(expression):
+        raise ValidationException(f"Invalid Schedule Expression {expression}.")
+    return original(self, *args, **kwargs)
 
 
 def install() -> None:
@@ -116,4 +100,4 @@ def install() -> None:
 
     ScheduleExists.code = 409  # ConflictException, as AWS answers a duplicate name
     for action in ("create_schedule", "update_schedule"):
-        replace_once(EventBridgeSchedulerBackend, action, _validating(getattr(EventBridgeSchedulerBackend, action)))
+        wrap(EventBridgeSchedulerBackend, action)(_validated)

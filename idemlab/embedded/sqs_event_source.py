@@ -1,32 +1,27 @@
 """SQS -> Lambda event source mappings that behave as Lambda's pollers do.
 
-moto 5.2.5 stores a mapping and then, inside SendMessage itself, receives the new
-message and invokes the function once per message through its own Lambda model
-(moto/sqs/models.py `Queue.add_message`, moto/awslambda/models.py `send_sqs_batch`):
-no batches, no batching window, fixed `ApproximateReceiveCount` "1", a failed message
-made visible again at once instead of after the visibility timeout, and
-`batchItemFailures` ignored. Its FIFO deduplication also forgets a deduplication id as
-soon as the message is deleted. This module replaces both:
+moto 5.2.5 invokes the function inside SendMessage itself, once per message
+(moto/sqs/models.py `Queue.add_message`, moto/awslambda/models.py `send_sqs_batch`): no
+batches or batching window, `ApproximateReceiveCount` always "1", a failed message
+visible again at once, `batchItemFailures` ignored; and its FIFO deduplication forgets
+an id once the message is deleted. Here instead:
 
 - SendMessage only stores the message. FIFO deduplication remembers every id for five
   minutes, deleted or not ("Amazon SQS continues tracking the deduplication ID even
   after the message has been received and deleted": SQS developer guide,
   FIFO-key-terms.html), per queue or per message group (DeduplicationScope).
-- One poller thread per enabled SQS mapping receives through this server's own SQS API
-  (so moto's receive counts, visibility timeouts, FIFO group locks and redrive to the
-  dead-letter queue after maxReceiveCount all apply), gathers up to BatchSize messages
-  within MaximumBatchingWindowInSeconds (one receive for FIFO queues, where the window is
-  not supported), and invokes the function synchronously through the same path as the
-  Invoke API, so concurrency limits apply.
-- After the invocation: success deletes the batch; a function error (or a throttle)
-  deletes nothing, so the batch comes back after the visibility timeout; with
-  ReportBatchItemFailures, only the listed messages stay, and a malformed response fails
-  the whole batch (Lambda developer guide, services-sqs-errorhandling.html).
-
-- A FIFO group stays locked only while one of its messages is in flight, so a group
-  whose batch failed comes back whole and in order (moto skipped the head of the group).
-- A mapping being disabled reports "Disabling" until its poller has stopped, then
-  "Disabled", as Lambda (and LocalStack) report it.
+- One poller thread per enabled mapping receives through this server's own SQS API (so
+  receive counts, visibility timeouts, FIFO group locks and the redrive after
+  maxReceiveCount apply), gathers up to BatchSize messages within
+  MaximumBatchingWindowInSeconds (FIFO: one receive, no window), and invokes the function
+  through the Invoke path, so concurrency limits apply.
+- Success deletes the batch; a function error or a throttle deletes nothing (the batch
+  comes back after the visibility timeout); with ReportBatchItemFailures only the listed
+  messages stay, and a malformed response fails the whole batch (Lambda developer guide,
+  services-sqs-errorhandling.html).
+- A FIFO group is locked only while one of its messages is in flight, so a failed group
+  comes back whole and in order; a mapping being disabled reports "Disabling" until its
+  poller has stopped, as Lambda (and LocalStack) report it.
 
 Known differences from AWS: one batch in flight per mapping (AWS runs several pollers
 and scales them, ScalingConfig), and no FilterCriteria.
@@ -34,7 +29,7 @@ and scales them, ScalingConfig), and no FilterCriteria.
 
 from __future__ import annotations
 
-import functools
+import base64
 import hashlib
 import itertools
 import math
@@ -43,7 +38,7 @@ import sys
 import threading
 import time
 
-from idemlab.embedded.patching import replace_once
+from idemlab.embedded.patching import every, replace_once, wrap
 
 # SQS's FIFO deduplication interval (SendMessage API reference, MessageDeduplicationId).
 DEDUPLICATION_SECONDS = 300
@@ -60,16 +55,6 @@ SUPERVISE_SECONDS = 0.5
 REPORT_BATCH_ITEM_FAILURES = "ReportBatchItemFailures"
 
 
-class BatchOutcome:
-    """What happened to one batch: message ids deleted, and those left to come back."""
-
-    def __init__(self, deleted: list[str], kept: list[str], reason: str):
-        self.deleted, self.kept, self.reason = deleted, kept, reason
-
-    def __repr__(self) -> str:
-        return f"BatchOutcome(deleted={len(self.deleted)}, kept={len(self.kept)}, reason={self.reason!r})"
-
-
 def failed_item_ids(payload: bytes, batch_ids: set[str]) -> set[str] | None:
     """The message ids a partial batch response lists; None when the response is invalid.
 
@@ -79,29 +64,20 @@ def failed_item_ids(payload: bytes, batch_ids: set[str]) -> set[str] | None:
     (Lambda developer guide, services-sqs-errorhandling.html, "Success and failure
     conditions").
     """
-    text = payload.decode() if isinstance(payload, bytes) else (payload or "")
-    if not text.strip():
-        return set()
     try:
-        response = json.loads(text)
+        response = json.loads(payload) if payload.strip() else None
     except ValueError:
+        return None
+    if isinstance(response, dict):
+        response = response.get("batchItemFailures")
+    elif response:
         return None
     if not response:
         return set()
-    if not isinstance(response, dict):
+    if not isinstance(response, list):
         return None
-    failures = response.get("batchItemFailures")
-    if not failures:
-        return set()
-    if not isinstance(failures, list):
-        return None
-    failed = set()
-    for item in failures:
-        identifier = item.get("itemIdentifier") if isinstance(item, dict) else None
-        if not isinstance(identifier, str) or identifier not in batch_ids:
-            return None
-        failed.add(identifier)
-    return failed
+    failed = {item.get("itemIdentifier") if isinstance(item, dict) else None for item in response}
+    return failed if all(isinstance(i, str) and i in batch_ids for i in failed) else None
 
 
 def lambda_record(message: dict, queue_arn: str, region: str) -> dict:
@@ -111,16 +87,7 @@ def lambda_record(message: dict, queue_arn: str, region: str) -> dict:
         "receiptHandle": message["ReceiptHandle"],
         "body": message["Body"],
         "attributes": dict(message.get("Attributes") or {}),
-        "messageAttributes": {
-            name: {
-                "stringValue": value.get("StringValue"),
-                "binaryValue": value.get("BinaryValue"),
-                "stringListValues": value.get("StringListValues", []),
-                "binaryListValues": value.get("BinaryListValues", []),
-                "dataType": value["DataType"],
-            }
-            for name, value in (message.get("MessageAttributes") or {}).items()
-        },
+        "messageAttributes": {name: _lambda_attribute(v) for name, v in message.get("MessageAttributes", {}).items()},
         "md5OfBody": message["MD5OfBody"],
         "eventSource": "aws:sqs",
         "eventSourceARN": queue_arn,
@@ -129,6 +96,19 @@ def lambda_record(message: dict, queue_arn: str, region: str) -> dict:
     if message.get("MD5OfMessageAttributes"):
         record["md5OfMessageAttributes"] = message["MD5OfMessageAttributes"]
     return record
+
+
+def _lambda_attribute(value: dict) -> dict:
+    """A message attribute as Lambda shows it: keys in camel case, binary values in base64."""
+    attribute = {"stringValue": value["StringValue"]} if "StringValue" in value else {}
+    if "BinaryValue" in value:
+        attribute["binaryValue"] = base64.b64encode(value["BinaryValue"]).decode()
+    return {
+        **attribute,
+        "stringListValues": value.get("StringListValues", []),
+        "binaryListValues": [base64.b64encode(item).decode() for item in value.get("BinaryListValues", [])],
+        "dataType": value["DataType"],
+    }
 
 
 class MappingPoller:
@@ -178,32 +158,32 @@ class MappingPoller:
                 self.stopped.wait(0.05)
         return batch
 
-    def run_once(self) -> BatchOutcome | None:
+    def run_once(self) -> None:
+        """Invoke the function with one batch, then delete what it processed.
+
+        A throttle, a runtime failure, a function error or an invalid partial batch
+        response deletes nothing: the whole batch comes back after its visibility timeout.
+        """
         batch = self.collect()
         if not batch:
-            return None
+            return
         event = {"Records": [lambda_record(m, self.queue_arn, self.region) for m in batch]}
-        ids = [m["MessageId"] for m in batch]
         try:
             result = self.invoke(self.mapping.function_arn, json.dumps(event).encode())
-        except Exception as exc:  # a throttle, or the runtime failing: the batch comes back
-            return BatchOutcome([], ids, f"not invoked: {exc}")
+        except Exception:  # a throttle, or the runtime failing
+            return
         if result.function_error:
-            return BatchOutcome([], ids, "function error")
-        keep: set[str] = set()
-        reason = "success"
+            return
+        keep: set[str] | None = set()
         if REPORT_BATCH_ITEM_FAILURES in (self.mapping.function_response_types or []):
-            failed = failed_item_ids(result.payload, set(ids))
-            if failed is None:
-                return BatchOutcome([], ids, "invalid partial batch response")
-            keep = failed
-            reason = "partial batch response" if failed else reason
+            keep = failed_item_ids(result.payload, {m["MessageId"] for m in batch})
+            if keep is None:
+                return
         deleted = [m for m in batch if m["MessageId"] not in keep]
         for start in range(0, len(deleted), MAX_RECEIVE):
             chunk = deleted[start : start + MAX_RECEIVE]
             entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)]
             self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
-        return BatchOutcome([m["MessageId"] for m in deleted], sorted(keep), reason)
 
     def loop(self) -> None:
         _polling.add(self.uuid)
@@ -230,19 +210,16 @@ class SqsEventSources:
         self._stop = threading.Event()
 
     def supervise_once(self) -> None:
-        wanted = {m.uuid: m for m in _sqs_mappings() if _enabled(m)}
-        for uuid in list(self._pollers):
-            if uuid not in wanted:
-                self._pollers.pop(uuid).stopped.set()
-        for uuid, mapping in wanted.items():
-            if uuid not in self._pollers:
-                sqs = self._client_factory("sqs", mapping.event_source_arn.split(":")[3])
-                poller = MappingPoller(mapping, sqs, self._invoke, self._endpoint_url)
-                self._pollers[uuid] = poller
-                threading.Thread(target=poller.loop, name=f"sqs-esm-{uuid[:8]}", daemon=True).start()
+        wanted = {m.uuid: m for m in _sqs_mappings() if m.enabled not in (False, "false", "False")}
+        for uuid in set(self._pollers) - set(wanted):
+            self._pollers.pop(uuid).stopped.set()
+        for uuid in set(wanted) - set(self._pollers):
+            sqs = self._client_factory("sqs", wanted[uuid].event_source_arn.split(":")[3])
+            poller = self._pollers[uuid] = MappingPoller(wanted[uuid], sqs, self._invoke, self._endpoint_url)
+            threading.Thread(target=poller.loop, name=f"sqs-esm-{uuid[:8]}", daemon=True).start()
 
     def start(self) -> "SqsEventSources":
-        threading.Thread(target=self._loop, name="sqs-esm-supervisor", daemon=True).start()
+        self._stop = every(SUPERVISE_SECONDS, self.supervise_once, "SQS mapping supervisor")
         return self
 
     def stop(self) -> None:
@@ -250,26 +227,17 @@ class SqsEventSources:
         for poller in self._pollers.values():
             poller.stopped.set()
 
-    def _loop(self) -> None:
-        while not self._stop.wait(SUPERVISE_SECONDS):
-            try:
-                self.supervise_once()
-            except Exception as exc:
-                print(f"embedded: SQS mapping supervisor: {exc}", file=sys.stderr)
+
+def _is_sqs(arn: str) -> bool:
+    return arn.split(":")[2] == "sqs"
 
 
-def _enabled(mapping) -> bool:
-    return mapping.enabled not in (False, "false", "False")
-
-
-def _sqs_mappings():
+def _sqs_mappings() -> list:
     from moto.awslambda.models import lambda_backends
 
-    for account in list(lambda_backends.keys()):
-        for region in list(lambda_backends[account].keys()):
-            for mapping in list(lambda_backends[account][region]._event_source_mappings.values()):
-                if mapping.event_source_arn.split(":")[2] == "sqs":
-                    yield mapping
+    backends = [backend for regions in list(lambda_backends.values()) for backend in list(regions.values())]
+    mappings = [m for backend in backends for m in list(backend._event_source_mappings.values())]
+    return [m for m in mappings if _is_sqs(m.event_source_arn)]
 
 
 # -- moto patches --------------------------------------------------------------------
@@ -279,22 +247,15 @@ def _sqs_mappings():
 _polling: set[str] = set()
 
 
-def _report_transitions() -> None:
-    from moto.awslambda.models import EventSourceMapping
-
-    original = EventSourceMapping.get_configuration
-
-    @functools.wraps(original)
-    def get_configuration(self):
-        config = original(self)
-        if self.event_source_arn.split(":")[2] == "sqs":
-            if config.get("State") == "Disabled" and self.uuid in _polling:
-                config["State"] = "Disabling"
-            elif config.get("State") == "Enabled" and self.uuid not in _polling:
-                config["State"] = "Enabling"
-        return config
-
-    EventSourceMapping.get_configuration = get_configuration
+def _mapping_state(original, self) -> dict:
+    """EventSourceMapping.get_configuration: "Disabling" and "Enabling" while the poller catches up."""
+    config = original(self)
+    if _is_sqs(self.event_source_arn):
+        if config.get("State") == "Disabled" and self.uuid in _polling:
+            config["State"] = "Disabling"
+        elif config.get("State") == "Enabled" and self.uuid not in _polling:
+            config["State"] = "Enabling"
+    return config
 
 
 _sequence = itertools.count(int(time.time() * 1000) * 1000)
@@ -329,7 +290,7 @@ def _add_message(self, message) -> None:
         self._messages_lock.notify_all()
 
 
-def _fifo_in_flight_only() -> None:
+def _receive_in_group_order(original, self, queue_name, *args, **kwargs):
     """A FIFO group is locked only while one of its messages is in flight.
 
     moto treats a message whose visibility timeout ran out as still in flight until its
@@ -337,83 +298,63 @@ def _fifo_in_flight_only() -> None:
     the later one is handed out first: after a failed batch, the group comes back out of
     order. Releasing timed-out messages before the receive keeps the group's order.
     """
-    from moto.sqs.models import SQSBackend
-
-    original = SQSBackend.receive_message
-
-    @functools.wraps(original)
-    def receive_message(self, queue_name, *args, **kwargs):
-        queue = self.get_queue(queue_name)
-        if queue.fifo_queue:
-            for message in list(queue.pending_messages):
-                if message.visible:
-                    queue.pending_messages.discard(message)
-        return original(self, queue_name, *args, **kwargs)
-
-    SQSBackend.receive_message = receive_message
+    queue = self.get_queue(queue_name)
+    if queue.fifo_queue:
+        for message in [m for m in queue.pending_messages if m.visible]:
+            queue.pending_messages.discard(message)
+    return original(self, queue_name, *args, **kwargs)
 
 
-def _validate_mapping() -> None:
+def _check_mapping(backend, source_arn: str, function_name: str, spec: dict, current=None) -> None:
     """Refuse what Lambda refuses when an SQS mapping is created or updated."""
-    from moto.awslambda.models import LambdaBackend
-    from moto.core.exceptions import JsonRESTError as RESTError
+    from moto.core.exceptions import JsonRESTError
+    from moto.sqs.models import sqs_backends
 
-    original_create = LambdaBackend.create_event_source_mapping
-    original_update = LambdaBackend.update_event_source_mapping
-
-    def check(backend, source_arn: str, function_name: str, spec: dict, current=None) -> None:
-        if source_arn.split(":")[2] != "sqs":
+    if not _is_sqs(source_arn):
+        return
+    _, _, _, region, account, name = source_arn.split(":", 5)
+    fifo = name.endswith(".fifo")
+    batch_size = int(spec.get("BatchSize") or getattr(current, "batch_size", None) or DEFAULT_BATCH_SIZE)
+    window = int(spec.get("MaximumBatchingWindowInSeconds", getattr(current, "max_batch_window", None)) or 0)
+    # services-sqs-parameters.html: BatchSize up to 10 (FIFO) or 10,000; above 10 needs
+    # a batching window of at least one second; FIFO queues have no batching window.
+    # services-sqs-configure.html: the function timeout must not exceed the queue's
+    # visibility timeout; Lambda checks when the mapping is created or updated.
+    if not 1 <= batch_size <= (MAX_FIFO_BATCH_SIZE if fifo else MAX_BATCH_SIZE):
+        refusal = f"BatchSize {batch_size} is out of range for {'a FIFO' if fifo else 'an SQS'} queue."
+    elif batch_size > MAX_RECEIVE and window < 1:
+        refusal = "Maximum batch window in seconds must be greater than 0 if maximum batch size is greater than 10"
+    elif fifo and window > 0:
+        refusal = "Batching window is not supported for FIFO queues"
+    else:
+        timeout = int(backend.get_function(function_name).timeout or 3)
+        visibility = int(sqs_backends[account][region].get_queue(name).visibility_timeout or 30)
+        if timeout <= visibility:
             return
-        from moto.sqs.models import sqs_backends
+        refusal = f"Queue visibility timeout: {visibility} seconds is less than Function timeout: {timeout} seconds"
+    raise JsonRESTError("InvalidParameterValueException", refusal)
 
-        name = source_arn.split(":")[5]
-        fifo = name.endswith(".fifo")
-        batch_size = int(spec.get("BatchSize") or getattr(current, "batch_size", None) or DEFAULT_BATCH_SIZE)
-        window = spec.get("MaximumBatchingWindowInSeconds", getattr(current, "max_batch_window", None)) or 0
-        # services-sqs-parameters.html: BatchSize up to 10 (FIFO) or 10,000; above 10 needs
-        # a batching window of at least one second; FIFO queues have no batching window.
-        if batch_size < 1 or batch_size > (MAX_FIFO_BATCH_SIZE if fifo else MAX_BATCH_SIZE):
-            raise RESTError("InvalidParameterValueException", f"BatchSize {batch_size} is out of range for {'a FIFO' if fifo else 'an SQS'} queue.")
-        if batch_size > MAX_RECEIVE and int(window) < 1:
-            raise RESTError("InvalidParameterValueException", "Maximum batch window in seconds must be greater than 0 if maximum batch size is greater than 10")
-        if fifo and int(window) > 0:
-            raise RESTError("InvalidParameterValueException", "Batching window is not supported for FIFO queues")
-        # services-sqs-configure.html: the function timeout must not exceed the queue's
-        # visibility timeout; Lambda checks when the mapping is created or updated.
-        queue = sqs_backends[source_arn.split(":")[4]][source_arn.split(":")[3]].get_queue(name)
-        function = backend.get_function(function_name)
-        timeout = int(function.timeout or 3)
-        visibility = int(queue.visibility_timeout or 30)
-        if timeout > visibility:
-            raise RESTError(
-                "InvalidParameterValueException",
-                f"Queue visibility timeout: {visibility} seconds is less than Function timeout: {timeout} seconds",
-            )
 
-    @functools.wraps(original_create)
-    def create_event_source_mapping(self, spec):
-        if spec.get("EventSourceArn") and spec.get("FunctionName"):
-            check(self, spec["EventSourceArn"], spec["FunctionName"], spec)
-        return original_create(self, spec)
+def _create_mapping(original, self, spec):
+    if spec.get("EventSourceArn") and spec.get("FunctionName"):
+        _check_mapping(self, spec["EventSourceArn"], spec["FunctionName"], spec)
+    return original(self, spec)
 
-    @functools.wraps(original_update)
-    def update_event_source_mapping(self, uuid, spec):
-        current = self.get_event_source_mapping(uuid)
-        if current is not None:
-            check(self, current.event_source_arn, spec.get("FunctionName") or current.function_arn, spec, current)
-        return original_update(self, uuid, spec)
 
-    LambdaBackend.create_event_source_mapping = create_event_source_mapping
-    LambdaBackend.update_event_source_mapping = update_event_source_mapping
+def _update_mapping(original, self, uuid, spec):
+    current = self.get_event_source_mapping(uuid)
+    if current is not None:
+        _check_mapping(self, current.event_source_arn, spec.get("FunctionName") or current.function_arn, spec, current)
+    return original(self, uuid, spec)
 
 
 def install() -> None:
-    """Patch moto in this process; call once, before the server starts."""
-    from moto.sqs.models import Queue
+    """Patch moto in this process; a second call changes nothing."""
+    from moto.awslambda.models import EventSourceMapping, LambdaBackend
+    from moto.sqs.models import Queue, SQSBackend
 
-    if not replace_once(Queue, "add_message", _add_message):
-        return
-    _fifo_in_flight_only()
-    _validate_mapping()
-    _report_transitions()
-    print("embedded: SQS event source mappings poll as Lambda does", file=sys.stderr)
+    replace_once(Queue, "add_message", _add_message)
+    wrap(SQSBackend, "receive_message")(_receive_in_group_order)
+    wrap(LambdaBackend, "create_event_source_mapping")(_create_mapping)
+    wrap(LambdaBackend, "update_event_source_mapping")(_update_mapping)
+    wrap(EventSourceMapping, "get_configuration")(_mapping_state)

@@ -30,9 +30,12 @@ import uuid
 from moto.core.config import default_user_config
 from moto.core.exceptions import AWSError
 from moto.core.responses import ActionResult
+from moto.stepfunctions.exceptions import InvalidArn, InvalidExecutionInput
 from moto.stepfunctions.responses import StepFunctionResponse
 
-from idemlab.embedded.patching import replace_once
+from idemlab.embedded.patching import wrap
+
+NOT_FOR_THIS_TYPE = "This operation is not supported by this type of state machine"
 
 
 class StateMachineTypeNotSupported(AWSError):
@@ -40,55 +43,38 @@ class StateMachineTypeNotSupported(AWSError):
     STATUS = 400
 
 
-class InvalidArn(AWSError):
-    TYPE = "InvalidArn"
-    STATUS = 400
-
-
-NOT_FOR_THIS_TYPE = "This operation is not supported by this type of state machine"
-
-
 def _is_express(state_machine) -> bool:
     # moto keeps the declared type in `type` (its `sm_type` always says STANDARD).
     return getattr(state_machine, "type", "STANDARD") == "EXPRESS"
 
 
-def _express_arn(backend, state_machine, name: str) -> str:
-    return (
-        f"arn:{backend.partition}:states:{backend.region_name}:{backend.account_id}"
-        f":express:{state_machine.name}:{name}:{uuid.uuid4()}"
-    )
+def _start_express(self: StepFunctionResponse, state_machine, sync: bool):
+    """Start an Express execution; a sync one runs to its end on this thread.
 
-
-def _snapshot(state_machine):
-    """The definition as it is now, for one execution (as the parser backend takes it).
-
-    Live executions hold threads and locks, so they are left out; the backend is shared.
+    It is not kept on the state machine: AWS neither deduplicates Express names nor
+    answers any read of an Express execution.
     """
-    return copy.deepcopy(
-        state_machine,
-        {id(state_machine.executions): [], id(state_machine.backend): state_machine.backend},
-    )
+    # Imported here: the ASL parser takes about a second to import, and the server
+    # must be ready in under two.
+    from moto.stepfunctions.parser.backend.execution import Execution, SyncExecution
 
-
-def _checked_input(execution_input: str | None) -> str:
-    execution_input = "{}" if execution_input is None else execution_input
+    backend = self.stepfunction_backend
+    name = self._get_param("name") or str(uuid.uuid4())
+    execution_input = self._get_param("input", if_none="{}")
     try:
         json.loads(execution_input)
     except ValueError as exc:
-        from moto.stepfunctions.exceptions import InvalidExecutionInput
-
         raise InvalidExecutionInput(f"Invalid State Machine Execution Input: '{exc}'") from exc
-    return execution_input
-
-
-def _new_execution(execution_class, backend, state_machine, name: str, execution_input: str, execution_arn: str):
-    snapshot = _snapshot(state_machine)
-    return execution_class(
+    # The definition as it is now, for this execution (as the parser backend takes it).
+    # Live executions hold threads and locks, so they are left out; the backend is shared.
+    memo = {id(state_machine.executions): [], id(state_machine.backend): state_machine.backend}
+    snapshot = copy.deepcopy(state_machine, memo)
+    arn_prefix = f"arn:{backend.partition}:states:{backend.region_name}:{backend.account_id}:express"
+    execution = (SyncExecution if sync else Execution)(
         name=name,
         sm_type=snapshot.sm_type,
         role_arn=snapshot.roleArn,
-        exec_arn=execution_arn,
+        exec_arn=f"{arn_prefix}:{state_machine.name}:{name}:{uuid.uuid4()}",
         account_id=backend.account_id,
         region_name=backend.region_name,
         state_machine=snapshot,
@@ -98,90 +84,63 @@ def _new_execution(execution_class, backend, state_machine, name: str, execution
         trace_header=None,
         activity_store={},
     )
+    execution.start()
+    return execution
 
 
 def start_execution(self: StepFunctionResponse) -> ActionResult:
     """StartExecution: a UUID when no name is given; Express executions kept as AWS keeps them."""
-    # Imported here, as in start_sync_execution: the ASL parser is slow to import.
-    from moto.stepfunctions.parser.backend.execution import Execution
-
     arn = self._get_param("stateMachineArn")
-    name = self._get_param("name") or str(uuid.uuid4())
-    execution_input = self._get_param("input", if_none="{}")
     backend = self.stepfunction_backend
     state_machine = backend.describe_state_machine(arn)
     if _is_express(state_machine):
-        execution_arn = _express_arn(backend, state_machine, name)
-        # Not kept on the state machine: AWS neither deduplicates Express names nor
-        # answers any read of an Express execution.
-        execution = _new_execution(Execution, backend, state_machine, name, _checked_input(execution_input), execution_arn)
-        execution.start()
+        execution = _start_express(self, state_machine, sync=False)
     else:
-        execution = backend.start_execution(arn, name, execution_input)
+        name = self._get_param("name") or str(uuid.uuid4())
+        execution = backend.start_execution(arn, name, self._get_param("input", if_none="{}"))
     return ActionResult({"executionArn": execution.execution_arn, "startDate": execution.start_date})
 
 
-def _refuse_express_execution(action):
-    def refused(self: StepFunctionResponse):
-        arn = self._get_param("executionArn") or ""
-        if arn.split(":")[5:6] == ["express"]:
-            raise InvalidArn("Invalid Arn: 'Resource type not valid in this context: express'")
-        return action(self)
-
-    return refused
-
-
-def _list_executions_standard_only(action):
-    def refused(self: StepFunctionResponse):
-        if _is_express(self.stepfunction_backend.describe_state_machine(self._get_param("stateMachineArn"))):
-            raise StateMachineTypeNotSupported(NOT_FOR_THIS_TYPE)
-        return action(self)
-
-    return refused
-
-
 def start_sync_execution(self: StepFunctionResponse) -> ActionResult:
-    # Imported here: the ASL parser takes about a second to import, and the server
-    # must be ready in under two.
-    from moto.stepfunctions.parser.backend.execution import SyncExecution
-
     arn = self._get_param("stateMachineArn")
-    name = self._get_param("name") or str(uuid.uuid4())
-    backend = self.stepfunction_backend
-    state_machine = backend.describe_state_machine(arn)  # AWS's StateMachineDoesNotExist
+    state_machine = self.stepfunction_backend.describe_state_machine(arn)  # AWS's StateMachineDoesNotExist
     if not _is_express(state_machine):
         raise StateMachineTypeNotSupported(NOT_FOR_THIS_TYPE)
-    execution_input = _checked_input(self._get_param("input"))
-    execution_arn = _express_arn(backend, state_machine, name)
-    execution = _new_execution(SyncExecution, backend, state_machine, name, execution_input, execution_arn)
-    execution.start()  # the sync worker runs the program to its end on this thread
+    execution = _start_express(self, state_machine, sync=True)
     response = {
-        "executionArn": execution_arn,
+        "executionArn": execution.execution_arn,
         "stateMachineArn": arn,
-        "name": name,
+        "name": execution.name,
         "startDate": execution.start_date,
         "stopDate": execution.stop_date,
         "status": execution.sync_execution_status.value,
-        "input": execution_input,
+        "input": self._get_param("input", if_none="{}"),
         "inputDetails": {"included": True},
         "billingDetails": {"billedMemoryUsedInMB": 64, "billedDurationInMilliseconds": 100},
     }
     if execution.output is not None:
-        response["output"] = json.dumps(execution.output, separators=(",", ":"))
-        response["outputDetails"] = {"included": True}
-    if execution.error is not None:
-        response["error"] = execution.error
-    if execution.cause is not None:
-        response["cause"] = execution.cause
+        response.update(output=json.dumps(execution.output, separators=(",", ":")), outputDetails={"included": True})
+    response.update({key: getattr(execution, key) for key in ("error", "cause") if getattr(execution, key) is not None})
     return ActionResult(response)
+
+
+def _refuse_express_execution(action, self: StepFunctionResponse):
+    if (self._get_param("executionArn") or "").split(":")[5:6] == ["express"]:
+        raise InvalidArn("Invalid Arn: 'Resource type not valid in this context: express'")
+    return action(self)
+
+
+def _list_executions_standard_only(action, self: StepFunctionResponse):
+    if _is_express(self.stepfunction_backend.describe_state_machine(self._get_param("stateMachineArn"))):
+        raise StateMachineTypeNotSupported(NOT_FOR_THIS_TYPE)
+    return action(self)
 
 
 def validate_state_machine_definition(self: StepFunctionResponse) -> ActionResult:
     from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
-    definition = self._get_param("definition")
     try:
-        StepFunctionsParserBackend._validate_definition(definition)
+        StepFunctionsParserBackend._validate_definition(self._get_param("definition"))
     except Exception as exc:  # the parser's InvalidDefinition, whatever its wording
         diagnostic = {"severity": "ERROR", "code": "SCHEMA_VALIDATION_FAILED", "message": str(exc)[:1000]}
         return ActionResult({"result": "FAIL", "diagnostics": [diagnostic], "truncated": False})
@@ -190,19 +149,17 @@ def validate_state_machine_definition(self: StepFunctionResponse) -> ActionResul
 
 def list_state_machine_versions(self: StepFunctionResponse) -> ActionResult:
     state_machine = self.stepfunction_backend.describe_state_machine(self._get_param("stateMachineArn"))
-    versions = [
-        {"stateMachineVersionArn": version.arn, "creationDate": version.creation_date}
-        for version in sorted(state_machine.versions.values(), key=lambda v: v.arn, reverse=True)
-    ]
-    return ActionResult({"stateMachineVersions": versions})
+    versions = sorted(state_machine.versions.values(), key=lambda v: v.arn, reverse=True)
+    listed = [{"stateMachineVersionArn": v.arn, "creationDate": v.creation_date} for v in versions]
+    return ActionResult({"stateMachineVersions": listed})
 
 
 def install() -> None:
     default_user_config["stepfunctions"]["execute_state_machine"] = True
-    StepFunctionResponse.start_execution = start_execution
     for action in ("describe_execution", "stop_execution", "get_execution_history"):
-        replace_once(StepFunctionResponse, action, _refuse_express_execution(getattr(StepFunctionResponse, action)))
-    replace_once(StepFunctionResponse, "list_executions", _list_executions_standard_only(StepFunctionResponse.list_executions))
+        wrap(StepFunctionResponse, action)(_refuse_express_execution)
+    wrap(StepFunctionResponse, "list_executions")(_list_executions_standard_only)
+    StepFunctionResponse.start_execution = start_execution
     StepFunctionResponse.start_sync_execution = start_sync_execution
     StepFunctionResponse.validate_state_machine_definition = validate_state_machine_definition
     StepFunctionResponse.list_state_machine_versions = list_state_machine_versions

@@ -15,57 +15,34 @@ Found by applying the lab's Terraform root to moto 5.2.5 with the AWS provider 5
   reaches its emulator over plain HTTP on loopback only; we evaluate ``aws:SecureTransport``
   as a TLS request would: such a Deny never applies, such an Allow always does.
 
-Slow applies that are NOT moto's doing (the provider waits the same on AWS), and how the
-module avoids them instead (see terraform/modules/idempotency_lab/):
-
-- ``aws_sqs_queue``: after CreateQueue the provider polls GetQueueAttributes until six
-  reads in a row match, at least 5 s apart: about 25 s per queue, whatever the server
-  answers. Queues are created in parallel, and queue policies are set inline rather than
-  by ``aws_sqs_queue_policy`` (which waits the same way again).
-- ``aws_lambda_function`` with ``filename``: the provider holds one global lock while it
-  reads the zip, creates the function and waits 5 s for it to become Active, so functions
-  are created one at a time (18 functions: 95 s). The module uploads the zips to S3 and
-  creates functions from ``s3_bucket``/``s3_key``, in parallel.
-- ``aws_s3_bucket_lifecycle_configuration``: sleeps 5 s per read until two reads agree,
-  on create and on every refresh (55 s per apply). The module has none.
+Slow applies that are not moto's doing (the provider waits the same on AWS) are avoided
+in the module itself (terraform/modules/idempotency_lab/, whose comments say how): queue
+policies inline (the provider polls each queue about 25 s until six reads match, and a
+separate policy resource as long again), functions created from S3 rather than
+``filename`` (one at a time under a global lock: 95 s for 18), and no
+``aws_s3_bucket_lifecycle_configuration`` (5 s reads until two agree: 55 s per apply).
 """
 
 from __future__ import annotations
 
 import json
-import threading
 
-_lock = threading.Lock()
-_installed = False
-
-
-def _compact(document: object) -> str:
-    return json.dumps(document, separators=(",", ":"))
-
-
-def _patch_sqs_redrive_policy() -> None:
-    from moto.sqs.models import Queue
-
-    moto_attributes = Queue.attributes.fget
-
-    def attributes(self: Queue) -> dict:
-        result = moto_attributes(self)
-        if self.redrive_policy:
-            result["RedrivePolicy"] = _compact(self.redrive_policy)
-        return result
-
-    Queue.attributes = property(attributes)
-
+from idemlab.embedded.patching import wrap
 
 SECURE_TRANSPORT = "aws:SecureTransport"
+
+
+def _compact_redrive_policy(original, queue) -> dict:
+    attributes = original(queue)
+    if queue.redrive_policy:
+        attributes["RedrivePolicy"] = json.dumps(queue.redrive_policy, separators=(",", ":"))
+    return attributes
 
 
 def _as_if_over_tls(statement: dict) -> dict | None:
     """The statement with its aws:SecureTransport condition decided; None if it cannot match."""
     condition = statement.get("Condition")
-    if not isinstance(condition, dict) or set(condition) != {"Bool"}:
-        return statement
-    flags = condition["Bool"]
+    flags = condition["Bool"] if isinstance(condition, dict) and set(condition) == {"Bool"} else None
     if not isinstance(flags, dict) or set(flags) != {SECURE_TRANSPORT}:
         return statement
     values = flags[SECURE_TRANSPORT] if isinstance(flags[SECURE_TRANSPORT], list) else [flags[SECURE_TRANSPORT]]
@@ -74,34 +51,25 @@ def _as_if_over_tls(statement: dict) -> dict | None:
     return {key: value for key, value in statement.items() if key != "Condition"}
 
 
-def _patch_s3_secure_transport() -> None:
+def _permission_over_tls(bucket, action: str, resource: str):
+    """FakeBucket.get_permission, with each aws:SecureTransport condition decided first."""
     from moto.iam.access_control import IAMPolicy, PermissionResult
-    from moto.s3.models import FakeBucket
 
-    def get_permission(self: FakeBucket, action: str, resource: str):
-        if self.policy is None:
-            return PermissionResult.NEUTRAL
-        document = json.loads(self.policy.decode() if isinstance(self.policy, bytes) else self.policy)
-        statements = document.get("Statement", [])
-        statements = statements if isinstance(statements, list) else [statements]
-        decided = [kept for kept in (_as_if_over_tls(s) for s in statements) if kept is not None]
-        if not decided:
-            return PermissionResult.NEUTRAL
-        return IAMPolicy(json.dumps({**document, "Statement": decided})).is_action_permitted(action, resource)
-
-    FakeBucket.get_permission = get_permission
+    if bucket.policy is None:
+        return PermissionResult.NEUTRAL
+    document = json.loads(bucket.policy.decode() if isinstance(bucket.policy, bytes) else bucket.policy)
+    statements = document.get("Statement", [])
+    statements = statements if isinstance(statements, list) else [statements]
+    decided = [kept for kept in (_as_if_over_tls(s) for s in statements) if kept is not None]
+    if not decided:
+        return PermissionResult.NEUTRAL
+    return IAMPolicy(json.dumps({**document, "Statement": decided})).is_action_permitted(action, resource)
 
 
 def install() -> None:
     """Patch moto in this process; calling it again does nothing."""
-    global _installed
-    with _lock:
-        if _installed:
-            return
-        _patch_sqs_redrive_policy()
-        _patch_s3_secure_transport()
-        _installed = True
+    from moto.s3.models import FakeBucket
+    from moto.sqs.models import Queue
 
-
-def installed() -> bool:
-    return _installed
+    wrap(Queue, "attributes")(_compact_redrive_policy)
+    FakeBucket.get_permission = _permission_over_tls

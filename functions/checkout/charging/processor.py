@@ -30,7 +30,7 @@ def charge(request: ChargeRequest) -> dict:
     call = {"reference": request.idempotency_key, "amount": request.amount, "currency": request.currency}
     if request.pass_key_downstream:
         call["idempotency_key"] = request.idempotency_key
-    function = settings.required("CARD_PROCESSOR_FUNCTION")
+    function = settings.function("card_processor")
     try:
         response = _lambda.invoke(FunctionName=function, InvocationType="RequestResponse", Payload=json.dumps(call))
         body = json.loads(response["Payload"].read() or b"null")
