@@ -54,12 +54,8 @@ def _wanted(relative: PurePosixPath) -> bool:
 
 def source_files(folder: Path) -> dict[str, Path]:
     """The scenario's own files, keyed by their path inside the zip."""
-    files = {}
-    for path in folder.rglob("*"):
-        relative = PurePosixPath(path.relative_to(folder).as_posix())
-        if path.is_file() and _wanted(relative):
-            files[str(relative)] = path
-    return files
+    relative = {PurePosixPath(path.relative_to(folder).as_posix()): path for path in folder.rglob("*") if path.is_file()}
+    return {str(name): path for name, path in relative.items() if _wanted(name)}
 
 
 def bundled_files(distributions: tuple[str, ...] = BUNDLED_DISTRIBUTIONS) -> dict[str, Path]:
@@ -73,9 +69,8 @@ def bundled_files(distributions: tuple[str, ...] = BUNDLED_DISTRIBUTIONS) -> dic
         for entry in dist.files or ():
             relative = PurePosixPath(str(entry))
             # Entries like ../../bin/script live outside site-packages: not importable code.
-            if relative.parts[0] == ".." or not _wanted(relative):
-                continue
-            if relative.parts[0].endswith(".dist-info") and relative.name not in ("METADATA", "LICENSE"):
+            skipped = relative.parts[0] == ".." or not _wanted(relative)
+            if skipped or (relative.parts[0].endswith(".dist-info") and relative.name not in ("METADATA", "LICENSE")):
                 continue
             path = Path(dist.locate_file(entry))
             if path.is_file():
@@ -84,6 +79,7 @@ def bundled_files(distributions: tuple[str, ...] = BUNDLED_DISTRIBUTIONS) -> dic
 
 
 def zip_bytes(files: dict[str, Path]) -> bytes:
+    """A zip of ``files`` (name in the zip -> file), the same bytes for the same contents."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
         for name in sorted(files):

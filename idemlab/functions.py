@@ -118,13 +118,17 @@ def spec(key: str) -> dict:
     return functions[key]
 
 
+def hcl_blocks(path: Path, kind: str) -> dict[str, dict]:
+    """The blocks of one kind (``variable``, ``output``) of a Terraform file, by name."""
+    with open(path) as handle:
+        parsed = hcl2.load(handle, serialization_options=_HCL)
+    return {name.strip('"'): body for block in parsed.get(kind, []) for name, body in block.items()}
+
+
 @functools.lru_cache(maxsize=None)
 def _default(file: str, variable: str) -> dict:
     """The default of a module variable (the lab's tables and functions are typed inputs)."""
-    with open(MODULE_DIR / file) as handle:
-        parsed = hcl2.load(handle, serialization_options=_HCL)
-    for block in parsed.get("variable", []):
-        for name, body in block.items():
-            if name.strip('"') == variable:
-                return body["default"]
-    raise KeyError(f"no variable {variable!r} with a default in {file}")
+    body = hcl_blocks(MODULE_DIR / file, "variable").get(variable, {})
+    if "default" not in body:
+        raise KeyError(f"no variable {variable!r} with a default in {file}")
+    return body["default"]
