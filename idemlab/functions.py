@@ -99,15 +99,14 @@ def environment(function_key: str, tables: dict[str, str], functions: dict[str, 
     values: what the module computes from its own variables is left out.
     """
     entry = spec(function_key)
-    invoked = functions or {}
-    missing = [name for name in entry.get("tables", {}) if name not in tables] + [name for name in entry.get("invokes", []) if name not in invoked]
+    wanted = [(name, "TABLE", tables) for name in entry.get("tables", {})]
+    wanted += [(name, "FUNCTION", functions or {}) for name in entry.get("invokes", [])]
+    missing = [name for name, _, given in wanted if name not in given]
     if missing:
         raise KeyError(f"{function_key} needs the names of {', '.join(missing)}")
-    variables = {f"{name.upper()}_TABLE": tables[name] for name in entry.get("tables", {})}
-    variables.update({f"{name.upper()}_FUNCTION": invoked[name] for name in entry.get("invokes", [])})
-    env = entry.get("env", {})
-    variables.update({name: value for name, value in (env if isinstance(env, dict) else {}).items() if "${" not in str(value)})
-    return variables
+    env = entry["env"] if isinstance(entry.get("env"), dict) else {}
+    literal = {name: value for name, value in env.items() if "${" not in str(value)}
+    return {f"{name.upper()}_{kind}": given[name] for name, kind, given in wanted} | literal
 
 
 def spec(key: str) -> dict:

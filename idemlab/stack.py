@@ -39,17 +39,11 @@ OUTPUT_TAIL_LINES = 40
 # Most resources wait on the provider's fixed polls (5 s and more), not on the server: run
 # them all at once rather than Terraform's default ten.
 PARALLELISM = "-parallelism=40"
-PREFIX_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
+PREFIX_PATTERN = re.compile(r"^[a-z]([a-z0-9-]{0,18}[a-z0-9])?$")  # 1-20 characters, not ending in a dash
 
 
 class StackError(Exception):
     """Terraform failed, or the stack asked for does not exist."""
-
-
-def _check_prefix(prefix: str) -> str:
-    if not isinstance(prefix, str) or not PREFIX_PATTERN.match(prefix) or prefix.endswith("-"):
-        raise ValueError(f"prefix {prefix!r} must be 1-20 characters of a-z, 0-9 and '-', starting with a letter")
-    return prefix
 
 
 def _backend(backend: str | None) -> str:
@@ -65,19 +59,20 @@ def stack_name(prefix: str = "lab", backend: str | None = None) -> str:
     The region is part of it on every backend: a stack applied to one region and then
     planned for another from the same state would orphan the first and rebuild everything.
     """
+    if not isinstance(prefix, str) or not PREFIX_PATTERN.match(prefix):
+        raise ValueError(f"prefix {prefix!r} must be 1-20 characters of a-z, 0-9 and '-', starting with a letter")
     chosen = _backend(backend)
     where = settings.region()
     if chosen != "aws":
         url = urlparse(settings.endpoint_url() or "")
         where = f"{url.hostname}-{url.port or 80}-{where}"
-    return re.sub(r"[^a-z0-9-]", "-", f"{_check_prefix(prefix)}-{chosen}-{where}".lower())
+    return re.sub(r"[^a-z0-9-]", "-", f"{prefix}-{chosen}-{where}".lower())
 
 
 def provider_mirror() -> Path | None:
     """A local directory holding the AWS provider, if there is one."""
     explicit = os.environ.get("TF_PROVIDER_MIRROR")
-    candidates = [explicit] if explicit else list(MIRROR_CANDIDATES)
-    for candidate in candidates:
+    for candidate in [explicit] if explicit else MIRROR_CANDIDATES:
         for path in sorted(Path("/").glob(str(Path(candidate).expanduser()).lstrip("/"))):
             if (path / AWS_PROVIDER).is_dir():
                 return path
@@ -162,9 +157,8 @@ class _Stack:
     """A working copy bound to one backend and prefix."""
 
     def __init__(self, prefix: str, backend: str | None):
-        self.prefix = _check_prefix(prefix)
+        self.name = stack_name(prefix, backend)  # checks both
         self.backend = _backend(backend)
-        self.name = stack_name(prefix, self.backend)
         self.dir = WORKING_COPIES / self.name
         self.env = terraform_env(self.backend)
         self.runner = [_executable("terraform")] if self.backend == "aws" else [sys.executable, _executable("tflocal")]
@@ -173,7 +167,7 @@ class _Stack:
         self.artifacts = self.dir / "artifacts"
         # The region every client of the lab uses (settings.region(): AWS_REGION first), so
         # the stack lands where the notebooks look for it; the root's default is only a default.
-        self.variables = [f"-var=prefix={self.prefix}", f"-var=artifacts_dir={self.artifacts}", f"-var=region={settings.region()}"]
+        self.variables = [f"-var=prefix={prefix}", f"-var=artifacts_dir={self.artifacts}", f"-var=region={settings.region()}"]
 
     def terraform(self, *args: str, ok: tuple[int, ...] = (0,)) -> tuple[int, str]:
         # init and output need no endpoints: plain terraform is enough.

@@ -17,6 +17,7 @@ it); tests and notebooks call a ``SchedulerFirer``'s ``run_once`` or ``fire_now`
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import functools
 import json
@@ -195,11 +196,8 @@ class SchedulerFirer:
         group, name = schedule["GroupName"], schedule["Name"]
         self.pending.pop((group, name), None)
         if schedule.get("ActionAfterCompletion") == "DELETE":
-            try:
+            with contextlib.suppress(self.scheduler.exceptions.ResourceNotFoundException):
                 self.scheduler.delete_schedule(Name=name, GroupName=group)
-            except ClientError as exc:
-                if exc.response["Error"]["Code"] != "ResourceNotFoundException":
-                    raise
             return
         # Kept (ActionAfterCompletion=NONE): a one-time schedule fires once, so it is
         # disabled, which a restarted firer sees too; AWS keeps it silent the same way.
@@ -210,10 +208,8 @@ class SchedulerFirer:
     def _get(self, group: str, name: str) -> dict | None:
         try:
             schedule = self.scheduler.get_schedule(Name=name, GroupName=group)
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] == "ResourceNotFoundException":
-                return None  # deleted since the listing
-            raise
+        except self.scheduler.exceptions.ResourceNotFoundException:
+            return None  # deleted since the listing
         schedule.setdefault("GroupName", group)
         return schedule
 

@@ -18,7 +18,7 @@ import json
 import os
 import threading
 import time
-import uuid
+from unittest import mock
 from typing import Callable
 
 import boto3
@@ -55,16 +55,12 @@ CLEARED_VARIABLES = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", 
 @contextlib.contextmanager
 def aws_environment(variables: dict[str, str]):
     """os.environ with `variables` set and the redirecting ones removed; restored after."""
-    saved = dict(os.environ)
-    for name in list(os.environ):
-        if name in CLEARED_VARIABLES or name.startswith("AWS_ENDPOINT_URL_"):  # per-service endpoints win
-            del os.environ[name]
-    os.environ.update(variables)
-    try:
+    with mock.patch.dict(os.environ):
+        for name in list(os.environ):
+            if name in CLEARED_VARIABLES or name.startswith("AWS_ENDPOINT_URL_"):  # per-service endpoints win
+                del os.environ[name]
+        os.environ.update(variables)
         yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
 
 
 class DeliveryError(RuntimeError):
@@ -182,24 +178,22 @@ class Lab:
     def client(self, service: str):
         return self.backend.client(service)
 
-    def resource(self, service: str):
-        return self.backend.resource(service)
-
     # -- tables ------------------------------------------------------------------
 
-    def make_table(self, name: str, key: str = "pk", sort_key: str | None = None, ttl: str | None = None, key_type: str = "S", sort_key_type: str = "S"):
-        """A pay-per-request table, deleted when the test ends; returns a boto3 Table."""
-        schema = [{"AttributeName": key, "KeyType": "HASH"}]
-        attributes = [{"AttributeName": key, "AttributeType": key_type}]
-        if sort_key:
-            schema.append({"AttributeName": sort_key, "KeyType": "RANGE"})
-            attributes.append({"AttributeName": sort_key, "AttributeType": sort_key_type})
+    def make_table(self, name: str, key: str = "pk", sort_key: str | None = None, ttl: str | None = None):
+        """A pay-per-request table of string keys, deleted when the test ends; returns a boto3 Table."""
+        keys = {key: "HASH", sort_key: "RANGE"} if sort_key else {key: "HASH"}
         dynamodb = self.client("dynamodb")
-        dynamodb.create_table(TableName=name, KeySchema=schema, AttributeDefinitions=attributes, BillingMode="PAY_PER_REQUEST")
+        dynamodb.create_table(
+            TableName=name,
+            KeySchema=[{"AttributeName": attribute, "KeyType": kind} for attribute, kind in keys.items()],
+            AttributeDefinitions=[{"AttributeName": attribute, "AttributeType": "S"} for attribute in keys],
+            BillingMode="PAY_PER_REQUEST",
+        )
         self._tables.append(name)
         if ttl:
             dynamodb.update_time_to_live(TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": ttl})
-        return self.resource("dynamodb").Table(name)
+        return self.backend.resource("dynamodb").Table(name)
 
     def powertools_table(self, name: str = "idempotency"):
         """The table Powertools' DynamoDBPersistenceLayer expects by default: key `id`, TTL `expiration`."""
@@ -208,24 +202,15 @@ class Lab:
     def close(self) -> None:
         dynamodb = self.client("dynamodb")
         for name in self._tables:
-            try:
+            with contextlib.suppress(dynamodb.exceptions.ResourceNotFoundException):
                 dynamodb.delete_table(TableName=name)
-            except ClientError as exc:
-                if exc.response["Error"]["Code"] != "ResourceNotFoundException":
-                    raise
         self._tables.clear()
 
     # -- delivering copies -------------------------------------------------------
 
     def deliver(
-        self,
-        handler: Handler | str,
-        event,
-        copies: int = 2,
-        together: bool = True,
-        crash: Crash | None = None,
-        timeout: int = DEFAULT_TIMEOUT_SECONDS,
-        environment: dict | None = None,
+        self, handler: Handler | str, event, copies: int = 2, together: bool = True, crash: Crash | None = None,
+        timeout: int = DEFAULT_TIMEOUT_SECONDS, environment: dict | None = None,
     ) -> Delivery:
         """Send `copies` copies of `event` to `handler`, running in Lambda worker processes.
 
@@ -293,15 +278,8 @@ class Lab:
     # -- effects -----------------------------------------------------------------
 
     def assert_exactly_once(
-        self,
-        handler: Handler | str,
-        make_event: Callable[[int], object],
-        count_effect: Callable[[object], int],
-        rounds: int = 100,
-        copies: int = 2,
-        together: bool = True,
-        crash: Crash | None = None,
-        **options,
+        self, handler: Handler | str, make_event: Callable[[int], object], count_effect: Callable[[object], int],
+        rounds: int = 100, copies: int = 2, together: bool = True, crash: Crash | None = None, **options,
     ) -> EffectReport:
         """Deliver `copies` copies of a fresh event per round; the effect must count 1 each time.
 
@@ -322,8 +300,3 @@ class Lab:
         if report.bad_rounds:
             raise DuplicateEffectError(report)
         return report
-
-
-def unique(prefix: str = "") -> str:
-    """A fresh identifier for an event (order ids, idempotency keys)."""
-    return f"{prefix}{uuid.uuid4().hex[:12]}"
