@@ -171,7 +171,8 @@ def localstack_launcher(env: dict[str, str] | None = None) -> Launcher:
     if not shutil.which("docker", path=env.get("PATH")):
         raise BackendError("Docker is not installed (no `docker` on PATH); install Docker, or use BACKEND=embedded")
     try:
-        compose_present = subprocess.run(["docker", "compose", "version"], capture_output=True, env=env, timeout=20).returncode == 0
+        version = subprocess.run(["docker", "compose", "version"], capture_output=True, env=env, timeout=20)
+        compose_present = version.returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         compose_present = False
     if compose_present:
@@ -226,9 +227,10 @@ def localstack_up() -> str:
     if launcher.wait:
         _run(launcher.wait, launcher.env)  # returns once healthy, or after its own timeout
     # Compose returns at once: poll the health endpoint; after the CLI's wait, one look is enough.
+    how = " (started with the LocalStack CLI: no Docker Compose plugin)" if launcher.wait else ""
     for _ in range(1 if launcher.wait else LOCALSTACK_READY_SECONDS):
         if _localstack_health(url):
-            return f"LocalStack up on {url}" + (" (started with the LocalStack CLI: no Docker Compose plugin)" if launcher.wait else "")
+            return f"LocalStack up on {url}{how}"
         time.sleep(1)
     raise BackendError(f"LocalStack did not become healthy in {LOCALSTACK_READY_SECONDS} s; log: {launcher.logs}")
 

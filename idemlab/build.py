@@ -54,7 +54,8 @@ def _wanted(relative: PurePosixPath) -> bool:
 
 def source_files(folder: Path) -> dict[str, Path]:
     """The scenario's own files, keyed by their path inside the zip."""
-    relative = {PurePosixPath(path.relative_to(folder).as_posix()): path for path in folder.rglob("*") if path.is_file()}
+    files = (path for path in folder.rglob("*") if path.is_file())
+    relative = {PurePosixPath(path.relative_to(folder).as_posix()): path for path in files}
     return {str(name): path for name, path in relative.items() if _wanted(name)}
 
 
@@ -105,17 +106,21 @@ def build_scenario(folder: Path, out_dir: Path, bundle: dict[str, Path]) -> Arti
         raise BuildError(f"{folder.name}: files shadow bundled packages: {', '.join(clashes)}")
     data = zip_bytes({**bundle, **own})
     target = out_dir / f"{folder.name}.zip"
-    # Rewriting identical bytes would only disturb file timestamps for make.
-    changed = not target.exists() or target.read_bytes() != data
-    if changed:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        # A temporary file of its own, then an atomic rename: builds running at the same
-        # time (two deploys, a test) never leave or read a half-written zip.
-        with tempfile.NamedTemporaryFile(dir=out_dir, prefix=f".{folder.name}.", suffix=".tmp", delete=False) as partial:
-            partial.write(data)
-        Path(partial.name).replace(target)
-    digest = base64.b64encode(hashlib.sha256(data).digest()).decode()
-    return Artifact(folder.name, target, digest, changed)
+    changed = write_if_changed(target, data)
+    return Artifact(folder.name, target, base64.b64encode(hashlib.sha256(data).digest()).decode(), changed)
+
+
+def write_if_changed(target: Path, data: bytes) -> bool:
+    """Write ``data`` unless the file holds it already (rewriting identical bytes would only
+    disturb timestamps for make); True when written. Through a temporary file of its own and
+    an atomic rename: runs at the same time (two deploys, a test) never leave or read half a file."""
+    if target.exists() and target.read_bytes() == data:
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=target.parent, prefix=f".{target.name}.", delete=False) as partial:
+        partial.write(data)
+    Path(partial.name).replace(target)
+    return True
 
 
 def build_all(functions_dir: Path = FUNCTIONS_DIR, out_dir: Path = settings.BUILD_DIR) -> list[Artifact]:

@@ -98,25 +98,14 @@ def cli_config_text(mirror: Path | None, plugin_cache: Path = PLUGIN_CACHE) -> s
     return text
 
 
-def write_cli_config() -> Path:
-    PLUGIN_CACHE.mkdir(parents=True, exist_ok=True)
-    text = cli_config_text(provider_mirror())
-    if not CLI_CONFIG.exists() or CLI_CONFIG.read_text() != text:
-        partial = CLI_CONFIG.with_suffix(".tmp")
-        partial.write_text(text)
-        partial.replace(CLI_CONFIG)  # atomic: a Terraform starting meanwhile reads old or new
-    return CLI_CONFIG
-
-
 def terraform_env(backend: str) -> dict[str, str]:
     """Environment of every Terraform subprocess: offline, quiet, and for tflocal local-only."""
-    env = dict(os.environ)
-    env.update(
-        TF_CLI_CONFIG_FILE=str(write_cli_config()),
-        TF_IN_AUTOMATION="1",
-        TF_INPUT="0",  # what -input=false says, for every command
-        CHECKPOINT_DISABLE="1",  # no version check against checkpoint-api.hashicorp.com
-    )
+    PLUGIN_CACHE.mkdir(parents=True, exist_ok=True)
+    build.write_if_changed(CLI_CONFIG, cli_config_text(provider_mirror()).encode())
+    # TF_INPUT=0 says -input=false to every command; CHECKPOINT_DISABLE: no version check
+    # against checkpoint-api.hashicorp.com.
+    env = {**os.environ, "TF_CLI_CONFIG_FILE": str(CLI_CONFIG), "TF_IN_AUTOMATION": "1", "TF_INPUT": "0"}
+    env["CHECKPOINT_DISABLE"] = "1"
     env.setdefault("AWS_DEFAULT_REGION", settings.region())
     # On AWS: the AWS provider honours AWS_ENDPOINT_URL too; a value left over from a local
     # backend would send a real deploy to an emulator. Locally: no profile, dummy keys.
@@ -129,9 +118,7 @@ def terraform_env(backend: str) -> dict[str, str]:
             # tflocal's default S3 host (s3.localhost.localstack.cloud) needs public DNS;
             # the endpoint's own host name does not, and makes tflocal use path-style S3.
             S3_HOSTNAME=urlparse(url).hostname or "localhost",
-            AWS_ACCESS_KEY_ID="test",
-            AWS_SECRET_ACCESS_KEY="test",
-            DISABLE_DEPRECATION_NOTICE="1",
+            AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test", DISABLE_DEPRECATION_NOTICE="1",
         )
     return env
 
@@ -140,7 +127,8 @@ def _executable(name: str) -> str:
     """``tflocal`` (beside this Python first, as pip installs it) or ``terraform``."""
     found = shutil.which(name, path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
     if not found:
-        raise StackError(f"{name} is not installed ({'pip install terraform-local' if name == 'tflocal' else 'not on PATH'})")
+        hint = "pip install terraform-local" if name == "tflocal" else "not on PATH"
+        raise StackError(f"{name} is not installed ({hint})")
     return found
 
 
@@ -167,12 +155,14 @@ class _Stack:
         self.artifacts = self.dir / "artifacts"
         # The region every client of the lab uses (settings.region(): AWS_REGION first), so
         # the stack lands where the notebooks look for it; the root's default is only a default.
-        self.variables = [f"-var=prefix={prefix}", f"-var=artifacts_dir={self.artifacts}", f"-var=region={settings.region()}"]
+        self.variables = [f"-var=prefix={prefix}", f"-var=artifacts_dir={self.artifacts}"]
+        self.variables.append(f"-var=region={settings.region()}")
 
     def terraform(self, *args: str, ok: tuple[int, ...] = (0,)) -> tuple[int, str]:
         # init and output need no endpoints: plain terraform is enough.
         runner = [_executable("terraform")] if args[0] in ("init", "output") else self.runner
-        done = subprocess.run([*runner, args[0], "-no-color", *args[1:]], cwd=self.dir, env=self.env, capture_output=True, text=True)
+        command = [*runner, args[0], "-no-color", *args[1:]]
+        done = subprocess.run(command, cwd=self.dir, env=self.env, capture_output=True, text=True)
         output = done.stdout + done.stderr
         (self.dir / f"last-{args[0]}.log").write_text(output)  # the whole story, when the tail is not enough
         if done.returncode not in ok:

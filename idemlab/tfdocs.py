@@ -31,10 +31,12 @@ def _cell(value: object) -> str:
 
 
 def render_tables(module_dir: Path = MODULE_DIR) -> str:
-    rows = ["## Inputs", "", "| Name | Description | Type | Default | Required |", "|------|-------------|------|---------|:--------:|"]
+    rows = ["## Inputs", "", "| Name | Description | Type | Default | Required |"]
+    rows.append("|------|-------------|------|---------|:--------:|")
     for name, body in sorted(hcl_blocks(module_dir / "variables.tf", "variable").items()):
         default = f"`{_cell(json.dumps(body['default']))}` | no" if "default" in body else "n/a | yes"
-        rows.append(f"| `{name}` | {_cell(body.get('description', ''))} | `{_cell(body.get('type', 'any'))}` | {default} |")
+        described = f"| `{name}` | {_cell(body.get('description', ''))} |"
+        rows.append(f"{described} `{_cell(body.get('type', 'any'))}` | {default} |")
     rows += ["", "## Outputs", "", "| Name | Description |", "|------|-------------|"]
     for name, body in sorted(hcl_blocks(module_dir / "outputs.tf", "output").items()):
         rows.append(f"| `{name}` | {_cell(body.get('description', ''))} |")

@@ -95,15 +95,19 @@ class Backend:
         self.role_arn = role["Role"]["Arn"]
         return self
 
+    def create_table(self, name: str, *keys: str) -> None:
+        """A pay-per-request table of string keys: the hash key, then a sort key if given."""
+        self.client("dynamodb").create_table(
+            TableName=name,
+            KeySchema=[{"AttributeName": key, "KeyType": kind} for key, kind in zip(keys, ("HASH", "RANGE"))],
+            AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"} for key in keys],
+            BillingMode="PAY_PER_REQUEST",
+        )
+
     @functools.cached_property
     def crash_table(self) -> str:
         """Made on the first crash only: a test that lists its tables sees none of the plugin's."""
-        self.client("dynamodb").create_table(
-            TableName=CRASH_TABLE,
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        self.create_table(CRASH_TABLE, "pk")
         return CRASH_TABLE
 
     def stop(self) -> None:
@@ -182,17 +186,10 @@ class Lab:
 
     def make_table(self, name: str, key: str = "pk", sort_key: str | None = None, ttl: str | None = None):
         """A pay-per-request table of string keys, deleted when the test ends; returns a boto3 Table."""
-        keys = {key: "HASH", sort_key: "RANGE"} if sort_key else {key: "HASH"}
-        dynamodb = self.client("dynamodb")
-        dynamodb.create_table(
-            TableName=name,
-            KeySchema=[{"AttributeName": attribute, "KeyType": kind} for attribute, kind in keys.items()],
-            AttributeDefinitions=[{"AttributeName": attribute, "AttributeType": "S"} for attribute in keys],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        self.backend.create_table(name, key, *([sort_key] if sort_key else []))
         self._tables.append(name)
         if ttl:
-            dynamodb.update_time_to_live(TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": ttl})
+            self.client("dynamodb").update_time_to_live(TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": ttl})
         return self.backend.resource("dynamodb").Table(name)
 
     def powertools_table(self, name: str = "idempotency"):
