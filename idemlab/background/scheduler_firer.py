@@ -80,8 +80,7 @@ def due_time(schedule: dict) -> float | None:
     if not match:
         return None
     zone = ZoneInfo(schedule.get("ScheduleExpressionTimezone") or "UTC")
-    moment = datetime.datetime.strptime(match.group(1), "%Y-%m-%dT%H:%M:%S").replace(tzinfo=zone)
-    return moment.timestamp()
+    return datetime.datetime.fromisoformat(match.group(1)).replace(tzinfo=zone).timestamp()
 
 
 @dataclass

@@ -10,7 +10,6 @@ what the tests can import (boto3, Powertools) the handler can import too.
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib.util
 import io
 import os
@@ -96,10 +95,6 @@ class Handler:
                     target.writestr(item, source.read(item))
             target.writestr(f"{BOOTSTRAP_MODULE}.py", (Path(__file__).parent / "_bootstrap.py").read_text())
         return buffer.getvalue()
-
-    def digest(self) -> str:
-        return hashlib.sha256(self.code).hexdigest()
-
 
 @functools.lru_cache(maxsize=None)
 def _zip_folder_once(root: str, must_hold: str) -> bytes:

@@ -33,7 +33,9 @@ from idemlab.testing.handlers import BOOTSTRAP_HANDLER, Handler
 from idemlab.testing.report import CopyResult, CrashNotReached, Delivery, DuplicateEffectError, EffectReport, Round
 
 REGION = "us-east-1"
-LOCAL_VARIABLES = dict(AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test", AWS_REGION=REGION, AWS_DEFAULT_REGION=REGION)
+# Dummy credentials and the region: the server's environment, and the test's while it runs.
+LOCAL_VARIABLES = dict(AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test", AWS_REGION=REGION)
+LOCAL_VARIABLES["AWS_DEFAULT_REGION"] = REGION
 CRASH_TABLE = "idemlab-testing-crashes"
 # Lambda's default is 3 s; handlers that call other services usually get more.
 DEFAULT_TIMEOUT_SECONDS = 10
@@ -138,15 +140,16 @@ class Backend:
         # A session of its own, with explicit credentials and region, so neither a
         # profile nor boto3's shared default session decides where calls go.
         with aws_environment({}):
-            session = boto3.session.Session(region_name=REGION, aws_access_key_id="test", aws_secret_access_key="test")
+            keys = {"aws_access_key_id": "test", "aws_secret_access_key": "test"}
+            session = boto3.session.Session(region_name=REGION, **keys)
             session._session.get_scoped_config()  # read the (now profile-less) config while it is clean
             return session
 
     def function(self, handler: Handler, environment: dict, timeout: int, crash: Crash | None) -> str:
         """The deployed function for this handler and configuration (created once)."""
         variables = {**environment, _bootstrap.HANDLER_VARIABLE: handler.name}
-        configuration = json.dumps([handler.digest(), variables, timeout, crash and crash.__dict__], sort_keys=True)
-        digest = hashlib.sha256(configuration.encode()).hexdigest()[:12]
+        configuration = json.dumps([variables, timeout, crash and crash.__dict__], sort_keys=True).encode()
+        digest = hashlib.sha256(handler.code + configuration).hexdigest()[:12]
         name = f"idemlab-{handler.slug()}-{digest}"
         if crash is not None:
             spec = {"target": crash.target, "when": crash.when, "how": crash.how, "table": self.crash_table, "key": name}
