@@ -109,7 +109,7 @@ def zip_folder(root: Path, must_hold: str) -> bytes:
     if not ((root / must_hold).is_dir() or (root / f"{must_hold}.py").is_file()):
         raise HandlerError(f"code root {root} holds no module or package {must_hold!r}")
     files = {}
-    for folder, subfolders, names in os.walk(root):
+    for folder, subfolders, names in os.walk(root, followlinks=True):
         subfolders[:] = [name for name in subfolders if not _skipped(Path(folder, name))]
         files.update({Path(folder, name).relative_to(root).as_posix(): Path(folder, name) for name in names})
     files = {name: path for name, path in files.items() if not name.endswith((".pyc", ".pyo")) and path.is_file()}
