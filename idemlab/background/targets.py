@@ -24,6 +24,7 @@ RETRYABLE_CODES = {
     "ServiceUnavailable", "ServiceUnavailableException", "InternalServerError", "InternalFailure", "ServiceException",
 }
 
+
 class DeliveryFailed(Exception):
     """The target refused the event or could not be reached."""
 
