@@ -12,7 +12,7 @@ import json
 import sys
 import time
 
-from idemlab import backend, settings
+from idemlab import backend, settings, stack
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,13 +20,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=["up", "down", "status", "deploy", "plan", "destroy", "outputs"])
     parser.add_argument("--prefix", default="lab", help="name prefix of the stack (default: lab)")
     args = parser.parse_args(argv)
-    if args.command in ("up", "down", "status"):
-        return backend.main([args.command])
-
-    from idemlab import stack
-
     try:
-        if args.command == "deploy":
+        if args.command in ("up", "down", "status"):
+            getattr(backend, args.command)()
+        elif args.command == "deploy":
             started = time.monotonic()
             stack.deploy(prefix=args.prefix)
             print(f"deployed '{args.prefix}' to {settings.backend()} in {time.monotonic() - started:.1f} s")
@@ -37,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"destroyed '{args.prefix}' on {settings.backend()}")
         else:
             print(json.dumps(stack.outputs(prefix=args.prefix), indent=2, sort_keys=True))
-    except (stack.StackError, ValueError) as exc:
+    except (backend.BackendError, stack.StackError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -54,12 +54,9 @@ def _wanted(relative: PurePosixPath) -> bool:
 
 def source_files(folder: Path) -> dict[str, Path]:
     """The scenario's own files, keyed by their path inside the zip."""
-    files = {}
-    for path in folder.rglob("*"):
-        relative = PurePosixPath(path.relative_to(folder).as_posix())
-        if path.is_file() and _wanted(relative):
-            files[str(relative)] = path
-    return files
+    files = (path for path in folder.rglob("*") if path.is_file())
+    relative = {PurePosixPath(path.relative_to(folder).as_posix()): path for path in files}
+    return {str(name): path for name, path in relative.items() if _wanted(name)}
 
 
 def bundled_files(distributions: tuple[str, ...] = BUNDLED_DISTRIBUTIONS) -> dict[str, Path]:
@@ -73,9 +70,8 @@ def bundled_files(distributions: tuple[str, ...] = BUNDLED_DISTRIBUTIONS) -> dic
         for entry in dist.files or ():
             relative = PurePosixPath(str(entry))
             # Entries like ../../bin/script live outside site-packages: not importable code.
-            if relative.parts[0] == ".." or not _wanted(relative):
-                continue
-            if relative.parts[0].endswith(".dist-info") and relative.name not in ("METADATA", "LICENSE"):
+            skipped = relative.parts[0] == ".." or not _wanted(relative)
+            if skipped or (relative.parts[0].endswith(".dist-info") and relative.name not in ("METADATA", "LICENSE")):
                 continue
             path = Path(dist.locate_file(entry))
             if path.is_file():
@@ -84,6 +80,7 @@ def bundled_files(distributions: tuple[str, ...] = BUNDLED_DISTRIBUTIONS) -> dic
 
 
 def zip_bytes(files: dict[str, Path]) -> bytes:
+    """A zip of ``files`` (name in the zip -> file), the same bytes for the same contents."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
         for name in sorted(files):
@@ -109,17 +106,21 @@ def build_scenario(folder: Path, out_dir: Path, bundle: dict[str, Path]) -> Arti
         raise BuildError(f"{folder.name}: files shadow bundled packages: {', '.join(clashes)}")
     data = zip_bytes({**bundle, **own})
     target = out_dir / f"{folder.name}.zip"
-    # Rewriting identical bytes would only disturb file timestamps for make.
-    changed = not target.exists() or target.read_bytes() != data
-    if changed:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        # A temporary file of its own, then an atomic rename: builds running at the same
-        # time (two deploys, a test) never leave or read a half-written zip.
-        with tempfile.NamedTemporaryFile(dir=out_dir, prefix=f".{folder.name}.", suffix=".tmp", delete=False) as partial:
-            partial.write(data)
-        Path(partial.name).replace(target)
-    digest = base64.b64encode(hashlib.sha256(data).digest()).decode()
-    return Artifact(folder.name, target, digest, changed)
+    changed = write_if_changed(target, data)
+    return Artifact(folder.name, target, base64.b64encode(hashlib.sha256(data).digest()).decode(), changed)
+
+
+def write_if_changed(target: Path, data: bytes) -> bool:
+    """Write ``data`` unless the file holds it already (rewriting identical bytes would only
+    disturb timestamps for make); True when written. Through a temporary file of its own and
+    an atomic rename: runs at the same time (two deploys, a test) never leave or read half a file."""
+    if target.exists() and target.read_bytes() == data:
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=target.parent, prefix=f".{target.name}.", delete=False) as partial:
+        partial.write(data)
+    Path(partial.name).replace(target)
+    return True
 
 
 def build_all(functions_dir: Path = FUNCTIONS_DIR, out_dir: Path = settings.BUILD_DIR) -> list[Artifact]:

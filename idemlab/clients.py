@@ -10,6 +10,13 @@ from botocore.config import Config
 from idemlab import settings
 
 
+def _endpoint(endpoint_url: str | None) -> str | None:
+    url = endpoint_url or settings.endpoint_url()
+    if url:
+        settings.use_local_credentials()
+    return url
+
+
 def client(service: str, endpoint_url: str | None = None, **config: object):
     """A boto3 client for ``service`` on the selected backend.
 
@@ -18,26 +25,16 @@ def client(service: str, endpoint_url: str | None = None, **config: object):
     ``sync-`` host name that a loopback endpoint lacks. Without one (AWS) the prefix stays:
     AWS serves ``StartSyncExecution`` only at ``sync-states.<region>.amazonaws.com``.
     """
-    url = endpoint_url or settings.endpoint_url()
-    if url:
-        settings.use_local_credentials()
+    url = _endpoint(endpoint_url)
     options = {"retries": {"max_attempts": 2, "mode": "standard"}, **config}
     if service == "stepfunctions" and url:
         options.setdefault("inject_host_prefix", False)
-    return boto3.client(
-        service,
-        endpoint_url=url,
-        region_name=settings.region(),
-        config=Config(**options),
-    )
+    return boto3.client(service, endpoint_url=url, region_name=settings.region(), config=Config(**options))
 
 
 def resource(service: str, endpoint_url: str | None = None):
     """A boto3 resource (``Table`` and friends) for ``service`` on the selected backend."""
-    url = endpoint_url or settings.endpoint_url()
-    if url:
-        settings.use_local_credentials()
-    return boto3.resource(service, endpoint_url=url, region_name=settings.region())
+    return boto3.resource(service, endpoint_url=_endpoint(endpoint_url), region_name=settings.region())
 
 
 class ExecutionTimeout(TimeoutError):

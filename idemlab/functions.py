@@ -99,15 +99,14 @@ def environment(function_key: str, tables: dict[str, str], functions: dict[str, 
     values: what the module computes from its own variables is left out.
     """
     entry = spec(function_key)
-    invoked = functions or {}
-    missing = [name for name in entry.get("tables", {}) if name not in tables] + [name for name in entry.get("invokes", []) if name not in invoked]
+    wanted = [(name, "TABLE", tables) for name in entry.get("tables", {})]
+    wanted += [(name, "FUNCTION", functions or {}) for name in entry.get("invokes", [])]
+    missing = [name for name, _, given in wanted if name not in given]
     if missing:
         raise KeyError(f"{function_key} needs the names of {', '.join(missing)}")
-    variables = {f"{name.upper()}_TABLE": tables[name] for name in entry.get("tables", {})}
-    variables.update({f"{name.upper()}_FUNCTION": invoked[name] for name in entry.get("invokes", [])})
-    env = entry.get("env", {})
-    variables.update({name: value for name, value in (env if isinstance(env, dict) else {}).items() if "${" not in str(value)})
-    return variables
+    env = entry["env"] if isinstance(entry.get("env"), dict) else {}
+    literal = {name: value for name, value in env.items() if "${" not in str(value)}
+    return {f"{name.upper()}_{kind}": given[name] for name, kind, given in wanted} | literal
 
 
 def spec(key: str) -> dict:
@@ -118,13 +117,17 @@ def spec(key: str) -> dict:
     return functions[key]
 
 
+def hcl_blocks(path: Path, kind: str) -> dict[str, dict]:
+    """The blocks of one kind (``variable``, ``output``) of a Terraform file, by name."""
+    with open(path) as handle:
+        parsed = hcl2.load(handle, serialization_options=_HCL)
+    return {name.strip('"'): body for block in parsed.get(kind, []) for name, body in block.items()}
+
+
 @functools.lru_cache(maxsize=None)
 def _default(file: str, variable: str) -> dict:
     """The default of a module variable (the lab's tables and functions are typed inputs)."""
-    with open(MODULE_DIR / file) as handle:
-        parsed = hcl2.load(handle, serialization_options=_HCL)
-    for block in parsed.get("variable", []):
-        for name, body in block.items():
-            if name.strip('"') == variable:
-                return body["default"]
-    raise KeyError(f"no variable {variable!r} with a default in {file}")
+    body = hcl_blocks(MODULE_DIR / file, "variable").get(variable, {})
+    if "default" not in body:
+        raise KeyError(f"no variable {variable!r} with a default in {file}")
+    return body["default"]

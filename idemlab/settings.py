@@ -7,7 +7,6 @@ lab with one variable: ``BACKEND=embedded|localstack|aws``.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -26,23 +25,20 @@ def region() -> str:
 
 def docker_engine_answers() -> bool:
     """True when a Docker engine (not just the client) responds."""
-    if not shutil.which("docker"):
-        return False
     try:
-        done = subprocess.run(["docker", "info"], capture_output=True, timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
+        return subprocess.run(["docker", "info"], capture_output=True, timeout=5).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):  # no docker client at all, or no answer
         return False
-    return done.returncode == 0
 
 
 def backend() -> str:
     """The selected backend: $BACKEND, else LocalStack when Docker runs, else embedded."""
     chosen = os.environ.get("BACKEND", "").strip().lower()
-    if chosen:
-        if chosen not in BACKENDS:
-            raise ValueError(f"BACKEND={chosen!r} is not one of {', '.join(BACKENDS)}")
-        return chosen
-    return "localstack" if docker_engine_answers() else "embedded"
+    if not chosen:
+        return "localstack" if docker_engine_answers() else "embedded"
+    if chosen not in BACKENDS:
+        raise ValueError(f"BACKEND={chosen!r} is not one of {', '.join(BACKENDS)}")
+    return chosen
 
 
 def port() -> int:
@@ -51,12 +47,7 @@ def port() -> int:
 
 def endpoint_url() -> str | None:
     """The endpoint every client uses; None on AWS (the SDK's own endpoints)."""
-    explicit = os.environ.get("AWS_ENDPOINT_URL")
-    if explicit:
-        return explicit
-    if backend() == "aws":
-        return None
-    return f"http://127.0.0.1:{port()}"
+    return os.environ.get("AWS_ENDPOINT_URL") or (None if backend() == "aws" else f"http://127.0.0.1:{port()}")
 
 
 def use_local_credentials() -> None:

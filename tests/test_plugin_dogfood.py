@@ -31,7 +31,7 @@ def ledger(idemlab):
     idemlab.client("lambda").create_function(
         FunctionName=card_processor,
         Runtime="python3.12",
-        Role=idemlab.backend.role_arn(),
+        Role=idemlab.backend.role_arn,
         Handler="card_processor.handler",
         Code={"ZipFile": build.zip_bytes(build.source_files(CODE))},
         Timeout=int(functions.spec("card_processor")["timeout"]),

@@ -34,7 +34,6 @@ DEFAULT_RATE_PER_SECOND = 5.0
 # How long a received message stays hidden while this run works through the queue, so
 # one run sees each message once; what it leaves is made visible again when it ends.
 VISIBILITY_SECONDS = 300
-# A target that says the event's work already exists has, in effect, received it.
 ALREADY_DELIVERED_CODES = {"ExecutionAlreadyExists"}
 
 
@@ -82,72 +81,63 @@ def run_once(
     sqs = clients.client("sqs", endpoint_url)
     report = RedriveReport(queue_url)
     left: list[str] = []  # receipt handles of messages that stay on the queue
+    seen: set[str] = set()
+    next_slot = time.monotonic()
     try:
-        _redrive(sqs, queue_url, rate_per_second, limit, endpoint_url, report, left)
+        while limit is None or len(seen) < limit:
+            batch = sqs.receive_message(
+                QueueUrl=queue_url,
+                MaxNumberOfMessages=10 if limit is None else max(1, min(10, limit - len(seen))),
+                MessageAttributeNames=["All"],
+                VisibilityTimeout=VISIBILITY_SECONDS,
+                WaitTimeSeconds=0,
+            ).get("Messages", [])
+            fresh = [m for m in batch if m["MessageId"] not in seen]
+            if not fresh:
+                break
+            for message in fresh:
+                message_id = message["MessageId"]
+                seen.add(message_id)
+                destination = target_of(message)
+                if destination is None:
+                    report.not_understood.append(message_id)
+                    left.append(message["ReceiptHandle"])
+                    continue
+                time.sleep(max(0.0, next_slot - time.monotonic()))
+                next_slot = max(next_slot, time.monotonic()) + 1.0 / rate_per_second
+                outcome, why = _deliver_once(*destination, endpoint_url, message_id)
+                if outcome == "failed":
+                    report.failed[message_id] = why
+                    left.append(message["ReceiptHandle"])
+                else:
+                    getattr(report, outcome).append(message_id)
+                    sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
     finally:
         for handle in left:
             sqs.change_message_visibility(QueueUrl=queue_url, ReceiptHandle=handle, VisibilityTimeout=0)
     return report
 
 
-def _redrive(sqs, queue_url, rate_per_second, limit, endpoint_url, report: RedriveReport, left: list[str]) -> None:
-    seen: set[str] = set()
-    interval = 1.0 / rate_per_second
-    next_slot = time.monotonic()
-    while limit is None or len(seen) < limit:
-        batch = sqs.receive_message(
-            QueueUrl=queue_url,
-            MaxNumberOfMessages=10 if limit is None else max(1, min(10, limit - len(seen))),
-            MessageAttributeNames=["All"],
-            VisibilityTimeout=VISIBILITY_SECONDS,
-            WaitTimeSeconds=0,
-        ).get("Messages", [])
-        fresh = [m for m in batch if m["MessageId"] not in seen]
-        if not fresh:
-            return
-        for message in fresh:
-            seen.add(message["MessageId"])
-            destination = target_of(message)
-            if destination is None:
-                report.not_understood.append(message["MessageId"])
-                left.append(message["ReceiptHandle"])
-                continue
-            time.sleep(max(0.0, next_slot - time.monotonic()))
-            next_slot = max(next_slot, time.monotonic()) + interval
-            target_arn, input_text = destination
-            outcome, why = _deliver_once(target_arn, input_text, endpoint_url, message["MessageId"])
-            if outcome == "failed":
-                report.failed[message["MessageId"]] = why
-                left.append(message["ReceiptHandle"])
-                continue
-            getattr(report, outcome).append(message["MessageId"])
-            sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
-
-
 def _deliver_once(target_arn: str, input_text: str, endpoint_url: str | None, message_id: str) -> tuple[str, str]:
     """("delivered" | "already_delivered" | "failed", why) for one message."""
+    # A Scheduler event names its own execution (the universal target's Name): that name
+    # is tried first. If its execution exists but ended without going on (it failed, timed
+    # out or was stopped, e.g. before it could claim), the name proves nothing was done.
+    if target_arn.startswith(UNIVERSAL_PREFIX):
+        outcome = _deliver_as(None, target_arn, input_text, endpoint_url)
+        if outcome[0] != "already_delivered" or _named_execution_went_on(input_text, endpoint_url):
+            return outcome
     # Named after the message: a message delivered but not deleted (a crash in between)
-    # is refused as already delivered the next time. A Scheduler event names its own
-    # execution (the universal target's Name), so that one is tried first.
-    redrive_name = f"redrive-{message_id}"
-    universal = target_arn.startswith(UNIVERSAL_PREFIX)
+    # is refused as already delivered the next time.
+    return _deliver_as(f"redrive-{message_id}", target_arn, input_text, endpoint_url)
+
+
+def _deliver_as(name: str | None, target_arn: str, input_text: str, endpoint_url: str | None) -> tuple[str, str]:
     try:
-        deliver(target_arn, input_text, endpoint_url, execution_name=None if universal else redrive_name)
-        return "delivered", ""
+        deliver(target_arn, input_text, endpoint_url, execution_name=name)
     except DeliveryFailed as exc:
-        if exc.code not in ALREADY_DELIVERED_CODES:
-            return "failed", str(exc)
-        if not universal or _named_execution_went_on(input_text, endpoint_url):
-            return "already_delivered", ""
-    # The schedule's execution exists but ended without going on (it failed, timed out
-    # or was stopped, e.g. before it could claim): its name proves nothing was done, so
-    # the event is delivered again under the message's own name.
-    try:
-        deliver(target_arn, input_text, endpoint_url, execution_name=redrive_name)
-    except DeliveryFailed as exc:
-        if exc.code in ALREADY_DELIVERED_CODES:
-            return "already_delivered", ""
-        return "failed", str(exc)
+        # A target that says the event's work already exists has, in effect, received it.
+        return ("already_delivered", "") if exc.code in ALREADY_DELIVERED_CODES else ("failed", str(exc))
     return "delivered", ""
 
 
@@ -162,16 +152,17 @@ def _named_execution_went_on(input_text: str, endpoint_url: str | None) -> bool:
 
 def _queue_urls(names: list[str]) -> list[str]:
     """URLs as given, or the stack's queues by key (``deletion_dlq``); default: every ``*_dlq``."""
-    if names and all(name.startswith(("http://", "https://")) for name in names):
+    urls = [name for name in names if name.startswith(("http://", "https://"))]
+    if names and urls == names:
         return names
     from idemlab import stack
 
     queues = stack.outputs()["queues"]
     keys = names or sorted(key for key in queues if key.endswith("_dlq"))
-    unknown = [key for key in keys if key not in queues and not key.startswith(("http://", "https://"))]
+    unknown = [key for key in keys if key not in queues and key not in urls]
     if unknown:
         raise SystemExit(f"redrive: no queue {', '.join(unknown)} in the stack; known: {', '.join(sorted(queues))}")
-    return [key if key.startswith(("http://", "https://")) else queues[key] for key in keys]
+    return [queues.get(key, key) for key in keys]
 
 
 def main(argv: list[str] | None = None) -> int:

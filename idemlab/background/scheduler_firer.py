@@ -11,14 +11,15 @@ schedule's dead-letter queue, and deletes the schedule when ActionAfterCompletio
 says DELETE.
 
 ``python -m idemlab.background.scheduler_firer`` runs it in a loop (``make up`` starts
-it); tests and notebooks call ``run_once`` or the ``fire_now``/``fire_twice``/``fire_late``
-helpers.
+it); tests and notebooks call a ``SchedulerFirer``'s ``run_once`` or ``fire_now``/``fire_twice``/``fire_late``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
+import functools
 import json
 import re
 import signal
@@ -51,6 +52,9 @@ RETRY_LATER = "retry_later"
 DEAD_LETTERED = "dead_lettered"
 DROPPED = "dropped"  # failed for good, and no dead-letter queue took it
 PASS_FAILED = "pass_failed"  # the firer could not finish this schedule; the next pass retries
+# What update_schedule is given again when a kept schedule is disabled after it fired.
+KEPT_ON_UPDATE = ("Name", "GroupName", "ScheduleExpression", "ScheduleExpressionTimezone", "FlexibleTimeWindow",
+                  "Target", "ActionAfterCompletion", "Description", "StartDate", "EndDate", "KmsKeyArn")
 
 
 @dataclass
@@ -76,8 +80,7 @@ def due_time(schedule: dict) -> float | None:
     if not match:
         return None
     zone = ZoneInfo(schedule.get("ScheduleExpressionTimezone") or "UTC")
-    moment = datetime.datetime.strptime(match.group(1), "%Y-%m-%dT%H:%M:%S").replace(tzinfo=zone)
-    return moment.timestamp()
+    return datetime.datetime.fromisoformat(match.group(1)).replace(tzinfo=zone).timestamp()
 
 
 @dataclass
@@ -87,153 +90,125 @@ class SchedulerFirer:
     endpoint_url: str | None = None
     groups: tuple[str, ...] | None = None  # only these schedule groups; None: every group
     pending: dict[tuple[str, str], _Pending] = field(default_factory=dict)
-    _clients: dict = field(default_factory=dict, repr=False)
 
-    def _scheduler(self):
+    @functools.cached_property
+    def scheduler(self):
         # One client for the firer's life: it asks every second, and a client is costly to make.
-        if "scheduler" not in self._clients:
-            self._clients["scheduler"] = clients.client("scheduler", self.endpoint_url)
-        return self._clients["scheduler"]
+        return clients.client("scheduler", self.endpoint_url)
 
     def run_once(self, now: float | None = None) -> list[Firing]:
         """One pass: fire (or retry) every due one-time schedule; what happened to each."""
         now = time.time() if now is None else now
         firings = []
-        for group, name in self._enabled_schedules():
-            schedule = self._get(group, name)
-            if schedule is None:
-                continue
-            due = due_time(schedule)
-            if due is None or due > now:
-                continue
-            if self.pending.get((group, name), _Pending()).next_try > now:
+        pages = self.scheduler.get_paginator("list_schedules").paginate(State="ENABLED")
+        for listed in (s for page in pages for s in page.get("Schedules", [])):
+            group, name = listed["GroupName"], listed["Name"]
+            schedule = None if self.groups and group not in self.groups else self._get(group, name)
+            due = schedule and due_time(schedule)
+            pending = self.pending.get((group, name), _Pending())
+            if due is None or due > now or pending.next_try > now:
                 continue
             try:
-                firings.append(self._fire(schedule, due, now))
+                firings.append(self._attempt(schedule, due, now))
             except (ClientError, BotoCoreError) as exc:
                 # One schedule's trouble (its queue gone, the backend restarting) must not
                 # keep the others from firing.
-                firings.append(Firing(group, name, PASS_FAILED, self.pending.get((group, name), _Pending()).attempts, str(exc)))
+                firings.append(Firing(group, name, PASS_FAILED, pending.attempts, str(exc)))
         return firings
 
     def fire_now(self, name: str, group: str = "default") -> Firing:
         """Fire a schedule at once, whatever its time says (the notebook's 'fire now')."""
         now = time.time()
-        return self._fire(self._require(group, name), now, now)
+        return self._attempt(self._require(group, name), now, now)
 
     def fire_twice(self, name: str, group: str = "default") -> list[Firing]:
         """Deliver the same event twice before completing: Scheduler delivers at least
         once, so a target must cope with this."""
         schedule = self._require(group, name)
         now = time.time()
-        first = self._attempt(schedule, now, now, complete=False)
-        return [first, self._fire(schedule, now, now)]
+        return [self._attempt(schedule, now, now, complete=False), self._attempt(schedule, now, now)]
 
     def fire_late(self, name: str, group: str = "default", seconds_late: float = 0) -> Firing:
         """Fire as if the firer had been down until ``seconds_late`` after the due time;
         past MaximumEventAgeInSeconds the event goes to the dead-letter queue instead."""
         schedule = self._require(group, name)
         due = due_time(schedule) or time.time()
-        return self._fire(schedule, due, due + seconds_late)
+        return self._attempt(schedule, due, due + seconds_late)
 
     # -- one event ---------------------------------------------------------------
 
-    def _fire(self, schedule: dict, due: float, now: float) -> Firing:
-        return self._attempt(schedule, due, now, complete=True)
-
-    def _attempt(self, schedule: dict, due: float, now: float, complete: bool) -> Firing:
-        group, name = schedule["GroupName"], schedule["Name"]
-        target = schedule["Target"]
+    def _attempt(self, schedule: dict, due: float, now: float, complete: bool = True) -> Firing:
+        group, name, target = schedule["GroupName"], schedule["Name"], schedule["Target"]
         policy = target.get("RetryPolicy") or {}
         max_retries = policy.get("MaximumRetryAttempts", DEFAULT_MAX_RETRY_ATTEMPTS)
         max_age = policy.get("MaximumEventAgeInSeconds", DEFAULT_MAX_EVENT_AGE_SECONDS)
         state = self.pending.setdefault((group, name), _Pending())
         attempt = state.attempts + 1
-        if now - due > max_age:
-            failure = DeliveryFailed("AWS.Scheduler.EventAgeExceeded", f"event older than {max_age} s", False)
-        else:
-            try:
-                answer = deliver(target["Arn"], target.get("Input"), self.endpoint_url)
-            except DeliveryFailed as exc:
-                failure = exc
-            else:
-                if complete:
-                    self._complete(schedule)
-                return Firing(group, name, DELIVERED, attempt, json.dumps(answer, default=str))
-        if failure.retryable and attempt <= max_retries:
-            state.attempts = attempt
-            state.next_try = now + min(FIRST_RETRY_SECONDS * 2 ** (attempt - 1), MAX_RETRY_SECONDS)
-            return Firing(group, name, RETRY_LATER, attempt, str(failure))
-        outcome = self._dead_letter(schedule, failure, attempt)
-        self._complete(schedule)
-        return Firing(group, name, outcome, attempt, str(failure))
+        try:
+            if now - due > max_age:
+                raise DeliveryFailed("AWS.Scheduler.EventAgeExceeded", f"event older than {max_age} s", False)
+            answer = deliver(target["Arn"], target.get("Input"), self.endpoint_url)
+        except DeliveryFailed as failure:
+            if failure.retryable and attempt <= max_retries:
+                state.attempts = attempt
+                state.next_try = now + min(FIRST_RETRY_SECONDS * 2 ** (attempt - 1), MAX_RETRY_SECONDS)
+                return Firing(group, name, RETRY_LATER, attempt, str(failure))
+            outcome = self._dead_letter(schedule, failure, attempt)
+            self._complete(schedule)
+            return Firing(group, name, outcome, attempt, str(failure))
+        if complete:
+            self._complete(schedule)
+        return Firing(group, name, DELIVERED, attempt, json.dumps(answer, default=str))
 
     def _dead_letter(self, schedule: dict, failure: DeliveryFailed, attempt: int) -> str:
         target = schedule["Target"]
         dlq_arn = (target.get("DeadLetterConfig") or {}).get("Arn")
-        if not dlq_arn:
-            print(f"scheduler-firer: {schedule['Name']} failed for good and has no dead-letter queue: {failure}", file=sys.stderr)
-            return DROPPED
-        _, _, _, _, account, queue_name = dlq_arn.split(":", 5)
-        sqs = clients.client("sqs", self.endpoint_url)
-        try:
-            url = sqs.get_queue_url(QueueName=queue_name, QueueOwnerAWSAccountId=account)["QueueUrl"]
-        except ClientError as exc:
-            print(f"scheduler-firer: {schedule['Name']} failed for good and its dead-letter queue is unusable ({exc}): {failure}", file=sys.stderr)
-            return DROPPED
-        # The attributes Scheduler puts on its dead-letter events (user guide,
-        # configuring-schedule-dlq); the body is the input the target should have had.
-        attributes = {
-            "ERROR_CODE": failure.code,
-            "ERROR_MESSAGE": failure.message or failure.code,
-            "EXECUTION_ID": uuid.uuid4().hex,
-            "RETRY_ATTEMPTS": str(attempt - 1),
-            "SCHEDULE_ARN": schedule.get("Arn", ""),
-            "TARGET_ARN": target["Arn"],
-        }
-        sqs.send_message(
-            QueueUrl=url,
-            MessageBody=target.get("Input") or "{}",
-            MessageAttributes={k: {"DataType": "String", "StringValue": v} for k, v in attributes.items() if v},
-        )
-        return DEAD_LETTERED
+        why = "has no dead-letter queue"
+        if dlq_arn:
+            _, _, _, _, account, queue_name = dlq_arn.split(":", 5)
+            sqs = clients.client("sqs", self.endpoint_url)
+            try:
+                url = sqs.get_queue_url(QueueName=queue_name, QueueOwnerAWSAccountId=account)["QueueUrl"]
+            except ClientError as exc:
+                why = f"its dead-letter queue is unusable ({exc})"
+            else:
+                # The attributes Scheduler puts on its dead-letter events (user guide,
+                # configuring-schedule-dlq); the body is the input the target should have had.
+                attributes = {
+                    "ERROR_CODE": failure.code,
+                    "ERROR_MESSAGE": failure.message or failure.code,
+                    "EXECUTION_ID": uuid.uuid4().hex,
+                    "RETRY_ATTEMPTS": str(attempt - 1),
+                    "SCHEDULE_ARN": schedule.get("Arn", ""),
+                    "TARGET_ARN": target["Arn"],
+                }
+                sqs.send_message(
+                    QueueUrl=url,
+                    MessageBody=target.get("Input") or "{}",
+                    MessageAttributes={k: {"DataType": "String", "StringValue": v} for k, v in attributes.items() if v},
+                )
+                return DEAD_LETTERED
+        print(f"scheduler-firer: {schedule['Name']} failed for good and {why}: {failure}", file=sys.stderr)
+        return DROPPED
 
     def _complete(self, schedule: dict) -> None:
         group, name = schedule["GroupName"], schedule["Name"]
         self.pending.pop((group, name), None)
         if schedule.get("ActionAfterCompletion") == "DELETE":
-            try:
-                self._scheduler().delete_schedule(Name=name, GroupName=group)
-            except ClientError as exc:
-                if exc.response["Error"]["Code"] != "ResourceNotFoundException":
-                    raise
+            with contextlib.suppress(self.scheduler.exceptions.ResourceNotFoundException):
+                self.scheduler.delete_schedule(Name=name, GroupName=group)
             return
         # Kept (ActionAfterCompletion=NONE): a one-time schedule fires once, so it is
         # disabled, which a restarted firer sees too; AWS keeps it silent the same way.
-        update = {k: schedule[k] for k in ("Name", "GroupName", "ScheduleExpression", "FlexibleTimeWindow", "Target") if k in schedule}
-        for optional in ("ScheduleExpressionTimezone", "ActionAfterCompletion", "Description", "StartDate", "EndDate", "KmsKeyArn"):
-            if schedule.get(optional):
-                update[optional] = schedule[optional]
-        self._scheduler().update_schedule(**update, State="DISABLED")
+        self.scheduler.update_schedule(**{k: schedule[k] for k in KEPT_ON_UPDATE if schedule.get(k)}, State="DISABLED")
 
     # -- reading schedules ---------------------------------------------------------
 
-    def _enabled_schedules(self) -> list[tuple[str, str]]:
-        found, token = [], None
-        while True:
-            page = self._scheduler().list_schedules(State="ENABLED", **({"NextToken": token} if token else {}))
-            found.extend((s["GroupName"], s["Name"]) for s in page.get("Schedules", []) if not self.groups or s["GroupName"] in self.groups)
-            token = page.get("NextToken")
-            if not token:
-                return found
-
     def _get(self, group: str, name: str) -> dict | None:
         try:
-            schedule = self._scheduler().get_schedule(Name=name, GroupName=group)
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] == "ResourceNotFoundException":
-                return None  # deleted since the listing
-            raise
+            schedule = self.scheduler.get_schedule(Name=name, GroupName=group)
+        except self.scheduler.exceptions.ResourceNotFoundException:
+            return None  # deleted since the listing
         schedule.setdefault("GroupName", group)
         return schedule
 
@@ -244,21 +219,6 @@ class SchedulerFirer:
         return schedule
 
 
-_default: SchedulerFirer | None = None
-
-
-def default_firer() -> SchedulerFirer:
-    """The process's firer, so retry counts carry over from one pass to the next."""
-    global _default
-    if _default is None:
-        _default = SchedulerFirer()
-    return _default
-
-
-def run_once(now: float | None = None) -> list[Firing]:
-    return default_firer().run_once(now)
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m idemlab.background.scheduler_firer", description=__doc__.split("\n\n")[0])
     parser.add_argument("--interval", type=float, default=POLL_SECONDS, help="seconds between passes")
@@ -267,22 +227,22 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
-    firer = SchedulerFirer(groups=tuple(args.group)) if args.group else default_firer()
-    print(f"scheduler-firer: watching schedules every {args.interval} s", file=sys.stderr, flush=True)
+    firer = SchedulerFirer(groups=tuple(args.group) if args.group else None)
+    log = functools.partial(print, "scheduler-firer:", file=sys.stderr, flush=True)
+    log(f"watching schedules every {args.interval} s")
     try:
         while not stopping:
             try:
                 for firing in firer.run_once():
-                    print(f"scheduler-firer: {firing.group}/{firing.name} {firing.outcome} (attempt {firing.attempt}) {firing.detail}", file=sys.stderr, flush=True)
+                    log(f"{firing.group}/{firing.name} {firing.outcome} (attempt {firing.attempt}) {firing.detail}")
             except (ClientError, BotoCoreError, OSError) as exc:
-                # The backend may be restarting; the next pass tries again.
-                print(f"scheduler-firer: pass failed: {exc}", file=sys.stderr, flush=True)
+                log(f"pass failed: {exc}")  # the backend may be restarting; the next pass tries again
             if args.once:
                 break
             time.sleep(args.interval)
     except KeyboardInterrupt:
         pass
-    print("scheduler-firer: stopped", file=sys.stderr, flush=True)
+    log("stopped")
 
 
 if __name__ == "__main__":

@@ -20,15 +20,8 @@ BOTO3_SERVICE = {"sfn": "stepfunctions"}
 # Failures Scheduler retries: throttling and the service's own trouble. Anything else
 # (a missing target, a bad input, a refused permission) fails the same way every time.
 RETRYABLE_CODES = {
-    "ThrottlingException",
-    "Throttling",
-    "TooManyRequestsException",
-    "RequestLimitExceeded",
-    "ServiceUnavailable",
-    "ServiceUnavailableException",
-    "InternalServerError",
-    "InternalFailure",
-    "ServiceException",
+    "ThrottlingException", "Throttling", "TooManyRequestsException", "RequestLimitExceeded",
+    "ServiceUnavailable", "ServiceUnavailableException", "InternalServerError", "InternalFailure", "ServiceException",
 }
 
 

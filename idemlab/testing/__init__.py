@@ -10,21 +10,10 @@ Installed with `pip install "idemlab[testing]"`; pytest finds the fixtures throu
 
 from idemlab.testing.crash import Crash, CrashError
 from idemlab.testing.handlers import Handler, HandlerError
-from idemlab.testing.lab import Backend, DeliveryError, Lab, unique
+from idemlab.testing.lab import Backend, DeliveryError, Lab
 from idemlab.testing.report import CopyResult, CrashNotReached, Delivery, DuplicateEffectError, EffectReport
 
 __all__ = [
-    "Backend",
-    "CopyResult",
-    "Crash",
-    "CrashError",
-    "CrashNotReached",
-    "Delivery",
-    "DeliveryError",
-    "DuplicateEffectError",
-    "EffectReport",
-    "Handler",
-    "HandlerError",
-    "Lab",
-    "unique",
+    "Backend", "CopyResult", "Crash", "CrashError", "CrashNotReached", "Delivery", "DeliveryError",
+    "DuplicateEffectError", "EffectReport", "Handler", "HandlerError", "Lab",
 ]

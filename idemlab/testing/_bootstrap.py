@@ -54,48 +54,36 @@ def resolve(dotted: str):
     raise ModuleNotFoundError(f"no importable module in {dotted!r}")
 
 
-def load_handler(name: str):
-    owner, attribute = resolve(name)
-    return getattr(owner, attribute)
-
-
 class CrashPoint:
     """Kills this process at the configured point, once per armed copy."""
 
     def __init__(self, spec: dict):
         self.spec = spec
-        self._dynamodb = None
 
-    def claim(self) -> bool:
-        """Take one armed crash; False when none is left (another copy took it)."""
+    @functools.cached_property
+    def dynamodb(self):
         import boto3
-        from botocore.exceptions import ClientError
 
-        if self._dynamodb is None:
-            self._dynamodb = boto3.client("dynamodb")
+        return boto3.client("dynamodb")
+
+    def reached(self) -> None:
+        """Take one armed crash and die; return when none is left (another copy took it)."""
         try:
             # One atomic decrement: with two copies at the point together, one wins.
-            self._dynamodb.update_item(
+            self.dynamodb.update_item(
                 TableName=self.spec["table"],
                 Key={"pk": {"S": self.spec["key"]}},
                 UpdateExpression="SET armed = armed - :one",
                 ConditionExpression="armed > :zero",
                 ExpressionAttributeValues={":one": {"N": "1"}, ":zero": {"N": "0"}},
             )
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                return False
-            raise
-        return True
-
-    def reached(self) -> None:
-        if not self.claim():
+        except self.dynamodb.exceptions.ConditionalCheckFailedException:
             return
-        what = f"{self.spec['when']} {self.spec['target']}"
+        what = f"idemlab.testing: crash {self.spec['when']} {self.spec['target']}"
         if self.spec["how"] == "exit":
-            print(f"idemlab.testing: crash {what}: the process exits", file=sys.stderr, flush=True)
+            print(f"{what}: the process exits", file=sys.stderr, flush=True)
             os._exit(137)  # as an out-of-memory kill would: no cleanup, no reply
-        print(f"idemlab.testing: crash {what}: sleeping past the timeout", file=sys.stderr, flush=True)
+        print(f"{what}: sleeping past the timeout", file=sys.stderr, flush=True)
         time.sleep(SLEEP_PAST_ANY_TIMEOUT_SECONDS)
 
     def install(self) -> None:
@@ -117,34 +105,31 @@ class CrashPoint:
 
             return crashing
 
-        if isinstance(static, staticmethod):
-            setattr(owner, attribute, staticmethod(wrap(static.__func__)))
-        elif isinstance(static, classmethod):
-            setattr(owner, attribute, classmethod(wrap(static.__func__)))
-        else:
-            replacement = wrap(original)
-            setattr(owner, attribute, replacement)
-            # `from shop.payments import charge` left a reference in other modules too.
-            for module in list(sys.modules.values()):
-                namespace = getattr(module, "__dict__", None) or {}
-                for name, value in list(namespace.items()):
-                    if value is original:
-                        setattr(module, name, replacement)
+        if isinstance(static, (staticmethod, classmethod)):
+            setattr(owner, attribute, type(static)(wrap(static.__func__)))
+            return
+        replacement = wrap(original)
+        setattr(owner, attribute, replacement)
+        # `from shop.payments import charge` left a reference in other modules too.
+        for module in list(sys.modules.values()):
+            namespace = getattr(module, "__dict__", None) or {}
+            for name, value in list(namespace.items()):
+                if value is original:
+                    setattr(module, name, replacement)
 
 
 def _load() -> tuple:
     name = os.environ[HANDLER_VARIABLE]
     try:
-        handler = load_handler(name)
+        handler = getattr(*resolve(name))
     except Exception as exc:
         raise ImportError(f"could not load the handler under test {name!r}: {type(exc).__name__}: {exc}") from exc
-    crash = None
-    if os.environ.get(CRASH_VARIABLE):
-        crash = CrashPoint(json.loads(os.environ[CRASH_VARIABLE]))
-        try:
+    crash = CrashPoint(json.loads(os.environ[CRASH_VARIABLE])) if os.environ.get(CRASH_VARIABLE) else None
+    try:
+        if crash:
             crash.install()
-        except Exception as exc:
-            raise ImportError(f"could not find the crash point {crash.spec['target']!r}: {type(exc).__name__}: {exc}") from exc
+    except Exception as exc:
+        raise ImportError(f"could not find the crash point {crash.spec['target']!r}: {type(exc).__name__}: {exc}") from exc
     return handler, crash
 
 

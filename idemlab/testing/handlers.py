@@ -10,13 +10,15 @@ what the tests can import (boto3, Powertools) the handler can import too.
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib.util
 import io
+import os
 import re
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from idemlab.build import zip_bytes
 
 BOOTSTRAP_MODULE = "idemlab_testing_bootstrap"
 BOOTSTRAP_HANDLER = f"{BOOTSTRAP_MODULE}.handler"
@@ -94,8 +96,26 @@ class Handler:
             target.writestr(f"{BOOTSTRAP_MODULE}.py", (Path(__file__).parent / "_bootstrap.py").read_text())
         return buffer.getvalue()
 
-    def digest(self) -> str:
-        return hashlib.sha256(self.code).hexdigest()
+@functools.lru_cache(maxsize=None)
+def _zip_folder_once(root: str, must_hold: str) -> bytes:
+    """A session packs each code root once: its files do not change while tests run."""
+    return zip_folder(Path(root), must_hold)
+
+
+def zip_folder(root: Path, must_hold: str) -> bytes:
+    """Zip the files under `root` (sorted, fixed timestamps: the same code, the same bytes),
+    leaving out hidden folders, caches, build output and virtual environments."""
+    root = root.resolve()
+    if not ((root / must_hold).is_dir() or (root / f"{must_hold}.py").is_file()):
+        raise HandlerError(f"code root {root} holds no module or package {must_hold!r}")
+    files = {}
+    for folder, subfolders, names in os.walk(root, followlinks=True):
+        subfolders[:] = [name for name in subfolders if not _skipped(Path(folder, name))]
+        files.update({Path(folder, name).relative_to(root).as_posix(): Path(folder, name) for name in names})
+    files = {name: path for name, path in files.items() if not name.endswith((".pyc", ".pyo")) and path.is_file()}
+    if sum(path.stat().st_size for path in files.values()) > MAX_ZIP_BYTES:
+        raise HandlerError(f"code root {root} holds more than 50 MB; pass a zip with Handler.zip instead")
+    return zip_bytes(files)
 
 
 def _skipped(folder: Path) -> bool:
@@ -105,36 +125,3 @@ def _skipped(folder: Path) -> bool:
         or folder.name.endswith(".egg-info")
         or (folder / "pyvenv.cfg").exists()  # a virtual environment
     )
-
-
-@functools.lru_cache(maxsize=None)
-def _zip_folder_once(root: str, must_hold: str) -> bytes:
-    """A session packs each code root once: its files do not change while tests run."""
-    return zip_folder(Path(root), must_hold)
-
-
-def zip_folder(root: Path, must_hold: str) -> bytes:
-    """Zip the files under `root` (sorted, fixed timestamps: the same code, the same bytes)."""
-    root = root.resolve()
-    if not ((root / must_hold).is_dir() or (root / f"{must_hold}.py").is_file()):
-        raise HandlerError(f"code root {root} holds no module or package {must_hold!r}")
-    files: list[Path] = []
-    folders = [root]
-    while folders:
-        folder = folders.pop()
-        for entry in sorted(folder.iterdir()):
-            if entry.is_dir():
-                if not _skipped(entry):
-                    folders.append(entry)
-            elif entry.is_file() and not entry.name.endswith((".pyc", ".pyo")):
-                files.append(entry)
-    buffer = io.BytesIO()
-    size = 0
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in sorted(files):
-            data = path.read_bytes()
-            size += len(data)
-            if size > MAX_ZIP_BYTES:
-                raise HandlerError(f"code root {root} holds more than 50 MB; pass a zip with Handler.zip instead")
-            archive.writestr(zipfile.ZipInfo(path.relative_to(root).as_posix(), date_time=(1980, 1, 1, 0, 0, 0)), data)
-    return buffer.getvalue()

@@ -12,18 +12,20 @@ real Lambda worker processes.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
 import threading
 import time
-import uuid
+from unittest import mock
 from typing import Callable
 
 import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from idemlab.barrier import all_at_once
 from idemlab.embedded.server import EmbeddedBackend
 from idemlab.testing import _bootstrap
 from idemlab.testing.crash import Crash
@@ -31,7 +33,9 @@ from idemlab.testing.handlers import BOOTSTRAP_HANDLER, Handler
 from idemlab.testing.report import CopyResult, CrashNotReached, Delivery, DuplicateEffectError, EffectReport, Round
 
 REGION = "us-east-1"
-CREDENTIALS = {"aws_access_key_id": "test", "aws_secret_access_key": "test"}
+# Dummy credentials and the region: the server's environment, and the test's while it runs.
+LOCAL_VARIABLES = dict(AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test", AWS_REGION=REGION)
+LOCAL_VARIABLES["AWS_DEFAULT_REGION"] = REGION
 CRASH_TABLE = "idemlab-testing-crashes"
 # Lambda's default is 3 s; handlers that call other services usually get more.
 DEFAULT_TIMEOUT_SECONDS = 10
@@ -53,42 +57,60 @@ CLEARED_VARIABLES = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", 
 @contextlib.contextmanager
 def aws_environment(variables: dict[str, str]):
     """os.environ with `variables` set and the redirecting ones removed; restored after."""
-    saved = dict(os.environ)
-    for name in list(os.environ):
-        if name in CLEARED_VARIABLES or name.startswith("AWS_ENDPOINT_URL_"):  # per-service endpoints win
-            del os.environ[name]
-    os.environ.update(variables)
-    try:
+    with mock.patch.dict(os.environ):
+        for name in list(os.environ):
+            if name in CLEARED_VARIABLES or name.startswith("AWS_ENDPOINT_URL_"):  # per-service endpoints win
+                del os.environ[name]
+        os.environ.update(variables)
         yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
 
 
 class DeliveryError(RuntimeError):
     """The backend refused or lost an invocation (not the handler's own error)."""
 
 
+def _not_started(error: dict) -> DeliveryError:
+    return DeliveryError(f"the handler could not start: {error.get('errorType')}: {error.get('errorMessage')}")
+
+
 class Backend:
-    """The embedded backend for one test session, and what lives as long as it."""
+    """The embedded backend for one test session, and what lives as long as it: the role
+    functions run with, the crash-arming table, the deployed functions."""
 
     def __init__(self):
         self.server = EmbeddedBackend()
         self._lock = threading.RLock()
         self._functions: dict[str, str] = {}  # configuration digest -> function name
-        self._warm: dict[str, int] = {}  # function -> environments known to be warm
-        self._role_arn: str | None = None
+        self.warm: dict[str, int] = {}  # function -> execution environments known to be warm
         self._clients: dict = {}
-        self._crash_table = False
 
     def start(self) -> "Backend":
         started = time.perf_counter()
-        # The server (a child process) inherits the environment: a developer's
-        # AWS_PROFILE there would make its boto3 fail, so it starts in a clean one.
-        with aws_environment({"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": REGION}):
+        # The server (a child process) inherits the environment, and boto3 reads it when a
+        # client is made: a developer's AWS_PROFILE would make either fail, so a clean one.
+        with aws_environment(LOCAL_VARIABLES):
             self.server.start()
-        self.start_seconds = time.perf_counter() - started
+            self.start_seconds = time.perf_counter() - started
+            trust = {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
+            policy = json.dumps({"Version": "2012-10-17", "Statement": [trust]})
+            role = self.client("iam").create_role(RoleName="idemlab-testing-handler", AssumeRolePolicyDocument=policy)
+        self.role_arn = role["Role"]["Arn"]
         return self
+
+    def create_table(self, name: str, *keys: str) -> None:
+        """A pay-per-request table of string keys: the hash key, then a sort key if given."""
+        self.client("dynamodb").create_table(
+            TableName=name,
+            KeySchema=[{"AttributeName": key, "KeyType": kind} for key, kind in zip(keys, ("HASH", "RANGE"))],
+            AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"} for key in keys],
+            BillingMode="PAY_PER_REQUEST",
+        )
+
+    @functools.cached_property
+    def crash_table(self) -> str:
+        """Made on the first crash only: a test that lists its tables sees none of the plugin's."""
+        self.create_table(CRASH_TABLE, "pk")
+        return CRASH_TABLE
 
     def stop(self) -> None:
         self.server.stop()
@@ -99,13 +121,7 @@ class Backend:
 
     def environment(self) -> dict[str, str]:
         """The variables that point boto3 (and the AWS CLI) at this backend."""
-        return {
-            "AWS_ENDPOINT_URL": self.url,
-            "AWS_ACCESS_KEY_ID": CREDENTIALS["aws_access_key_id"],
-            "AWS_SECRET_ACCESS_KEY": CREDENTIALS["aws_secret_access_key"],
-            "AWS_DEFAULT_REGION": REGION,
-            "AWS_REGION": REGION,
-        }
+        return {"AWS_ENDPOINT_URL": self.url, **LOCAL_VARIABLES}
 
     def client(self, service: str, **config):
         """A client for this backend (one per service and options; clients are thread-safe)."""
@@ -124,65 +140,33 @@ class Backend:
         # A session of its own, with explicit credentials and region, so neither a
         # profile nor boto3's shared default session decides where calls go.
         with aws_environment({}):
-            session = boto3.session.Session(region_name=REGION, **CREDENTIALS)
+            keys = {"aws_access_key_id": "test", "aws_secret_access_key": "test"}
+            session = boto3.session.Session(region_name=REGION, **keys)
             session._session.get_scoped_config()  # read the (now profile-less) config while it is clean
             return session
-
-    # -- functions ---------------------------------------------------------------
-
-    def role_arn(self) -> str:
-        with self._lock:
-            if self._role_arn is None:
-                trust = {
-                    "Version": "2012-10-17",
-                    "Statement": [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}],
-                }
-                role = self.client("iam").create_role(RoleName="idemlab-testing-handler", AssumeRolePolicyDocument=json.dumps(trust))
-                self._role_arn = role["Role"]["Arn"]
-            return self._role_arn
-
-    def crash_table(self) -> str:
-        with self._lock:
-            if not self._crash_table:
-                dynamodb = self.client("dynamodb")
-                dynamodb.create_table(
-                    TableName=CRASH_TABLE,
-                    KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-                    AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                    BillingMode="PAY_PER_REQUEST",
-                )
-                self._crash_table = True
-            return CRASH_TABLE
 
     def function(self, handler: Handler, environment: dict, timeout: int, crash: Crash | None) -> str:
         """The deployed function for this handler and configuration (created once)."""
         variables = {**environment, _bootstrap.HANDLER_VARIABLE: handler.name}
-        digest = hashlib.sha256(json.dumps([handler.digest(), variables, timeout, crash and crash.__dict__], sort_keys=True).encode()).hexdigest()[:12]
+        configuration = json.dumps([variables, timeout, crash and crash.__dict__], sort_keys=True).encode()
+        digest = hashlib.sha256(handler.code + configuration).hexdigest()[:12]
         name = f"idemlab-{handler.slug()}-{digest}"
         if crash is not None:
-            spec = {"target": crash.target, "when": crash.when, "how": crash.how, "table": self.crash_table(), "key": name}
+            spec = {"target": crash.target, "when": crash.when, "how": crash.how, "table": self.crash_table, "key": name}
             variables[_bootstrap.CRASH_VARIABLE] = json.dumps(spec)
         with self._lock:
-            if digest in self._functions:
-                return self._functions[digest]
-            self.client("lambda").create_function(
-                FunctionName=name,
-                Runtime="python3.12",
-                Role=self.role_arn(),
-                Handler=BOOTSTRAP_HANDLER,
-                Code={"ZipFile": handler.with_bootstrap()},
-                Timeout=timeout,
-                Environment={"Variables": variables},
-            )
-            self._functions[digest] = name
-            return name
-
-    def warm_environments(self, function: str) -> int:
-        """How many execution environments of `function` are known to be warm."""
-        return self._warm.get(function, 0)
-
-    def set_warm_environments(self, function: str, count: int) -> None:
-        self._warm[function] = count
+            if digest not in self._functions:
+                self.client("lambda").create_function(
+                    FunctionName=name,
+                    Runtime="python3.12",
+                    Role=self.role_arn,
+                    Handler=BOOTSTRAP_HANDLER,
+                    Code={"ZipFile": handler.with_bootstrap()},
+                    Timeout=timeout,
+                    Environment={"Variables": variables},
+                )
+                self._functions[digest] = name
+            return self._functions[digest]
 
 
 class Lab:
@@ -201,24 +185,15 @@ class Lab:
     def client(self, service: str):
         return self.backend.client(service)
 
-    def resource(self, service: str):
-        return self.backend.resource(service)
-
     # -- tables ------------------------------------------------------------------
 
-    def make_table(self, name: str, key: str = "pk", sort_key: str | None = None, ttl: str | None = None, key_type: str = "S", sort_key_type: str = "S"):
-        """A pay-per-request table, deleted when the test ends; returns a boto3 Table."""
-        schema = [{"AttributeName": key, "KeyType": "HASH"}]
-        attributes = [{"AttributeName": key, "AttributeType": key_type}]
-        if sort_key:
-            schema.append({"AttributeName": sort_key, "KeyType": "RANGE"})
-            attributes.append({"AttributeName": sort_key, "AttributeType": sort_key_type})
-        dynamodb = self.client("dynamodb")
-        dynamodb.create_table(TableName=name, KeySchema=schema, AttributeDefinitions=attributes, BillingMode="PAY_PER_REQUEST")
+    def make_table(self, name: str, key: str = "pk", sort_key: str | None = None, ttl: str | None = None):
+        """A pay-per-request table of string keys, deleted when the test ends; returns a boto3 Table."""
+        self.backend.create_table(name, key, *([sort_key] if sort_key else []))
         self._tables.append(name)
         if ttl:
-            dynamodb.update_time_to_live(TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": ttl})
-        return self.resource("dynamodb").Table(name)
+            self.client("dynamodb").update_time_to_live(TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": ttl})
+        return self.backend.resource("dynamodb").Table(name)
 
     def powertools_table(self, name: str = "idempotency"):
         """The table Powertools' DynamoDBPersistenceLayer expects by default: key `id`, TTL `expiration`."""
@@ -227,24 +202,15 @@ class Lab:
     def close(self) -> None:
         dynamodb = self.client("dynamodb")
         for name in self._tables:
-            try:
+            with contextlib.suppress(dynamodb.exceptions.ResourceNotFoundException):
                 dynamodb.delete_table(TableName=name)
-            except ClientError as exc:
-                if exc.response["Error"]["Code"] != "ResourceNotFoundException":
-                    raise
         self._tables.clear()
 
     # -- delivering copies -------------------------------------------------------
 
     def deliver(
-        self,
-        handler: Handler | str,
-        event,
-        copies: int = 2,
-        together: bool = True,
-        crash: Crash | None = None,
-        timeout: int = DEFAULT_TIMEOUT_SECONDS,
-        environment: dict | None = None,
+        self, handler: Handler | str, event, copies: int = 2, together: bool = True, crash: Crash | None = None,
+        timeout: int = DEFAULT_TIMEOUT_SECONDS, environment: dict | None = None,
     ) -> Delivery:
         """Send `copies` copies of `event` to `handler`, running in Lambda worker processes.
 
@@ -258,104 +224,62 @@ class Lab:
             raise TypeError(f"crash must be a Crash (e.g. Crash.after('shop.payments.charge')), not {crash!r}")
         handler = Handler.of(handler)
         function = self.backend.function(handler, {**self.environment, **(environment or {})}, timeout, crash)
-        if together and copies > self.backend.warm_environments(function):
-            self._warm_up(function, copies)
+        if together and copies > self.backend.warm.get(function, 0):
+            # Give each copy a warm environment, so copies sent together start together.
+            ping = json.dumps({_bootstrap.WARMUP_KEY: WARMUP_HOLD_SECONDS}).encode()
+            for _, error in all_at_once([lambda: self._invoke(function, ping)] * copies, join_seconds=None):
+                if error:
+                    raise _not_started(error)
+            self.backend.warm[function] = copies
+        dynamodb, crash_key = self.client("dynamodb"), {"pk": {"S": function}}
         if crash is not None:
-            self._arm(function, crash.times)
+            dynamodb.put_item(TableName=CRASH_TABLE, Item={**crash_key, "armed": {"N": str(crash.times)}})
         payload = json.dumps(event).encode()
         results = [CopyResult(number=n + 1, sent=0.0) for n in range(copies)]
+        sends = [functools.partial(self._send, function, payload, copy) for copy in results]
         if together:
-            barrier = threading.Barrier(copies)
-            errors: list[BaseException] = []
-
-            def send(copy: CopyResult) -> None:
-                try:
-                    barrier.wait()
-                    self._invoke(function, payload, copy)
-                except BaseException as exc:  # re-raised in the test's thread below
-                    errors.append(exc)
-
-            threads = [threading.Thread(target=send, args=(copy,)) for copy in results]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-            if errors:
-                raise errors[0]
+            all_at_once(sends, join_seconds=None)
         else:
-            for copy in results:
-                self._invoke(function, payload, copy)
+            for send in sends:
+                send()
         if any(copy.error_type in FATAL_ERROR_TYPES for copy in results):
-            self.backend.set_warm_environments(function, 0)  # some died; which ones is unknown
-        crashes = self._disarm(function, crash.times) if crash is not None else 0
+            self.backend.warm[function] = 0  # some died; which ones is unknown
+        crashes = 0
+        if crash is not None:  # how many armed crashes went off; nothing stays armed for the next delivery
+            left = dynamodb.delete_item(TableName=CRASH_TABLE, Key=crash_key, ReturnValues="ALL_OLD")
+            crashes = crash.times - int(left.get("Attributes", {}).get("armed", {}).get("N", "0"))
         return Delivery(handler.name, event, together, results, crash, crashes)
 
-    def _invoke(self, function: str, payload: bytes, copy: CopyResult) -> None:
+    def _send(self, function: str, payload: bytes, copy: CopyResult) -> None:
         copy.sent = time.time()
+        document, copy.error = self._invoke(function, payload, f"copy {copy.number}")
+        copy.answered = time.time()
+        if copy.error is None:
+            report = document[_bootstrap.REPORT_KEY]
+            copy.pid, copy.started, copy.ended = report["pid"], report["started"], report["ended"]
+            copy.result = document["result"]
+
+    def _invoke(self, function: str, payload: bytes, what: str = "a warm-up ping") -> tuple[object, dict | None]:
+        """The function's answer, and Lambda's error payload when it failed (else None)."""
         try:
             response = self._invoker.invoke(FunctionName=function, Payload=payload)
         except ClientError as exc:
             error = exc.response["Error"]
-            raise DeliveryError(f"the backend refused copy {copy.number}: {error.get('Code')}: {error.get('Message')}") from exc
+            raise DeliveryError(f"the backend refused {what}: {error.get('Code')}: {error.get('Message')}") from exc
         body = response["Payload"].read()
-        copy.answered = time.time()
         document = json.loads(body) if body else None
-        if response.get("FunctionError"):
-            copy.error = document if isinstance(document, dict) else {"errorType": "Unknown", "errorMessage": str(document)}
-            if copy.error_type in INIT_ERROR_TYPES:
-                raise DeliveryError(f"the handler could not start: {copy.error_type}: {copy.error.get('errorMessage')}")
-            return
-        report = document[_bootstrap.REPORT_KEY]
-        copy.pid, copy.started, copy.ended = report["pid"], report["started"], report["ended"]
-        copy.result = document["result"]
-
-    def _warm_up(self, function: str, copies: int) -> None:
-        """Give each copy a warm environment, so copies sent together start together."""
-        ping = json.dumps({_bootstrap.WARMUP_KEY: WARMUP_HOLD_SECONDS}).encode()
-        replies: list[dict] = []
-
-        def send() -> None:
-            try:
-                response = self._invoker.invoke(FunctionName=function, Payload=ping)
-            except ClientError as exc:
-                error = exc.response["Error"]
-                replies.append({"error": "refused", "body": {"errorType": error.get("Code"), "errorMessage": error.get("Message")}})
-                return
-            replies.append({"error": response.get("FunctionError"), "body": json.loads(response["Payload"].read() or b"null")})
-
-        threads = [threading.Thread(target=send) for _ in range(copies)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        for reply in replies:
-            if reply["error"]:
-                body = reply["body"] if isinstance(reply["body"], dict) else {}
-                raise DeliveryError(f"the handler could not start: {body.get('errorType')}: {body.get('errorMessage')}")
-        self.backend.set_warm_environments(function, copies)
-
-    def _arm(self, function: str, times: int) -> None:
-        table = self.backend.crash_table()
-        self.client("dynamodb").put_item(TableName=table, Item={"pk": {"S": function}, "armed": {"N": str(times)}})
-
-    def _disarm(self, function: str, times: int) -> int:
-        """How many armed crashes went off; nothing stays armed for the next delivery."""
-        table = self.backend.crash_table()
-        left = self.client("dynamodb").delete_item(TableName=table, Key={"pk": {"S": function}}, ReturnValues="ALL_OLD")
-        return times - int(left.get("Attributes", {}).get("armed", {}).get("N", "0"))
+        if not response.get("FunctionError"):
+            return document, None
+        error = document if isinstance(document, dict) else {"errorType": "Unknown", "errorMessage": str(document)}
+        if error.get("errorType") in INIT_ERROR_TYPES:
+            raise _not_started(error)
+        return document, error
 
     # -- effects -----------------------------------------------------------------
 
     def assert_exactly_once(
-        self,
-        handler: Handler | str,
-        make_event: Callable[[int], object],
-        count_effect: Callable[[object], int],
-        rounds: int = 100,
-        copies: int = 2,
-        together: bool = True,
-        crash: Crash | None = None,
-        **options,
+        self, handler: Handler | str, make_event: Callable[[int], object], count_effect: Callable[[object], int],
+        rounds: int = 100, copies: int = 2, together: bool = True, crash: Crash | None = None, **options,
     ) -> EffectReport:
         """Deliver `copies` copies of a fresh event per round; the effect must count 1 each time.
 
@@ -376,8 +300,3 @@ class Lab:
         if report.bad_rounds:
             raise DuplicateEffectError(report)
         return report
-
-
-def unique(prefix: str = "") -> str:
-    """A fresh identifier for an event (order ids, idempotency keys)."""
-    return f"{prefix}{uuid.uuid4().hex[:12]}"

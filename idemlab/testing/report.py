@@ -90,75 +90,59 @@ class Round:
     count: int
 
 
+# What a failure message advises, by how the copies were sent.
+ADVICE = {
+    "crash": (
+        "A copy died after doing the effect but before recording that it was done, so the retry did it again.\n"
+        "Record the claim before the effect (a conditional write, or Powertools' @idempotent), and pass an\n"
+        "idempotency key to the downstream so that it does the effect once per key even when you call it twice."
+    ),
+    "together": (
+        "Copies that arrive at the same time each checked 'not done yet' before any of them recorded it.\n"
+        "A check and a write in two calls leave that window open. Make the claim one atomic step: a\n"
+        "conditional write (attribute_not_exists) that only one copy can win, or Powertools' @idempotent."
+    ),
+    "apart": "Even copies sent one after another repeated the effect: nothing recorded that the event was already handled.",
+}
+
+
 @dataclass
 class EffectReport:
-    """Rounds of `copies` copies each, and the effect counted after each round."""
+    """Rounds of `copies` copies each, and the effect counted after each round (once is right)."""
 
     handler: str
     copies: int
     together: bool
     crash: Crash | None
-    expected: int = 1
     rounds: list[Round] = field(default_factory=list)
 
     @property
     def bad_rounds(self) -> list[Round]:
-        return [r for r in self.rounds if r.count != self.expected]
-
-    @property
-    def counts(self) -> Counter:
-        """How many rounds ended with each effect count."""
-        return Counter(r.count for r in self.rounds)
+        return [r for r in self.rounds if r.count != 1]
 
     def doubled(self) -> list[int]:
         """Numbers of the rounds where the effect happened more than once."""
-        return [r.number for r in self.rounds if r.count > self.expected]
-
-    def how_sent(self) -> str:
-        sent = "sent together" if self.together else "sent one after another"
-        crash = f", and {self.crash.describe()}" if self.crash else ""
-        return f"{self.copies} copies of each event {sent}{crash}"
+        return [r.number for r in self.rounds if r.count > 1]
 
     def message(self) -> str:
-        bad = self.bad_rounds
-        total = len(self.rounds)
-        more = sum(1 for r in bad if r.count > self.expected)
-        less = len(bad) - more
-        what = []
-        if more:
-            what.append(f"happened MORE than once in {more} of {total} rounds")
-        if less:
-            what.append(f"happened LESS than once in {less} of {total} rounds")
-        lines = [
-            f"{self.handler}: the effect was not exactly once. It {' and '.join(what)} ({self.how_sent()}).",
-            "",
-            "Effect counted after each round:",
-        ]
-        for count, rounds in sorted(self.counts.items()):
+        bad, total = self.bad_rounds, len(self.rounds)
+        more = len(self.doubled())
+        counted = (("MORE", more), ("LESS", len(bad) - more))
+        what = " and ".join(f"happened {word} than once in {n} of {total} rounds" for word, n in counted if n)
+        sent = "sent together" if self.together else "sent one after another"
+        how = f"{self.copies} copies of each event {sent}" + (f", and {self.crash.describe()}" if self.crash else "")
+        lines = [f"{self.handler}: the effect was not exactly once. It {what} ({how}).", ""]
+        lines.append("Effect counted after each round:")
+        for count, rounds in sorted(Counter(r.count for r in self.rounds).items()):
             numbers = [r.number for r in self.rounds if r.count == count]
             listed = ", ".join(map(str, numbers[:LISTED_ROUNDS])) + (", ..." if len(numbers) > LISTED_ROUNDS else "")
-            mark = "ok" if count == self.expected else "WRONG"
+            mark = "ok" if count == 1 else "WRONG"
             lines.append(f"  {count} time{'s' if count != 1 else ''}: {rounds:>4} rounds  {mark}  (rounds {listed})")
         for r in bad[:DRAWN_TIMELINES]:
             lines += ["", f"Round {r.number}, event {_short(r.event)}: effect counted {r.count} times. Timeline:"]
             lines += r.delivery.timeline()
-        lines += ["", self.advice()]
-        return "\n".join(lines)
-
-    def advice(self) -> str:
-        if self.crash is not None:
-            return (
-                "A copy died after doing the effect but before recording that it was done, so the retry did it again.\n"
-                "Record the claim before the effect (a conditional write, or Powertools' @idempotent), and pass an\n"
-                "idempotency key to the downstream so that it does the effect once per key even when you call it twice."
-            )
-        if self.together:
-            return (
-                "Copies that arrive at the same time each checked 'not done yet' before any of them recorded it.\n"
-                "A check and a write in two calls leave that window open. Make the claim one atomic step: a\n"
-                "conditional write (attribute_not_exists) that only one copy can win, or Powertools' @idempotent."
-            )
-        return "Even copies sent one after another repeated the effect: nothing recorded that the event was already handled."
+        advice = ADVICE["crash" if self.crash is not None else "together" if self.together else "apart"]
+        return "\n".join(lines + ["", advice])
 
 
 class DuplicateEffectError(AssertionError):
