@@ -22,7 +22,8 @@ Two views of the same DynamoDB servers, both printed, interleaved in the same ro
   before the clock starts, are sent as bytes over a socket (keep-alive where the server
   keeps the connection, a new connection per request where it closes it, as plain moto
   does) and each answer is read to its end: the client costs ~20 us a request, so the
-  server is what is timed.
+  server is what is timed. A speed-up claimed for a server is read here; the boto3 view
+  says how much of it a learner's boto3 code can feel, and its ceiling column why not more.
 
 Every ratio comes with its 95 % bootstrap interval over the rounds (intervals.py).
 """
