@@ -234,13 +234,20 @@ def test_a_chunked_request_body_is_answered_and_its_connection_closed(backend):
         connection.close()
 
 
+def _script_answers(url: str) -> list:
+    client = _dynamodb(url)
+    table = _fresh_table(client)
+    return json.loads(json.dumps(_script(client, table), default=str).replace(table, "TABLE"))
+
+
 @pytest.mark.timeout(120)
-def test_with_the_fast_path_off_the_backend_serves_as_before():
+def test_with_the_fast_path_off_the_backend_serves_as_before(backend):
     with EmbeddedBackend(environment={FAST_PATH_VARIABLE: "0"}) as slow:
         parts = urlsplit(slow.url)
-        client = _dynamodb(slow.url)
-        answers = _script(client, _fresh_table(client))
+        answers = _script_answers(slow.url)
         assert answers[1]["error"]["Code"] == "ConditionalCheckFailedException"
+        # the fast path's server (its short path, its leaner errors) answers alike
+        assert _script_answers(backend) == answers
         connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
         try:
             status, headers, _ = _raw(connection, {"Host": f"127.0.0.1:{parts.port}"})

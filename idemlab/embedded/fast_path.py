@@ -103,6 +103,26 @@ def cache_method_names() -> None:
     replace_once(responses, "method_names_from_class", method_names_from_class)
 
 
+def lean_json_errors() -> None:
+    """moto's JSON error (`JsonRESTError`, the base of every DynamoDB error such as a
+    refused condition) first renders an XML error document with xmltodict, then replaces
+    it with its JSON one: ~14 % of a refused conditional write's CPU in moto. The same
+    attributes, set without the discarded XML."""
+    import json
+
+    from moto.core.exceptions import JsonRESTError
+    from werkzeug.exceptions import HTTPException
+
+    def __init__(self, error_type: str, message: str, _: str = "", **__) -> None:
+        HTTPException.__init__(self)
+        self.error_type = error_type
+        self.message = message
+        self.description = json.dumps({"__type": self.error_type, "message": self.message})
+        self.content_type = "application/json"
+
+    replace_once(JsonRESTError, "__init__", __init__)
+
+
 def _signing_service(authorization: str | None) -> str | None:
     """The service of a SigV4 credential scope (`Credential=key/date/region/service/aws4_request`)."""
     try:
