@@ -134,3 +134,22 @@ def test_the_backend_table_gives_each_speed_up_with_its_interval():
     table = embedded.table(_backend_results(fast_rate=1200, seed=6))
     for row in (line for line in table.splitlines() if "thread(s)" in line):
         assert row.count("x (95 % CI ") == 2 and intervals.NO_DIFFERENCE not in row, row
+
+
+def test_the_backend_table_prints_the_raw_http_view_and_the_boto3_ceiling_with_intervals():
+    from idemlab.bench import embedded
+
+    results = _backend_results(fast_rate=1200, seed=7)
+    rng = random.Random(8)
+    for rows in (rows for by_threads in results["dynamodb_calls_per_s"].values() for rows in by_threads.values()):
+        rows[embedded.CEILING] = [rng.gauss(1500, 150) for _ in range(ROUNDS)]
+    results["dynamodb_raw_calls_per_s"] = _backend_results(fast_rate=1500, seed=9)["dynamodb_calls_per_s"]
+    table = embedded.table(results)
+    boto3_part, raw_part = table.split("sent as raw HTTP")
+    boto3_rows = [line for line in boto3_part.splitlines() if "thread(s)" in line]
+    raw_rows = [line for line in raw_part.splitlines() if "thread(s)" in line]
+    assert len(boto3_rows) == len(raw_rows) == len(embedded.OPERATIONS) * len(embedded.THREADS)
+    for row in boto3_rows:  # fast/plain, fast/off, and the ceiling/plain
+        assert row.count("x (95 % CI ") == 3, row
+    for row in raw_rows:
+        assert row.count("x (95 % CI ") == 2, row

@@ -234,13 +234,20 @@ def test_a_chunked_request_body_is_answered_and_its_connection_closed(backend):
         connection.close()
 
 
+def _script_answers(url: str) -> list:
+    client = _dynamodb(url)
+    table = _fresh_table(client)
+    return json.loads(json.dumps(_script(client, table), default=str).replace(table, "TABLE"))
+
+
 @pytest.mark.timeout(120)
-def test_with_the_fast_path_off_the_backend_serves_as_before():
+def test_with_the_fast_path_off_the_backend_serves_as_before(backend):
     with EmbeddedBackend(environment={FAST_PATH_VARIABLE: "0"}) as slow:
         parts = urlsplit(slow.url)
-        client = _dynamodb(slow.url)
-        answers = _script(client, _fresh_table(client))
+        answers = _script_answers(slow.url)
         assert answers[1]["error"]["Code"] == "ConditionalCheckFailedException"
+        # the fast path's server (its short path, its leaner errors) answers alike
+        assert _script_answers(backend) == answers
         connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
         try:
             status, headers, _ = _raw(connection, {"Host": f"127.0.0.1:{parts.port}"})
@@ -249,3 +256,49 @@ def test_with_the_fast_path_off_the_backend_serves_as_before():
             connection.close()
         with open(slow.log_path) as log:
             assert f"fast path off ({FAST_PATH_VARIABLE}=0)" in log.read()
+
+
+def _exchange(url: str, request: bytes) -> bytes:
+    """Send raw bytes, read until the server closes the connection."""
+    import socket
+
+    parts = urlsplit(url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
+        sock.sendall(request)
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    return received
+
+
+def test_requests_the_one_pass_parser_leaves_to_the_standard_one_are_answered_alike(backend):
+    """HTTP/1.0, an Expect header and an underscored header name take the standard
+    library's parser; a plain HTTP/1.1 request the one-pass one. All four list tables."""
+    host = urlsplit(backend).netloc
+    head = "".join(f"{name}: {value}\r\n" for name, value in LIST_TABLES.items()) + f"Host: {host}\r\nContent-Length: 2\r\n"
+    variants = {
+        "plain": f"POST / HTTP/1.1\r\n{head}Connection: close\r\n\r\n{{}}",
+        "HTTP/1.0": f"POST / HTTP/1.0\r\n{head}\r\n{{}}",
+        "Expect": f"POST / HTTP/1.1\r\n{head}Expect: 100-continue\r\nConnection: close\r\n\r\n{{}}",
+        "underscore": f"POST / HTTP/1.1\r\n{head}X_Odd_Name: 1\r\nConnection: close\r\n\r\n{{}}",
+    }
+    for name, request in variants.items():
+        answer = _exchange(backend, request.encode())
+        if name == "Expect":
+            assert answer.startswith(b"HTTP/1.1 100 Continue\r\n\r\n"), answer
+            answer = answer.split(b"\r\n\r\n", 1)[1]
+        status_line, _, rest = answer.partition(b"\r\n")
+        assert status_line.split(b" ")[1] == b"200", (name, answer)
+        assert "TableNames" in json.loads(rest.split(b"\r\n\r\n", 1)[1]), name
+
+
+def test_the_short_path_sends_the_headers_moto_route_sends(backend):
+    client = _dynamodb(backend)
+    table = _fresh_table(client)
+    names = []
+    for origin in (None, "http://localhost:8888"):
+        response = _dynamodb(backend, origin=origin).get_item(TableName=table, Key={"pk": {"S": "absent"}})
+        headers = response["ResponseMetadata"]["HTTPHeaders"]
+        names.append(sorted(name for name in headers if name not in ("access-control-allow-origin", "vary")))
+    assert names[0] == names[1]
+    assert {"x-amzn-requestid", "x-amz-crc32", "content-type", "content-length"} <= set(names[0])

@@ -246,6 +246,7 @@ def _moto_app(dispatcher_class, create_backend_app):
         print(f"embedded: fast path off ({fast_path.FAST_PATH_VARIABLE}=0)", file=sys.stderr, flush=True)
         return dispatcher_class(create_backend_app)
     fast_path.cache_method_names()
+    fast_path.lean_json_errors()
     return fast_path.short_paths(fast_path.cached_dispatcher(create_backend_app))
 
 
