@@ -7,8 +7,8 @@ Used by the tests that prove a backend's conditional writes are atomic.
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
-import threading
 import uuid
 from collections import Counter
 
@@ -16,95 +16,65 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from idemlab.barrier import settled
+
 SCHEDULED, PROCESSING = "SCHEDULED", "PROCESSING"
 
 
-def _won(refused: str, call, **request) -> bool:
-    """Whether the write went through: False when DynamoDB refused it with `refused`."""
-    try:
-        call(**request)
-    except ClientError as exc:
-        if exc.response["Error"]["Code"] == refused:
-            return False
-        raise
-    return True
-
-
-def conditional_put(client, table: str, key: str, contender: str) -> bool:
-    return _won(
-        "ConditionalCheckFailedException",
-        client.put_item,
-        TableName=table,
-        Item={"pk": {"S": key}, "winner": {"S": contender}},
-        ConditionExpression="attribute_not_exists(pk)",
-    )
-
-
-def claim_update(client, table: str, key: str, contender: str) -> bool:
-    return _won(
-        "ConditionalCheckFailedException",
-        client.update_item,
-        TableName=table,
-        Key={"pk": {"S": key}},
-        UpdateExpression="SET #s = :processing, winner = :me",
-        ConditionExpression="#s = :scheduled",
-        ExpressionAttributeNames={"#s": "status"},
-        ExpressionAttributeValues={":processing": {"S": PROCESSING}, ":scheduled": {"S": SCHEDULED}, ":me": {"S": contender}},
-    )
-
-
-def transact_put(client, table: str, key: str, contender: str) -> bool:
-    """The guarded item and a second item (the effect) written together, or neither."""
-    return _won(
-        "TransactionCanceledException",
-        client.transact_write_items,
-        TransactItems=[
-            {"Put": {"TableName": table, "Item": {"pk": {"S": key}, "winner": {"S": contender}}, "ConditionExpression": "attribute_not_exists(pk)"}},
+def _calls(table: str, key: str, contender: str) -> dict[str, tuple[str, str, dict]]:
+    """Each operation as (client method, the error code of a refused write, request)."""
+    item = {"pk": {"S": key}, "winner": {"S": contender}}
+    refused = "ConditionalCheckFailedException"
+    return {
+        "conditional_put": ("put_item", refused, {"TableName": table, "Item": item, "ConditionExpression": "attribute_not_exists(pk)"}),
+        "claim_update": ("update_item", refused, {
+            "TableName": table,
+            "Key": {"pk": {"S": key}},
+            "UpdateExpression": "SET #s = :processing, winner = :me",
+            "ConditionExpression": "#s = :scheduled",
+            "ExpressionAttributeNames": {"#s": "status"},
+            "ExpressionAttributeValues": {":processing": {"S": PROCESSING}, ":scheduled": {"S": SCHEDULED}, ":me": {"S": contender}},
+        }),
+        # The guarded item and a second item (the effect) written together, or neither.
+        "transact_put": ("transact_write_items", "TransactionCanceledException", {"TransactItems": [
+            {"Put": {"TableName": table, "Item": item, "ConditionExpression": "attribute_not_exists(pk)"}},
             {"Put": {"TableName": table, "Item": {"pk": {"S": f"{key}#effect#{contender}"}}}},
-        ],
-    )
-
-
-OPERATIONS = {"conditional_put": conditional_put, "claim_update": claim_update, "transact_put": transact_put}
+        ]}),
+    }
 
 
 def _contend(endpoint_url, operation, table, prefix, rounds, barrier, contender, wins):
     client = boto3.client(
-        "dynamodb",
-        endpoint_url=endpoint_url,
-        region_name="us-east-1",
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
+        "dynamodb", endpoint_url=endpoint_url, region_name="us-east-1", aws_access_key_id="test", aws_secret_access_key="test",
         config=Config(retries={"max_attempts": 1}, max_pool_connections=2),
     )
-    attempt = OPERATIONS[operation]
     for round_no in range(rounds):
+        method, refused, request = _calls(table, f"{prefix}-{round_no}", contender)[operation]
         barrier.wait()
-        if attempt(client, table, f"{prefix}-{round_no}", contender):
+        try:
+            getattr(client, method)(**request)
             wins.append(round_no)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != refused:
+                raise
 
 
 def _process_main(endpoint_url, operation, table, prefix, rounds, barrier, threads, process_no, results):
     wins: list[int] = []
-    workers = [
-        threading.Thread(target=_contend, args=(endpoint_url, operation, table, prefix, rounds, barrier, f"p{process_no}t{t}", wins))
-        for t in range(threads)
-    ]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-    results.put(wins)
+    contend = functools.partial(_contend, endpoint_url, operation, table, prefix, rounds, barrier)
+    answers = settled([functools.partial(contend, f"p{process_no}t{t}", wins) for t in range(threads)])
+    results.put((wins, [repr(answer) for answer in answers if isinstance(answer, Exception)]))
 
 
 def race(endpoint_url: str, operation: str, table: str, rounds: int, clients: int, processes: int, prefix: str | None = None) -> Counter:
     """Return how many clients won each round (a Counter: round -> winners)."""
+    if operation not in _calls(table, "", ""):
+        raise ValueError(f"unknown operation {operation!r}; use one of {', '.join(_calls(table, '', ''))}")
     if clients % processes:
         raise ValueError("clients must divide evenly among processes")
     prefix = prefix or uuid.uuid4().hex[:8]
     context = multiprocessing.get_context("spawn")
-    barrier = context.Barrier(clients)
-    results = context.Queue()
+    barrier, results = context.Barrier(clients), context.Queue()
     children = [
         context.Process(
             target=_process_main,
@@ -115,10 +85,15 @@ def race(endpoint_url: str, operation: str, table: str, rounds: int, clients: in
     for child in children:
         child.start()
     winners: Counter = Counter({round_no: 0 for round_no in range(rounds)})
+    errors = []
     for _ in children:
-        winners.update(results.get(timeout=600))
+        wins, failed = results.get(timeout=600)
+        winners.update(wins)
+        errors += failed
     for child in children:
         child.join()
         if child.exitcode != 0:
             raise RuntimeError(f"a racing process failed with exit code {child.exitcode}")
+    if errors:
+        raise RuntimeError(f"{len(errors)} racing clients failed, the first with {errors[0]}")
     return winners

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
 
-from idemlab import clients, functions, settings
+from idemlab import clients, functions, lessons, pictures, settings
 
 FUNCTION_DIR = settings.ROOT / "functions" / "vehicle_registration"
 _DESERIALIZE = TypeDeserializer().deserialize
@@ -35,29 +34,17 @@ STOLEN_VIN = "1FTFW1E53MFA00001"  # on the RMV check's stolen list, check digit 
 # Each malformed request, and the error the workflow fails with. Nothing may be written.
 MALFORMED_REQUESTS: dict[str, tuple[object, str]] = {
     "missing VIN": ({"request_id": "bad-1", "owner": "Ada"}, "MalformedRequestError"),
-    "VIN is a number": (
-        {"request_id": "bad-2", "vin": 11111111111111111, "owner": "Ada"},
-        "MalformedRequestError",
-    ),
-    "owner is a list": (
-        {"request_id": "bad-3", "vin": VALID_VIN, "owner": ["Ada"]},
-        "MalformedRequestError",
-    ),
+    "VIN is a number": ({"request_id": "bad-2", "vin": 11111111111111111, "owner": "Ada"}, "MalformedRequestError"),
+    "owner is a list": ({"request_id": "bad-3", "vin": VALID_VIN, "owner": ["Ada"]}, "MalformedRequestError"),
     "request_id is null": ({"request_id": None, "vin": VALID_VIN, "owner": "Ada"}, "MalformedRequestError"),
     "blank owner": ({"request_id": "bad-5", "vin": VALID_VIN, "owner": "  "}, "MalformedRequestError"),
-    "misspelt field": (
-        {"request_id": "bad-6", "vin": VALID_VIN, "owner": "Ada", "fault_injektion": {}},
-        "MalformedRequestError",
-    ),
+    "misspelt field": ({"request_id": "bad-6", "vin": VALID_VIN, "owner": "Ada", "fault_injektion": {}}, "MalformedRequestError"),
     "fault count is a string": (
         {"request_id": "bad-7", "vin": VALID_VIN, "owner": "Ada", "fault_injection": {"notify_failures": "1"}},
         "MalformedRequestError",
     ),
     "request is an array": ([VALID_VIN], "MalformedRequestError"),
-    "VIN check digit wrong": (
-        {"request_id": "bad-9", "vin": "1M8GDM9A1KP042788", "owner": "Ada"},
-        "InvalidVinError",
-    ),
+    "VIN check digit wrong": ({"request_id": "bad-9", "vin": "1M8GDM9A1KP042788", "owner": "Ada"}, "InvalidVinError"),
     "VIN too short": ({"request_id": "bad-10", "vin": "1M8GDM9AXKP04278", "owner": "Ada"}, "InvalidVinError"),
     "VIN with O": ({"request_id": "bad-11", "vin": "1M8GDM9AXKP04278O", "owner": "Ada"}, "InvalidVinError"),
     "stolen vehicle": ({"request_id": "bad-12", "vin": STOLEN_VIN, "owner": "Ada"}, "StolenVehicleError"),
@@ -103,14 +90,11 @@ class Execution:
             return self.cause
 
 
-def _kind(kind: str) -> str:
+def _deployed(stack: dict, kind: str, keys: dict[str, str]) -> str:
+    """The kind's workflow or table (``keys`` is WORKFLOW_KEYS or TABLE_KEYS) in the stack."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    return kind
-
-
-def _workflow_arn(stack: dict, kind: str) -> str:
-    return stack["state_machines"][WORKFLOW_KEYS[_kind(kind)]]
+    return stack["state_machines" if keys is WORKFLOW_KEYS else "tables"][keys[kind]]
 
 
 def _stepfunctions(pool: int = 10) -> Any:
@@ -130,7 +114,7 @@ def start(stack: dict, kind: str, request: object, sfn: Any = None) -> str:
     name = f"{str(request_id or 'request')[:40]}-{uuid.uuid4().hex[:12]}"
     name = re.sub(r"[^A-Za-z0-9_-]", "-", name)
     response = (sfn or _stepfunctions()).start_execution(
-        stateMachineArn=_workflow_arn(stack, kind),
+        stateMachineArn=_deployed(stack, kind, WORKFLOW_KEYS),
         name=name,
         input=json.dumps(request),
     )
@@ -146,20 +130,18 @@ def run(stack: dict, kind: str, request: object, sfn: Any = None) -> Execution:
     one; an asynchronous start (``start``) makes them too, but cannot be asked for its result.
     """
     response = (sfn or _stepfunctions()).start_sync_execution(
-        stateMachineArn=_workflow_arn(stack, kind),
+        stateMachineArn=_deployed(stack, kind, WORKFLOW_KEYS),
         input=json.dumps(request),
     )
-    return _execution(response["executionArn"], response)
+    output = response.get("output")
+    return Execution(
+        response["executionArn"], response["status"], json.loads(output) if output else None, response.get("error"), response.get("cause")
+    )
 
 
 def wait_for_rows(stack: dict, kind: str, request_id: str, count: int, timeout: float = WAIT_SECONDS) -> list[dict]:
     """The rows of a request once there are at least ``count`` (an asynchronous execution's effect)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = rows(stack, kind, request_id)
-        if len(found) >= count or time.monotonic() > deadline:
-            return found
-        time.sleep(POLL_SECONDS)
+    return lessons.poll(lambda: rows(stack, kind, request_id), timeout, POLL_SECONDS, until=lambda found: len(found) >= count)
 
 
 def run_many(stack: dict, kind: str, request: object, times: int, concurrency: int) -> list[Execution]:
@@ -169,20 +151,9 @@ def run_many(stack: dict, kind: str, request: object, times: int, concurrency: i
         return list(pool.map(lambda _: run(stack, kind, request, sfn), range(times)))
 
 
-def _execution(arn: str, described: dict) -> Execution:
-    output = described.get("output")
-    return Execution(
-        arn=arn,
-        status=described["status"],
-        output=json.loads(output) if output else None,
-        error=described.get("error"),
-        cause=described.get("cause"),
-    )
-
-
 def outline(stack: dict, kind: str) -> None:
     """Print the deployed workflow's states, the function each task runs, and its Retry."""
-    described = _stepfunctions().describe_state_machine(stateMachineArn=_workflow_arn(stack, kind))
+    described = _stepfunctions().describe_state_machine(stateMachineArn=_deployed(stack, kind, WORKFLOW_KEYS))
     print(f"{described['name']} ({described['type']})")
     _print_states(json.loads(described["definition"]), depth=1)
 
@@ -211,7 +182,7 @@ def show_source(module: str) -> None:
 def rows(stack: dict, kind: str, request_id: str | None = None) -> list[dict]:
     """The registrations in the kind's table, for one request id or all of them."""
     dynamodb = clients.client("dynamodb")
-    scan: dict = {"TableName": stack["tables"][TABLE_KEYS[_kind(kind)]], "ConsistentRead": True}
+    scan: dict = {"TableName": _deployed(stack, kind, TABLE_KEYS), "ConsistentRead": True}
     if request_id is not None:
         scan.update(FilterExpression="request_id = :r", ExpressionAttributeValues={":r": {"S": request_id}})
     found = []
@@ -247,10 +218,9 @@ SCENARIOS = ("same request twice", "notify failed once")
 
 def chart(counts: dict[str, dict[str, int]]) -> Any:
     """Grouped bars: rows per logical request, naive vs idempotent, per scenario."""
-    import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    fig, ax = plt.subplots(figsize=(6, 3.2))
+    ax = pictures.axes(None, 6, 3.2)
     width = 0.38
     for offset, kind in zip((-width / 2, width / 2), KINDS):
         values = [counts[kind][scenario] for scenario in SCENARIOS]
@@ -263,6 +233,6 @@ def chart(counts: dict[str, dict[str, int]]) -> Any:
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # rows come whole
     ax.set_title("One logical request, run twice")
     ax.legend()
-    fig.tight_layout()
-    return fig
+    ax.figure.tight_layout()
+    return ax.figure
 
