@@ -19,18 +19,14 @@ from idemlab import settings
 
 WORKFLOWS = settings.ROOT / "terraform" / "modules" / "idempotency_lab" / "workflows"
 
-# How each kind of transition is drawn.
+# How each kind of transition is drawn: (colour, line style).
 EDGE_STYLE = {
-    "next": {"color": "black", "linestyle": "-"},
-    "choice": {"color": "tab:blue", "linestyle": "-"},
-    "default": {"color": "tab:blue", "linestyle": "--"},
-    "catch": {"color": "tab:red", "linestyle": ":"},
-    "retry": {"color": "tab:orange", "linestyle": "-"},
-    "branch": {"color": "tab:green", "linestyle": "-."},
-    "uses": {"color": "grey", "linestyle": "-"},
-    "watches": {"color": "tab:red", "linestyle": ":"},
-    "starts": {"color": "tab:purple", "linestyle": "-"},
-    "transition": {"color": "black", "linestyle": "-"},
+    kind: {"color": colour, "linestyle": style}
+    for kind, colour, style in (
+        ("next", "black", "-"), ("choice", "tab:blue", "-"), ("default", "tab:blue", "--"), ("catch", "tab:red", ":"),
+        ("retry", "tab:orange", "-"), ("branch", "tab:green", "-."), ("uses", "grey", "-"), ("watches", "tab:red", ":"),
+        ("starts", "tab:purple", "-"), ("transition", "black", "-"),
+    )
 }
 
 
@@ -169,8 +165,7 @@ def draw_graph(graph: Graph, ax=None, positions: dict[str, tuple[float, float]] 
                 arrowprops={"arrowstyle": "->", "shrinkA": 12, "shrinkB": 12, "connectionstyle": f"arc3,rad={bend}", **style},
             )
         arrow.set_gid(f"edge:{src}->{dst}:{kind}")
-    xs = [p[0] for p in positions.values()]
-    ys = [p[1] for p in positions.values()]
+    xs, ys = zip(*positions.values())
     ax.set_xlim(min(xs) - 1.2, max(xs) + 1.2)
     ax.set_ylim(min(ys) - 0.6, max(ys) + 0.6)
     ax.set_axis_off()
@@ -197,14 +192,10 @@ def _layered_positions(graph: Graph) -> dict[str, tuple[float, float]]:
             dst for src, dst, kind, _ in graph.edges
             if src in frontier and kind != "catch" and dst in graph.nodes and dst not in depth
         ))
-    rows: dict[int, list[str]] = {}
-    for node in graph.nodes:
-        if node in depth:
-            rows.setdefault(depth[node], []).append(node)
     positions = {}
-    for level, members in rows.items():
-        for i, node in enumerate(members):
-            positions[node] = (2.2 * (i - (len(members) - 1) / 2), -float(level))
+    for level in set(depth.values()):
+        members = [node for node in graph.nodes if depth.get(node) == level]
+        positions.update({node: (2.2 * (i - (len(members) - 1) / 2), -float(level)) for i, node in enumerate(members)})
     # What only an error path reaches (and what follows it) goes in a column on the right.
     side = [node for node in graph.nodes if node not in depth]
     right = max((x for x, _ in positions.values()), default=0.0) + 2.6
@@ -240,8 +231,7 @@ def request_states(transitions=None) -> Graph:
         from idemlab.lessons import deletion
 
         transitions = deletion.import_function_module("deletion_state").TRANSITIONS
-    graph = Graph(title="deletion request states (from deletion_state.TRANSITIONS)")
-    graph.start = "SCHEDULED"
+    graph = Graph(title="deletion request states (from deletion_state.TRANSITIONS)", start="SCHEDULED")
     labels: dict[tuple[str, str], list[str]] = {}
     for source, target, by in transitions:
         for status in (source, target):

@@ -172,6 +172,7 @@ sys.path.insert(0, tests)
 from checkout_in_process import invoke_in_process
 print(json.dumps(invoke_in_process(strategy, request, timeout_seconds=timeout)))
 """
+TESTS = os.path.dirname(__file__)  # the child imports checkout_in_process from here
 # What the fault does where no Lambda runtime stops it (functions/checkout/charging/faults.py).
 NO_RUNTIME_EXIT_CODE = 70
 
@@ -181,7 +182,7 @@ def crash_after_charge(strategy: str, request: dict, tables, timeout_seconds: fl
     item = lab2.fault_points.armed(lab2.fault_points.AFTER_CHARGE, request["idempotency_key"], lab2.fault_points.TIME_OUT)
     client("dynamodb").put_item(TableName=tables["faults"], Item=item)
     child = subprocess.run(
-        [sys.executable, "-c", CRASHING_CHILD, strategy, json.dumps(request), str(timeout_seconds), os.path.dirname(__file__)],
+        [sys.executable, "-c", CRASHING_CHILD, strategy, json.dumps(request), str(timeout_seconds), TESTS],
         capture_output=True,
         text=True,
         env=os.environ.copy(),

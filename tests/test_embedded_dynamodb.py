@@ -7,8 +7,8 @@ moto alone lets two conditional writers both win in about 1 % of 50-way races
 
 import pytest
 
+from dynamodb_race import PROCESSING, SCHEDULED, race
 from idemlab import clients
-from idemlab.race import PROCESSING, SCHEDULED, race
 
 ROUNDS = 200
 CLIENTS = 50

@@ -1,5 +1,6 @@
 """One module of plumbing per lesson. Each takes the deployed stack the same way: ``stack``
-is the Terraform stack's ``lab`` output (docs/DESIGN.md), names by key."""
+is the Terraform stack's ``lab`` output (docs/DESIGN.md), names by key. A lesson's
+notebook and its tests use the same module, so what the notebook shows is what CI checks."""
 
 from __future__ import annotations
 

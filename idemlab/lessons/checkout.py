@@ -1,9 +1,7 @@
-"""Lesson 2 plumbing: invoke the checkouts, many copies at once, count charges, draw them.
+"""Lesson 2 plumbing (notebook 02): invoke the checkouts, many copies at once, count charges, draw them.
 
-The notebook ``02_side_effects_and_races.ipynb`` imports this module and the tests use
-it too, so what the notebook shows is what CI checks. A charge is counted in the
-ledger (one entry per charge, grouped by the order's idempotency key), never taken
-from what a checkout says about itself.
+A charge is counted in the ledger (one entry per charge, grouped by the order's
+idempotency key), never taken from what a checkout says about itself.
 """
 
 from __future__ import annotations
@@ -12,7 +10,7 @@ import ast
 import time
 import uuid
 from collections import Counter
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable
 
 from idemlab import functions, lessons, pictures, settings
 from idemlab.barrier import all_at_once
@@ -76,7 +74,7 @@ class Ledger:
     def charge_ids(self, reference: str) -> list[str]:
         return [charge_id for entry_reference, charge_id in self._entries() if entry_reference == reference]
 
-    def _entries(self) -> Iterator[tuple[str, str]]:
+    def _entries(self) -> list[tuple[str, str]]:
         """(reference, charge id) of every ledger entry: one consistent scan."""
         pages = self._dynamodb.get_paginator("scan").paginate(
             TableName=self.table,
@@ -84,9 +82,7 @@ class Ledger:
             ExpressionAttributeNames={"#ref": "reference"},  # a DynamoDB reserved word
             ConsistentRead=True,
         )
-        for page in pages:
-            for item in page["Items"]:
-                yield item["reference"]["S"], item["charge_id"]["S"]
+        return [(item["reference"]["S"], item["charge_id"]["S"]) for page in pages for item in page["Items"]]
 
 
 class Checkout:
@@ -109,9 +105,6 @@ class Checkout:
             return lessons.invoke(self._lambda, self.function(strategy), request)
         except lessons.FunctionFailed as failed:
             return {"strategy": strategy, "outcome": CRASHED, "charge_id": None, "trace": [], "error": failed.answer}
-
-    def invoke_concurrently(self, strategy: str, request: dict, copies: int) -> list[dict]:
-        return concurrently(lambda: self.invoke(strategy, request), copies)
 
     def start_environments(self, strategy: str, copies: int, hold_ms: int = 300) -> set[int]:
         """Start ``copies`` execution environments, so that no copy of a later request
@@ -205,16 +198,12 @@ def show_code(file: str, *names: str) -> None:
     (a function with its decorators, a class, or an assigned variable), in the order
     asked: the notebook shows the real code, and no comment's wording can cut it short."""
     source = (FUNCTION_DIR / file).read_text()
-    lines = source.splitlines()
-    found = {}
+    lines, found = source.splitlines(), {}
     for node in ast.parse(source).body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            defined = [node.name]
-        else:
-            defined = [target.id for target in getattr(node, "targets", []) if isinstance(target, ast.Name)]
         first = min([decorator.lineno for decorator in getattr(node, "decorator_list", [])] + [node.lineno])
-        for name in defined:
-            found[name] = "\n".join(lines[first - 1 : node.end_lineno])
+        targets = [target.id for target in getattr(node, "targets", []) if isinstance(target, ast.Name)]
+        defined = [node.name] if hasattr(node, "name") else targets
+        found.update(dict.fromkeys(defined, "\n".join(lines[first - 1 : node.end_lineno])))
     missing = [name for name in names if name not in found]
     if missing:
         raise KeyError(f"{file} defines no {', '.join(missing)} at its top level")

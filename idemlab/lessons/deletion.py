@@ -1,13 +1,13 @@
-"""Lesson 3 plumbing: a client of the deployed account-deletion workflow, and its pictures.
+"""Lesson 3 plumbing (notebooks 03 and 04): a client of the deployed account-deletion workflow.
 
-Notebooks ``03_claims_and_leases`` and ``04_partial_failures_and_recovery`` use it as
-``Deletions(stack)``. The lesson's own calls (the claim, the fenced write) stay in the
-notebooks; this module holds what a notebook would otherwise repeat: seeding a user,
-counting what is left, starting and reading executions, racing workers, drawing.
+The lesson's own calls (the claim, the fenced write) stay in the notebooks; this module
+holds what a notebook would otherwise repeat: seeding a user, counting what is left,
+starting and reading executions, racing workers, drawing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import functools
 import json
@@ -15,7 +15,6 @@ import operator
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from types import ModuleType
 
 from boto3.dynamodb.conditions import Attr, Key
 
@@ -26,9 +25,8 @@ from idemlab.lessons import queue_depth  # noqa: F401 (notebook 04 reads its DLQ
 FUNCTION_DIR = settings.ROOT / "functions" / "account_deletion"
 
 
-def import_function_module(name: str) -> ModuleType:
-    """A module of the deletion Lambda code (``"deletion_state"``, ``"claim_deletion"``)."""
-    return functions.load(FUNCTION_DIR, name)
+# A module of the deletion Lambda code (``"deletion_state"``, ``"claim_deletion"``).
+import_function_module = functools.partial(functions.load, FUNCTION_DIR)
 
 
 def outbox_items(outbox, **equal) -> list[dict]:
@@ -158,41 +156,36 @@ class Deletions:
             name = sweeper.execution_name(stored, restart)
         return ends
 
-    def sweep_now(self) -> dict:
-        """Invoke the deployed sweeper function once, as its schedule would; its answer."""
-        return self.invoke("sweeper", {})
-
     # -- races ---------------------------------------------------------------------------
 
     def claim_race_deployed(self, workers: int = 4, rounds: int = 10) -> dict[str, dict]:
         """``workers`` invocations of the deployed ``claim_deletion`` function for the same
         request at once, ``rounds`` times: the claim runs where it runs in production, in
         the function, not in this process. Outcomes counted, and the winners per round."""
-        tally, winners_per_round = Counter(), Counter()
-        for _ in range(rounds):
-            request_id = new_request_item(self.stack)
-            outcomes = all_at_once([
-                lambda i=i: self.invoke("claim_deletion", {"deletion_request_id": request_id, "owner": f"worker-{i}"})["outcome"]
-                for i in range(workers)
-            ])
-            tally.update(outcomes)
-            winners_per_round[outcomes.count("claimed")] += 1
-        return {"outcomes": dict(tally), "winners_per_round": dict(winners_per_round)}
+        def claims(request_id: str) -> list:
+            events = [{"deletion_request_id": request_id, "owner": f"worker-{i}"} for i in range(workers)]
+            return [lambda event=event: self.invoke("claim_deletion", event)["outcome"] for event in events]
+
+        per_round = self._races(rounds, claims)
+        return {
+            "outcomes": dict(Counter(outcome for outcomes in per_round for outcome in outcomes)),
+            "winners_per_round": dict(Counter(outcomes.count("claimed") for outcomes in per_round)),
+        }
 
     def cancel_race(self, rounds: int = 20) -> dict[str, int]:
         """A cancel and a claim on the same SCHEDULED request at the same moment, ``rounds`` times."""
         state = import_function_module("deletion_state")
         tables = [clients.resource("dynamodb").Table(self.stack["tables"]["deletion_requests"]) for _ in range(2)]
-        tally: Counter = Counter()
-        for _ in range(rounds):
-            request_id = new_request_item(self.stack)
-            cancelled, claimed = all_at_once([
-                lambda: state.cancel(tables[0], request_id)[0],
-                lambda: state.claim(tables[1], request_id, "the schedule", 60).claim is not None,
-            ])
-            winners = [name for name, won in (("cancel", cancelled), ("claim", claimed)) if won]
-            tally[winners[0] if len(winners) == 1 else f"{len(winners)} winners"] += 1
-        return dict(tally)
+        per_round = self._races(rounds, lambda request_id: [
+            lambda: state.cancel(tables[0], request_id)[0],
+            lambda: state.claim(tables[1], request_id, "the schedule", 60).claim is not None,
+        ])
+        winners = [[name for name, won in zip(("cancel", "claim"), answers) if won] for answers in per_round]
+        return dict(Counter(names[0] if len(names) == 1 else f"{len(names)} winners" for names in winners))
+
+    def _races(self, rounds: int, calls_for) -> list[list]:
+        """Each round: a fresh SCHEDULED request, ``calls_for(its id)`` run at once; their answers."""
+        return [all_at_once(calls_for(new_request_item(self.stack))) for _ in range(rounds)]
 
     # -- monitoring and cleaning up ------------------------------------------------------
 
@@ -207,8 +200,8 @@ class Deletions:
         def points() -> list[dict]:
             now = datetime.datetime.now(datetime.timezone.utc)
             return cloudwatch.get_metric_statistics(
-                **metric, StartTime=now - datetime.timedelta(minutes=minutes), EndTime=now + datetime.timedelta(minutes=1),
-                Period=60, Statistics=["Maximum"],
+                **metric, StartTime=now - datetime.timedelta(minutes=minutes),
+                EndTime=now + datetime.timedelta(minutes=1), Period=60, Statistics=["Maximum"],
             )["Datapoints"]
 
         found = lessons.poll(points, wait_seconds, every=10)
@@ -229,10 +222,8 @@ class Deletions:
             if self.request_status(request_id) == "SCHEDULED":
                 self.invoke("cancel_deletion", {"deletion_request_id": request_id})
             name = request_deletion.schedule_name(request_id)
-            try:
+            with contextlib.suppress(scheduler.exceptions.ResourceNotFoundException):
                 scheduler.delete_schedule(Name=name, GroupName=group)
-            except scheduler.exceptions.ResourceNotFoundException:
-                pass
             if scheduler.list_schedules(GroupName=group, NamePrefix=name)["Schedules"]:
                 left.append(name)
         return left
@@ -247,14 +238,14 @@ def wait_for(execution_arn: str, timeout: float = 120) -> dict:
 
 
 def _history(execution_arn: str) -> list[dict]:
-    events = clients.client("stepfunctions").get_execution_history(executionArn=execution_arn, maxResults=1000)["events"]
-    return sorted(events, key=lambda e: e["id"])
+    history = clients.client("stepfunctions").get_execution_history(executionArn=execution_arn, maxResults=1000)
+    return sorted(history["events"], key=lambda e: e["id"])
 
 
 def last_state(execution_arn: str) -> str:
     """The last state an execution entered: how it ended (AlreadyDone, Complete, ...)."""
-    entered = [e["stateEnteredEventDetails"]["name"] for e in _history(execution_arn) if e.get("stateEnteredEventDetails")]
-    return entered[-1] if entered else "?"
+    entered = [e["stateEnteredEventDetails"] for e in _history(execution_arn) if e.get("stateEnteredEventDetails")]
+    return entered[-1]["name"] if entered else "?"
 
 
 def task_attempts(execution_arn: str) -> list[tuple[str, str]]:
@@ -290,7 +281,8 @@ class Timeline:
     def draw(self, title: str = "", ax=None):
         workers = list(dict.fromkeys([w for _, w, _, _ in self.events] + [w for w, *_ in self.leases]))
         ax = pictures.axes(ax, 11, 0.6 + 1.5 * len(workers))
-        row = pictures.lanes(ax, workers, "seconds   (green: write accepted by DynamoDB, red: refused, grey: what the worker does)", title)
+        meaning = "(green: write accepted by DynamoDB, red: refused, grey: what the worker does)"
+        row = pictures.lanes(ax, workers, f"seconds   {meaning}", title)
         for worker, start, end, token in self.leases:
             ax.broken_barh([(start, end - start)], (row[worker] - 0.12, 0.24), color="#e4e4e4", edgecolor="#aaaaaa")
             ax.annotate(f"lease (token {token})", (end, row[worker]), fontsize="x-small", color="#777777", ha="right", va="center")
@@ -309,5 +301,6 @@ def draw_attempts(attempts: list[tuple[str, str]], title: str = "", ax=None):
     row = pictures.lanes(ax, states, "Lambda attempts, in order", title)
     for n, (state_name, what) in enumerate(attempts):
         ok = what == "succeeded"
-        pictures.mark(ax, n, row[state_name], ok, "" if ok else what.replace("failed: ", ""), dy=0.3, fontsize="x-small")
+        label = "" if ok else what.removeprefix("failed: ")
+        pictures.mark(ax, n, row[state_name], ok, label, dy=0.3, fontsize="x-small")
     return ax

@@ -1,8 +1,7 @@
-"""Lesson 4 plumbing: send order lines to the order queues, count reservations, draw them.
+"""Lesson 4 plumbing (notebook 06): send order lines to the order queues, count reservations, draw them.
 
-The notebook ``06_queues.ipynb`` and the tests use this module, so what the notebook
-shows is what CI checks. A reservation is counted in the `reservations` table (one row
-per reservation a consumer made), never taken from what a consumer says about itself.
+A reservation is counted in the `reservations` table (one row per reservation a
+consumer made), never taken from what a consumer says about itself.
 
 Queues and their consumers (terraform/modules/idempotency_lab/queue_lesson.tf):
 ``orders_naive`` -> fulfil_naive, ``orders`` -> fulfil_idempotent,
@@ -134,16 +133,16 @@ class Orders:
 
     def _receive_all(self, queue: str) -> list[dict]:
         """Every message on the queue now, received (hidden for 30 s) batch after batch."""
-        messages = []
-        while batch := self.sqs.receive_message(QueueUrl=self.url(queue), MaxNumberOfMessages=10, VisibilityTimeout=30).get("Messages"):
+        messages, receive = [], {"QueueUrl": self.url(queue), "MaxNumberOfMessages": 10, "VisibilityTimeout": 30}
+        while batch := self.sqs.receive_message(**receive).get("Messages"):
             messages += batch
         return messages
 
     def peek(self, queue: str) -> list[dict]:
         """The order lines waiting on a queue (received and made visible again at once)."""
         messages = self._receive_all(queue)
-        for message in messages:
-            self.sqs.change_message_visibility(QueueUrl=self.url(queue), ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+        for handle in (message["ReceiptHandle"] for message in messages):
+            self.sqs.change_message_visibility(QueueUrl=self.url(queue), ReceiptHandle=handle, VisibilityTimeout=0)
         return [json.loads(message["Body"]) for message in messages]
 
     def redrive(self, dead_letter_queue: str, queue: str) -> list[dict]:

@@ -108,14 +108,8 @@ class KeyedCheckouts:
     def _create(self, label: str, template_key: str, code: bytes, handler: str, variables: dict[str, str]) -> str:
         template = self._lambda.get_function_configuration(FunctionName=self.stack["functions"][template_key])
         name = f"{template['FunctionName'][:40]}-{label}"[:64]
-        settings = {
-            "Role": template["Role"],
-            "Handler": handler,
-            "Runtime": template["Runtime"],
-            "Timeout": template["Timeout"],
-            "MemorySize": template["MemorySize"],
-            "Environment": {"Variables": {**template["Environment"]["Variables"], **variables}},
-        }
+        settings = {key: template[key] for key in ("Role", "Runtime", "Timeout", "MemorySize")}
+        settings.update(Handler=handler, Environment={"Variables": {**template["Environment"]["Variables"], **variables}})
         try:
             self._lambda.create_function(FunctionName=name, Code={"ZipFile": code}, **settings)
             self._lambda.get_waiter("function_active_v2").wait(FunctionName=name)

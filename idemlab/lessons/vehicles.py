@@ -1,17 +1,12 @@
-"""Lesson 1 plumbing: run the vehicle-registration workflows, count rows, draw the result.
-
-The notebook ``01_duplicate_inserts.ipynb`` imports this module; tests use it too, so
-what the notebook shows is what CI checks.
-"""
+"""Lesson 1 plumbing (notebook 01): run the vehicle-registration workflows, count rows, draw the result."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
@@ -22,9 +17,8 @@ FUNCTION_DIR = settings.ROOT / "functions" / "vehicle_registration"
 _DESERIALIZE = TypeDeserializer().deserialize
 
 
-def import_function_module(name: str) -> ModuleType:
-    """A module of the Lambda code (``"notify"``, ``"registration.vin"``), imported in-process."""
-    return functions.load(FUNCTION_DIR, name)
+# A module of the Lambda code (``"notify"``, ``"registration.vin"``), imported in-process.
+import_function_module = functools.partial(functions.load, FUNCTION_DIR)
 
 
 # A published VIN with a valid check digit (its ninth character, X, stands for 10).
@@ -38,7 +32,9 @@ MALFORMED_REQUESTS: dict[str, tuple[object, str]] = {
     "owner is a list": ({"request_id": "bad-3", "vin": VALID_VIN, "owner": ["Ada"]}, "MalformedRequestError"),
     "request_id is null": ({"request_id": None, "vin": VALID_VIN, "owner": "Ada"}, "MalformedRequestError"),
     "blank owner": ({"request_id": "bad-5", "vin": VALID_VIN, "owner": "  "}, "MalformedRequestError"),
-    "misspelt field": ({"request_id": "bad-6", "vin": VALID_VIN, "owner": "Ada", "fault_injektion": {}}, "MalformedRequestError"),
+    "misspelt field": (
+        {"request_id": "bad-6", "vin": VALID_VIN, "owner": "Ada", "fault_injektion": {}}, "MalformedRequestError"
+    ),
     "fault count is a string": (
         {"request_id": "bad-7", "vin": VALID_VIN, "owner": "Ada", "fault_injection": {"notify_failures": "1"}},
         "MalformedRequestError",
@@ -97,11 +93,7 @@ def _deployed(stack: dict, kind: str, keys: dict[str, str]) -> str:
     return stack["state_machines" if keys is WORKFLOW_KEYS else "tables"][keys[kind]]
 
 
-def _stepfunctions(pool: int = 10) -> Any:
-    return clients.client("stepfunctions", max_pool_connections=pool)
-
-
-def start(stack: dict, kind: str, request: object, sfn: Any = None) -> str:
+def start(stack: dict, kind: str, request: object) -> str:
     """Start one asynchronous execution (StartExecution); returns its ARN, never its result.
 
     AWS refuses DescribeExecution for an Express execution (unless a Map Run started it;
@@ -111,14 +103,11 @@ def start(stack: dict, kind: str, request: object, sfn: Any = None) -> str:
     """
     request_id = request.get("request_id") if isinstance(request, dict) else None
     # A unique name per execution: the same request sent twice is two executions.
-    name = f"{str(request_id or 'request')[:40]}-{uuid.uuid4().hex[:12]}"
-    name = re.sub(r"[^A-Za-z0-9_-]", "-", name)
-    response = (sfn or _stepfunctions()).start_execution(
-        stateMachineArn=_deployed(stack, kind, WORKFLOW_KEYS),
-        name=name,
-        input=json.dumps(request),
+    name = re.sub(r"[^A-Za-z0-9_-]", "-", f"{str(request_id or 'request')[:40]}-{uuid.uuid4().hex[:12]}")
+    started = clients.client("stepfunctions").start_execution(
+        stateMachineArn=_deployed(stack, kind, WORKFLOW_KEYS), name=name, input=json.dumps(request)
     )
-    return response["executionArn"]
+    return started["executionArn"]
 
 
 def run(stack: dict, kind: str, request: object, sfn: Any = None) -> Execution:
@@ -129,31 +118,23 @@ def run(stack: dict, kind: str, request: object, sfn: Any = None) -> Execution:
     counts come from a second execution of the same request and from the Retry inside
     one; an asynchronous start (``start``) makes them too, but cannot be asked for its result.
     """
-    response = (sfn or _stepfunctions()).start_sync_execution(
-        stateMachineArn=_deployed(stack, kind, WORKFLOW_KEYS),
-        input=json.dumps(request),
-    )
-    output = response.get("output")
-    return Execution(
-        response["executionArn"], response["status"], json.loads(output) if output else None, response.get("error"), response.get("cause")
-    )
+    sfn = sfn or clients.client("stepfunctions")
+    ended = sfn.start_sync_execution(stateMachineArn=_deployed(stack, kind, WORKFLOW_KEYS), input=json.dumps(request))
+    output = json.loads(ended["output"]) if ended.get("output") else None
+    return Execution(ended["executionArn"], ended["status"], output, ended.get("error"), ended.get("cause"))
 
 
 def wait_for_rows(stack: dict, kind: str, request_id: str, count: int, timeout: float = WAIT_SECONDS) -> list[dict]:
     """The rows of a request once there are at least ``count`` (an asynchronous execution's effect)."""
-    return lessons.poll(lambda: rows(stack, kind, request_id), timeout, POLL_SECONDS, until=lambda found: len(found) >= count)
-
-
-def run_many(stack: dict, kind: str, request: object, times: int, concurrency: int) -> list[Execution]:
-    """``times`` executions of the same request, ``concurrency`` of them in flight at once."""
-    sfn = _stepfunctions(pool=concurrency)  # boto3 clients are safe to share between threads
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        return list(pool.map(lambda _: run(stack, kind, request, sfn), range(times)))
+    return lessons.poll(
+        lambda: rows(stack, kind, request_id), timeout, POLL_SECONDS, until=lambda found: len(found) >= count
+    )
 
 
 def outline(stack: dict, kind: str) -> None:
     """Print the deployed workflow's states, the function each task runs, and its Retry."""
-    described = _stepfunctions().describe_state_machine(stateMachineArn=_deployed(stack, kind, WORKFLOW_KEYS))
+    arn = _deployed(stack, kind, WORKFLOW_KEYS)
+    described = clients.client("stepfunctions").describe_state_machine(stateMachineArn=arn)
     print(f"{described['name']} ({described['type']})")
     _print_states(json.loads(described["definition"]), depth=1)
 
@@ -189,10 +170,6 @@ def rows(stack: dict, kind: str, request_id: str | None = None) -> list[dict]:
     for page in dynamodb.get_paginator("scan").paginate(**scan):
         found += [{name: _DESERIALIZE(value) for name, value in item.items()} for item in page["Items"]]
     return found
-
-
-def count_rows(stack: dict, kind: str, request_id: str) -> int:
-    return len(rows(stack, kind, request_id))
 
 
 def notify_attempts(stack: dict, request_id: str) -> int:

@@ -2,7 +2,8 @@
 
 Clients are threads spread over several processes (as retries arrive from different
 Lambda environments), released together by a barrier at the start of every round.
-Used by the tests that prove a backend's conditional writes are atomic.
+Used by the tests that prove a backend's conditional writes are atomic, and only by
+them.
 """
 
 from __future__ import annotations
@@ -24,20 +25,22 @@ SCHEDULED, PROCESSING = "SCHEDULED", "PROCESSING"
 def _calls(table: str, key: str, contender: str) -> dict[str, tuple[str, str, dict]]:
     """Each operation as (client method, the error code of a refused write, request)."""
     item = {"pk": {"S": key}, "winner": {"S": contender}}
-    refused = "ConditionalCheckFailedException"
+    refused, absent = "ConditionalCheckFailedException", "attribute_not_exists(pk)"
     return {
-        "conditional_put": ("put_item", refused, {"TableName": table, "Item": item, "ConditionExpression": "attribute_not_exists(pk)"}),
+        "conditional_put": ("put_item", refused, {"TableName": table, "Item": item, "ConditionExpression": absent}),
         "claim_update": ("update_item", refused, {
             "TableName": table,
             "Key": {"pk": {"S": key}},
             "UpdateExpression": "SET #s = :processing, winner = :me",
             "ConditionExpression": "#s = :scheduled",
             "ExpressionAttributeNames": {"#s": "status"},
-            "ExpressionAttributeValues": {":processing": {"S": PROCESSING}, ":scheduled": {"S": SCHEDULED}, ":me": {"S": contender}},
+            "ExpressionAttributeValues": {
+                ":processing": {"S": PROCESSING}, ":scheduled": {"S": SCHEDULED}, ":me": {"S": contender}
+            },
         }),
         # The guarded item and a second item (the effect) written together, or neither.
         "transact_put": ("transact_write_items", "TransactionCanceledException", {"TransactItems": [
-            {"Put": {"TableName": table, "Item": item, "ConditionExpression": "attribute_not_exists(pk)"}},
+            {"Put": {"TableName": table, "Item": item, "ConditionExpression": absent}},
             {"Put": {"TableName": table, "Item": {"pk": {"S": f"{key}#effect#{contender}"}}}},
         ]}),
     }
@@ -45,8 +48,8 @@ def _calls(table: str, key: str, contender: str) -> dict[str, tuple[str, str, di
 
 def _contend(endpoint_url, operation, table, prefix, rounds, barrier, contender, wins):
     client = boto3.client(
-        "dynamodb", endpoint_url=endpoint_url, region_name="us-east-1", aws_access_key_id="test", aws_secret_access_key="test",
-        config=Config(retries={"max_attempts": 1}, max_pool_connections=2),
+        "dynamodb", endpoint_url=endpoint_url, region_name="us-east-1", aws_access_key_id="test",
+        aws_secret_access_key="test", config=Config(retries={"max_attempts": 1}, max_pool_connections=2),
     )
     for round_no in range(rounds):
         method, refused, request = _calls(table, f"{prefix}-{round_no}", contender)[operation]
