@@ -59,6 +59,7 @@ def _contend(endpoint_url, operation, table, prefix, rounds, barrier, contender,
             wins.append(round_no)
         except ClientError as exc:
             if exc.response["Error"]["Code"] != refused:
+                barrier.abort()  # the others would wait for this client forever
                 raise
 
 

@@ -52,6 +52,17 @@ def test_conditional_transaction_has_exactly_one_winner_and_no_partial_write(bac
     assert len(effects) == ROUNDS
 
 
+def test_a_race_whose_clients_fail_raises_instead_of_counting_no_winners(backend):
+    with pytest.raises(RuntimeError, match="racing clients failed"):
+        race(backend, "conditional_put", "no-such-table", rounds=2, clients=2, processes=1)
+
+
+def test_an_unknown_race_operation_is_refused_before_anything_runs(backend, table):
+    with pytest.raises(ValueError, match="unknown operation 'put'"):
+        race(backend, "put", table, rounds=2, clients=2, processes=1)
+    assert scan_all(table) == []
+
+
 def test_backend_counts_dynamodb_requests_by_action(backend, table):
     from idemlab.embedded.server import request_counts
 
