@@ -34,10 +34,9 @@ def all_at_once(calls: list[Callable[[], Any]], join_seconds: float | None = 60,
         thread.start()
     for thread in threads:
         thread.join(timeout=join_seconds)
-    if not capture_errors:
-        for answer in answers:
-            if isinstance(answer, Exception):
-                raise answer
+    failed = [answer for answer in answers if isinstance(answer, Exception)]
+    if failed and not capture_errors:
+        raise failed[0]
     return answers
 
 

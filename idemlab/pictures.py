@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,18 +19,14 @@ from idemlab import settings
 
 WORKFLOWS = settings.ROOT / "terraform" / "modules" / "idempotency_lab" / "workflows"
 
-# How each kind of transition is drawn.
+# How each kind of transition is drawn: (colour, line style).
 EDGE_STYLE = {
-    "next": {"color": "black", "linestyle": "-"},
-    "choice": {"color": "tab:blue", "linestyle": "-"},
-    "default": {"color": "tab:blue", "linestyle": "--"},
-    "catch": {"color": "tab:red", "linestyle": ":"},
-    "retry": {"color": "tab:orange", "linestyle": "-"},
-    "branch": {"color": "tab:green", "linestyle": "-."},
-    "uses": {"color": "grey", "linestyle": "-"},
-    "watches": {"color": "tab:red", "linestyle": ":"},
-    "starts": {"color": "tab:purple", "linestyle": "-"},
-    "transition": {"color": "black", "linestyle": "-"},
+    kind: {"color": colour, "linestyle": style}
+    for kind, colour, style in (
+        ("next", "black", "-"), ("choice", "tab:blue", "-"), ("default", "tab:blue", "--"), ("catch", "tab:red", ":"),
+        ("retry", "tab:orange", "-"), ("branch", "tab:green", "-."), ("uses", "grey", "-"), ("watches", "tab:red", ":"),
+        ("starts", "tab:purple", "-"), ("transition", "black", "-"),
+    )
 }
 
 
@@ -44,6 +41,35 @@ class Graph:
 
     def edge_set(self) -> set[tuple[str, str, str]]:
         return {(src, dst, kind) for src, dst, kind, _ in self.edges}
+
+
+def axes(ax, width: float, height: float):
+    """``ax``, or the axes of a new figure ``width`` by ``height`` inches."""
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        _, ax = plt.subplots(figsize=(width, height))
+    return ax
+
+
+def lanes(ax, names: list[str], xlabel: str, title: str = "") -> dict[str, int]:
+    """One lane per name, top to bottom, over a shared x axis; each name's lane."""
+    ax.set_yticks(range(len(names)), names)
+    ax.set_ylim(len(names) - 0.3, -0.7)
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    return {name: lane for lane, name in enumerate(names)}
+
+
+# How a lane marks an outcome: accepted (green dot), refused (red cross), a note (grey).
+OUTCOME_LOOK = {True: ("#55a868", "o"), False: ("#c44e52", "X"), None: ("#777777", "d")}
+
+
+def mark(ax, x: float, y: float, outcome: bool | None, label: str, dy: float, fontsize: str) -> None:
+    """A mark in a lane for an outcome, labelled ``dy`` above or below it."""
+    colour, marker = OUTCOME_LOOK[outcome]
+    ax.plot(x, y, marker=marker, color=colour, markersize=10, zorder=3)
+    ax.annotate(label, (x, y + dy), fontsize=fontsize, ha="center", va="center", color=colour)
 
 
 # ---------------------------------------------------------------- workflow graphs
@@ -104,22 +130,6 @@ def workflow_graph(name: str) -> Graph:
     return asl_graph(load_asl(workflow_files()[name]), title=f"{name} (from {name}.asl.json)")
 
 
-def _layers(graph: Graph) -> dict[str, int]:
-    """Depth of each node from the start (breadth first); unreachable nodes go last."""
-    depth = {graph.start: 0} if graph.start else {}
-    frontier = [graph.start] if graph.start else []
-    while frontier:
-        following = []
-        for node in frontier:
-            for src, dst, kind, _ in graph.edges:
-                # Error paths (Catch) do not set the depth: they are drawn to the side.
-                if src == node and kind != "catch" and dst not in depth and dst in graph.nodes:
-                    depth[dst] = depth[node] + 1
-                    following.append(dst)
-        frontier = following
-    return depth
-
-
 NODE_COLOURS = {
     "Task": "#dbe9f6", "Choice": "#fff2cc", "Succeed": "#d9ead3", "Fail": "#f4cccc",
     "Pass": "#eeeeee", "Parallel": "#d9d2e9", "Map": "#d9d2e9", "Wait": "#eeeeee", "End": "#d9ead3",
@@ -130,11 +140,9 @@ def draw_graph(graph: Graph, ax=None, positions: dict[str, tuple[float, float]] 
     """Draw ``graph``: boxes for nodes, arrows for edges, coloured by kind."""
     import matplotlib.pyplot as plt
 
-    if positions is None:
-        positions = _layered_positions(graph)
-    if ax is None:
-        width = max(8, 2.2 * max(sum(1 for p in positions.values() if p[1] == y) for y in {p[1] for p in positions.values()}))
-        _, ax = plt.subplots(figsize=(width, 0.9 * (1 + len({p[1] for p in positions.values()}))))
+    positions = positions or _layered_positions(graph)
+    rows = Counter(y for _, y in positions.values())
+    ax = axes(ax, max(8, 2.2 * max(rows.values())), 0.9 * (1 + len(rows)))
     for name, kind in graph.nodes.items():
         x, y = positions[name]
         ax.text(
@@ -157,8 +165,7 @@ def draw_graph(graph: Graph, ax=None, positions: dict[str, tuple[float, float]] 
                 arrowprops={"arrowstyle": "->", "shrinkA": 12, "shrinkB": 12, "connectionstyle": f"arc3,rad={bend}", **style},
             )
         arrow.set_gid(f"edge:{src}->{dst}:{kind}")
-    xs = [p[0] for p in positions.values()]
-    ys = [p[1] for p in positions.values()]
+    xs, ys = zip(*positions.values())
     ax.set_xlim(min(xs) - 1.2, max(xs) + 1.2)
     ax.set_ylim(min(ys) - 0.6, max(ys) + 0.6)
     ax.set_axis_off()
@@ -174,15 +181,21 @@ def draw_graph(graph: Graph, ax=None, positions: dict[str, tuple[float, float]] 
 
 
 def _layered_positions(graph: Graph) -> dict[str, tuple[float, float]]:
-    depth = _layers(graph)
-    rows: dict[int, list[str]] = {}
-    for node in graph.nodes:
-        if node in depth:
-            rows.setdefault(depth[node], []).append(node)
+    """A row per depth from the start (breadth first), centred."""
+    depth: dict[str, int] = {}
+    frontier, level = [graph.start] if graph.start else [], 0
+    while frontier:
+        depth.update(dict.fromkeys(frontier, level))
+        level += 1
+        # Error paths (Catch) do not set the depth: they are drawn to the side.
+        frontier = list(dict.fromkeys(
+            dst for src, dst, kind, _ in graph.edges
+            if src in frontier and kind != "catch" and dst in graph.nodes and dst not in depth
+        ))
     positions = {}
-    for level, members in rows.items():
-        for i, node in enumerate(members):
-            positions[node] = (2.2 * (i - (len(members) - 1) / 2), -float(level))
+    for level in set(depth.values()):
+        members = [node for node in graph.nodes if depth.get(node) == level]
+        positions.update({node: (2.2 * (i - (len(members) - 1) / 2), -float(level)) for i, node in enumerate(members)})
     # What only an error path reaches (and what follows it) goes in a column on the right.
     side = [node for node in graph.nodes if node not in depth]
     right = max((x for x, _ in positions.values()), default=0.0) + 2.6
@@ -218,8 +231,7 @@ def request_states(transitions=None) -> Graph:
         from idemlab.lessons import deletion
 
         transitions = deletion.import_function_module("deletion_state").TRANSITIONS
-    graph = Graph(title="deletion request states (from deletion_state.TRANSITIONS)")
-    graph.start = "SCHEDULED"
+    graph = Graph(title="deletion request states (from deletion_state.TRANSITIONS)", start="SCHEDULED")
     labels: dict[tuple[str, str], list[str]] = {}
     for source, target, by in transitions:
         for status in (source, target):
@@ -239,12 +251,6 @@ _PLACEHOLDER = re.compile(r"\$\{(\w+?)_arn\}")
 KINDS = ("schedule_group", "state_machines", "functions", "tables", "queues", "alarms")
 
 
-def _workflow_of(machine_key: str, workflows: dict[str, Path]) -> Path | None:
-    """A state machine's ASL file: the longest workflow name its key starts with."""
-    matches = [name for name in workflows if machine_key.startswith(name)]
-    return workflows[max(matches, key=len)] if matches else None
-
-
 def architecture(outputs: dict, workflows: dict[str, Path] | None = None) -> Graph:
     """The deployed resources from the stack's ``lab`` outputs, with the links the
     sources state: a state machine uses the functions its ASL names, an alarm watches
@@ -259,13 +265,15 @@ def architecture(outputs: dict, workflows: dict[str, Path] | None = None) -> Gra
             # An alarm shares its key with the queue it watches: name it apart.
             graph.nodes[f"alarm {key}" if kind == "alarms" else key] = kind
     for machine in sorted(outputs.get("state_machines") or {}):
-        path = _workflow_of(machine, workflows)
-        if path is None:
+        # Its ASL file: the longest workflow name the machine's key starts with.
+        matches = [name for name in workflows if machine.startswith(name)]
+        if not matches:
             continue
-        for function in sorted(set(_PLACEHOLDER.findall(path.read_text()))):
+        asl = workflows[max(matches, key=len)].read_text()
+        for function in sorted(set(_PLACEHOLDER.findall(asl))):
             if function in (outputs.get("functions") or {}):
                 graph.edges.append((machine, function, "uses", ""))
-        if "claim" in path.read_text() and outputs.get("schedule_group"):
+        if "claim" in asl and outputs.get("schedule_group"):
             graph.edges.append((f"schedules: {outputs['schedule_group']}", machine, "starts", ""))
     for alarm in sorted(outputs.get("alarms") or {}):
         if alarm in (outputs.get("queues") or {}):
@@ -273,24 +281,14 @@ def architecture(outputs: dict, workflows: dict[str, Path] | None = None) -> Gra
     return graph
 
 
-def architecture_positions(graph: Graph) -> dict[str, tuple[float, float]]:
+def draw_architecture(outputs: dict, ax=None):
     """One column per kind of resource, left to right in the order requests flow."""
+    graph = architecture(outputs)
     positions = {}
     for column, kind in enumerate(KINDS):
-        members = [name for name, k in graph.nodes.items() if k == kind]
-        for row, name in enumerate(members):
+        for row, name in enumerate(name for name, k in graph.nodes.items() if k == kind):
             positions[name] = (3.0 * column, -0.55 * row)
-    return positions
-
-
-def draw_architecture(outputs: dict, ax=None):
-    import matplotlib.pyplot as plt
-
-    graph = architecture(outputs)
-    positions = architecture_positions(graph)
-    if ax is None:
-        rows = max(sum(1 for k in graph.nodes.values() if k == kind) for kind in KINDS)
-        _, ax = plt.subplots(figsize=(16, max(3, 0.42 * rows + 1)))
+    ax = axes(ax, 16, max(3, 0.42 * max(Counter(graph.nodes.values()).values(), default=0) + 1))
     draw_graph(graph, ax=ax, positions=positions, legend_loc="lower right")
     for column, kind in enumerate(KINDS):
         ax.text(3.0 * column, 0.55, kind.replace("_", " "), ha="center", fontsize=9, weight="bold")
@@ -302,27 +300,23 @@ def draw_architecture(outputs: dict, ax=None):
 
 # Two copies of one request, the table and the card processor. Each message is
 # (sender, receiver, what); the check-then-act copy reads before anyone has written.
+COPIES = ["copy A", "idempotency table", "copy B", "card processor"]
 CHECK_THEN_ACT = {
     "title": "check-then-act: both copies check before either records",
-    "participants": ["copy A", "idempotency table", "copy B", "card processor"],
+    "participants": COPIES,
     "messages": [
-        ("copy A", "idempotency table", "GetItem(key)"),
-        ("copy B", "idempotency table", "GetItem(key)"),
-        ("idempotency table", "copy A", "absent"),
-        ("idempotency table", "copy B", "absent"),
+        *[(copy, "idempotency table", "GetItem(key)") for copy in ("copy A", "copy B")],
+        *[("idempotency table", copy, "absent") for copy in ("copy A", "copy B")],
         ("copy A", "card processor", "charge"),
         ("copy B", "card processor", "charge (second charge)"),
-        ("copy A", "idempotency table", "PutItem(key, result)"),
-        ("copy B", "idempotency table", "PutItem(key, result)"),
+        *[(copy, "idempotency table", "PutItem(key, result)") for copy in ("copy A", "copy B")],
     ],
 }
-
 CLAIM_FIRST = {
     "title": "claim first: one conditional put decides, the loser charges nothing",
-    "participants": ["copy A", "idempotency table", "copy B", "card processor"],
+    "participants": COPIES,
     "messages": [
-        ("copy A", "idempotency table", "PutItem(key, INPROGRESS) if absent"),
-        ("copy B", "idempotency table", "PutItem(key, INPROGRESS) if absent"),
+        *[(copy, "idempotency table", "PutItem(key, INPROGRESS) if absent") for copy in ("copy A", "copy B")],
         ("idempotency table", "copy A", "ok: A holds the key"),
         ("idempotency table", "copy B", "ConditionalCheckFailed: in progress"),
         ("copy A", "card processor", "charge"),
@@ -343,12 +337,9 @@ def sequence(spec: dict) -> list[tuple[str, str, str]]:
 
 def draw_sequence(spec: dict, ax=None):
     """Lifelines for the participants, one arrow per message, top to bottom."""
-    import matplotlib.pyplot as plt
-
     messages = sequence(spec)
     column = {name: i for i, name in enumerate(spec["participants"])}
-    if ax is None:
-        _, ax = plt.subplots(figsize=(9, 0.45 * len(messages) + 1.4))
+    ax = axes(ax, 9, 0.45 * len(messages) + 1.4)
     bottom = -(len(messages) + 0.5)
     for name, x in column.items():
         ax.text(x, 0.6, name, ha="center", fontsize=9, gid=f"node:{name}",

@@ -19,6 +19,7 @@ import uuid
 
 import pytest
 
+import checkout_in_process as in_process
 from idemlab import build, functions
 from idemlab.clients import client
 from idemlab.lessons import checkout as lab2
@@ -61,7 +62,7 @@ def tables(backend, lambda_role):
         Environment={"Variables": functions.environment("card_processor", names)},
     )
     with pytest.MonkeyPatch.context() as patch:
-        for variable, value in lab2.environment(names, processor).items():
+        for variable, value in in_process.environment(names, processor).items():
             patch.setenv(variable, value)
         patch.delenv("CHECK_ACT_DELAY_MS", raising=False)
         yield names
@@ -73,7 +74,7 @@ def ledger(tables):
 
 
 def invoke(strategy: str, request: dict) -> dict:
-    return lab2.invoke_in_process(strategy, request)
+    return in_process.invoke_in_process(strategy, request)
 
 
 def test_naive_retry_charges_twice(ledger):
@@ -166,10 +167,12 @@ def test_downstream_key_charges_once_even_when_the_handrolled_check_races(ledger
 
 CRASHING_CHILD = """
 import json, sys
-from idemlab.lessons import checkout as lab2
-strategy, request, timeout = sys.argv[1], json.loads(sys.argv[2]), float(sys.argv[3])
-print(json.dumps(lab2.invoke_in_process(strategy, request, timeout_seconds=timeout)))
+strategy, request, timeout, tests = sys.argv[1], json.loads(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+sys.path.insert(0, tests)
+from checkout_in_process import invoke_in_process
+print(json.dumps(invoke_in_process(strategy, request, timeout_seconds=timeout)))
 """
+TESTS = os.path.dirname(__file__)  # the child imports checkout_in_process from here
 # What the fault does where no Lambda runtime stops it (functions/checkout/charging/faults.py).
 NO_RUNTIME_EXIT_CODE = 70
 
@@ -179,7 +182,7 @@ def crash_after_charge(strategy: str, request: dict, tables, timeout_seconds: fl
     item = lab2.fault_points.armed(lab2.fault_points.AFTER_CHARGE, request["idempotency_key"], lab2.fault_points.TIME_OUT)
     client("dynamodb").put_item(TableName=tables["faults"], Item=item)
     child = subprocess.run(
-        [sys.executable, "-c", CRASHING_CHILD, strategy, json.dumps(request), str(timeout_seconds)],
+        [sys.executable, "-c", CRASHING_CHILD, strategy, json.dumps(request), str(timeout_seconds), TESTS],
         capture_output=True,
         text=True,
         env=os.environ.copy(),
@@ -261,9 +264,9 @@ FAULT_THREADS = 12
 def test_an_armed_fault_fires_exactly_as_often_as_armed_when_invocations_race(tables):
     # The counter is a conditional decrement (remaining > 0): racing invocations cannot
     # both take the last strike. Real threads, released together, over many rounds.
-    faults = lab2.import_handler("charging.faults")
-    errors = lab2.import_handler("charging.errors")
-    context = lab2.InvocationContext(5)
+    faults = in_process.import_handler("charging.faults")
+    errors = in_process.import_handler("charging.errors")
+    context = in_process.InvocationContext(5)
     fired_per_round = Counter()
     for round_number in range(FAULT_ROUNDS):
         times = 1 + round_number % 3

@@ -7,8 +7,8 @@ moto alone lets two conditional writers both win in about 1 % of 50-way races
 
 import pytest
 
+from dynamodb_race import PROCESSING, SCHEDULED, race
 from idemlab import clients
-from idemlab.race import PROCESSING, SCHEDULED, race
 
 ROUNDS = 200
 CLIENTS = 50
@@ -50,6 +50,17 @@ def test_conditional_transaction_has_exactly_one_winner_and_no_partial_write(bac
     effects = [item for item in scan_all(table) if "#effect#" in item["pk"]["S"]]
     # A cancelled transaction must not leave its second item behind.
     assert len(effects) == ROUNDS
+
+
+def test_a_race_whose_clients_fail_raises_instead_of_counting_no_winners(backend):
+    with pytest.raises(RuntimeError, match="racing clients failed"):
+        race(backend, "conditional_put", "no-such-table", rounds=2, clients=2, processes=1)
+
+
+def test_an_unknown_race_operation_is_refused_before_anything_runs(backend, table):
+    with pytest.raises(ValueError, match="unknown operation 'put'"):
+        race(backend, "put", table, rounds=2, clients=2, processes=1)
+    assert scan_all(table) == []
 
 
 def test_backend_counts_dynamodb_requests_by_action(backend, table):

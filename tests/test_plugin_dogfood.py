@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from checkout_in_process import environment
 from idemlab import build, functions
 from idemlab.lessons import checkout as lab2
 from idemlab.testing import Crash, DuplicateEffectError, Handler
@@ -37,7 +38,7 @@ def ledger(idemlab):
         Timeout=int(functions.spec("card_processor")["timeout"]),
         Environment={"Variables": functions.environment("card_processor", names)},
     )
-    idemlab.environment.update(lab2.environment(names, card_processor))
+    idemlab.environment.update(environment(names, card_processor))
     return lab2.Ledger(names["ledger"], idemlab.client("dynamodb"))
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from checkout_in_process import InvocationContext, import_handler
 from idemlab.exercises import ExerciseFailed, lesson7
-from idemlab.lessons import checkout
 
 
 @pytest.mark.parametrize(
@@ -33,7 +33,7 @@ def test_downstream_exercise_needs_readable_source():
 def keyed(monkeypatch):
     monkeypatch.setenv("POWERTOOLS_IDEMPOTENCY_TABLE", "not-used")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    return checkout.import_handler("checkout_keyed")
+    return import_handler("checkout_keyed")
 
 
 @pytest.mark.parametrize(
@@ -48,7 +48,7 @@ def keyed(monkeypatch):
     ],
 )
 def test_keyed_checkout_refuses_a_malformed_delivery(keyed, event, message):
-    answer = keyed.handler(event, checkout.InvocationContext(5))
+    answer = keyed.handler(event, InvocationContext(5))
     assert answer["outcome"] == "rejected"
     assert message in answer["error"]["message"]
     assert answer["trace"] == []  # refused before any step: nothing claimed, nothing charged

@@ -1,22 +1,18 @@
-"""Lesson 2 plumbing: invoke the checkouts, many copies at once, count charges, draw them.
+"""Lesson 2 plumbing (notebook 02): invoke the checkouts, many copies at once, count charges, draw them.
 
-The notebook ``02_side_effects_and_races.ipynb`` imports this module and the tests use
-it too, so what the notebook shows is what CI checks. A charge is counted in the
-ledger (one entry per charge, grouped by the order's idempotency key), never taken
-from what a checkout says about itself.
+A charge is counted in the ledger (one entry per charge, grouped by the order's
+idempotency key), never taken from what a checkout says about itself.
 """
 
 from __future__ import annotations
 
 import ast
-import json
 import time
 import uuid
 from collections import Counter
-from typing import Any, Callable, Iterable, Iterator
+from typing import Callable, Iterable
 
-
-from idemlab import functions, settings
+from idemlab import functions, lessons, pictures, settings
 from idemlab.barrier import all_at_once
 from idemlab.clients import client
 
@@ -37,6 +33,13 @@ EXECUTIONS_PER_COPY = 2
 CONCURRENCY_HEADROOM = 2
 
 Invoke = Callable[[str, dict], dict]
+
+
+def function_key(strategy: str) -> str:
+    """The key of a strategy's checkout function (``checkout_naive``, ...)."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
+    return f"checkout_{strategy}"
 
 
 def order(prefix: str = "order", amount: int = 1999, currency: str = "EUR", **options) -> dict:
@@ -61,10 +64,8 @@ class Ledger:
     def charges(self, references: Iterable[str] | None = None) -> Counter:
         """Charges per order reference (all of them, or only ``references``)."""
         wanted = None if references is None else set(references)
-        counts: Counter = Counter({reference: 0 for reference in wanted or ()})
-        for reference, _ in self._entries():
-            if wanted is None or reference in wanted:
-                counts[reference] += 1
+        counts = Counter(dict.fromkeys(wanted or (), 0))
+        counts.update(reference for reference, _ in self._entries() if wanted is None or reference in wanted)
         return counts
 
     def count(self, reference: str) -> int:
@@ -73,7 +74,7 @@ class Ledger:
     def charge_ids(self, reference: str) -> list[str]:
         return [charge_id for entry_reference, charge_id in self._entries() if entry_reference == reference]
 
-    def _entries(self) -> Iterator[tuple[str, str]]:
+    def _entries(self) -> list[tuple[str, str]]:
         """(reference, charge id) of every ledger entry: one consistent scan."""
         pages = self._dynamodb.get_paginator("scan").paginate(
             TableName=self.table,
@@ -81,9 +82,7 @@ class Ledger:
             ExpressionAttributeNames={"#ref": "reference"},  # a DynamoDB reserved word
             ConsistentRead=True,
         )
-        for page in pages:
-            for item in page["Items"]:
-                yield item["reference"]["S"], item["charge_id"]["S"]
+        return [(item["reference"]["S"], item["charge_id"]["S"]) for page in pages for item in page["Items"]]
 
 
 class Checkout:
@@ -98,20 +97,14 @@ class Checkout:
         self.ledger = Ledger(self.tables["ledger"], self._dynamodb)
 
     def function(self, strategy: str) -> str:
-        if strategy not in STRATEGIES:
-            raise ValueError(f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
-        return self.functions[f"checkout_{strategy}"]
+        return self.functions[function_key(strategy)]
 
     def invoke(self, strategy: str, request: dict) -> dict:
         """One synchronous invocation; a crash or timeout becomes a ``crashed`` answer."""
-        response = self._lambda.invoke(FunctionName=self.function(strategy), Payload=json.dumps(request).encode())
-        body = json.loads(response["Payload"].read() or b"null")
-        if response.get("FunctionError"):
-            return {"strategy": strategy, "outcome": CRASHED, "charge_id": None, "trace": [], "error": body}
-        return body
-
-    def invoke_concurrently(self, strategy: str, request: dict, copies: int) -> list[dict]:
-        return concurrently(lambda: self.invoke(strategy, request), copies)
+        try:
+            return lessons.invoke(self._lambda, self.function(strategy), request)
+        except lessons.FunctionFailed as failed:
+            return {"strategy": strategy, "outcome": CRASHED, "charge_id": None, "trace": [], "error": failed.answer}
 
     def start_environments(self, strategy: str, copies: int, hold_ms: int = 300) -> set[int]:
         """Start ``copies`` execution environments, so that no copy of a later request
@@ -136,11 +129,7 @@ class Checkout:
     def charge_card(self, request: dict) -> str:
         """Charge the card through the deployed card processor, with no downstream key."""
         call = {"reference": request["idempotency_key"], "amount": request["amount"], "currency": request["currency"]}
-        response = self._lambda.invoke(FunctionName=self.functions["card_processor"], Payload=json.dumps(call).encode())
-        body = json.loads(response["Payload"].read() or b"null")
-        if response.get("FunctionError"):
-            raise RuntimeError(f"card processor failed: {body.get('errorType')}: {body.get('errorMessage')}")
-        return body["charge_id"]
+        return lessons.invoke(self._lambda, self.functions["card_processor"], call)["charge_id"]
 
     def timeout_seconds(self, strategy: str) -> int:
         return self._lambda.get_function_configuration(FunctionName=self.function(strategy))["Timeout"]
@@ -209,56 +198,20 @@ def show_code(file: str, *names: str) -> None:
     (a function with its decorators, a class, or an assigned variable), in the order
     asked: the notebook shows the real code, and no comment's wording can cut it short."""
     source = (FUNCTION_DIR / file).read_text()
-    lines = source.splitlines()
-    found = {}
+    lines, found = source.splitlines(), {}
     for node in ast.parse(source).body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            defined = [node.name]
-        else:
-            defined = [target.id for target in getattr(node, "targets", []) if isinstance(target, ast.Name)]
         first = min([decorator.lineno for decorator in getattr(node, "decorator_list", [])] + [node.lineno])
-        for name in defined:
-            found[name] = "\n".join(lines[first - 1 : node.end_lineno])
+        targets = [target.id for target in getattr(node, "targets", []) if isinstance(target, ast.Name)]
+        defined = [node.name] if hasattr(node, "name") else targets
+        found.update(dict.fromkeys(defined, "\n".join(lines[first - 1 : node.end_lineno])))
     missing = [name for name in names if name not in found]
     if missing:
         raise KeyError(f"{file} defines no {', '.join(missing)} at its top level")
     print("\n\n".join(found[name] for name in names))
 
 
-# --- in-process: the handlers in this process, against the same API server -------------
-
-# The card processor is never run in-process: the checkouts invoke it as a Lambda function.
-FUNCTION_KEYS = tuple(f"checkout_{strategy}" for strategy in STRATEGIES)
-
-
-def environment(tables: dict[str, str], card_processor: str) -> dict[str, str]:
-    """The variables Terraform gives the three checkouts (functions.tf), for these names."""
-    variables: dict[str, str] = {}
-    for key in FUNCTION_KEYS:
-        variables.update(functions.environment(key, tables, {"card_processor": card_processor}))
-    return variables
-
-
-class InvocationContext:
-    """The part of the Lambda context the handlers read: the time they have left."""
-
-    def __init__(self, timeout_seconds: float):
-        self._deadline = time.time() + timeout_seconds
-
-    def get_remaining_time_in_millis(self) -> int:
-        return max(0, int((self._deadline - time.time()) * 1000))
-
-
-def import_handler(name: str):
-    """A handler module of functions/checkout. Call after ``environment(...)`` is in
-    ``os.environ``: like a Lambda cold start, a module reads its configuration when loaded."""
-    return functions.load(FUNCTION_DIR, name)
-
-
-def invoke_in_process(strategy: str, request: dict, timeout_seconds: float = 6) -> dict:
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
-    return import_handler(f"checkout_{strategy}").handler(request, InvocationContext(timeout_seconds))
+# The checkouts' function keys; the card processor is the function they invoke.
+FUNCTION_KEYS = tuple(function_key(strategy) for strategy in STRATEGIES)
 
 
 # --- pictures -------------------------------------------------------------------------
@@ -270,31 +223,22 @@ def plot_timeline(answers: list[dict], title: str = "", ax=None):
     """One row per invocation; its check, charge and record bars on a shared time axis."""
     import matplotlib.pyplot as plt
 
-    if ax is None:
-        _, ax = plt.subplots(figsize=(9, 0.5 + 0.45 * len(answers)))
-    starts = [step["start"] for answer in answers for step in answer.get("trace", [])]
-    origin = min(starts) if starts else 0.0
+    ax = pictures.axes(ax, 9, 0.5 + 0.45 * len(answers))
+    labels = [f"copy {i + 1} (pid {a.get('pid', '?')}): {a['outcome']}" for i, a in enumerate(answers)]
+    pictures.lanes(ax, labels, "milliseconds since the first step of any copy", title)
+    origin = min((step["start"] for answer in answers for step in answer.get("trace", [])), default=0.0)
     for row, answer in enumerate(answers):
         for step in answer.get("trace", []):
-            begin_ms = (step["start"] - origin) * 1000
-            width_ms = max((step["end"] - step["start"]) * 1000, 1.0)
+            begin_ms, width_ms = (step["start"] - origin) * 1000, max((step["end"] - step["start"]) * 1000, 1.0)
             ax.broken_barh([(begin_ms, width_ms)], (row - 0.35, 0.7), color=STEP_COLOURS[step["step"]])
-    labels = [f"copy {i + 1} (pid {a.get('pid', '?')}): {a['outcome']}" for i, a in enumerate(answers)]
-    ax.set_yticks(range(len(answers)), labels)
-    ax.invert_yaxis()
-    ax.set_xlabel("milliseconds since the first step of any copy")
     handles = [plt.Rectangle((0, 0), 1, 1, color=colour) for colour in STEP_COLOURS.values()]
     ax.legend(handles, list(STEP_COLOURS), loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
-    ax.set_title(title)
     return ax
 
 
 def plot_charges(results: dict[str, list[int]], copies: int, ax=None):
     """Charges per round for each strategy: one is right, more is a double charge."""
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(9, 3.5))
+    ax = pictures.axes(ax, 9, 3.5)
     names = list(results)
     once = [sum(1 for n in results[name] if n == 1) for name in names]
     more = [sum(1 for n in results[name] if n > 1) for name in names]

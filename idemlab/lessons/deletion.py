@@ -1,58 +1,51 @@
-"""Lesson 3 plumbing: a client of the deployed account-deletion workflow, and its pictures.
+"""Lesson 3 plumbing (notebooks 03 and 04): a client of the deployed account-deletion workflow.
 
-Notebooks ``03_claims_and_leases`` and ``04_partial_failures_and_recovery`` use it as
-``Deletions(stack)``, where ``stack`` is the Terraform stack's ``lab`` output, as every
-lesson takes its deployment. The lesson's own calls (the claim, the fenced write) stay
-in the notebooks; this module holds what a notebook would otherwise repeat: seeding a
-user, counting what is left, starting and reading executions, racing workers, drawing.
+The lesson's own calls (the claim, the fenced write) stay in the notebooks; this module
+holds what a notebook would otherwise repeat: seeding a user, counting what is left,
+starting and reading executions, racing workers, drawing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import functools
 import json
-import time
+import operator
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from types import ModuleType
 
 from boto3.dynamodb.conditions import Attr, Key
 
-from idemlab import clients, functions, settings
+from idemlab import clients, functions, lessons, pictures, settings
 from idemlab.barrier import all_at_once
+from idemlab.lessons import queue_depth  # noqa: F401 (notebook 04 reads its DLQ's depth)
 
 FUNCTION_DIR = settings.ROOT / "functions" / "account_deletion"
 
 
-def import_function_module(name: str) -> ModuleType:
-    """A module of the deletion Lambda code (``"deletion_state"``, ``"claim_deletion"``).
-
-    Imported by the harness's one loader (``idemlab.functions.load``).
-    """
-    return functions.load(FUNCTION_DIR, name)
+# A module of the deletion Lambda code (``"deletion_state"``, ``"claim_deletion"``).
+import_function_module = functools.partial(functions.load, FUNCTION_DIR)
 
 
 def outbox_items(outbox, **equal) -> list[dict]:
     """Every item of the email outbox (a boto3 Table) whose attributes equal ``equal``."""
-    condition = None
-    for name, value in equal.items():
-        condition = Attr(name).eq(value) if condition is None else condition & Attr(name).eq(value)
-    found, start = [], None
+    condition = functools.reduce(operator.and_, (Attr(name).eq(value) for name, value in equal.items()))
+    found, start = [], {}
     while True:
-        page = outbox.scan(FilterExpression=condition, ConsistentRead=True, **({"ExclusiveStartKey": start} if start else {}))
-        found.extend(page.get("Items", []))
-        start = page.get("LastEvaluatedKey")
-        if not start:
+        page = outbox.scan(FilterExpression=condition, ConsistentRead=True, **start)
+        found += page.get("Items", [])
+        if "LastEvaluatedKey" not in page:
             return found
+        start = {"ExclusiveStartKey": page["LastEvaluatedKey"]}
 
 
 def new_request_item(stack: dict, user_id: str | None = None) -> str:
     """A SCHEDULED request straight in the table (no schedule): for stories and races."""
-    state = import_function_module("deletion_state")
     request_id = f"del-story-{uuid.uuid4().hex[:10]}"
     table = clients.resource("dynamodb").Table(stack["tables"]["deletion_requests"])
-    state.create(table, request_id, user_id or f"user-{uuid.uuid4().hex[:6]}", 0)
+    import_function_module("deletion_state").create(table, request_id, user_id or f"user-{uuid.uuid4().hex[:6]}", 0)
     return request_id
 
 
@@ -64,6 +57,7 @@ class Deletions:
         self.dynamodb = clients.resource("dynamodb")
         self.s3 = clients.client("s3")
         self.sfn = clients.client("stepfunctions")
+        self.lambda_ = clients.client("lambda")
         self.bucket = stack["buckets"]["user_files"]
         self.state_machine_arn = stack["state_machines"]["account_deletion"]
         self.dead_letter_queue = stack["queues"]["deletion_dlq"]
@@ -102,9 +96,6 @@ class Deletions:
         """Ask the deployed request_deletion function to delete ``user_id`` later."""
         return self.invoke("request_deletion", {"user_id": user_id, "delay_seconds": delay_seconds})
 
-    def new_request_item(self, user_id: str | None = None) -> str:
-        return new_request_item(self.stack, user_id)
-
     def request(self, deletion_request_id: str):
         """The stored request (``deletion_state.Request``)."""
         return import_function_module("deletion_state").read(self.table("deletion_requests"), deletion_request_id)
@@ -117,8 +108,7 @@ class Deletions:
         return sorted(self.request(deletion_request_id).steps_done)
 
     def the_schedule(self, deletion_request_id: str) -> dict:
-        request_deletion = import_function_module("request_deletion")
-        name = request_deletion.schedule_name(deletion_request_id)
+        name = import_function_module("request_deletion").schedule_name(deletion_request_id)
         return clients.client("scheduler").get_schedule(Name=name, GroupName=self.stack["schedule_group"])
 
     # -- faults --------------------------------------------------------------------------
@@ -135,12 +125,7 @@ class Deletions:
 
     def invoke(self, function_key: str, event: dict) -> dict:
         """Invoke a deployed deletion function and return its answer; a function error raises."""
-        function = self.stack["functions"][function_key]
-        answer = clients.client("lambda").invoke(FunctionName=function, Payload=json.dumps(event).encode())
-        body = json.loads(answer["Payload"].read() or b"null")
-        if answer.get("FunctionError"):
-            raise RuntimeError(f"{function_key} failed: {body}")
-        return body
+        return lessons.invoke(self.lambda_, self.stack["functions"][function_key], event)
 
     def start(self, deletion_request_id: str, execution_name: str | None = None) -> str:
         """Start the workflow for a request, named like the schedule names it unless told."""
@@ -152,13 +137,9 @@ class Deletions:
 
     def executions_of(self, name_prefix: str) -> list[dict]:
         """Executions whose name starts with ``name_prefix`` (a request id), oldest first."""
-        found, token = [], None
-        while True:
-            page = self.sfn.list_executions(stateMachineArn=self.state_machine_arn, **({"nextToken": token} if token else {}))
-            found += [e for e in page["executions"] if e["name"].startswith(name_prefix)]
-            token = page.get("nextToken")
-            if not token:
-                return sorted(found, key=lambda e: e["startDate"])
+        pages = self.sfn.get_paginator("list_executions").paginate(stateMachineArn=self.state_machine_arn)
+        found = [e for page in pages for e in page["executions"] if e["name"].startswith(name_prefix)]
+        return sorted(found, key=lambda e: e["startDate"])
 
     def run_until_failed(self, deletion_request_id: str, max_attempts: int = 3) -> list[str]:
         """Start attempts until the request is FAILED, as the sweeper would restart it after
@@ -175,40 +156,36 @@ class Deletions:
             name = sweeper.execution_name(stored, restart)
         return ends
 
-    def sweep_now(self) -> dict:
-        """Invoke the deployed sweeper function once, as its schedule would; its answer."""
-        return self.invoke("sweeper", {})
-
     # -- races ---------------------------------------------------------------------------
 
     def claim_race_deployed(self, workers: int = 4, rounds: int = 10) -> dict[str, dict]:
         """``workers`` invocations of the deployed ``claim_deletion`` function for the same
         request at once, ``rounds`` times: the claim runs where it runs in production, in
         the function, not in this process. Outcomes counted, and the winners per round."""
-        tally: Counter = Counter()
-        winners_per_round: Counter = Counter()
-        for _ in range(rounds):
-            request_id = self.new_request_item()
-            event = lambda i: {"deletion_request_id": request_id, "owner": f"worker-{i}"}  # noqa: E731
-            outcomes = all_at_once([lambda i=i: self.invoke("claim_deletion", event(i))["outcome"] for i in range(workers)])
-            tally.update(outcomes)
-            winners_per_round[outcomes.count("claimed")] += 1
-        return {"outcomes": dict(tally), "winners_per_round": dict(winners_per_round)}
+        def claims(request_id: str) -> list:
+            events = [{"deletion_request_id": request_id, "owner": f"worker-{i}"} for i in range(workers)]
+            return [lambda event=event: self.invoke("claim_deletion", event)["outcome"] for event in events]
+
+        per_round = self._races(rounds, claims)
+        return {
+            "outcomes": dict(Counter(outcome for outcomes in per_round for outcome in outcomes)),
+            "winners_per_round": dict(Counter(outcomes.count("claimed") for outcomes in per_round)),
+        }
 
     def cancel_race(self, rounds: int = 20) -> dict[str, int]:
         """A cancel and a claim on the same SCHEDULED request at the same moment, ``rounds`` times."""
         state = import_function_module("deletion_state")
         tables = [clients.resource("dynamodb").Table(self.stack["tables"]["deletion_requests"]) for _ in range(2)]
-        tally: Counter = Counter()
-        for _ in range(rounds):
-            request_id = self.new_request_item()
-            cancelled, claimed = all_at_once([
-                lambda: state.cancel(tables[0], request_id)[0],
-                lambda: state.claim(tables[1], request_id, "the schedule", 60).claim is not None,
-            ])
-            winners = [name for name, won in (("cancel", cancelled), ("claim", claimed)) if won]
-            tally[winners[0] if len(winners) == 1 else f"{len(winners)} winners"] += 1
-        return dict(tally)
+        per_round = self._races(rounds, lambda request_id: [
+            lambda: state.cancel(tables[0], request_id)[0],
+            lambda: state.claim(tables[1], request_id, "the schedule", 60).claim is not None,
+        ])
+        winners = [[name for name, won in zip(("cancel", "claim"), answers) if won] for answers in per_round]
+        return dict(Counter(names[0] if len(names) == 1 else f"{len(names)} winners" for names in winners))
+
+    def _races(self, rounds: int, calls_for) -> list[list]:
+        """Each round: a fresh SCHEDULED request, ``calls_for(its id)`` run at once; their answers."""
+        return [all_at_once(calls_for(new_request_item(self.stack))) for _ in range(rounds)]
 
     # -- monitoring and cleaning up ------------------------------------------------------
 
@@ -218,25 +195,20 @@ class Deletions:
         new metric)."""
         cloudwatch = clients.client("cloudwatch")
         alarm = cloudwatch.describe_alarms(AlarmNames=[self.stack["alarms"]["stuck_processing"]])["MetricAlarms"][0]
-        deadline = time.monotonic() + wait_seconds
-        while True:
+        metric = {name: alarm[name] for name in ("Namespace", "MetricName", "Dimensions")}
+
+        def points() -> list[dict]:
             now = datetime.datetime.now(datetime.timezone.utc)
-            points = cloudwatch.get_metric_statistics(
-                Namespace=alarm["Namespace"],
-                MetricName=alarm["MetricName"],
-                Dimensions=alarm["Dimensions"],
-                StartTime=now - datetime.timedelta(minutes=minutes),
-                EndTime=now + datetime.timedelta(minutes=1),
-                Period=60,
-                Statistics=["Maximum"],
+            return cloudwatch.get_metric_statistics(
+                **metric, StartTime=now - datetime.timedelta(minutes=minutes),
+                EndTime=now + datetime.timedelta(minutes=1), Period=60, Statistics=["Maximum"],
             )["Datapoints"]
-            if points or time.monotonic() > deadline:
-                break
-            time.sleep(10)
+
+        found = lessons.poll(points, wait_seconds, every=10)
         return {
             "metric": f"{alarm['Namespace']}/{alarm['MetricName']}",
             "dimensions": alarm["Dimensions"],
-            "maximum per minute": [p["Maximum"] for p in sorted(points, key=lambda p: p["Timestamp"])],
+            "maximum per minute": [p["Maximum"] for p in sorted(found, key=lambda p: p["Timestamp"])],
         }
 
     def clean_up(self, request_ids) -> list[str]:
@@ -250,10 +222,8 @@ class Deletions:
             if self.request_status(request_id) == "SCHEDULED":
                 self.invoke("cancel_deletion", {"deletion_request_id": request_id})
             name = request_deletion.schedule_name(request_id)
-            try:
+            with contextlib.suppress(scheduler.exceptions.ResourceNotFoundException):
                 scheduler.delete_schedule(Name=name, GroupName=group)
-            except scheduler.exceptions.ResourceNotFoundException:
-                pass
             if scheduler.list_schedules(GroupName=group, NamePrefix=name)["Schedules"]:
                 left.append(name)
         return left
@@ -264,32 +234,24 @@ def wait_for(execution_arn: str, timeout: float = 120) -> dict:
     return clients.wait_for_execution(execution_arn, timeout, poll_seconds=0.2)
 
 
-def queue_depth(url: str) -> int:
-    attributes = clients.client("sqs").get_queue_attributes(
-        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
-    )["Attributes"]
-    return int(attributes["ApproximateNumberOfMessages"]) + int(attributes["ApproximateNumberOfMessagesNotVisible"])
-
-
 # -- reading an execution's history -------------------------------------------------
+
+
+def _history(execution_arn: str) -> list[dict]:
+    history = clients.client("stepfunctions").get_execution_history(executionArn=execution_arn, maxResults=1000)
+    return sorted(history["events"], key=lambda e: e["id"])
 
 
 def last_state(execution_arn: str) -> str:
     """The last state an execution entered: how it ended (AlreadyDone, Complete, ...)."""
-    events = clients.client("stepfunctions").get_execution_history(executionArn=execution_arn, maxResults=1000)["events"]
-    entered = [e for e in sorted(events, key=lambda e: e["id"]) if e.get("stateEnteredEventDetails")]
-    return entered[-1]["stateEnteredEventDetails"]["name"] if entered else "?"
-
+    entered = [e["stateEnteredEventDetails"] for e in _history(execution_arn) if e.get("stateEnteredEventDetails")]
+    return entered[-1]["name"] if entered else "?"
 
 
 def task_attempts(execution_arn: str) -> list[tuple[str, str]]:
     """(state, what happened) for every Lambda attempt of an execution, in order."""
-    events = sorted(
-        clients.client("stepfunctions").get_execution_history(executionArn=execution_arn, maxResults=1000)["events"],
-        key=lambda e: e["id"],
-    )
     current, attempts = None, []
-    for event in events:
+    for event in _history(execution_arn):
         if event.get("stateEnteredEventDetails"):
             current = event["stateEnteredEventDetails"]["name"]
         elif event["type"] == "LambdaFunctionSucceeded":
@@ -298,7 +260,6 @@ def task_attempts(execution_arn: str) -> list[tuple[str, str]]:
             details = event.get("lambdaFunctionFailedEventDetails") or event.get("lambdaFunctionTimedOutEventDetails") or {}
             attempts.append((current, f"failed: {details.get('error', event['type'])}"))
     return attempts
-
 
 
 # -- pictures --------------------------------------------------------------------------
@@ -318,48 +279,28 @@ class Timeline:
         self.leases.append((worker, start, end, token))
 
     def draw(self, title: str = "", ax=None):
-        import matplotlib.pyplot as plt
-
         workers = list(dict.fromkeys([w for _, w, _, _ in self.events] + [w for w, *_ in self.leases]))
-        if ax is None:
-            _, ax = plt.subplots(figsize=(11, 0.6 + 1.5 * len(workers)))
-        row = {w: i for i, w in enumerate(workers)}
+        ax = pictures.axes(ax, 11, 0.6 + 1.5 * len(workers))
+        meaning = "(green: write accepted by DynamoDB, red: refused, grey: what the worker does)"
+        row = pictures.lanes(ax, workers, f"seconds   {meaning}", title)
         for worker, start, end, token in self.leases:
             ax.broken_barh([(start, end - start)], (row[worker] - 0.12, 0.24), color="#e4e4e4", edgecolor="#aaaaaa")
             ax.annotate(f"lease (token {token})", (end, row[worker]), fontsize="x-small", color="#777777", ha="right", va="center")
-        look = {True: ("#55a868", "o"), False: ("#c44e52", "X"), None: ("#777777", "d")}
         for worker in workers:
             mine = sorted((e for e in self.events if e[1] == worker), key=lambda e: e[0])
             for n, (t, _, label, accepted) in enumerate(mine):
-                colour, marker = look[accepted]
-                y = row[worker]
-                ax.plot(t, y, marker=marker, color=colour, markersize=10, zorder=3)
                 # Labels alternate above and below the lane so neighbours do not collide.
-                offset = -0.42 if n % 2 == 0 else 0.42
-                ax.annotate(label, (t, y + offset), fontsize="small", ha="center", va="center", color=colour)
-        ax.set_yticks(range(len(workers)), workers)
-        ax.set_ylim(len(workers) - 0.3, -0.7)
-        ax.set_xlabel("seconds   (green: write accepted by DynamoDB, red: refused, grey: what the worker does)")
-        ax.set_title(title)
+                pictures.mark(ax, t, row[worker], accepted, label, dy=-0.42 if n % 2 == 0 else 0.42, fontsize="small")
         return ax
-
 
 
 def draw_attempts(attempts: list[tuple[str, str]], title: str = "", ax=None):
     """One row per workflow state; a green dot per successful attempt, a red cross per failure."""
-    import matplotlib.pyplot as plt
-
     states = list(dict.fromkeys(state for state, _ in attempts))
-    if ax is None:
-        _, ax = plt.subplots(figsize=(10, 0.6 + 0.5 * len(states)))
+    ax = pictures.axes(ax, 10, 0.6 + 0.5 * len(states))
+    row = pictures.lanes(ax, states, "Lambda attempts, in order", title)
     for n, (state_name, what) in enumerate(attempts):
         ok = what == "succeeded"
-        ax.plot(n, states.index(state_name), marker="o" if ok else "X", color="#55a868" if ok else "#c44e52", markersize=10)
-        if not ok:
-            ax.annotate(what.replace("failed: ", ""), (n, states.index(state_name) + 0.3), fontsize="x-small", color="#c44e52")
-    ax.set_yticks(range(len(states)), states)
-    ax.set_ylim(len(states) - 0.3, -0.7)
-    ax.set_xlabel("Lambda attempts, in order")
-    ax.set_title(title)
+        label = "" if ok else what.removeprefix("failed: ")
+        pictures.mark(ax, n, row[state_name], ok, label, dy=0.3, fontsize="x-small")
     return ax
-

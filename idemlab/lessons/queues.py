@@ -1,8 +1,7 @@
-"""Lesson 4 plumbing: send order lines to the order queues, count reservations, draw them.
+"""Lesson 4 plumbing (notebook 06): send order lines to the order queues, count reservations, draw them.
 
-The notebook ``06_queues.ipynb`` and the tests use this module, so what the notebook
-shows is what CI checks. A reservation is counted in the `reservations` table (one row
-per reservation a consumer made), never taken from what a consumer says about itself.
+A reservation is counted in the `reservations` table (one row per reservation a
+consumer made), never taken from what a consumer says about itself.
 
 Queues and their consumers (terraform/modules/idempotency_lab/queue_lesson.tf):
 ``orders_naive`` -> fulfil_naive, ``orders`` -> fulfil_idempotent,
@@ -18,6 +17,7 @@ from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from idemlab import lessons, pictures
 from idemlab.clients import client
 
 # How long to wait for Lambda to pause or resume a mapping. On AWS a mapping can take
@@ -78,28 +78,24 @@ class Orders:
 
     def reservation_rows(self, scenario: Scenario) -> list[dict]:
         """Every reservation made for the scenario's orders, oldest first."""
-        rows, start = [], None
-        while True:
-            page = self.dynamodb.scan(
-                TableName=self.stack["tables"]["reservations"],
-                FilterExpression="begins_with(order_id, :prefix)",
-                ExpressionAttributeValues={":prefix": {"S": scenario.prefix + "-"}},
-                ConsistentRead=True,
-                **({"ExclusiveStartKey": start} if start else {}),
-            )
-            rows += [
-                {
-                    "key": f"{item['order_id']['S']}#{item['line']['N']}",
-                    "at": float(item["reserved_at"]["N"]),
-                    "receive_count": int(item["receive_count"]["N"]),
-                    "message_id": item["message_id"]["S"],
-                    "consumer": item["consumer"]["S"],
-                }
-                for item in page["Items"]
-            ]
-            start = page.get("LastEvaluatedKey")
-            if not start:
-                return sorted(rows, key=lambda row: row["at"])
+        pages = self.dynamodb.get_paginator("scan").paginate(
+            TableName=self.stack["tables"]["reservations"],
+            FilterExpression="begins_with(order_id, :prefix)",
+            ExpressionAttributeValues={":prefix": {"S": scenario.prefix + "-"}},
+            ConsistentRead=True,
+        )
+        rows = [
+            {
+                "key": f"{item['order_id']['S']}#{item['line']['N']}",
+                "at": float(item["reserved_at"]["N"]),
+                "receive_count": int(item["receive_count"]["N"]),
+                "message_id": item["message_id"]["S"],
+                "consumer": item["consumer"]["S"],
+            }
+            for page in pages
+            for item in page["Items"]
+        ]
+        return sorted(rows, key=lambda row: row["at"])
 
     def reservations(self, scenario: Scenario) -> Counter:
         """Reservations per business key (order id # line)."""
@@ -120,9 +116,7 @@ class Orders:
 
     def depth(self, queue: str) -> int:
         """Messages on the queue, visible or in flight."""
-        names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
-        attributes = self.sqs.get_queue_attributes(QueueUrl=self.url(queue), AttributeNames=names)["Attributes"]
-        return sum(int(attributes.get(name, 0)) for name in names)
+        return lessons.queue_depth(self.url(queue), self.sqs)
 
     def depths(self) -> dict[str, int]:
         """Every queue's depth now: a mark to count what arrives after it.
@@ -137,18 +131,19 @@ class Orders:
         """Messages on `queue` now beyond what it held at `mark` (from `depths()`)."""
         return self.depth(queue) - mark[queue]
 
+    def _receive_all(self, queue: str) -> list[dict]:
+        """Every message on the queue now, received (hidden for 30 s) batch after batch."""
+        messages, receive = [], {"QueueUrl": self.url(queue), "MaxNumberOfMessages": 10, "VisibilityTimeout": 30}
+        while batch := self.sqs.receive_message(**receive).get("Messages"):
+            messages += batch
+        return messages
+
     def peek(self, queue: str) -> list[dict]:
         """The order lines waiting on a queue (received and made visible again at once)."""
-        lines, handles = [], []
-        while True:
-            batch = self.sqs.receive_message(QueueUrl=self.url(queue), MaxNumberOfMessages=10, VisibilityTimeout=30).get("Messages", [])
-            if not batch:
-                break
-            lines += [json.loads(m["Body"]) for m in batch]
-            handles += [m["ReceiptHandle"] for m in batch]
-        for handle in handles:
+        messages = self._receive_all(queue)
+        for handle in (message["ReceiptHandle"] for message in messages):
             self.sqs.change_message_visibility(QueueUrl=self.url(queue), ReceiptHandle=handle, VisibilityTimeout=0)
-        return lines
+        return [json.loads(message["Body"]) for message in messages]
 
     def redrive(self, dead_letter_queue: str, queue: str) -> list[dict]:
         """Move every message of a dead-letter queue back to its source queue.
@@ -158,15 +153,11 @@ class Orders:
         message is sent again (a new messageId) and deleted only once the send succeeded.
         Returns the order lines moved: every dead letter, an earlier run's included.
         """
-        moved = []
-        while True:
-            batch = self.sqs.receive_message(QueueUrl=self.url(dead_letter_queue), MaxNumberOfMessages=10, VisibilityTimeout=30).get("Messages", [])
-            if not batch:
-                return moved
-            for message in batch:
-                self.sqs.send_message(QueueUrl=self.url(queue), MessageBody=message["Body"])
-                self.sqs.delete_message(QueueUrl=self.url(dead_letter_queue), ReceiptHandle=message["ReceiptHandle"])
-                moved.append(json.loads(message["Body"]))
+        moved = self._receive_all(dead_letter_queue)
+        for message in moved:
+            self.sqs.send_message(QueueUrl=self.url(queue), MessageBody=message["Body"])
+            self.sqs.delete_message(QueueUrl=self.url(dead_letter_queue), ReceiptHandle=message["ReceiptHandle"])
+        return [json.loads(message["Body"]) for message in moved]
 
     # -- the consumers -----------------------------------------------------------------
 
@@ -206,14 +197,9 @@ class Orders:
 
     def wait_until(self, condition, timeout: float, what: str):
         """Poll `condition` until it returns something true; TimeoutError names `what`."""
-        deadline = time.monotonic() + timeout
-        while True:
-            value = condition()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{what}: not seen within {timeout:.0f} s")
-            time.sleep(0.25)
+        if value := lessons.poll(condition, timeout, every=0.25):
+            return value
+        raise TimeoutError(f"{what}: not seen within {timeout:.0f} s")
 
     def visibility_timeout(self, queue: str) -> int:
         attributes = self.sqs.get_queue_attributes(QueueUrl=self.url(queue), AttributeNames=["VisibilityTimeout"])["Attributes"]
@@ -227,12 +213,10 @@ class Orders:
 def draw_timeline(orders: Orders, scenario: Scenario, title: str | None = None):
     """One row per order line: a dot per reservation (labelled with the delivery's
     ApproximateReceiveCount), and the events the lesson noted (DLQ, redrive)."""
-    import matplotlib.pyplot as plt
-
     rows = orders.reservation_rows(scenario)
     keys = sorted({row["key"] for row in rows} | {key for _, key, _ in scenario.events})
     y = {key: i for i, key in enumerate(keys)}
-    figure, axes = plt.subplots(figsize=(8, 0.6 + 0.5 * max(1, len(keys))))
+    axes = pictures.axes(None, 8, 0.6 + 0.5 * max(1, len(keys)))
     for row in rows:
         x = row["at"] - scenario.started
         axes.scatter(x, y[row["key"]], color="tab:blue", zorder=3)
@@ -240,9 +224,10 @@ def draw_timeline(orders: Orders, scenario: Scenario, title: str | None = None):
     for at, key, what in scenario.events:
         axes.scatter(at - scenario.started, y[key], marker="x", color="tab:red", zorder=3)
         axes.annotate(what, (at - scenario.started, y[key]), textcoords="offset points", xytext=(4, -12), fontsize=8, color="tab:red")
-    axes.set_yticks(range(len(keys)), [key.removeprefix(scenario.prefix + "-") for key in keys])
-    axes.set_xlabel("seconds since the first send (dots: reservations, #n: the delivery's receive count)")
-    axes.set_title(title or scenario.name)
+    pictures.lanes(
+        axes, [key.removeprefix(scenario.prefix + "-") for key in keys],
+        "seconds since the first send (dots: reservations, #n: the delivery's receive count)", title or scenario.name,
+    )
     axes.grid(axis="x", alpha=0.3)
-    figure.tight_layout()
-    return figure
+    axes.figure.tight_layout()
+    return axes.figure

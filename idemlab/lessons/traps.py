@@ -9,16 +9,15 @@ with its role and environment, plus the variant's own settings. ``remove`` delet
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import functools
-import json
 import uuid
 from dataclasses import dataclass
 
-from botocore.exceptions import ClientError
-
-from idemlab import build
-from idemlab.clients import client
+from idemlab import build, lessons
 from idemlab.barrier import all_at_once
+from idemlab.clients import client
 from idemlab.lessons.checkout import FUNCTION_DIR, Ledger
 
 HANDLER = "checkout_keyed.handler"
@@ -38,8 +37,8 @@ DAY = 24 * 60 * 60
 DLQ_MAX_RETENTION_SECONDS = 14 * DAY
 
 
-class DeliveryFailed(RuntimeError):
-    """The function answered a delivery with an error (FunctionError)."""
+# The function answered a delivery with an error (FunctionError).
+DeliveryFailed = lessons.FunctionFailed
 
 
 @dataclass(frozen=True)
@@ -59,19 +58,21 @@ class Variant:
         }
 
 
+def _trace_id() -> dict[str, str]:
+    """A new trace id header: every attempt of a delivery has its own."""
+    return {"X-Amzn-Trace-Id": f"Root=1-{uuid.uuid4().hex[:8]}-{uuid.uuid4().hex[:24]}"}
+
+
 def delivery(order_id: str, customer_id: str = "customer-7", amount: int = 1999, currency: str = "EUR", key: str | None = None) -> dict:
     """One delivery of an order: the body stays, the trace id is new on every attempt."""
-    headers = {"X-Amzn-Trace-Id": f"Root=1-{uuid.uuid4().hex[:8]}-{uuid.uuid4().hex[:24]}"}
-    if key is not None:
-        headers["Idempotency-Key"] = key
+    headers = {**_trace_id(), **({} if key is None else {"Idempotency-Key": key})}
     return {"headers": headers, "body": {"order_id": order_id, "customer_id": customer_id, "amount": amount, "currency": currency}}
 
 
 def retry_of(sent: dict, **headers: str) -> dict:
     """The same delivery again, as a retry carries it: same body, a new trace id (and any headers given)."""
-    again = json.loads(json.dumps(sent))
-    again["headers"]["X-Amzn-Trace-Id"] = f"Root=1-{uuid.uuid4().hex[:8]}-{uuid.uuid4().hex[:24]}"
-    again["headers"].update(headers)
+    again = copy.deepcopy(sent)
+    again["headers"].update({**_trace_id(), **headers})
     return again
 
 
@@ -107,20 +108,12 @@ class KeyedCheckouts:
     def _create(self, label: str, template_key: str, code: bytes, handler: str, variables: dict[str, str]) -> str:
         template = self._lambda.get_function_configuration(FunctionName=self.stack["functions"][template_key])
         name = f"{template['FunctionName'][:40]}-{label}"[:64]
-        settings = {
-            "Role": template["Role"],
-            "Handler": handler,
-            "Runtime": template["Runtime"],
-            "Timeout": template["Timeout"],
-            "MemorySize": template["MemorySize"],
-            "Environment": {"Variables": {**template["Environment"]["Variables"], **variables}},
-        }
+        settings = {key: template[key] for key in ("Role", "Runtime", "Timeout", "MemorySize")}
+        settings.update(Handler=handler, Environment={"Variables": {**template["Environment"]["Variables"], **variables}})
         try:
             self._lambda.create_function(FunctionName=name, Code={"ZipFile": code}, **settings)
             self._lambda.get_waiter("function_active_v2").wait(FunctionName=name)
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ResourceConflictException":
-                raise
+        except self._lambda.exceptions.ResourceConflictException:
             self._lambda.update_function_code(FunctionName=name, ZipFile=code)
             self._lambda.get_waiter("function_updated_v2").wait(FunctionName=name)
             self._lambda.update_function_configuration(FunctionName=name, **settings)
@@ -130,12 +123,7 @@ class KeyedCheckouts:
 
     def send(self, variant: Variant | str, event: dict) -> dict:
         """One synchronous delivery to the variant; its answer (outcome, charge id)."""
-        name = self.deployed[variant if isinstance(variant, str) else variant.name]
-        response = self._lambda.invoke(FunctionName=name, Payload=json.dumps(event).encode())
-        body = json.loads(response["Payload"].read() or b"null")
-        if response.get("FunctionError"):
-            raise DeliveryFailed(f"{name} failed: {body}")
-        return body
+        return lessons.invoke(self._lambda, self.deployed[variant if isinstance(variant, str) else variant.name], event)
 
     def send_together(self, variant: Variant | str, events: list[dict]) -> list[dict]:
         return all_at_once([lambda e=e: self.send(variant, e) for e in events], join_seconds=None)
@@ -145,13 +133,9 @@ class KeyedCheckouts:
 
     def remove(self) -> list[str]:
         """Delete every variant this object deployed (they are not part of the Terraform stack)."""
-        removed = []
-        for name in list(self.deployed.values()):
-            try:
+        removed = list(self.deployed.values())
+        for name in removed:
+            with contextlib.suppress(self._lambda.exceptions.ResourceNotFoundException):
                 self._lambda.delete_function(FunctionName=name)
-            except ClientError as exc:
-                if exc.response["Error"]["Code"] != "ResourceNotFoundException":
-                    raise
-            removed.append(name)
         self.deployed.clear()
         return removed

@@ -1,31 +1,24 @@
-"""Lesson 1 plumbing: run the vehicle-registration workflows, count rows, draw the result.
-
-The notebook ``01_duplicate_inserts.ipynb`` imports this module; tests use it too, so
-what the notebook shows is what CI checks.
-"""
+"""Lesson 1 plumbing (notebook 01): run the vehicle-registration workflows, count rows, draw the result."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
 
-from idemlab import clients, functions, settings
+from idemlab import clients, functions, lessons, pictures, settings
 
 FUNCTION_DIR = settings.ROOT / "functions" / "vehicle_registration"
 _DESERIALIZE = TypeDeserializer().deserialize
 
 
-def import_function_module(name: str) -> ModuleType:
-    """A module of the Lambda code (``"notify"``, ``"registration.vin"``), imported in-process."""
-    return functions.load(FUNCTION_DIR, name)
+# A module of the Lambda code (``"notify"``, ``"registration.vin"``), imported in-process.
+import_function_module = functools.partial(functions.load, FUNCTION_DIR)
 
 
 # A published VIN with a valid check digit (its ninth character, X, stands for 10).
@@ -35,29 +28,19 @@ STOLEN_VIN = "1FTFW1E53MFA00001"  # on the RMV check's stolen list, check digit 
 # Each malformed request, and the error the workflow fails with. Nothing may be written.
 MALFORMED_REQUESTS: dict[str, tuple[object, str]] = {
     "missing VIN": ({"request_id": "bad-1", "owner": "Ada"}, "MalformedRequestError"),
-    "VIN is a number": (
-        {"request_id": "bad-2", "vin": 11111111111111111, "owner": "Ada"},
-        "MalformedRequestError",
-    ),
-    "owner is a list": (
-        {"request_id": "bad-3", "vin": VALID_VIN, "owner": ["Ada"]},
-        "MalformedRequestError",
-    ),
+    "VIN is a number": ({"request_id": "bad-2", "vin": 11111111111111111, "owner": "Ada"}, "MalformedRequestError"),
+    "owner is a list": ({"request_id": "bad-3", "vin": VALID_VIN, "owner": ["Ada"]}, "MalformedRequestError"),
     "request_id is null": ({"request_id": None, "vin": VALID_VIN, "owner": "Ada"}, "MalformedRequestError"),
     "blank owner": ({"request_id": "bad-5", "vin": VALID_VIN, "owner": "  "}, "MalformedRequestError"),
     "misspelt field": (
-        {"request_id": "bad-6", "vin": VALID_VIN, "owner": "Ada", "fault_injektion": {}},
-        "MalformedRequestError",
+        {"request_id": "bad-6", "vin": VALID_VIN, "owner": "Ada", "fault_injektion": {}}, "MalformedRequestError"
     ),
     "fault count is a string": (
         {"request_id": "bad-7", "vin": VALID_VIN, "owner": "Ada", "fault_injection": {"notify_failures": "1"}},
         "MalformedRequestError",
     ),
     "request is an array": ([VALID_VIN], "MalformedRequestError"),
-    "VIN check digit wrong": (
-        {"request_id": "bad-9", "vin": "1M8GDM9A1KP042788", "owner": "Ada"},
-        "InvalidVinError",
-    ),
+    "VIN check digit wrong": ({"request_id": "bad-9", "vin": "1M8GDM9A1KP042788", "owner": "Ada"}, "InvalidVinError"),
     "VIN too short": ({"request_id": "bad-10", "vin": "1M8GDM9AXKP04278", "owner": "Ada"}, "InvalidVinError"),
     "VIN with O": ({"request_id": "bad-11", "vin": "1M8GDM9AXKP04278O", "owner": "Ada"}, "InvalidVinError"),
     "stolen vehicle": ({"request_id": "bad-12", "vin": STOLEN_VIN, "owner": "Ada"}, "StolenVehicleError"),
@@ -103,21 +86,14 @@ class Execution:
             return self.cause
 
 
-def _kind(kind: str) -> str:
+def _deployed(stack: dict, kind: str, keys: dict[str, str]) -> str:
+    """The kind's workflow or table (``keys`` is WORKFLOW_KEYS or TABLE_KEYS) in the stack."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    return kind
+    return stack["state_machines" if keys is WORKFLOW_KEYS else "tables"][keys[kind]]
 
 
-def _workflow_arn(stack: dict, kind: str) -> str:
-    return stack["state_machines"][WORKFLOW_KEYS[_kind(kind)]]
-
-
-def _stepfunctions(pool: int = 10) -> Any:
-    return clients.client("stepfunctions", max_pool_connections=pool)
-
-
-def start(stack: dict, kind: str, request: object, sfn: Any = None) -> str:
+def start(stack: dict, kind: str, request: object) -> str:
     """Start one asynchronous execution (StartExecution); returns its ARN, never its result.
 
     AWS refuses DescribeExecution for an Express execution (unless a Map Run started it;
@@ -127,14 +103,11 @@ def start(stack: dict, kind: str, request: object, sfn: Any = None) -> str:
     """
     request_id = request.get("request_id") if isinstance(request, dict) else None
     # A unique name per execution: the same request sent twice is two executions.
-    name = f"{str(request_id or 'request')[:40]}-{uuid.uuid4().hex[:12]}"
-    name = re.sub(r"[^A-Za-z0-9_-]", "-", name)
-    response = (sfn or _stepfunctions()).start_execution(
-        stateMachineArn=_workflow_arn(stack, kind),
-        name=name,
-        input=json.dumps(request),
+    name = re.sub(r"[^A-Za-z0-9_-]", "-", f"{str(request_id or 'request')[:40]}-{uuid.uuid4().hex[:12]}")
+    started = clients.client("stepfunctions").start_execution(
+        stateMachineArn=_deployed(stack, kind, WORKFLOW_KEYS), name=name, input=json.dumps(request)
     )
-    return response["executionArn"]
+    return started["executionArn"]
 
 
 def run(stack: dict, kind: str, request: object, sfn: Any = None) -> Execution:
@@ -145,44 +118,23 @@ def run(stack: dict, kind: str, request: object, sfn: Any = None) -> Execution:
     counts come from a second execution of the same request and from the Retry inside
     one; an asynchronous start (``start``) makes them too, but cannot be asked for its result.
     """
-    response = (sfn or _stepfunctions()).start_sync_execution(
-        stateMachineArn=_workflow_arn(stack, kind),
-        input=json.dumps(request),
-    )
-    return _execution(response["executionArn"], response)
+    sfn = sfn or clients.client("stepfunctions")
+    ended = sfn.start_sync_execution(stateMachineArn=_deployed(stack, kind, WORKFLOW_KEYS), input=json.dumps(request))
+    output = json.loads(ended["output"]) if ended.get("output") else None
+    return Execution(ended["executionArn"], ended["status"], output, ended.get("error"), ended.get("cause"))
 
 
 def wait_for_rows(stack: dict, kind: str, request_id: str, count: int, timeout: float = WAIT_SECONDS) -> list[dict]:
     """The rows of a request once there are at least ``count`` (an asynchronous execution's effect)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = rows(stack, kind, request_id)
-        if len(found) >= count or time.monotonic() > deadline:
-            return found
-        time.sleep(POLL_SECONDS)
-
-
-def run_many(stack: dict, kind: str, request: object, times: int, concurrency: int) -> list[Execution]:
-    """``times`` executions of the same request, ``concurrency`` of them in flight at once."""
-    sfn = _stepfunctions(pool=concurrency)  # boto3 clients are safe to share between threads
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        return list(pool.map(lambda _: run(stack, kind, request, sfn), range(times)))
-
-
-def _execution(arn: str, described: dict) -> Execution:
-    output = described.get("output")
-    return Execution(
-        arn=arn,
-        status=described["status"],
-        output=json.loads(output) if output else None,
-        error=described.get("error"),
-        cause=described.get("cause"),
+    return lessons.poll(
+        lambda: rows(stack, kind, request_id), timeout, POLL_SECONDS, until=lambda found: len(found) >= count
     )
 
 
 def outline(stack: dict, kind: str) -> None:
     """Print the deployed workflow's states, the function each task runs, and its Retry."""
-    described = _stepfunctions().describe_state_machine(stateMachineArn=_workflow_arn(stack, kind))
+    arn = _deployed(stack, kind, WORKFLOW_KEYS)
+    described = clients.client("stepfunctions").describe_state_machine(stateMachineArn=arn)
     print(f"{described['name']} ({described['type']})")
     _print_states(json.loads(described["definition"]), depth=1)
 
@@ -211,17 +163,13 @@ def show_source(module: str) -> None:
 def rows(stack: dict, kind: str, request_id: str | None = None) -> list[dict]:
     """The registrations in the kind's table, for one request id or all of them."""
     dynamodb = clients.client("dynamodb")
-    scan: dict = {"TableName": stack["tables"][TABLE_KEYS[_kind(kind)]], "ConsistentRead": True}
+    scan: dict = {"TableName": _deployed(stack, kind, TABLE_KEYS), "ConsistentRead": True}
     if request_id is not None:
         scan.update(FilterExpression="request_id = :r", ExpressionAttributeValues={":r": {"S": request_id}})
     found = []
     for page in dynamodb.get_paginator("scan").paginate(**scan):
         found += [{name: _DESERIALIZE(value) for name, value in item.items()} for item in page["Items"]]
     return found
-
-
-def count_rows(stack: dict, kind: str, request_id: str) -> int:
-    return len(rows(stack, kind, request_id))
 
 
 def notify_attempts(stack: dict, request_id: str) -> int:
@@ -247,10 +195,9 @@ SCENARIOS = ("same request twice", "notify failed once")
 
 def chart(counts: dict[str, dict[str, int]]) -> Any:
     """Grouped bars: rows per logical request, naive vs idempotent, per scenario."""
-    import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    fig, ax = plt.subplots(figsize=(6, 3.2))
+    ax = pictures.axes(None, 6, 3.2)
     width = 0.38
     for offset, kind in zip((-width / 2, width / 2), KINDS):
         values = [counts[kind][scenario] for scenario in SCENARIOS]
@@ -263,6 +210,6 @@ def chart(counts: dict[str, dict[str, int]]) -> Any:
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # rows come whole
     ax.set_title("One logical request, run twice")
     ax.legend()
-    fig.tight_layout()
-    return fig
+    ax.figure.tight_layout()
+    return ax.figure
 
