@@ -3,15 +3,8 @@
 One entry per deployed handler: the naive and idempotent writers of lesson 1, the four
 checkouts of lesson 2 (naive, hand-rolled, Powertools, Powertools with its local cache)
 and the claim step of lesson 3. For each, the DynamoDB requests the strategy itself
-must make, by action, on a first delivery and on a duplicate:
-
-- conditional insert (vehicle writer): 1 PutItem both times; the refused insert hands
-  the stored row back, so a duplicate needs no second read;
-- claim, then record the result (Powertools): a conditional PutItem, then an UpdateItem
-  with the result; a duplicate is one refused PutItem that returns the stored record;
-- check, then record (hand-rolled): a GetItem, then a PutItem; a duplicate one GetItem.
-  As cheap as a claim one request at a time, and wrong when copies race;
-- conditional claim (deletion): one conditional UpdateItem, granted or refused.
+must make, by action, on a first delivery and on a duplicate, and why that is the least
+(``why_minimum``; notebook 05 and strategy_report.minimums_table show them as a table).
 
 The business effect a strategy protects and the lab's fault-injection probes are
 measured apart, by the table each request named (strategy_report.py): no count of them

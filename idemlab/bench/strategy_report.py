@@ -181,6 +181,9 @@ def _tick(row: dict) -> str:
     return row["lesson"].split()[0] + "\n" + row["label"].replace(", ", ",\n")
 
 
+PARTS = ("own", "effect", "probes", "minimum")  # what the requests chart draws
+
+
 def chart(result: dict, path: Path) -> Path:
     """Requests per invocation by purpose, next to the minimum; latency and throughput ratios."""
     import matplotlib
@@ -193,23 +196,18 @@ def chart(result: dict, path: Path) -> Path:
     width = 0.27
     # Three bars per strategy: first delivery, duplicate, one of the copies sent together.
     for offset, delivery, alpha in ((-width, "first", 1.0), (0.0, "duplicate", 0.6), (width, "concurrent", 0.35)):
-        positions = [i + offset for i in range(len(rows))]
-
-        def per_invocation(purpose: str, delivery: str = delivery) -> list[float]:
-            return [sum(r[delivery][purpose].values()) / r[delivery]["invocations"] for r in rows]
-
-        bottom = [0.0] * len(rows)
+        positions, bottom = [i + offset for i in range(len(rows))], [0.0] * len(rows)
+        per_invocation = {p: [sum(r[delivery][p].values()) / r[delivery]["invocations"] for r in rows] for p in PARTS}
         for purpose, colour in (("own", "tab:blue"), ("effect", "tab:orange"), ("probes", "tab:gray")):
-            heights = per_invocation(purpose)
             label = purpose if delivery == "first" else None
+            heights = per_invocation[purpose]
             calls_ax.bar(positions, heights, width, bottom=bottom, color=colour, label=label, alpha=alpha)
             bottom = [b + h for b, h in zip(bottom, heights)]
-        minimum_label = "minimum (own)" if delivery == "first" else None
-        minimums = per_invocation("minimum")
-        calls_ax.scatter(positions, minimums, marker="_", s=300, color="black", zorder=3, label=minimum_label)
+        label = "minimum (own)" if delivery == "first" else None
+        calls_ax.scatter(positions, per_invocation["minimum"], marker="_", s=300, color="black", zorder=3, label=label)
     calls_ax.set_xticks(range(len(rows)), [_tick(r) for r in rows], fontsize=8)
-    calls_ax.set_ylabel(f"DynamoDB requests per invocation\n(bars: first, duplicate, {result['copies']} together)")
     calls_ax.set_title("Requests counted at the backend, by purpose")
+    calls_ax.set_ylabel(f"DynamoDB requests per invocation\n(bars: first, duplicate, {result['copies']} together)")
     calls_ax.legend(fontsize=8)
     compared = [r for r in rows if r["compared_with"]]
     series = (

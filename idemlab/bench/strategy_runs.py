@@ -1,16 +1,16 @@
 """Run each strategy's handler on the deployed stack and count what it costs.
 
-Every measured thing runs alone: the DynamoDB request counter of the embedded backend
-is read before and after it, so the difference is that thing's requests, counted where
-they are served, by action and by the table each named (the report tells a handler's
-own requests from its fault probes and the charge it protects by their table). Latency is the Invoke round trip seen by the caller (HTTP, the
-execution environment, and for a checkout the nested call to the card processor).
+Every measured thing runs alone: the embedded backend's DynamoDB request counter is read
+before and after it, so the difference is that thing's requests, counted where they are
+served, by action and by the table each named (the report tells a handler's own requests
+from its fault probes and the charge it protects by their table). Latency is the Invoke
+round trip seen by the caller (HTTP, the execution environment, and for a checkout the
+nested call to the card processor).
 
-Three shapes of delivery per strategy:
-- first: a fresh request, one invocation;
-- duplicate: the same request again, after the first has answered;
-- concurrent: ``copies`` identical invocations released together (one first delivery
-  and ``copies - 1`` duplicates racing it), on environments already started.
+Three shapes of delivery per strategy: first (a fresh request, one invocation), duplicate
+(the same request again, after the first has answered) and concurrent (``copies``
+identical invocations released together, one first delivery and ``copies - 1``
+duplicates racing it, on environments already started).
 
 Strategies are measured interleaved, never in blocks: every strategy's environments are
 started first (their cold starts recorded apart), then each round takes one sample of
@@ -218,10 +218,9 @@ class StrategyBench:
         """On one fresh request, a sample of ``copies`` events released together for each
         (delivery, copies) in turn: [(first, 1), (duplicate, 1)] or [(together, copies)].
 
-        If a count is disturbed, the samples taken so far go and the whole is taken again on
-        a new request: a disturbed try's invocations ran, and re-sending the same events
-        would add their charges, rows and claims to the request's ledger. A duplicate
-        needs its first, so it goes with it.
+        A disturbed count discards the samples taken so far (a duplicate needs its first) and
+        starts again on a new request: the disturbed try's invocations ran, and re-sending
+        its events would add their charges, rows and claims to that request's ledger.
         """
         for _ in range(MAX_TRIES):
             event_for, taken, copy = new_delivery(strategy, self.outputs), [], 0
