@@ -195,7 +195,7 @@ def verify_goodbye(candidate: Callable[[Any, str, str], bool], table_name: str) 
     request_id, user_id = f"del-ex-{uuid.uuid4().hex[:10]}", f"user-ex-{uuid.uuid4().hex[:6]}"
     first = attempt(candidate, outbox, request_id, user_id, what="the first attempt", advice=ALREADY_SENT)
     retry = attempt(candidate, outbox, request_id, user_id, what="the retry", advice=ALREADY_SENT)
-    sent = _emails(outbox, request_id)
+    sent = deletion.outbox_items(outbox, deletion_request_id=request_id)
     if len(sent) != 1:
         raise ExerciseFailed(f"a first attempt and a retry sent {len(sent)} emails for one request; the key must be the same on both")
     if sent[0].get("user_id") != user_id or sent[0].get("kind") != "goodbye":
@@ -204,7 +204,7 @@ def verify_goodbye(candidate: Callable[[Any, str, str], bool], table_name: str) 
         raise ExerciseFailed(f"the first attempt should return True and the retry False, got {first!r} and {retry!r}")
     other = f"del-ex-{uuid.uuid4().hex[:10]}"
     attempt(candidate, outbox, other, user_id, what="a second request", advice=ALREADY_SENT)
-    if len(_emails(outbox, other)) != 1:
+    if len(deletion.outbox_items(outbox, deletion_request_id=other)) != 1:
         raise ExerciseFailed("a different deletion request must get its own email; the key must include the request id")
     _race_goodbyes(candidate, table_name, user_id)
     return f"a retry sends nothing, another request gets its own email, and {GOODBYE_RACERS} attempts at once sent exactly one"
@@ -216,7 +216,7 @@ def _race_goodbyes(candidate: Callable, table_name: str, user_id: str) -> None:
     # An exception is the learner's outcome, reported below.
     calls = [lambda t=t: candidate(t, request_id, user_id) for t in tables]
     answers = all_at_once(calls, join_seconds=30, capture_errors=True)
-    sent = _emails(tables[0], request_id)
+    sent = deletion.outbox_items(tables[0], deletion_request_id=request_id)
     if len(sent) != 1:
         raise ExerciseFailed(f"{GOODBYE_RACERS} attempts at once sent {len(sent)} emails; the condition must be part of the put")
     errors = [a for a in answers if isinstance(a, Exception)]
@@ -224,10 +224,6 @@ def _race_goodbyes(candidate: Callable, table_name: str, user_id: str) -> None:
         raise ExerciseFailed(f"{len(errors)} simultaneous attempts raised {type(errors[0]).__name__}: {errors[0]}")
     if answers.count(True) != 1:
         raise ExerciseFailed(f"exactly one of {GOODBYE_RACERS} attempts should report sending; {answers.count(True)} did")
-
-
-def _emails(outbox: Any, deletion_request_id: str) -> list[dict]:
-    return deletion.outbox_items(outbox, deletion_request_id=deletion_request_id)
 
 
 def _write(candidate: Callable, requests: Any, request_id: str, token: int, step: str, what: str) -> Any:
