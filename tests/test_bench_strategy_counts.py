@@ -101,8 +101,9 @@ class DisturbedBench(strategy_runs.StrategyBench):
 def test_a_disturbed_sample_is_taken_again_on_a_fresh_request_and_agrees_with_the_ledger(stack, disturb):
     naive = strategies.BY_KEY["checkout_naive"]
     bench = DisturbedBench(stack, settings.endpoint_url(), disturb)
-    first, duplicate = bench.sequential(naive, samples=1)
-    together = bench.concurrent(naive, copies=2, rounds=1)
+    first, duplicate, together = strategy_runs.Delivery(), strategy_runs.Delivery(), strategy_runs.Delivery()
+    bench.take(naive, [(first, 1), (duplicate, 1)])
+    bench.take(naive, [(together, 2)])
     assert first.discarded + duplicate.discarded + together.discarded >= 1, "the disturbance was not seen"
     # Each kept sample is on a request of its own, and the ledger holds exactly its charges.
     assert first.samples[0].request_key == duplicate.samples[0].request_key != together.samples[0].request_key

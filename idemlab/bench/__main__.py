@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import os
+import platform
 from datetime import datetime, timezone
 
 from idemlab import settings
@@ -29,21 +29,18 @@ def main() -> None:
     print(f"machine load (1/5/15 min) at start: {_load()}\n")
     results = {"machine": machine, "taken_at": datetime.now(timezone.utc).isoformat(), "load_at_start": _load()}
     if args.backend == "aws":
-        results["backend"] = "aws"
-        results["aws_dynamodb"] = embedded.aws_dynamodb(args.quick)
+        results |= {"backend": "aws", "aws_dynamodb": embedded.aws_dynamodb(args.quick)}
         print(embedded.aws_table(results["aws_dynamodb"]))
         results["idempotency_strategies"] = cost_of_idempotency.run_aws_section(args.quick)
-        name = "results-aws.json"
     else:
         results["embedded_backend"] = embedded.run(args.quick)
         print("Embedded backend against plain moto, fast path off and on")
         print(embedded.table(results["embedded_backend"]))
         results["idempotency_strategies"] = cost_of_idempotency.run_section(args.quick, RESULTS_DIR)
-        name = "results.json"
     results["load_at_end"] = _load()
     print(f"\nmachine load (1/5/15 min) at end: {_load()}")
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    out = RESULTS_DIR / name
+    out = RESULTS_DIR / ("results-aws.json" if args.backend == "aws" else "results.json")
     out.write_text(json.dumps(results, indent=2))
     print(f"\nsaved {out.relative_to(settings.ROOT)}")
 

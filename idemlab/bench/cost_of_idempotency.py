@@ -10,13 +10,12 @@ learner's own backend is never called.
 
 from __future__ import annotations
 
-import os
-from contextlib import contextmanager
 from pathlib import Path
 
 from idemlab import settings, stack
 from idemlab.bench import strategy_report, strategy_runs
 from idemlab.embedded.server import EmbeddedBackend
+from idemlab.testing.lab import aws_environment
 
 PREFIX = "bench"
 NOTEBOOK_PREFIX = "cost-notebook"  # not "bench": `make bench` may run at the same time
@@ -36,39 +35,18 @@ SHORT = {"samples": 2, "copies": 2, "rounds": 1}
 SHARED_BACKEND_GUARD_SECONDS = 0.2
 
 
-@contextmanager
-def _pointed_at(backend: EmbeddedBackend):
-    """Point the harness (and Terraform) at ``backend`` for the duration, then restore."""
-    wanted = {
-        "AWS_ENDPOINT_URL": backend.url,
-        "BACKEND": "embedded",
-        "LAB_PORT": str(backend.port),
-        "AWS_ACCESS_KEY_ID": "test",
-        "AWS_SECRET_ACCESS_KEY": "test",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_REGION": "us-east-1",
-    }
-    saved = {name: os.environ.get(name) for name in wanted}
-    os.environ.update(wanted)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 def measure_on_own_backend(samples: int, copies: int, rounds: int, prefix: str = PREFIX) -> dict:
     """Start an embedded backend on a free port, deploy the stack to it, measure, stop it."""
-    with EmbeddedBackend() as backend, _pointed_at(backend):
-        try:
-            outputs = stack.deploy(prefix=prefix)
-            bench = strategy_runs.StrategyBench(outputs, backend.url)
-            return strategy_runs.run(bench, samples, copies, rounds)
-        finally:
-            stack.forget(prefix)  # the working copy and outputs die with the backend
+    with EmbeddedBackend() as backend:
+        # The harness (and Terraform) point at this backend for the duration, then at the learner's again.
+        pointed = {"AWS_ENDPOINT_URL": backend.url, "BACKEND": "embedded", "LAB_PORT": str(backend.port)}
+        credentials = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
+        with aws_environment(pointed | credentials | {"AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1"}):
+            try:
+                outputs = stack.deploy(prefix=prefix)
+                return strategy_runs.run(strategy_runs.StrategyBench(outputs, backend.url), samples, copies, rounds)
+            finally:
+                stack.forget(prefix)  # the working copy and outputs die with the backend
 
 
 def run_section(quick: bool, results_dir: Path) -> dict:

@@ -18,13 +18,13 @@ TABLE_CLASS = "Standard"
 USD_PER_MILLION_WRITE_UNITS = 0.625
 USD_PER_MILLION_READ_UNITS = 0.125
 
-# Request units per request, for items within one unit (1 KB written, 4 KB read): every
-# item the lab's handlers touch is a few hundred bytes. A conditional write whose
-# condition fails is still billed as a write, so refused claims cost as much as granted ones.
-WRITE_UNITS_PER_REQUEST = {"PutItem": 1, "UpdateItem": 1, "DeleteItem": 1}
-# Every read in the lab's handlers is strongly consistent (ConsistentRead=True), because
-# an idempotency check that may read a stale "no record" is no check: 1 unit, not 0.5.
-READ_UNITS_PER_REQUEST = {"GetItem": 1}
+# (read, write) request units per request, for items within one unit (1 KB written, 4 KB
+# read): every item the lab's handlers touch is a few hundred bytes. A conditional write
+# whose condition fails is still billed as a write, so refused claims cost as much as
+# granted ones. Every read in the lab's handlers is strongly consistent
+# (ConsistentRead=True), because an idempotency check that may read a stale "no record"
+# is no check: 1 unit, not 0.5.
+UNITS_PER_REQUEST = {"GetItem": (1, 0), "PutItem": (0, 1), "UpdateItem": (0, 1), "DeleteItem": (0, 1)}
 # A transactional write costs 2 units per item. The counter sees requests, not items, so
 # the caller says how many items each transaction holds (the card processor's: key + ledger).
 TRANSACTION_WRITE_UNITS_PER_ITEM = 2
@@ -36,20 +36,12 @@ class UnpricedAction(ValueError):
 
 def request_units(calls: Mapping[str, float], items_per_transaction: int = 2) -> tuple[float, float]:
     """(read units, write units) for ``calls`` (requests by action, per invocation or in total)."""
-    reads = writes = 0.0
-    for action, count in calls.items():
-        if not count:
-            continue
-        if action in READ_UNITS_PER_REQUEST:
-            reads += count * READ_UNITS_PER_REQUEST[action]
-        elif action in WRITE_UNITS_PER_REQUEST:
-            writes += count * WRITE_UNITS_PER_REQUEST[action]
-        elif action == "TransactWriteItems":
-            writes += count * items_per_transaction * TRANSACTION_WRITE_UNITS_PER_ITEM
-        else:
-            # Query and Scan are billed by the bytes they read: refuse to guess.
-            raise UnpricedAction(f"no unit price for {action}; add it to idemlab/bench/prices.py with its reason")
-    return reads, writes
+    units = {**UNITS_PER_REQUEST, "TransactWriteItems": (0, items_per_transaction * TRANSACTION_WRITE_UNITS_PER_ITEM)}
+    unpriced = [action for action, count in calls.items() if count and action not in units]
+    if unpriced:  # Query and Scan are billed by the bytes they read: refuse to guess.
+        raise UnpricedAction(f"no unit price for {unpriced[0]}; add it to idemlab/bench/prices.py with its reason")
+    reads = sum(count * units[action][0] for action, count in calls.items() if count)
+    return reads, sum(count * units[action][1] for action, count in calls.items() if count)
 
 
 def usd_per_million_invocations(calls_per_invocation: Mapping[str, float], items_per_transaction: int = 2) -> float:

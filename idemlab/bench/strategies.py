@@ -3,29 +3,20 @@
 One entry per deployed handler: the naive and idempotent writers of lesson 1, the four
 checkouts of lesson 2 (naive, hand-rolled, Powertools, Powertools with its local cache)
 and the claim step of lesson 3. For each, the DynamoDB requests the strategy itself
-must make, by action, on a first delivery and on a duplicate:
+must make, by action, on a first delivery and on a duplicate, and why that is the least
+(``why_minimum``; notebook 05 and strategy_report.minimums_table show them as a table).
 
-- conditional insert (vehicle writer): 1 PutItem both times; the refused insert hands
-  the stored row back, so a duplicate needs no second read;
-- claim, then record the result (Powertools): a conditional PutItem, then an UpdateItem
-  with the result; a duplicate is one refused PutItem that returns the stored record;
-- check, then record (hand-rolled): a GetItem, then a PutItem; a duplicate one GetItem.
-  As cheap as a claim one request at a time, and wrong when copies race;
-- conditional claim (deletion): one conditional UpdateItem, granted or refused.
-
-Everything else a handler sends to DynamoDB is accounted for apart, so the excess over
-the minimum is the strategy's own: the business effect it protects (the requests to its
-effect table: the card processor's ledger, the naive writer's rows) and the lab's
-fault-injection probes (the requests to the faults table, there only so the lessons can
-crash a handler on purpose). Both are measured, by the table each request named; no
-count of them is written here, so a change to a fault check shows in the numbers.
+The business effect a strategy protects and the lab's fault-injection probes are
+measured apart, by the table each request named (strategy_report.py): no count of them
+is written here, so a change to a fault check shows in the numbers.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Callable
 
 from idemlab.lessons import deletion
@@ -40,14 +31,12 @@ ROW = "row"
 # Tables by their key in the stack's outputs (the Terraform owns their names).
 PROBE_TABLE = "faults"  # what the lab's fault hooks read; no production handler would
 
+# Three shapes of delivery: a first one, its duplicate after it answered, copies released together.
+DELIVERIES = ("first", "duplicate", "concurrent")
+
 VEHICLE_REGISTRATION = "vehicle registration"
 CHECKOUT = "checkout"
 ACCOUNT_DELETION = "account deletion"
-
-
-
-def _calls(**by_action: int) -> Counter:
-    return Counter(by_action)
 
 
 @dataclass(frozen=True)
@@ -57,109 +46,62 @@ class Strategy:
     label: str
     function: str  # key under outputs["functions"]
     pattern: str
-    minimum_first: Counter  # the strategy's own requests a first delivery needs
-    minimum_duplicate: Counter  # ... and a duplicate
+    why_minimum: str
+    minimum_first: Counter = field(default_factory=Counter)  # the strategy's own requests a first delivery needs
+    minimum_duplicate: Counter = field(default_factory=Counter)  # ... and a duplicate
     compared_with: str | None = None  # the naive strategy of the same lesson
     effect: str | None = None  # what one unit of business effect is (CHARGE, CLAIM, ROW)
     # The table the protected effect is written to: its requests are the effect's cost.
     # None for a claim, whose write is also the check.
     effect_table: str | None = None
-    why_minimum: str = ""
 
     def minimum(self, firsts: int, duplicates: int) -> Counter:
-        total: Counter = Counter()
-        for action, n in self.minimum_first.items():
-            total[action] += n * firsts
-        for action, n in self.minimum_duplicate.items():
-            total[action] += n * duplicates
-        return +total  # drops the actions a zero count left behind
+        """The least ``firsts`` first deliveries and ``duplicates`` duplicates need (no zero counts)."""
+        first = Counter({action: n * firsts for action, n in self.minimum_first.items()})
+        return first + Counter({action: n * duplicates for action, n in self.minimum_duplicate.items()})
 
+
+_checkout = partial(Strategy, lesson=CHECKOUT, effect=CHARGE, effect_table="ledger")
+CLAIM_FIRST, CLAIM_DUPLICATE = Counter(PutItem=1, UpdateItem=1), Counter(PutItem=1)  # Powertools' claim, then record
 
 STRATEGIES: tuple[Strategy, ...] = (
     Strategy(
-        key="vehicle_naive",
-        lesson=VEHICLE_REGISTRATION,
-        label="naive insert",
-        function="write_vehicle_naive",
-        pattern="plain write, fresh key",
-        minimum_first=Counter(),
-        minimum_duplicate=Counter(),
-        effect=ROW,
-        effect_table="vehicles_naive",
+        key="vehicle_naive", lesson=VEHICLE_REGISTRATION, label="naive insert", function="write_vehicle_naive",
+        pattern="plain write, fresh key", effect=ROW, effect_table="vehicles_naive",
         why_minimum="no idempotency: every delivery inserts a row",
     ),
     Strategy(
-        key="vehicle_idempotent",
-        lesson=VEHICLE_REGISTRATION,
-        label="conditional insert",
-        function="write_vehicle_idempotent",
-        pattern="conditional insert",
-        minimum_first=_calls(PutItem=1),
-        minimum_duplicate=_calls(PutItem=1),
-        compared_with="vehicle_naive",
+        key="vehicle_idempotent", lesson=VEHICLE_REGISTRATION, label="conditional insert",
+        function="write_vehicle_idempotent", pattern="conditional insert", compared_with="vehicle_naive",
+        minimum_first=Counter(PutItem=1), minimum_duplicate=Counter(PutItem=1),
         why_minimum="the insert itself carries attribute_not_exists; a refusal returns the stored row",
     ),
-    Strategy(
-        key="checkout_naive",
-        lesson=CHECKOUT,
-        label="naive",
-        function="checkout_naive",
-        pattern="no check",
-        minimum_first=Counter(),
-        minimum_duplicate=Counter(),
-        effect=CHARGE,
-        effect_table="ledger",
+    _checkout(
+        key="checkout_naive", label="naive", function="checkout_naive", pattern="no check",
         why_minimum="no idempotency: every delivery charges",
     ),
-    Strategy(
-        key="checkout_handrolled",
-        lesson=CHECKOUT,
-        label="hand-rolled",
-        function="checkout_handrolled",
-        pattern="check, then record",
-        minimum_first=_calls(GetItem=1, PutItem=1),
-        minimum_duplicate=_calls(GetItem=1),
+    _checkout(
+        key="checkout_handrolled", label="hand-rolled", function="checkout_handrolled", pattern="check, then record",
+        minimum_first=Counter(GetItem=1, PutItem=1), minimum_duplicate=Counter(GetItem=1),
         compared_with="checkout_naive",
-        effect=CHARGE,
-        effect_table="ledger",
         why_minimum="read the key, charge, write the key; a duplicate only reads (and races)",
     ),
-    Strategy(
-        key="checkout_powertools",
-        lesson=CHECKOUT,
-        label="Powertools",
-        function="checkout_powertools",
-        pattern="claim, then record",
-        minimum_first=_calls(PutItem=1, UpdateItem=1),
-        minimum_duplicate=_calls(PutItem=1),
-        compared_with="checkout_naive",
-        effect=CHARGE,
-        effect_table="ledger",
-        why_minimum="conditional put INPROGRESS, update to COMPLETED; a duplicate's refused put returns the record",
+    _checkout(
+        key="checkout_powertools", label="Powertools", function="checkout_powertools", pattern="claim, then record",
+        minimum_first=CLAIM_FIRST, minimum_duplicate=CLAIM_DUPLICATE, compared_with="checkout_naive",
+        why_minimum="conditional put INPROGRESS, update to COMPLETED; "
+        "a duplicate's refused put returns the record",
     ),
-    Strategy(
-        key="checkout_powertools_cached",
-        lesson=CHECKOUT,
-        label="Powertools, local cache",
-        function="checkout_powertools_cached",
-        pattern="claim, then record",
-        minimum_first=_calls(PutItem=1, UpdateItem=1),
-        minimum_duplicate=_calls(PutItem=1),
+    _checkout(
+        key="checkout_powertools_cached", label="Powertools, local cache", function="checkout_powertools_cached",
+        pattern="claim, then record", minimum_first=CLAIM_FIRST, minimum_duplicate=CLAIM_DUPLICATE,
         compared_with="checkout_naive",
-        effect=CHARGE,
-        effect_table="ledger",
         why_minimum="as Powertools; the cache can only answer in the environment that stored the result",
     ),
     Strategy(
-        key="deletion_claim",
-        lesson=ACCOUNT_DELETION,
-        label="claim step",
-        function="claim_deletion",
-        pattern="conditional claim",
-        minimum_first=_calls(UpdateItem=1),
-        minimum_duplicate=_calls(UpdateItem=1),
-        effect=CLAIM,
-        why_minimum="one conditional update takes the lease or returns who holds it",
+        key="deletion_claim", lesson=ACCOUNT_DELETION, label="claim step", function="claim_deletion",
+        pattern="conditional claim", minimum_first=Counter(UpdateItem=1), minimum_duplicate=Counter(UpdateItem=1),
+        effect=CLAIM, why_minimum="one conditional update takes the lease or returns who holds it",
     ),
 )
 
@@ -173,17 +115,15 @@ def new_delivery(strategy: Strategy, outputs: dict) -> Callable[[int], dict]:
     worker (its own execution name as ``owner``) reaching the same deletion request.
     """
     tag = uuid.uuid4().hex[:12]
-    if strategy.lesson == VEHICLE_REGISTRATION:
-        event = {"request_id": f"bench-{tag}", "vin": VALID_VIN, "owner": "Bench Owner"}
-        return lambda copy: event
-    if strategy.lesson == CHECKOUT:
-        event = {"idempotency_key": f"bench-{tag}", "amount": 1999, "currency": "EUR"}
-        return lambda copy: event
     if strategy.lesson == ACCOUNT_DELETION:
         # Written before the counting starts, through lesson 3's own code (a SCHEDULED request).
         request_id = deletion.new_request_item(outputs, user_id=f"bench-user-{tag}")
         return lambda copy: {"deletion_request_id": request_id, "owner": f"bench-worker-{tag}-{copy}"}
-    raise ValueError(f"bug: no request shape for lesson {strategy.lesson!r}")
+    event = {
+        VEHICLE_REGISTRATION: {"request_id": f"bench-{tag}", "vin": VALID_VIN, "owner": "Bench Owner"},
+        CHECKOUT: {"idempotency_key": f"bench-{tag}", "amount": 1999, "currency": "EUR"},
+    }[strategy.lesson]
+    return lambda copy: event
 
 
 # Where a strategy may leave its minimum, and why: (strategy, action, direction) -> reason.

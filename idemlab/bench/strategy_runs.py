@@ -1,16 +1,16 @@
 """Run each strategy's handler on the deployed stack and count what it costs.
 
-Every measured thing runs alone: the DynamoDB request counter of the embedded backend
-is read before and after it, so the difference is that thing's requests, counted where
-they are served, by action and by the table each named (the report tells a handler's
-own requests from its fault probes and the charge it protects by their table). Latency is the Invoke round trip seen by the caller (HTTP, the
-execution environment, and for a checkout the nested call to the card processor).
+Every measured thing runs alone: the embedded backend's DynamoDB request counter is read
+before and after it, so the difference is that thing's requests, counted where they are
+served, by action and by the table each named (the report tells a handler's own requests
+from its fault probes and the charge it protects by their table). Latency is the Invoke
+round trip seen by the caller (HTTP, the execution environment, and for a checkout the
+nested call to the card processor).
 
-Three shapes of delivery per strategy:
-- first: a fresh request, one invocation;
-- duplicate: the same request again, after the first has answered;
-- concurrent: ``copies`` identical invocations released together (one first delivery
-  and ``copies - 1`` duplicates racing it), on environments already started.
+Three shapes of delivery per strategy: first (a fresh request, one invocation), duplicate
+(the same request again, after the first has answered) and concurrent (``copies``
+identical invocations released together, one first delivery and ``copies - 1``
+duplicates racing it, on environments already started).
 
 Strategies are measured interleaved, never in blocks: every strategy's environments are
 started first (their cold starts recorded apart), then each round takes one sample of
@@ -22,15 +22,16 @@ intervals resample whole rounds (see intervals.py).
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 
+from idemlab.barrier import all_at_once
 from idemlab.bench.intervals import round_order
-from idemlab.bench.strategies import CHARGE, CLAIM, ROW, STRATEGIES, Strategy, new_delivery
+from idemlab.bench.strategies import CHARGE, CLAIM, DELIVERIES, ROW, STRATEGIES, Strategy, new_delivery
 from idemlab.clients import client
 from idemlab.embedded.server import request_counts
+from idemlab.lessons.checkout import Ledger
 
 # Requests a measured handler can make. Anything else in a difference (the sweeper's
 # Query, fired by its schedule) came from something else running on the backend at
@@ -41,17 +42,22 @@ MAX_TRIES = 5
 WARM_UP_STEP = 4
 # No DynamoDB request for this long: nothing else is running on the backend.
 QUIET_SECONDS = 0.3
+# The answer that counts as one effect (ROW: every invocation inserts one).
+EFFECT_OUTCOMES = {CHARGE: "charged", CLAIM: "claimed"}
 
 
 @dataclass
 class Sample:
-    calls: Counter  # by action
     calls_by_table: dict[str, Counter]  # by table (its key in the stack's outputs) and action
     seconds: list[float]  # one per invocation
     effects: int  # charges, claims won or rows, as counted for this sample
     wall_seconds: float
-    answers: list
     request_key: str | None  # the checkout's idempotency key (the ledger's reference)
+
+    @property
+    def calls(self) -> Counter:
+        """Requests by action, whichever table they named."""
+        return sum(self.calls_by_table.values(), Counter())
 
 
 @dataclass
@@ -61,34 +67,33 @@ class Delivery:
     samples: list[Sample] = field(default_factory=list)
     discarded: int = 0  # samples taken again because something else used DynamoDB
 
-    def summary(self, invocations_per_sample: int) -> dict:
-        calls: Counter = Counter()
+    def summary(self) -> dict:
+        n, per_sample = len(self.samples), len(self.samples[0].seconds)
         by_table: dict[str, Counter] = {}
         for sample in self.samples:
-            calls.update(sample.calls)
             for table, table_calls in sample.calls_by_table.items():
                 by_table.setdefault(table, Counter()).update(table_calls)
         seen = Counter(json.dumps(dict(sorted(s.calls.items()))) for s in self.samples)
-        seconds = [t for s in self.samples for t in s.seconds]
         wall = sum(s.wall_seconds for s in self.samples)
-        n = len(self.samples)
         return {
             "samples": n,
-            "invocations_per_sample": invocations_per_sample,
-            "calls_per_sample": {action: count / n for action, count in sorted(calls.items())},
-            "calls_by_table_per_sample": {
-                table: {action: count / n for action, count in sorted(table_calls.items())} for table, table_calls in sorted(by_table.items())
-            },
+            "invocations_per_sample": per_sample,
+            "calls_per_sample": _per(sum(by_table.values(), Counter()), n),
+            "calls_by_table_per_sample": {table: _per(calls, n) for table, calls in sorted(by_table.items())},
             "calls_seen": [[json.loads(calls), times] for calls, times in seen.most_common()],
             "effects_per_sample": sum(s.effects for s in self.samples) / n,
-            "latency_ms": percentiles(seconds),
-            "throughput_per_s": n * invocations_per_sample / wall if wall else None,
+            "latency_ms": percentiles([t for s in self.samples for t in s.seconds]),
+            "throughput_per_s": n * per_sample / wall if wall else None,
             # Per round, for the report's intervals: each invocation's latency, and the
             # round's invocations per second.
             "round_latencies_ms": [[round(t * 1000, 3) for t in s.seconds] for s in self.samples],
-            "round_throughput_per_s": [invocations_per_sample / s.wall_seconds for s in self.samples if s.wall_seconds],
+            "round_throughput_per_s": [per_sample / s.wall_seconds for s in self.samples if s.wall_seconds],
             "discarded_samples": self.discarded,
         }
+
+
+def _per(calls: Counter, n: int) -> dict:
+    return {action: count / n for action, count in sorted(calls.items())}
 
 
 def percentiles(seconds: list[float]) -> dict:
@@ -120,15 +125,18 @@ class StrategyBench:
         self.endpoint_url = endpoint_url
         self.guard_seconds = guard_seconds
         # One attempt per call: an SDK retry would be a duplicate delivery we did not ask for.
-        self._lambda = client("lambda", endpoint_url, retries={"total_max_attempts": 1}, read_timeout=90, max_pool_connections=64)
+        self._lambda = client(
+            "lambda", endpoint_url, retries={"total_max_attempts": 1}, read_timeout=90, max_pool_connections=64
+        )
         self._dynamodb = client("dynamodb", endpoint_url)
 
     def counted(self) -> Counter:
         """Requests served so far, by (table, action); the table by its key in the outputs."""
         if not self.counting:
             return Counter()
-        by_table = request_counts(self.endpoint_url)["dynamodb_by_table"]
-        return Counter({(self._table_keys.get(table, table), action): n for table, actions in by_table.items() for action, n in actions.items()})
+        served = request_counts(self.endpoint_url)["dynamodb_by_table"]
+        keys = self._table_keys
+        return Counter({(keys.get(t, t), a): n for t, by_action in served.items() for a, n in by_action.items()})
 
     def wait_until_quiet(self, quiet_seconds: float = QUIET_SECONDS, timeout: float = 10.0) -> None:
         """Return once DynamoDB has served nothing for ``quiet_seconds`` (or after ``timeout``).
@@ -136,11 +144,8 @@ class StrategyBench:
         Asynchronous work still running on the backend (a retried event, the sweeper)
         would otherwise land in the first samples' counts.
         """
-        if not self.counting:
-            return
-        deadline = time.monotonic() + timeout
-        last = self.counted()
-        while time.monotonic() < deadline:
+        deadline, last = time.monotonic() + timeout, self.counted()
+        while self.counting and time.monotonic() < deadline:
             time.sleep(quiet_seconds)
             now = self.counted()
             if now == last:
@@ -164,56 +169,30 @@ class StrategyBench:
         return self.counted() == counts
 
     def _together(self, function_key: str, events: list[dict], check: bool = True) -> tuple[list, float]:
-        """Invoke once per event, all released at the same moment; answers and wall time."""
-        start_line = threading.Barrier(len(events) + 1)
-        results: list = [None] * len(events)
+        """Invoke once per event, all released at the same moment; (round trip, answer)s and wall time."""
 
-        def one(index: int) -> None:
-            start_line.wait()
-            try:
-                results[index] = self.invoke(function_key, events[index], check)
-            except BaseException as exc:  # re-raised in the caller's thread
-                results[index] = exc
+        def one(event: dict) -> tuple[float, tuple[float, dict | None]]:
+            return time.perf_counter(), self.invoke(function_key, event, check)
 
-        threads = [threading.Thread(target=one, args=(i,)) for i in range(len(events))]
-        for thread in threads:
-            thread.start()
-        start_line.wait()
-        started = time.perf_counter()
-        for thread in threads:
-            thread.join()
-        wall = time.perf_counter() - started
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
-        return results, wall
+        timed = all_at_once([lambda e=e: one(e) for e in events], join_seconds=None)
+        # From the first invocation's start to the last one's answer.
+        wall = max(start + elapsed for start, (elapsed, _) in timed) - min(start for start, _ in timed)
+        return [result for _, result in timed], wall
 
     def _try(self, strategy: Strategy, events: list[dict]) -> Sample | None:
-        """Invoke ``events`` together, counting around them; None if the count was disturbed.
-
-        A disturbed try is not repeated with the same events: its invocations ran, and
-        their charges, rows and claims stay. The caller takes a fresh request instead.
-        """
+        """Invoke ``events`` together, counting around them; None if the count was disturbed."""
         if self.guard_seconds:
             self.wait_until_quiet(self.guard_seconds)
         before = self.counted()
         results, wall = self._together(strategy.function, events)
         after = self.counted()
-        by_table_action = after - before
-        calls = _by_action(by_table_action)
         undisturbed = not self.guard_seconds or self._quiet_since(after)
-        if not (set(calls) <= HANDLER_ACTIONS and undisturbed):
-            return None
-        answers = [answer for _, answer in results]
-        seconds = [elapsed for elapsed, _ in results]
         by_table: dict[str, Counter] = {}
-        for (table, action), n in by_table_action.items():
+        for (table, action), n in (after - before).items():
             by_table.setdefault(table, Counter())[action] += n
-        return Sample(calls, by_table, seconds, _effects(strategy, answers), wall, answers, events[0].get("idempotency_key"))
-
-    @staticmethod
-    def _busy(strategy: Strategy) -> RuntimeError:
-        return RuntimeError(f"{strategy.key}: DynamoDB was busy with other work in {MAX_TRIES} tries; run the bench alone")
+        effects = _effects(strategy, [answer for _, answer in results])
+        sample = Sample(by_table, [elapsed for elapsed, _ in results], effects, wall, events[0].get("idempotency_key"))
+        return sample if undisturbed and set(sample.calls) <= HANDLER_ACTIONS else None
 
     def start_environments(self, strategy: Strategy, copies: int) -> list[float]:
         """``copies`` warm environments (fresh requests, not counted), so no copy waits on a cold start.
@@ -235,54 +214,31 @@ class StrategyBench:
                     break
         return cold
 
-    def sequential(self, strategy: Strategy, samples: int) -> tuple[Delivery, Delivery]:
-        """``samples`` pairs of a first delivery and its duplicate, each pair on a fresh request."""
-        first, duplicate = Delivery(), Delivery()
-        for _ in range(samples):
-            self.sequential_round(strategy, first, duplicate)
-        return first, duplicate
+    def take(self, strategy: Strategy, shapes: list[tuple[Delivery, int]]) -> None:
+        """On one fresh request, a sample of ``copies`` events released together for each
+        (delivery, copies) in turn: [(first, 1), (duplicate, 1)] or [(together, copies)].
 
-    def sequential_round(self, strategy: Strategy, first: Delivery, duplicate: Delivery) -> None:
-        """One pair of a first delivery and its duplicate, on a fresh request.
-
-        A pair with a disturbed count is taken again whole, on a new request: re-sending
-        the same events would add the discarded try's effects to the request's ledger.
+        A disturbed count discards the samples taken so far (a duplicate needs its first) and
+        starts again on a new request: the disturbed try's invocations ran, and re-sending
+        its events would add their charges, rows and claims to that request's ledger.
         """
-        for _try in range(MAX_TRIES):
-            event_for = new_delivery(strategy, self.outputs)
-            taken = self._try(strategy, [event_for(0)])
-            if taken is None:
-                first.discarded += 1
-                continue
-            again = self._try(strategy, [event_for(1)])
-            if again is None:  # the pair goes: its duplicate needs its first
-                first.discarded += 1
-                duplicate.discarded += 1
-                continue
-            first.samples.append(taken)
-            duplicate.samples.append(again)
-            break
-        else:
-            raise self._busy(strategy)
-
-    def concurrent(self, strategy: Strategy, copies: int, rounds: int) -> Delivery:
-        """``rounds`` rounds of ``copies`` identical requests, each try on a fresh request."""
-        together = Delivery()
-        for _ in range(rounds):
-            self.concurrent_round(strategy, copies, together)
-        return together
-
-    def concurrent_round(self, strategy: Strategy, copies: int, together: Delivery) -> None:
-        """One round of ``copies`` identical requests released together, on a fresh request."""
-        for _try in range(MAX_TRIES):
-            event_for = new_delivery(strategy, self.outputs)
-            taken = self._try(strategy, [event_for(n) for n in range(copies)])
-            if taken is not None:
-                together.samples.append(taken)
-                break
-            together.discarded += 1
-        else:
-            raise self._busy(strategy)
+        for _ in range(MAX_TRIES):
+            event_for, taken, copy = new_delivery(strategy, self.outputs), [], 0
+            for delivery, copies in shapes:
+                sample = self._try(strategy, [event_for(copy + n) for n in range(copies)])
+                copy += copies
+                if sample is None:
+                    break
+                taken.append(sample)
+            if len(taken) == len(shapes):
+                for (delivery, _), sample in zip(shapes, taken):
+                    delivery.samples.append(sample)
+                return
+            for delivery, _ in shapes[: len(taken) + 1]:
+                delivery.discarded += 1
+        raise RuntimeError(
+            f"{strategy.key}: DynamoDB was busy with other work in {MAX_TRIES} tries; run the bench alone"
+        )
 
     def processor_calls_per_charge(self, samples: int = 3) -> Counter:
         """The card processor's own requests for one charge (no downstream key), measured alone.
@@ -293,44 +249,20 @@ class StrategyBench:
         self.wait_until_quiet()
         seen: Counter = Counter()
         for _ in range(samples):
-            call = {"reference": f"bench-processor-{time.time_ns()}", "amount": 1999, "currency": "EUR"}
             before = self.counted()
+            call = {"reference": f"bench-processor-{time.time_ns()}", "amount": 1999, "currency": "EUR"}
             self.invoke("card_processor", call)
-            seen[json.dumps(dict(_by_action(self.counted() - before)), sort_keys=True)] += 1
+            calls = Counter(action for (_, action) in (self.counted() - before).elements())
+            seen[json.dumps(dict(calls), sort_keys=True)] += 1
         return Counter(json.loads(seen.most_common(1)[0][0]))
-
-    def ledger_charges(self, references) -> dict[str, int]:
-        """Ledger entries per reference: the charges that really happened."""
-        wanted, counts = set(references), Counter()
-        pages = self._dynamodb.get_paginator("scan").paginate(
-            TableName=self.outputs["tables"]["ledger"],
-            ProjectionExpression="#ref",
-            ExpressionAttributeNames={"#ref": "reference"},
-            ConsistentRead=True,
-        )
-        for page in pages:
-            for item in page["Items"]:
-                if item["reference"]["S"] in wanted:
-                    counts[item["reference"]["S"]] += 1
-        return {reference: counts[reference] for reference in wanted}
-
-
-def _by_action(by_table_action: Counter) -> Counter:
-    calls: Counter = Counter()
-    for (_, action), n in by_table_action.items():
-        calls[action] += n
-    return calls
 
 
 def _effects(strategy: Strategy, answers: list) -> int:
     """Effects of one sample, from the answers (the ledger check in run() confirms charges)."""
-    if strategy.effect == CHARGE:
-        return sum(1 for a in answers if isinstance(a, dict) and a.get("outcome") == "charged")
-    if strategy.effect == CLAIM:
-        return sum(1 for a in answers if isinstance(a, dict) and a.get("outcome") == "claimed")
     if strategy.effect == ROW:
         return len(answers)
-    return 0
+    outcome = EFFECT_OUTCOMES.get(strategy.effect)
+    return sum(1 for a in answers if outcome and isinstance(a, dict) and a.get("outcome") == outcome)
 
 
 def run(bench: StrategyBench, samples: int, copies: int, rounds: int, strategies=STRATEGIES) -> dict:
@@ -342,35 +274,29 @@ def run(bench: StrategyBench, samples: int, copies: int, rounds: int, strategies
     # on a cold start. The first warm-up step's round trips are the cold starts.
     cold = {strategy.key: bench.start_environments(strategy, copies) for strategy in strategies}
     bench.wait_until_quiet()
-    firsts = {s.key: Delivery() for s in strategies}
-    duplicates = {s.key: Delivery() for s in strategies}
-    together = {s.key: Delivery() for s in strategies}
+    measured = {s.key: {delivery: Delivery() for delivery in DELIVERIES} for s in strategies}
     # Round by round, every strategy once, in a rotating order (never one strategy's block).
     for number in range(samples):
         for strategy in round_order(strategies, number):
-            bench.sequential_round(strategy, firsts[strategy.key], duplicates[strategy.key])
+            deliveries = measured[strategy.key]
+            bench.take(strategy, [(deliveries["first"], 1), (deliveries["duplicate"], 1)])
     for number in range(rounds):
         for strategy in round_order(strategies, number):
-            bench.concurrent_round(strategy, copies, together[strategy.key])
+            bench.take(strategy, [(measured[strategy.key]["concurrent"], copies)])
     for strategy in strategies:
-        key = strategy.key
-        measured = {
-            "first": firsts[key].summary(1),
-            "duplicate": duplicates[key].summary(1),
-            "concurrent": together[key].summary(copies),
-            "cold_start_ms": percentiles(cold[key]) | {"samples": len(cold[key])},
-        }
+        deliveries = measured[strategy.key]
+        results[strategy.key] = {delivery: shape.summary() for delivery, shape in deliveries.items()}
+        results[strategy.key]["cold_start_ms"] = percentiles(cold[strategy.key]) | {"samples": len(cold[strategy.key])}
         if strategy.effect == CHARGE:
-            measured["ledger_disagreements"] = _ledger_disagreements(bench, [firsts[key], duplicates[key], together[key]])
-        results[key] = measured
+            results[strategy.key]["ledger_disagreements"] = _ledger_disagreements(bench, deliveries.values())
     return results
 
 
-def _ledger_disagreements(bench: StrategyBench, deliveries: list[Delivery]) -> dict:
+def _ledger_disagreements(bench: StrategyBench, deliveries) -> dict:
     """Requests whose reported charges differ from the ledger's entries: {key: [reported, ledger]}."""
     reported: Counter = Counter()
     for delivery in deliveries:
         for sample in delivery.samples:
             reported[sample.request_key] += sample.effects
-    ledger = bench.ledger_charges(reported)
+    ledger = Ledger(bench.outputs["tables"]["ledger"], bench._dynamodb).charges(reported)
     return {key: [reported[key], ledger[key]] for key in reported if reported[key] != ledger[key]}

@@ -10,6 +10,8 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from idemlab.clients import resource
+
 
 class ExerciseFailed(AssertionError):
     """The learner's code does not yet do what the exercise asks."""
@@ -20,12 +22,14 @@ class Exercise:
     title: str
     hint_text: str
     solution_fn: Callable[..., Any]
-    # Runs the learner's callable against the backend and raises ExerciseFailed with a
-    # message that says what went wrong (never just "wrong").
-    verify: Callable[[Callable[..., Any]], str]
+    # Runs the learner's callable against ``context`` (the deployed stack, or the name of
+    # one of its tables) and raises ExerciseFailed with a message that says what went
+    # wrong (never just "wrong").
+    verify: Callable[[Callable[..., Any], Any], str]
+    context: Any
 
     def check(self, candidate: Callable[..., Any]) -> str:
-        verdict = self.verify(candidate)
+        verdict = self.verify(candidate, self.context)
         print(f"Correct: {verdict}")
         return verdict
 
@@ -34,3 +38,16 @@ class Exercise:
 
     def solution(self) -> None:
         print(inspect.getsource(self.solution_fn))
+
+
+def table(name: str) -> Any:
+    """A boto3 Table on the selected backend; one per thread (resources are not thread-safe)."""
+    return resource("dynamodb").Table(name)
+
+
+def attempt(candidate: Callable[..., Any], *args: Any, what: str, advice: str = "") -> Any:
+    """``candidate(*args)``; an exception it raises fails the exercise, naming ``what`` raised it."""
+    try:
+        return candidate(*args)
+    except Exception as exc:
+        raise ExerciseFailed(f"{what} raised {type(exc).__name__}: {exc}{advice}") from exc

@@ -11,17 +11,18 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-import boto3
-
-from idemlab import settings
-from idemlab.exercises import Exercise, ExerciseFailed
 from idemlab.barrier import settled
+from idemlab.exercises import Exercise, ExerciseFailed, attempt, table
 from idemlab.lessons.vehicles import VALID_VIN
 
 # Simultaneous attempts per round, and rounds: a get-then-put answer lets two attempts
 # through in most rounds, so three rounds of eight make a lucky pass very unlikely.
 RACERS = 8
 ROUNDS = 3
+# What a learner whose attempt raised should do instead.
+ALREADY_STORED = (
+    ". A failed condition means an earlier attempt already stored the registration: return that one instead of raising"
+)
 
 HINT = """\
 A plain put_item replaces whatever row has the same key. Give it a
@@ -55,36 +56,29 @@ def register_once(table: Any, registration: dict) -> dict:
 
 def exercise(stack: dict) -> Exercise:
     """The exercise, bound to the deployed ``vehicles`` table of ``stack`` (the lab outputs)."""
-    table_name = stack["tables"]["vehicles"]
-    return Exercise(
-        title="Register a vehicle once per request",
-        hint_text=HINT,
-        solution_fn=register_once,
-        verify=lambda candidate: verify(candidate, table_name),
-    )
+    return Exercise("Register a vehicle once per request", HINT, register_once, verify, stack["tables"]["vehicles"])
 
 
 def verify(candidate: Callable[[Any, dict], dict], table_name: str) -> str:
     """Run ``candidate`` as a first attempt, a retry and a race; ExerciseFailed says what broke."""
-    session = _session()
-    _first_attempt_and_retry(candidate, _table(session, table_name))
-    _other_errors_propagate(candidate, _table(session, table_name))
+    _first_attempt_and_retry(candidate, table(table_name))
+    _other_errors_propagate(candidate, table(table_name))
     for round_number in range(1, ROUNDS + 1):
-        _race(candidate, session, table_name, round_number)
+        _race(candidate, table_name, round_number)
     return (
         "a retry returns the first registration and leaves it in place, and "
         f"{RACERS} simultaneous attempts agreed on one stored registration in each of {ROUNDS} rounds"
     )
 
 
-def _first_attempt_and_retry(candidate: Callable, table: Any) -> None:
+def _first_attempt_and_retry(candidate: Callable, vehicles: Any) -> None:
     request_id = f"exercise-{uuid.uuid4().hex[:12]}"
     first, retry = _registration(request_id), _registration(request_id)
-    returned = _call(candidate, table, first, "the first attempt")
+    returned = attempt(candidate, vehicles, first, what="the first attempt", advice=ALREADY_STORED)
     if returned != first:
         raise ExerciseFailed(f"the first attempt should return the registration it stored, got {returned!r}")
-    returned = _call(candidate, table, retry, "the retry")
-    stored = _stored(table, request_id)
+    returned = attempt(candidate, vehicles, retry, what="the retry", advice=ALREADY_STORED)
+    stored = _stored(vehicles, request_id)
     if stored != first:
         raise ExerciseFailed(
             f"the retry replaced the stored registration ({first['registration_id']} became "
@@ -97,20 +91,18 @@ def _first_attempt_and_retry(candidate: Callable, table: Any) -> None:
         )
 
 
-def _race(candidate: Callable, session: Any, table_name: str, round_number: int) -> None:
+def _race(candidate: Callable, table_name: str, round_number: int) -> None:
     request_id = f"exercise-race-{uuid.uuid4().hex[:12]}"
     attempts = [_registration(request_id) for _ in range(RACERS)]
-    # A resource object per thread: boto3 resources are not safe to share between threads.
-    tables = [_table(session, table_name) for _ in attempts]
-    # An exception is reported below, as the learner's outcome.
-    returned = settled([lambda t=t, r=r: candidate(t, r) for t, r in zip(tables, attempts)])
+    # A Table per thread; an exception is reported below, as the learner's outcome.
+    returned = settled([lambda t=table(table_name), r=r: candidate(t, r) for r in attempts])
     errors = [r for r in returned if isinstance(r, Exception)]
     if errors:
         raise ExerciseFailed(
             f"round {round_number}: {len(errors)} of {RACERS} simultaneous attempts raised "
             f"{type(errors[0]).__name__}: {errors[0]}"
         )
-    stored = _stored(tables[0], request_id)
+    stored = _stored(table(table_name), request_id)
     answers = {r.get("registration_id") if isinstance(r, dict) else repr(r) for r in returned}
     if answers != {stored["registration_id"]}:
         raise ExerciseFailed(
@@ -120,10 +112,10 @@ def _race(candidate: Callable, session: Any, table_name: str, round_number: int)
         )
 
 
-def _other_errors_propagate(candidate: Callable, table: Any) -> None:
+def _other_errors_propagate(candidate: Callable, vehicles: Any) -> None:
     broken = {"registration_id": "no-request-id"}  # no key attribute: DynamoDB refuses it
     try:
-        returned = candidate(table, broken)
+        returned = candidate(vehicles, broken)
     except Exception:
         return
     raise ExerciseFailed(
@@ -132,18 +124,8 @@ def _other_errors_propagate(candidate: Callable, table: Any) -> None:
     )
 
 
-def _call(candidate: Callable, table: Any, registration: dict, what: str) -> Any:
-    try:
-        return candidate(table, registration)
-    except Exception as exc:
-        raise ExerciseFailed(
-            f"{what} raised {type(exc).__name__}: {exc}. A failed condition means an earlier "
-            "attempt already stored the registration: return that one instead of raising"
-        ) from exc
-
-
-def _stored(table: Any, request_id: str) -> dict:
-    item = table.get_item(Key={"request_id": request_id}, ConsistentRead=True).get("Item")
+def _stored(vehicles: Any, request_id: str) -> dict:
+    item = vehicles.get_item(Key={"request_id": request_id}, ConsistentRead=True).get("Item")
     if item is None:
         raise ExerciseFailed(f"nothing was stored for request_id {request_id!r}")
     return item
@@ -158,13 +140,3 @@ def _registration(request_id: str) -> dict:
         "owner": "Exercise Learner",
         "registered_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
     }
-
-
-def _session() -> Any:
-    if settings.endpoint_url():
-        settings.use_local_credentials()
-    return boto3.session.Session(region_name=settings.region())
-
-
-def _table(session: Any, name: str) -> Any:
-    return session.resource("dynamodb", endpoint_url=settings.endpoint_url()).Table(name)

@@ -11,11 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import boto3
-
-from idemlab import settings
-from idemlab.exercises import Exercise, ExerciseFailed
 from idemlab.barrier import settled
+from idemlab.exercises import Exercise, ExerciseFailed, attempt, table
 from idemlab.lessons.checkout import Checkout, order
 
 # Simultaneous attempts per round, and rounds: check-then-charge lets several attempts
@@ -71,40 +68,30 @@ def charge_once(table: Any, order: dict, charge_card: Callable[[dict], str]) -> 
 
 def exercise(stack: dict) -> Exercise:
     """The exercise, bound to the deployed checkout tables and card processor of ``stack``."""
-    return Exercise(
-        title="Charge a card once per idempotency key",
-        hint_text=HINT,
-        solution_fn=charge_once,
-        verify=lambda candidate: verify(candidate, stack),
-    )
+    return Exercise("Charge a card once per idempotency key", HINT, charge_once, verify, stack)
 
 
 def verify(candidate: Callable[[Any, dict, Callable], str], stack: dict) -> str:
     """Run ``candidate`` as a first attempt, a retry and races; ExerciseFailed says what broke."""
     shop = Checkout(stack)
-    table_name = stack["tables"]["handrolled_idempotency"]
-    tables = [_table(table_name) for _ in range(RACERS)]  # boto3 resources are per thread
-    _first_attempt_and_retry(candidate, tables[0], shop)
-    for round_number in range(1, ROUNDS + 1):
-        _race(candidate, tables, shop, round_number)
-    return f"a retry returns the first charge, and {RACERS} simultaneous attempts charged once in each of {ROUNDS} rounds"
-
-
-def _first_attempt_and_retry(candidate: Callable, table: Any, shop: Checkout) -> None:
+    tables = [table(stack["tables"]["handrolled_idempotency"]) for _ in range(RACERS)]  # one per thread
     request = order(prefix="exercise")
-    first = _call(candidate, table, request, shop, "the first attempt")
-    retry = _call(candidate, table, request, shop, "the retry")
+    first = attempt(candidate, tables[0], request, shop.charge_card, what="the first attempt")
+    retry = attempt(candidate, tables[0], request, shop.charge_card, what="the retry")
     charges = shop.charges(request)
     if charges != 1:
         raise ExerciseFailed(f"a first attempt and one retry made {charges} charges; a retry must not charge again")
     if not (first == retry == shop.ledger.charge_ids(request["idempotency_key"])[0]):
         raise ExerciseFailed(f"first attempt returned {first!r} and the retry {retry!r}; both must return the one charge id")
+    for round_number in range(1, ROUNDS + 1):
+        _race(candidate, tables, shop, round_number)
+    return f"a retry returns the first charge, and {RACERS} simultaneous attempts charged once in each of {ROUNDS} rounds"
 
 
 def _race(candidate: Callable, tables: list[Any], shop: Checkout, round_number: int) -> None:
     request = order(prefix="exercise-race")
     # An attempt told to retry later (an exception) is a fine answer.
-    returned = settled([lambda table=table: candidate(table, request, shop.charge_card) for table in tables])
+    returned = settled([lambda t=t: candidate(t, request, shop.charge_card) for t in tables])
     charges = shop.charges(request)
     if charges > 1:
         raise ExerciseFailed(
@@ -117,17 +104,3 @@ def _race(candidate: Callable, tables: list[Any], shop: Checkout, round_number: 
     wrong = [r for r in returned if not isinstance(r, Exception) and r != charge_id]
     if wrong:
         raise ExerciseFailed(f"round {round_number}: attempts returned {wrong[:3]}, but the one charge is {charge_id}")
-
-
-def _call(candidate: Callable, table: Any, request: dict, shop: Checkout, what: str) -> str:
-    try:
-        return candidate(table, request, shop.charge_card)
-    except Exception as exc:
-        raise ExerciseFailed(f"{what} raised {type(exc).__name__}: {exc}") from exc
-
-
-def _table(name: str) -> Any:
-    if settings.endpoint_url():
-        settings.use_local_credentials()
-    session = boto3.session.Session(region_name=settings.region())
-    return session.resource("dynamodb", endpoint_url=settings.endpoint_url()).Table(name)

@@ -12,11 +12,8 @@ import time
 import uuid
 from typing import Any, Callable
 
-import boto3
-
-from idemlab import settings
 from idemlab.barrier import all_at_once
-from idemlab.exercises import Exercise, ExerciseFailed
+from idemlab.exercises import Exercise, ExerciseFailed, attempt, table
 from idemlab.lessons import deletion
 
 state = deletion.import_function_module("deletion_state")
@@ -26,6 +23,10 @@ LEASE = 30  # the exercise moves its own clock, so the length only sets the scal
 # is checked outside DynamoDB lets the zombie through in most rounds, so a lucky pass of
 # all of them is very unlikely.
 RACE_ROUNDS = 5
+GOODBYE_RACERS = 8
+# What a learner whose write raised should do instead.
+FENCED_OUT = ". A failed condition means this worker no longer holds the claim: return False instead of raising"
+ALREADY_SENT = ". A failed condition means an earlier attempt already sent the email: return False instead of raising"
 
 # -- exercise 1: the fenced progress write --------------------------------------------
 
@@ -67,21 +68,23 @@ def record_step(table: Any, deletion_request_id: str, fencing_token: int, step: 
 
 
 def fenced_write_exercise(stack: dict) -> Exercise:
-    return _exercise(stack, "deletion_requests", "Record progress only while holding the claim", FENCED_HINT, record_step, verify_fenced_write)
+    title = "Record progress only while holding the claim"
+    return Exercise(title, FENCED_HINT, record_step, verify_fenced_write, stack["tables"]["deletion_requests"])
 
 
 def verify_fenced_write(candidate: Callable[[Any, str, int, str], bool], table_name: str) -> str:
-    table = _table(table_name)
+    requests = table(table_name)
     now = time.time()
-    request_id = _new_request(table)
-    holder = state.claim(table, request_id, "worker-a", LEASE, now=now).claim
-    if _call(candidate, table, request_id, holder.fencing_token, "delete_records", "the holder's write") is not True:
+    request_id = _new_request(requests)
+    holder = state.claim(requests, request_id, "worker-a", LEASE, now=now).claim
+    answer = _write(candidate, requests, request_id, holder.fencing_token, "delete_records", "the holder's write")
+    if answer is not True:
         raise ExerciseFailed("the holder of the claim wrote progress and got something other than True")
-    if "delete_records" not in state.read(table, request_id).steps_done:
+    if "delete_records" not in state.read(requests, request_id).steps_done:
         raise ExerciseFailed("the holder's write returned True but delete_records is not in steps_done")
-    successor = state.claim(table, request_id, "worker-b", LEASE, now=now + LEASE + 1).claim
-    zombie_answer = _call(candidate, table, request_id, holder.fencing_token, "delete_files", "the zombie's write")
-    stored = state.read(table, request_id)
+    successor = state.claim(requests, request_id, "worker-b", LEASE, now=now + LEASE + 1).claim
+    zombie_answer = _write(candidate, requests, request_id, holder.fencing_token, "delete_files", "the zombie's write")
+    stored = state.read(requests, request_id)
     if "delete_files" in stored.steps_done:
         raise ExerciseFailed(
             f"worker-a's lease expired and worker-b claimed the request with token {successor.fencing_token}, "
@@ -89,10 +92,11 @@ def verify_fenced_write(candidate: Callable[[Any, str, int, str], bool], table_n
         )
     if zombie_answer is not False:
         raise ExerciseFailed(f"the zombie's write was refused but returned {zombie_answer!r}; return False when fenced out")
-    if _call(candidate, table, request_id, successor.fencing_token, "delete_files", "the new holder's write") is not True:
+    answer = _write(candidate, requests, request_id, successor.fencing_token, "delete_files", "the new holder's write")
+    if answer is not True:
         raise ExerciseFailed("the new holder (the higher token) was refused; compare with the token stored on the item")
-    _after_the_end(candidate, table, now)
-    _unknown_request(candidate, table)
+    _after_the_end(candidate, requests, now)
+    _unknown_request(candidate, requests)
     for round_number in range(1, RACE_ROUNDS + 1):
         _race_zombie_and_holder(candidate, table_name, now, round_number)
     return (
@@ -101,42 +105,37 @@ def verify_fenced_write(candidate: Callable[[Any, str, int, str], bool], table_n
     )
 
 
-def _after_the_end(candidate: Callable, table: Any, now: float) -> None:
-    request_id = _new_request(table)
-    claim = state.claim(table, request_id, "worker-a", LEASE, now=now).claim
-    state.release_after_failure(table, claim, "gave up", max_attempts=1, retry_delay_seconds=0, now=now)
-    answer = _call(candidate, table, request_id, claim.fencing_token, "send_goodbye", "a write after the request FAILED")
-    if answer is not False or "send_goodbye" in state.read(table, request_id).steps_done:
+def _after_the_end(candidate: Callable, requests: Any, now: float) -> None:
+    request_id = _new_request(requests)
+    claim = state.claim(requests, request_id, "worker-a", LEASE, now=now).claim
+    state.release_after_failure(requests, claim, "gave up", max_attempts=1, retry_delay_seconds=0, now=now)
+    what = "a write after the request FAILED"
+    answer = _write(candidate, requests, request_id, claim.fencing_token, "send_goodbye", what)
+    if answer is not False or "send_goodbye" in state.read(requests, request_id).steps_done:
         raise ExerciseFailed(
             "the request is FAILED (its token is still the latest), yet the write landed: the condition must "
             "also require status = PROCESSING"
         )
 
 
-def _unknown_request(candidate: Callable, table: Any) -> None:
+def _unknown_request(candidate: Callable, requests: Any) -> None:
     missing = f"del-missing-{uuid.uuid4().hex[:8]}"
-    answer = _call(candidate, table, missing, 1, "delete_records", "a write to an unknown request")
-    if "Item" in table.get_item(Key={"deletion_request_id": missing}, ConsistentRead=True):
+    answer = _write(candidate, requests, missing, 1, "delete_records", "a write to an unknown request")
+    if "Item" in requests.get_item(Key={"deletion_request_id": missing}, ConsistentRead=True):
         raise ExerciseFailed("a write to a request that does not exist created it; the condition must refuse it")
     if answer is not False:
         raise ExerciseFailed(f"a write to an unknown request returned {answer!r}; it should return False")
 
 
 def _race_zombie_and_holder(candidate: Callable, table_name: str, now: float, round_number: int) -> None:
-    setup = _table(table_name)
+    setup = table(table_name)
     request_id = _new_request(setup)
     zombie = state.claim(setup, request_id, "zombie", LEASE, now=now).claim
     holder = state.claim(setup, request_id, "holder", LEASE, now=now + LEASE + 1).claim
-    zombie_table, holder_table = _table(table_name), _table(table_name)
-    # An exception is the learner's outcome, reported below.
-    answers = all_at_once(
-        [
-            lambda: candidate(zombie_table, request_id, zombie.fencing_token, "delete_identity"),
-            lambda: candidate(holder_table, request_id, holder.fencing_token, "delete_records"),
-        ],
-        join_seconds=30,
-        capture_errors=True,
-    )
+    # A Table per thread; an exception is the learner's outcome, reported below.
+    writes = [(zombie, "delete_identity"), (holder, "delete_records")]
+    calls = [lambda t=table(table_name), c=c, s=s: candidate(t, request_id, c.fencing_token, s) for c, s in writes]
+    answers = all_at_once(calls, join_seconds=30, capture_errors=True)
     steps = state.read(setup, request_id).steps_done
     if "delete_identity" in steps:
         raise ExerciseFailed(f"round {round_number}: the zombie's write landed while the holder wrote at the same moment")
@@ -187,18 +186,16 @@ def send_goodbye(outbox: Any, deletion_request_id: str, user_id: str) -> bool:
 
 
 def goodbye_exercise(stack: dict) -> Exercise:
-    return _exercise(stack, "email_outbox", "Send the goodbye email once per request", GOODBYE_HINT, send_goodbye, verify_goodbye)
-
-
-GOODBYE_RACERS = 8
+    title = "Send the goodbye email once per request"
+    return Exercise(title, GOODBYE_HINT, send_goodbye, verify_goodbye, stack["tables"]["email_outbox"])
 
 
 def verify_goodbye(candidate: Callable[[Any, str, str], bool], table_name: str) -> str:
-    outbox = _table(table_name)
+    outbox = table(table_name)
     request_id, user_id = f"del-ex-{uuid.uuid4().hex[:10]}", f"user-ex-{uuid.uuid4().hex[:6]}"
-    first = _call_goodbye(candidate, outbox, request_id, user_id, "the first attempt")
-    retry = _call_goodbye(candidate, outbox, request_id, user_id, "the retry")
-    sent = _emails(outbox, request_id)
+    first = attempt(candidate, outbox, request_id, user_id, what="the first attempt", advice=ALREADY_SENT)
+    retry = attempt(candidate, outbox, request_id, user_id, what="the retry", advice=ALREADY_SENT)
+    sent = deletion.outbox_items(outbox, deletion_request_id=request_id)
     if len(sent) != 1:
         raise ExerciseFailed(f"a first attempt and a retry sent {len(sent)} emails for one request; the key must be the same on both")
     if sent[0].get("user_id") != user_id or sent[0].get("kind") != "goodbye":
@@ -206,8 +203,8 @@ def verify_goodbye(candidate: Callable[[Any, str, str], bool], table_name: str) 
     if (first, retry) != (True, False):
         raise ExerciseFailed(f"the first attempt should return True and the retry False, got {first!r} and {retry!r}")
     other = f"del-ex-{uuid.uuid4().hex[:10]}"
-    _call_goodbye(candidate, outbox, other, user_id, "a second request")
-    if len(_emails(outbox, other)) != 1:
+    attempt(candidate, outbox, other, user_id, what="a second request", advice=ALREADY_SENT)
+    if len(deletion.outbox_items(outbox, deletion_request_id=other)) != 1:
         raise ExerciseFailed("a different deletion request must get its own email; the key must include the request id")
     _race_goodbyes(candidate, table_name, user_id)
     return f"a retry sends nothing, another request gets its own email, and {GOODBYE_RACERS} attempts at once sent exactly one"
@@ -215,10 +212,11 @@ def verify_goodbye(candidate: Callable[[Any, str, str], bool], table_name: str) 
 
 def _race_goodbyes(candidate: Callable, table_name: str, user_id: str) -> None:
     request_id = f"del-ex-{uuid.uuid4().hex[:10]}"
-    tables = [_table(table_name) for _ in range(GOODBYE_RACERS)]
+    tables = [table(table_name) for _ in range(GOODBYE_RACERS)]
     # An exception is the learner's outcome, reported below.
-    answers = all_at_once([lambda i=i: candidate(tables[i], request_id, user_id) for i in range(GOODBYE_RACERS)], join_seconds=30, capture_errors=True)
-    sent = _emails(tables[0], request_id)
+    calls = [lambda t=t: candidate(t, request_id, user_id) for t in tables]
+    answers = all_at_once(calls, join_seconds=30, capture_errors=True)
+    sent = deletion.outbox_items(tables[0], deletion_request_id=request_id)
     if len(sent) != 1:
         raise ExerciseFailed(f"{GOODBYE_RACERS} attempts at once sent {len(sent)} emails; the condition must be part of the put")
     errors = [a for a in answers if isinstance(a, Exception)]
@@ -228,47 +226,12 @@ def _race_goodbyes(candidate: Callable, table_name: str, user_id: str) -> None:
         raise ExerciseFailed(f"exactly one of {GOODBYE_RACERS} attempts should report sending; {answers.count(True)} did")
 
 
-def _emails(outbox: Any, deletion_request_id: str) -> list[dict]:
-    return deletion.outbox_items(outbox, deletion_request_id=deletion_request_id)
+def _write(candidate: Callable, requests: Any, request_id: str, token: int, step: str, what: str) -> Any:
+    return attempt(candidate, requests, request_id, token, step, what=what, advice=FENCED_OUT)
 
 
-def _call_goodbye(candidate: Callable, outbox: Any, request_id: str, user_id: str, what: str) -> Any:
-    try:
-        return candidate(outbox, request_id, user_id)
-    except Exception as exc:
-        raise ExerciseFailed(
-            f"{what} raised {type(exc).__name__}: {exc}. A failed condition means an earlier attempt "
-            "already sent the email: return False instead of raising"
-        ) from exc
-
-
-# -- shared ------------------------------------------------------------------------------
-
-
-def _exercise(stack: dict, table_key: str, title: str, hint: str, solution: Callable, verify: Callable) -> Exercise:
-    """An exercise checked against one of the stack's tables."""
-    table_name = stack["tables"][table_key]
-    return Exercise(title=title, hint_text=hint, solution_fn=solution, verify=lambda candidate: verify(candidate, table_name))
-
-
-def _call(candidate: Callable, table: Any, request_id: str, token: int, step: str, what: str) -> Any:
-    try:
-        return candidate(table, request_id, token, step)
-    except Exception as exc:
-        raise ExerciseFailed(
-            f"{what} raised {type(exc).__name__}: {exc}. A failed condition means this worker no longer "
-            "holds the claim: return False instead of raising"
-        ) from exc
-
-
-def _new_request(table: Any) -> str:
+def _new_request(requests: Any) -> str:
     request_id = f"del-ex-{uuid.uuid4().hex[:10]}"
-    state.create(table, request_id, f"user-ex-{uuid.uuid4().hex[:6]}", int(time.time()))
+    state.create(requests, request_id, f"user-ex-{uuid.uuid4().hex[:6]}", int(time.time()))
     return request_id
 
-
-def _table(name: str) -> Any:
-    if settings.endpoint_url():
-        settings.use_local_credentials()
-    session = boto3.session.Session(region_name=settings.region())
-    return session.resource("dynamodb", endpoint_url=settings.endpoint_url()).Table(name)

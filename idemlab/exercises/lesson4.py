@@ -14,7 +14,8 @@ import time
 import uuid
 from typing import Callable
 
-from idemlab.exercises import Exercise, ExerciseFailed
+from idemlab.embedded.sqs_event_source import lambda_record
+from idemlab.exercises import Exercise, ExerciseFailed, attempt
 from idemlab.lessons.queues import Orders, line
 
 QUEUE = "orders_by_message_id"
@@ -39,12 +40,8 @@ def reservation_key(record: dict) -> str:
 
 
 def exercise(stack: dict) -> Exercise:
-    return Exercise(
-        title="Key a queue consumer's side effect on the business operation",
-        hint_text=HINT,
-        solution_fn=reservation_key,
-        verify=lambda candidate: verify(candidate, stack),
-    )
+    title = "Key a queue consumer's side effect on the business operation"
+    return Exercise(title, HINT, reservation_key, verify, stack)
 
 
 def verify(candidate: Callable[[dict], str], stack: dict) -> str:
@@ -60,15 +57,12 @@ def verify(candidate: Callable[[dict], str], stack: dict) -> str:
         redeliveries = _receive(orders, order_id, 3)
         for record in redeliveries:
             orders.sqs.delete_message(QueueUrl=orders.url(QUEUE), ReceiptHandle=record["receiptHandle"])
-
-    def key(record: dict) -> str:
-        try:
-            return candidate(record)
-        except Exception as exc:
-            raise ExerciseFailed(f"reservation_key raised {type(exc).__name__}: {exc} for a record with body {record['body']}") from exc
-
-    of_first = [(r, key(r)) for r in deliveries + redeliveries if json.loads(r["body"]) == first]
-    of_other = [(r, key(r)) for r in deliveries + redeliveries if json.loads(r["body"]) == other]
+    keyed = [
+        (r, attempt(candidate, r, what="reservation_key", advice=f" for a record with body {r['body']}"))
+        for r in deliveries + redeliveries
+    ]
+    of_first = [(r, k) for r, k in keyed if json.loads(r["body"]) == first]
+    of_other = [(r, k) for r, k in keyed if json.loads(r["body"]) == other]
     keys_of_first = {k for _, k in of_first}
     if len(keys_of_first) != 1:
         ids = sorted({r["messageId"][:8] for r, _ in of_first})
@@ -94,22 +88,8 @@ def _receive(orders: Orders, order_id: str, count: int, timeout: float = 30) -> 
         ).get("Messages", [])
         for message in batch:
             if json.loads(message["Body"]).get("order_id") == order_id:
-                records.append(_record(message, arn, orders.stack["region"]))
+                records.append(lambda_record(message, arn, orders.stack["region"]))
             else:  # someone else's line: leave it for its consumer
                 orders.sqs.change_message_visibility(QueueUrl=orders.url(QUEUE), ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
     return records
 
-
-def _record(message: dict, queue_arn: str, region: str) -> dict:
-    # The fields of Lambda's SQS record (Lambda developer guide, with-sqs.html).
-    return {
-        "messageId": message["MessageId"],
-        "receiptHandle": message["ReceiptHandle"],
-        "body": message["Body"],
-        "attributes": message.get("Attributes", {}),
-        "messageAttributes": {},
-        "md5OfBody": message["MD5OfBody"],
-        "eventSource": "aws:sqs",
-        "eventSourceARN": queue_arn,
-        "awsRegion": region,
-    }

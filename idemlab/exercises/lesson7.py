@@ -6,31 +6,32 @@ keyed checkout (``functions/checkout/checkout_keyed.py``)::
 
     {"event_key_jmespath": "<JMESPath over the delivery>", "expires_after_seconds": <int>}
 
-``exercise(stack).check(key_and_lifetime)`` deploys the checkout with those settings as
-Lambda functions on the learner's backend and attacks them with real deliveries: copies
-sent together, a retry with a new trace id and another order from the same customer (the
-record living as long as chosen), then a redrive late in a dead-letter queue's retention,
-in compressed time (the record living one real second per chosen day).
-
-``downstream_exercise(stack).check(charge)`` zips the source of the learner's handler
-``charge(event, context)`` (with the take-home plugin's packer), deploys it as a Lambda
-function and sends it copies together, a retry, another order and a late redrive.
+``exercise(stack).check(key_and_lifetime)`` deploys the checkout with those settings on
+the learner's backend and attacks it with real deliveries; the redrive late in a
+dead-letter queue's retention runs in compressed time (one real second per chosen day).
+``downstream_exercise(stack).check(charge)`` deploys the learner's handler
+``charge(event, context)`` as a Lambda function and attacks it the same way.
 """
 
 from __future__ import annotations
 
+import inspect
+import tempfile
+import textwrap
 import time
+from pathlib import Path
 from typing import Any, Callable
 
-from idemlab.exercises import Exercise, ExerciseFailed
+import jmespath
+
+from idemlab.exercises import Exercise, ExerciseFailed, attempt
 from idemlab.lessons.traps import DAY, DeliveryFailed, DLQ_MAX_RETENTION_SECONDS, KeyedCheckouts, Variant, delivery, new_order_id, retry_of
 
 # Compressed time: one real second stands for one day, so a 14-day redrive takes 14 s.
 SECONDS_PER_DAY = 1.0
 # The scenario: a queue retries a failed checkout for up to a day (maxReceiveCount x the
 # visibility timeout), then its dead-letter queue keeps the message for the 14-day maximum.
-RETRY_WINDOW_SECONDS = 1 * DAY
-HORIZON_SECONDS = RETRY_WINDOW_SECONDS + DLQ_MAX_RETENTION_SECONDS
+HORIZON_SECONDS = 1 * DAY + DLQ_MAX_RETENTION_SECONDS
 # When the operator redrives the dead letter, counted from the first delivery's answer:
 # late in its stay in the DLQ. A day short of the 15-day horizon, so a record that lives
 # the whole horizon is safely alive (Powertools stores expiry in whole seconds).
@@ -63,29 +64,21 @@ def key_and_lifetime() -> dict:
 
 
 def exercise(stack: dict) -> Exercise:
-    return Exercise(
-        title="Choose the key, and how long it lives",
-        hint_text=HINT,
-        solution_fn=key_and_lifetime,
-        verify=lambda candidate: verify(candidate, stack),
-    )
+    return Exercise("Choose the key, and how long it lives", HINT, key_and_lifetime, verify, stack)
 
 
 def verify(candidate: Callable[[], dict], stack: dict) -> str:
     chosen = _settings(candidate)
     # Two functions, one trap each: the key is attacked with the record living as long as
     # chosen, the lifetime in compressed time (a day per second).
-    keyed = Variant(name="exercise-key", key=chosen["event_key_jmespath"], expires_after_seconds=chosen["expires_after_seconds"])
-    compressed = Variant(
-        name="exercise-lifetime",
-        key=chosen["event_key_jmespath"],
-        expires_after_seconds=int(chosen["expires_after_seconds"] / DAY * SECONDS_PER_DAY),
-    )
+    key, expiry = chosen["event_key_jmespath"], chosen["expires_after_seconds"]
+    keyed = Variant(name="exercise-key", key=key, expires_after_seconds=expiry)
+    compressed = Variant(name="exercise-lifetime", key=key, expires_after_seconds=int(expiry / DAY * SECONDS_PER_DAY))
     shop = KeyedCheckouts(stack)
     try:
         shop.deploy(keyed)
         shop.deploy(compressed)
-        _attack_key(shop, keyed)
+        _copies_retry_and_another(shop, keyed, COPIES_TOGETHER, with_key=True)
         _attack_lifetime(shop, compressed, chosen)
     finally:
         shop.remove()
@@ -96,10 +89,7 @@ def verify(candidate: Callable[[], dict], stack: dict) -> str:
 
 
 def _settings(candidate: Callable[[], dict]) -> dict:
-    try:
-        chosen = candidate()
-    except Exception as exc:
-        raise ExerciseFailed(f"key_and_lifetime() raised {type(exc).__name__}: {exc}") from exc
+    chosen = attempt(candidate, what="key_and_lifetime()")
     if not isinstance(chosen, dict) or set(chosen) != {"event_key_jmespath", "expires_after_seconds"}:
         raise ExerciseFailed(f"return a dict with event_key_jmespath and expires_after_seconds, got {chosen!r}")
     key, expiry = chosen["event_key_jmespath"], chosen["expires_after_seconds"]
@@ -108,33 +98,41 @@ def _settings(candidate: Callable[[], dict]) -> dict:
     if isinstance(expiry, bool) or not isinstance(expiry, int) or expiry < 0:
         raise ExerciseFailed(f"expires_after_seconds must be a whole number of seconds, got {expiry!r}")
     try:
-        import jmespath
-
         jmespath.compile(key or "@")
     except Exception as exc:
         raise ExerciseFailed(f"event_key_jmespath {key!r} is not a JMESPath expression: {exc}") from exc
     return chosen
 
 
-def _attack_key(shop: KeyedCheckouts, variant: Variant) -> None:
-    order_id = new_order_id("exercise")
-    first = delivery(order_id, key=f"client-{order_id}")
-    answers = shop.send_together(variant, [first] * COPIES_TOGETHER)
-    _expect(shop, order_id, 1, f"{COPIES_TOGETHER} copies of one delivery sent together", answers)
+def _copies_retry_and_another(
+    shop: KeyedCheckouts, target: Variant | str, copies: int, with_key: bool, too_many: str | None = None
+) -> dict:
+    """``copies`` of one order together, a retry of it, then another order: each order charged
+    once. With ``with_key`` every delivery carries the client's Idempotency-Key header."""
 
-    retry = retry_of(first)
-    _expect(shop, order_id, 1, "a retry of the order (same body and Idempotency-Key, a new X-Amzn-Trace-Id)", [shop.send(variant, retry)])
+    def new_delivery() -> dict:
+        order_id = new_order_id("exercise")
+        return delivery(order_id, key=f"client-{order_id}" if with_key else None)
 
-    other = new_order_id("exercise")
-    _expect(shop, other, 1, "another order from the same customer, same amount", [shop.send(variant, delivery(other, key=f"client-{other}"))])
+    first = new_delivery()
+    order_id = first["body"]["order_id"]
+    answers = shop.send_together(target, [first] * copies)
+    _expect(shop, order_id, 1, f"{copies} copies of one delivery sent together", answers, too_many)
+    retried = "a retry with a new X-Amzn-Trace-Id"
+    if with_key:
+        retried = "a retry of the order (same body and Idempotency-Key, a new X-Amzn-Trace-Id)"
+    _expect(shop, order_id, 1, retried, [shop.send(target, retry_of(first))], too_many)
+    other = new_delivery()
+    what = "another order from the same customer, same amount"
+    _expect(shop, other["body"]["order_id"], 1, what, [shop.send(target, other)])
+    return first
 
 
 def _attack_lifetime(shop: KeyedCheckouts, variant: Variant, chosen: dict) -> None:
     order_id = new_order_id("exercise-redrive")
     first = delivery(order_id, key=f"client-{order_id}")
     answers = [shop.send(variant, first)]
-    answered = time.monotonic()
-    time.sleep(max(0.0, answered + REDRIVE_AFTER_DAYS * SECONDS_PER_DAY - time.monotonic()))
+    time.sleep(REDRIVE_AFTER_DAYS * SECONDS_PER_DAY)  # counted from the first delivery's answer
     answers.append(shop.send(variant, retry_of(first)))
     what = f"the dead letter redriven on day {REDRIVE_AFTER_DAYS} (compressed: {REDRIVE_AFTER_DAYS} s)"
     _expect(shop, order_id, 1, what, answers)
@@ -212,12 +210,7 @@ def charge_with_downstream_key(event, context):
 
 
 def downstream_exercise(stack: dict) -> Exercise:
-    return Exercise(
-        title="Pass the key downstream",
-        hint_text=DOWNSTREAM_HINT,
-        solution_fn=charge_with_downstream_key,
-        verify=lambda candidate: verify_downstream(candidate, stack),
-    )
+    return Exercise("Pass the key downstream", DOWNSTREAM_HINT, charge_with_downstream_key, verify_downstream, stack)
 
 
 def verify_downstream(candidate: Callable, stack: dict) -> str:
@@ -225,15 +218,10 @@ def verify_downstream(candidate: Callable, stack: dict) -> str:
     label = "exercise-handler"
     shop.deploy_handler(label, handler_zip(candidate), f"{HANDLER_MODULE}.{candidate.__name__}")
     try:
-        order_id = new_order_id("exercise-ds")
-        first = delivery(order_id)
-        answers = shop.send_together(label, [first] * HANDLER_COPIES)
-        _expect(shop, order_id, 1, f"{HANDLER_COPIES} copies of one delivery sent together", answers, NO_KEY)
-        _expect(shop, order_id, 1, "a retry with a new X-Amzn-Trace-Id", [shop.send(label, retry_of(first))], NO_KEY)
-        other = new_order_id("exercise-ds")
-        _expect(shop, other, 1, "another order from the same customer, same amount", [shop.send(label, delivery(other))])
+        first = _copies_retry_and_another(shop, label, HANDLER_COPIES, with_key=False, too_many=NO_KEY)
         time.sleep(DOWNSTREAM_REDRIVE_AFTER_SECONDS)
-        _expect(shop, order_id, 1, "a redrive of the first delivery, later", [shop.send(label, retry_of(first))], NO_KEY)
+        later = [shop.send(label, retry_of(first))]
+        _expect(shop, first["body"]["order_id"], 1, "a redrive of the first delivery, later", later, NO_KEY)
     except DeliveryFailed as exc:
         raise ExerciseFailed(f"your handler failed in Lambda: {exc}") from exc
     finally:
@@ -243,11 +231,6 @@ def verify_downstream(candidate: Callable, stack: dict) -> str:
 
 def handler_zip(candidate: Callable) -> bytes:
     """The candidate's source as a module of its own, zipped by the take-home plugin's packer."""
-    import inspect
-    import tempfile
-    import textwrap
-    from pathlib import Path
-
     from idemlab.testing.handlers import zip_folder
 
     try:
