@@ -14,7 +14,6 @@ import os
 from collections import Counter
 import subprocess
 import sys
-import time
 import uuid
 
 import pytest

@@ -7,7 +7,6 @@ writes one row per call (the effect), `handler` holds for a moment, then records
 from __future__ import annotations
 
 import io
-import json
 import textwrap
 import zipfile
 

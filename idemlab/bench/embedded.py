@@ -514,8 +514,8 @@ def table(results: dict) -> str:
     if results.get("dynamodb_raw_calls_per_s"):
         lines += [
             "",
-            f"DynamoDB requests per second each server serves, sent as raw HTTP (the same requests signed by "
-            f"boto3 beforehand; the client costs ~20 us a request), in the same rounds",
+            "DynamoDB requests per second each server serves, sent as raw HTTP (the same requests signed by "
+            "boto3 beforehand; the client costs ~20 us a request), in the same rounds",
             "",
         ]
         lines += _dynamodb_rows(results["dynamodb_raw_calls_per_s"], compared["dynamodb_raw"])
