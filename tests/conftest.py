@@ -57,6 +57,29 @@ def pytest_xdist_make_scheduler(config, log):
     return FilesAndNotebooks(config, log)
 
 
+# Timeouts of the stacks the suite deploys, shorter than the lessons' (functions.tf): a
+# crash test waits out the crashed function's timeout, so the deletion matrix, the sweeper
+# and notebook 04 wait for these. Long enough for a step's few calls on a busy 2-core CI
+# runner (6 s, as the Powertools checkout has in the lessons); tests read the deployed value.
+TEST_FUNCTION_TIMEOUTS = {
+    "claim_deletion": 6,
+    "delete_records": 6,
+    "delete_files": 6,
+    "delete_identity": 6,
+    "send_goodbye": 6,
+    "complete_deletion": 6,
+    "naive_deletion_worker": 10,
+}
+
+
+def suite_functions() -> dict:
+    """The module's default functions with TEST_FUNCTION_TIMEOUTS: the root's `functions`."""
+    from idemlab import functions
+
+    default = functions._default("functions.tf", "functions")
+    return {key: {**spec, "timeout": TEST_FUNCTION_TIMEOUTS.get(key, spec["timeout"])} for key, spec in default.items()}
+
+
 @pytest.fixture(scope="session")
 def backend():
     os.environ.update(
@@ -66,6 +89,8 @@ def backend():
             "AWS_SECRET_ACCESS_KEY": "test",
             "AWS_DEFAULT_REGION": "us-east-1",
             "AWS_REGION": "us-east-1",
+            # Every stack a test deploys (idemlab.stack runs Terraform in this environment).
+            "TF_VAR_functions": json.dumps(suite_functions()),
         }
     )
     server = EmbeddedBackend().start()
