@@ -19,6 +19,7 @@ import pytest
 
 from idemlab import clients
 from idemlab.embedded.server import EmbeddedBackend
+from suite_timeouts import suite_functions
 
 
 # The files that take longest (make test's --durations), started first so that no worker
@@ -55,29 +56,6 @@ def pytest_xdist_make_scheduler(config, log):
             return nodeid if path.endswith("test_notebooks.py") else path
 
     return FilesAndNotebooks(config, log)
-
-
-# Timeouts of the stacks the suite deploys, shorter than the lessons' (functions.tf): a
-# crash test waits out the crashed function's timeout, so the deletion matrix, the sweeper
-# and notebook 04 wait for these. Long enough for a step's few calls on a busy 2-core CI
-# runner (6 s, as the Powertools checkout has in the lessons); tests read the deployed value.
-TEST_FUNCTION_TIMEOUTS = {
-    "claim_deletion": 6,
-    "delete_records": 6,
-    "delete_files": 6,
-    "delete_identity": 6,
-    "send_goodbye": 6,
-    "complete_deletion": 6,
-    "naive_deletion_worker": 10,
-}
-
-
-def suite_functions() -> dict:
-    """The module's default functions with TEST_FUNCTION_TIMEOUTS: the root's `functions`."""
-    from idemlab import functions
-
-    default = functions._default("functions.tf", "functions")
-    return {key: {**spec, "timeout": TEST_FUNCTION_TIMEOUTS.get(key, spec["timeout"])} for key, spec in default.items()}
 
 
 @pytest.fixture(scope="session")

@@ -257,7 +257,7 @@ def test_executions_that_die_before_or_at_the_claim_are_recovered_by_the_sweeper
 def test_the_suite_stack_waits_less_than_the_lessons_stack(stack):
     # The crash tests above wait out these timeouts: conftest passes them to Terraform
     # (the root's `functions`), and the lessons' own stay as functions.tf has them.
-    from conftest import TEST_FUNCTION_TIMEOUTS
+    from suite_timeouts import TEST_FUNCTION_TIMEOUTS
 
     from idemlab import functions
 
