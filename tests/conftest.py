@@ -24,37 +24,37 @@ from suite_timeouts import suite_functions
 
 
 # Seconds the longest scopes (a file, or one test of SPLIT_BY_TEST) took in one `make test`
-# (--durations=0, summed per scope; 4 workers on 2 cores shared with other jobs, load ~30:
-# about 2.3 times a quiet run, and only their order matters). Workers take scopes longest
-# first, so that none starts a long one while the others are nearly done; unlisted scopes
-# follow in collection order.
+# (--durations=0, summed per scope; 5 workers on 2 cores shared with other jobs, load ~15,
+# so only their order matters; 607 passed in 10.4 min). Workers take scopes longest first,
+# so that none starts a long one while the others are nearly done; unlisted scopes follow
+# in collection order. The WITHOUT_STACK files at the top ran beside five deploys.
 SCOPE_SECONDS = {
-    "test_deletion_stack.py::test_every_fault_point_and_delivery_pattern_deletes_once": 519,
-    "test_terraform_lifecycle.py": 272,
-    "test_notebooks.py::test_notebook_runs_headless_and_asserts_its_outcomes[05_cost_of_idempotency.ipynb]": 264,
-    "test_plugin_example.py": 260,
-    "test_terraform_static.py": 239,
-    "test_embedded_dynamodb.py": 237,
-    "test_checkout_handlers.py": 197,
-    "test_plugin_deliver.py": 193,
-    "test_traps_exercise.py": 182,
-    "test_checkout_stack.py": 176,
-    "test_notebooks.py::test_notebook_runs_headless_and_asserts_its_outcomes[07_keys_and_record_lifetime.ipynb]": 163,
-    "test_vehicle_workflow.py": 162,
-    "test_deletion_workflow.py": 121,
-    "test_deletion_interleavings.py": 119,
-    "test_embedded_limits.py": 116,
-    "test_bench_notebook_backend.py": 115,
-    "test_notebooks.py::test_notebook_runs_headless_and_asserts_its_outcomes[06_queues.ipynb]": 113,
-    "test_deletion_stack.py::test_executions_that_die_before_or_at_the_claim_are_recovered_by_the_sweeper": 105,
-    "test_notebooks.py::test_notebook_runs_headless_and_asserts_its_outcomes[02_side_effects_and_races.ipynb]": 101,
-    "test_checkout_exercise.py": 100,
-    "test_queue_lesson.py": 100,  # timed out at 300 s in that run; 45 s in a quiet one
-    "test_plugin_dogfood.py": 88,
-    "test_embedded_event_source.py": 85,
-    "test_bench_strategy_counts.py": 83,
-    "test_notebooks.py::test_notebook_runs_headless_and_asserts_its_outcomes[04_partial_failures_and_recovery.ipynb]": 80,
-    "test_deletion_steps.py": 73,
+    "test_embedded_dynamodb.py": 328,
+    "test_plugin_example.py": 309,
+    "test_terraform_lifecycle.py": 303,
+    "test_terraform_static.py": 221,
+    "test_notebooks.py::test_notebook_runs_headless_and_asserts_its_outcomes[05_cost_of_idempotency.ipynb]": 148,
+    "test_deletion_stack.py::test_every_fault_point_and_delivery_pattern_deletes_once": 132,
+    "test_plugin_deliver.py": 120,
+    "test_bench_notebook_backend.py": 112,
+    "test_embedded_limits.py": 90,
+    "test_deletion_stack.py::test_executions_that_die_before_or_at_the_claim_are_recovered_by_the_sweeper": 83,
+    "test_traps_exercise.py": 81,
+    "test_checkout_stack.py": 77,
+    "test_queue_lesson.py": 69,
+    "test_notebooks.py::test_notebook_runs_headless_and_asserts_its_outcomes[06_queues.ipynb]": 67,
+    "test_notebooks.py::test_notebook_runs_headless_and_asserts_its_outcomes[02_side_effects_and_races.ipynb]": 66,
+    "test_notebooks.py::test_notebook_runs_headless_and_asserts_its_outcomes[04_partial_failures_and_recovery.ipynb]": 56,
+    "test_checkout_handlers.py": 49,
+    "test_notebooks.py::test_notebook_runs_headless_and_asserts_its_outcomes[07_keys_and_record_lifetime.ipynb]": 46,
+    "test_bench_strategy_counts.py": 46,
+    "test_plugin_dogfood.py": 44,
+    "test_vehicle_workflow.py": 42,
+    "test_deletion_workflow.py": 41,
+    "test_embedded_event_source.py": 37,
+    "test_notebooks.py::test_notebook_runs_headless_and_asserts_its_outcomes[03_claims_and_leases.ipynb]": 35,
+    "test_deletion_steps.py": 29,
+    "test_checkout_exercise.py": 29,
 }
 # Files whose tests are scopes of their own: they share nothing but the session's stack
 # (test_deletion_stack's module fixture is a plain object), and each is long.
