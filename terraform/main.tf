@@ -4,5 +4,6 @@ module "lab" {
   prefix                 = var.prefix
   artifacts_dir          = var.artifacts_dir
   deletion_delay_seconds = var.deletion_delay_seconds
+  functions              = var.functions
   tags                   = var.tags
 }

@@ -27,6 +27,12 @@ variable "deletion_delay_seconds" {
   default     = 30
 }
 
+variable "functions" {
+  description = "The module's `functions` map, whole, to replace its default set (null, the default: the module's own functions and timeouts, as the lessons describe them). The test suite passes the default set with shorter timeouts (TF_VAR_functions, tests/suite_timeouts.py) so that its crash tests wait less."
+  type        = any
+  default     = null
+}
+
 variable "tags" {
   description = "Extra tags for every resource."
   type        = map(string)

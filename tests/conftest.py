@@ -2,7 +2,8 @@
 
 `backend` starts the embedded server in its own process on a free port, once per
 test session, and points every boto3 client (and the harness) at it.
-`stack` applies the Terraform root to that backend once and returns the `lab` map.
+`stack` applies the Terraform root to that backend once and returns the `lab` map; the
+apply starts in the background as soon as the backend is up (BackgroundDeploy).
 """
 
 from __future__ import annotations
@@ -19,46 +20,158 @@ import pytest
 
 from idemlab import clients
 from idemlab.embedded.server import EmbeddedBackend
+from suite_timeouts import suite_functions
 
 
-# The files that take longest (make test's --durations), started first so that no worker
-# begins one of them when the others are nearly done. The rest keep their usual order.
-LONGEST_FIRST = (
-    "test_deletion_stack.py",
-    "test_notebooks.py",
+# Seconds the longest scopes (a file, or one test of SPLIT_BY_TEST) took in one `make test`
+# (--durations=0, summed per scope; 5 workers on 2 cores shared with other jobs, load ~15,
+# so only their order matters; 607 passed in 10.4 min). Workers take scopes longest first,
+# so that none starts a long one while the others are nearly done; unlisted scopes follow
+# in collection order. The WITHOUT_STACK files at the top ran beside five deploys.
+SCOPE_SECONDS = {
+    "test_embedded_dynamodb.py": 328,
+    "test_plugin_example.py": 309,
+    "test_terraform_lifecycle.py": 303,
+    "test_terraform_static.py": 221,
+    "test_notebooks.py::test_notebook_runs_headless_and_asserts_its_outcomes[05_cost_of_idempotency.ipynb]": 148,
+    "test_deletion_stack.py::test_every_fault_point_and_delivery_pattern_deletes_once": 132,
+    "test_plugin_deliver.py": 120,
+    "test_bench_notebook_backend.py": 112,
+    "test_embedded_limits.py": 90,
+    "test_deletion_stack.py::test_executions_that_die_before_or_at_the_claim_are_recovered_by_the_sweeper": 83,
+    "test_traps_exercise.py": 81,
+    "test_checkout_stack.py": 77,
+    "test_queue_lesson.py": 69,
+    "test_notebooks.py::test_notebook_runs_headless_and_asserts_its_outcomes[06_queues.ipynb]": 67,
+    "test_notebooks.py::test_notebook_runs_headless_and_asserts_its_outcomes[02_side_effects_and_races.ipynb]": 66,
+    "test_notebooks.py::test_notebook_runs_headless_and_asserts_its_outcomes[04_partial_failures_and_recovery.ipynb]": 56,
+    "test_checkout_handlers.py": 49,
+    "test_notebooks.py::test_notebook_runs_headless_and_asserts_its_outcomes[07_keys_and_record_lifetime.ipynb]": 46,
+    "test_bench_strategy_counts.py": 46,
+    "test_plugin_dogfood.py": 44,
+    "test_vehicle_workflow.py": 42,
+    "test_deletion_workflow.py": 41,
+    "test_embedded_event_source.py": 37,
+    "test_notebooks.py::test_notebook_runs_headless_and_asserts_its_outcomes[03_claims_and_leases.ipynb]": 35,
+    "test_deletion_steps.py": 29,
+    "test_checkout_exercise.py": 29,
+}
+# Files whose tests are scopes of their own: they share nothing but the session's stack
+# (test_deletion_stack's module fixture is a plain object), and each is long.
+SPLIT_BY_TEST = ("test_notebooks.py", "test_deletion_stack.py")
+# Long files that use no `lab` stack: each worker starts with one of these while its
+# stack deploys in the background (`early_stack`), so the deploy's minute of waiting on
+# Terraform's polls (two rounds of SQS queues at 25 s each) overlaps with tests. Checked
+# at collection.
+WITHOUT_STACK = (
     "test_terraform_lifecycle.py",
-    "test_bench_notebook_backend.py",
-    "test_bench_strategy_counts.py",
-    "test_queue_lesson.py",
-    "test_embedded_dynamodb.py",
     "test_plugin_example.py",
+    "test_terraform_static.py",
+    "test_embedded_dynamodb.py",
+    "test_plugin_deliver.py",
     "test_embedded_limits.py",
+    "test_embedded_event_source.py",
 )
 
 
-def pytest_collection_modifyitems(items):
-    rank = {name: position for position, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: a file keeps its order
+def scope_of(nodeid: str) -> str:
+    """The scheduling unit of a test: its file, or the test itself in a SPLIT_BY_TEST file."""
+    path = nodeid.split("::", 1)[0]
+    return nodeid if path.endswith(SPLIT_BY_TEST) else path
+
+
+def scope_key(scope: str) -> str:
+    """The SCOPE_SECONDS key of a scope (its path relative to tests/)."""
+    return scope.split("tests/", 1)[-1]
+
+
+def scheduling_order(nodeids: list[str], workers: int) -> list[str]:
+    """The tests in the order the workers should take their scopes: one long WITHOUT_STACK
+    file per worker first, then longest first (SCOPE_SECONDS); a scope's tests keep their order."""
+    scopes = list(dict.fromkeys(scope_of(n) for n in nodeids))
+    seconds = {scope: SCOPE_SECONDS.get(scope_key(scope), 0) for scope in scopes}
+    heads = sorted((s for s in scopes if scope_key(s) in WITHOUT_STACK), key=lambda s: -seconds[s])[:workers]
+    rest = sorted((s for s in scopes if s not in heads), key=lambda s: -seconds[s])  # stable
+    rank = {scope: position for position, scope in enumerate(heads + rest)}
+    return sorted(nodeids, key=lambda n: rank[scope_of(n)])
+
+
+_WANTS_STACK = pytest.StashKey[bool]()
+_DEPLOY = pytest.StashKey["BackgroundDeploy"]()
+
+
+def pytest_collection_modifyitems(config, items):
+    stacked = [item.nodeid for item in items if scope_key(item.path.name) in WITHOUT_STACK and "stack" in item.fixturenames]
+    if stacked:
+        raise pytest.UsageError(f"WITHOUT_STACK lists files whose tests use the stack: {stacked}")
+    config.stash[_WANTS_STACK] = any("stack" in item.fixturenames for item in items)
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    position = {nodeid: n for n, nodeid in enumerate(scheduling_order([item.nodeid for item in items], workers))}
+    items.sort(key=lambda item: position[item.nodeid])
 
 
 def pytest_xdist_make_scheduler(config, log):
     """`make test` spreads the suite over worker processes (pytest-xdist), each with its
     own embedded backend and stack. A test file goes to one worker whole, so its module
-    fixtures (a race's rounds, say) run once; each notebook goes on its own, since they
-    are the longest tests and share nothing but the stack. (xdist's own --dist loadgroup
-    did not group here, with pytest 9.2.0 and xdist 3.8.0, not even explicit marks.)"""
+    fixtures (a race's rounds, say) run once; each test of SPLIT_BY_TEST goes on its own.
+    Scopes are handed out in collection order (scheduling_order, applied by every worker
+    alike), not re-sorted by xdist's --loadscope-reorder, which puts the files with the
+    most tests first whatever they cost. (xdist's own --dist loadgroup did not group here,
+    with pytest 9.2.0 and xdist 3.8.0, not even explicit marks.)"""
     from xdist.scheduler import LoadScopeScheduling
 
-    class FilesAndNotebooks(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            return nodeid if path.endswith("test_notebooks.py") else path
+    config.option.loadscopereorder = False
 
-    return FilesAndNotebooks(config, log)
+    class FilesAndSplitTests(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid)
+
+    return FilesAndSplitTests(config, log)
+
+
+class BackgroundDeploy:
+    """`idemlab.stack.deploy()` in a child process of its own, started as soon as the
+    backend is up: the tests that need no stack run meanwhile. The child gets a copy of
+    this moment's environment, so what a test sets later (monkeypatch) never reaches it."""
+
+    SCRIPT = "import json, sys\nfrom idemlab import stack\nsys.stdout.write(json.dumps(stack.deploy()))\n"
+
+    def __init__(self):
+        import subprocess
+        import sys
+
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", self.SCRIPT],
+            env=dict(os.environ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # its own process group: Terraform stops with it
+        )
+        self.lab: dict | None = None
+
+    def result(self) -> dict:
+        from idemlab import stack as lab_stack
+
+        if self.lab is None:
+            out, err = self.process.communicate()
+            if self.process.returncode != 0:
+                raise lab_stack.StackError(f"the background deploy failed (exit {self.process.returncode}):\n{err[-4000:]}")
+            print(err.strip())  # "deployed <name> in <seconds> s"
+            self.lab = json.loads(out)
+        return self.lab
+
+    def stop(self) -> None:
+        """End a deploy nobody waited for (this worker got no stack test)."""
+        import signal
+
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.communicate()
 
 
 @pytest.fixture(scope="session")
-def backend():
+def backend(pytestconfig):
     os.environ.update(
         {
             "BACKEND": "embedded",
@@ -66,20 +179,39 @@ def backend():
             "AWS_SECRET_ACCESS_KEY": "test",
             "AWS_DEFAULT_REGION": "us-east-1",
             "AWS_REGION": "us-east-1",
+            # Every stack a test deploys (idemlab.stack runs Terraform in this environment).
+            "TF_VAR_functions": json.dumps(suite_functions()),
         }
     )
     server = EmbeddedBackend().start()
     os.environ["AWS_ENDPOINT_URL"] = server.url
     os.environ["LAB_PORT"] = str(server.port)
+    if pytestconfig.stash.get(_WANTS_STACK, False):
+        pytestconfig.stash[_DEPLOY] = BackgroundDeploy()
     yield server.url
+    deploy = pytestconfig.stash.get(_DEPLOY, None)
+    if deploy is not None and deploy.lab is None:
+        from idemlab import stack as lab_stack
+
+        deploy.stop()
+        lab_stack.forget()
     server.stop()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def early_stack(request):
+    """In a session with stack tests, the backend (and with it the stack's background
+    deploy) starts before the first test, whether or not that test needs them."""
+    if request.config.stash.get(_WANTS_STACK, False):
+        request.getfixturevalue("backend")
+
+
 @pytest.fixture(scope="session")
-def stack(backend):
+def stack(backend, pytestconfig):
     from idemlab import stack as lab_stack
 
-    yield lab_stack.deploy()
+    deploy = pytestconfig.stash.get(_DEPLOY, None) or BackgroundDeploy()
+    yield deploy.result()
     # The backend dies with the session; its Terraform state and outputs would only
     # describe a port that no longer answers.
     lab_stack.forget()

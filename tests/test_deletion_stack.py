@@ -106,17 +106,19 @@ def test_every_fault_point_and_delivery_pattern_deletes_once(deletions):
 def invoke_naive(stack, request_id: str) -> bool:
     """One delivery to the naive worker, retried once after a crash as Lambda would; True if it ran to the end."""
     payload = json.dumps({"deletion_request_id": request_id}).encode()
-    lam = naive_client()
+    lam = naive_client(stack)
     for _ in range(2):
         if not lam.invoke(FunctionName=stack["functions"]["naive_deletion_worker"], Payload=payload).get("FunctionError"):
             return True
     return False
 
 
-def naive_client():
-    """A crash runs past the naive worker's 60-second timeout: wait longer than that, and
-    let the SDK retry nothing (its retry would be one more delivery)."""
-    return clients.client("lambda", read_timeout=90, retries={"max_attempts": 1})
+def naive_client(stack):
+    """A crash runs past the naive worker's timeout (as deployed: the suite's stack has a
+    shorter one than the lessons'): wait longer than that, and let the SDK retry nothing
+    (its retry would be one more delivery)."""
+    deployed = clients.client("lambda").get_function_configuration(FunctionName=stack["functions"]["naive_deletion_worker"])["Timeout"]
+    return clients.client("lambda", read_timeout=deployed + 30, retries={"max_attempts": 1})
 
 
 NAIVE_POINTS = [(step, point) for step in STEPS for point in (faults.BEFORE, faults.AFTER_EFFECT)]
@@ -125,8 +127,8 @@ NAIVE_POINTS = [(step, point) for step in STEPS for point in (faults.BEFORE, fau
 def run_naive_cell(stack, deletions, step, point, deliveries) -> dict:
     user_id, request_id = new_request(deletions)
     # An error, not a crash: the naive worker catches nothing, so an exception leaves
-    # exactly what a crash at the same point leaves, without waiting out its 60-second
-    # timeout in each of 24 cells (the crash itself is shown by the test below).
+    # exactly what a crash at the same point leaves, without waiting out its timeout in
+    # each of 24 cells (the crash itself is shown by the test below).
     deletions.arm_fault(step, point, request_id, faults.ERROR)
     for _ in range(deliveries):
         invoke_naive(stack, request_id)
@@ -159,7 +161,7 @@ def test_the_naive_worker_not_retried_after_a_crash_leaves_the_work_half_done(st
     user_id, request_id = new_request(deletions)
     deletions.arm_fault("delete_files", faults.AFTER_EFFECT, request_id, faults.CRASH)
     payload = json.dumps({"deletion_request_id": request_id}).encode()
-    answer = naive_client().invoke(FunctionName=stack["functions"]["naive_deletion_worker"], Payload=payload)
+    answer = naive_client(stack).invoke(FunctionName=stack["functions"]["naive_deletion_worker"], Payload=payload)
     assert answer.get("FunctionError")
     left = deletions.leftovers(user_id)
     print(f"naive, crashed once, not retried: status {deletions.request_status(request_id)}, left {left}")
@@ -250,3 +252,16 @@ def test_executions_that_die_before_or_at_the_claim_are_recovered_by_the_sweeper
     # (past due plus grace, or past its lease) restarts it; the restart that died too
     # is restarted by the sweep after that.
     assert sweeps <= 2
+
+
+def test_the_suite_stack_waits_less_than_the_lessons_stack(stack):
+    # The crash tests above wait out these timeouts: conftest passes them to Terraform
+    # (the root's `functions`), and the lessons' own stay as functions.tf has them.
+    from suite_timeouts import TEST_FUNCTION_TIMEOUTS
+
+    from idemlab import functions
+
+    lam = clients.client("lambda")
+    deployed = {key: lam.get_function_configuration(FunctionName=stack["functions"][key])["Timeout"] for key in TEST_FUNCTION_TIMEOUTS}
+    assert deployed == TEST_FUNCTION_TIMEOUTS
+    assert all(seconds < int(functions.spec(key)["timeout"]) for key, seconds in TEST_FUNCTION_TIMEOUTS.items())
