@@ -61,8 +61,8 @@ lab: $(VENV)/.installed-lab deploy ## backend up, stack deployed, JupyterLab on 
 
 # Worker processes for `make test`, each with its own embedded backend and stack. Most
 # of the suite waits (function timeouts, queue visibility, scheduler delays) rather than
-# computes, so more workers than the 2 cores CI has still shorten it: four (9.3 min of
-# tests against three's 10.0 before the suite's shorter timeouts and background deploys).
+# computes, so more workers than the 2 cores CI has still shorten it. Five, since each
+# worker's stack deploys in the background while its first, stack-free file runs.
 TEST_WORKERS ?= 5
 
 test: install tools ## the whole test suite, on embedded backends it starts itself

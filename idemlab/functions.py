@@ -77,7 +77,7 @@ MODULE_DIR = settings.ROOT / "terraform" / "modules" / "idempotency_lab"
 
 def table_keys(*keys: str) -> dict[str, str]:
     """The hash key of each named table (string-keyed, no sort key), from ``tables.tf``."""
-    tables = _default("tables.tf", "tables")
+    tables = module_default("tables.tf", "tables")
     unknown = sorted(set(keys) - set(tables))
     if unknown:
         raise KeyError(f"no table {', '.join(unknown)} in tables.tf")
@@ -111,7 +111,7 @@ def environment(function_key: str, tables: dict[str, str], functions: dict[str, 
 
 def spec(key: str) -> dict:
     """The function's entry in ``functions.tf`` (scenario, timeout, tables, invokes, env)."""
-    functions = _default("functions.tf", "functions")
+    functions = module_default("functions.tf", "functions")
     if key not in functions:
         raise KeyError(f"no function {key!r} in functions.tf")
     return functions[key]
@@ -125,7 +125,7 @@ def hcl_blocks(path: Path, kind: str) -> dict[str, dict]:
 
 
 @functools.lru_cache(maxsize=None)
-def _default(file: str, variable: str) -> dict:
+def module_default(file: str, variable: str) -> dict:
     """The default of a module variable (the lab's tables and functions are typed inputs)."""
     body = hcl_blocks(MODULE_DIR / file, "variable").get(variable, {})
     if "default" not in body:

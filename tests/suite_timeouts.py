@@ -21,7 +21,7 @@ def suite_functions() -> dict:
     """The module's default functions with TEST_FUNCTION_TIMEOUTS: the root's `functions`."""
     from idemlab import functions
 
-    default = functions._default("functions.tf", "functions")
+    default = functions.module_default("functions.tf", "functions")
     unknown = sorted(set(TEST_FUNCTION_TIMEOUTS) - set(default))
     if unknown:
         raise KeyError(f"TEST_FUNCTION_TIMEOUTS names functions functions.tf does not have: {unknown}")
