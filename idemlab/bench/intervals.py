@@ -26,6 +26,9 @@ CONFIDENCE = 0.95
 # cannot be wider than the few rounds' spread): no ratio, no verdict either way.
 MIN_ROUNDS = 8
 
+Rounds = Sequence[Sequence[float]]
+Statistic = Callable[[Sequence[float]], float]
+
 
 def median(values: Sequence[float]) -> float:
     return statistics.median(values)
@@ -35,13 +38,7 @@ def mean(values: Sequence[float]) -> float:
     return statistics.fmean(values)
 
 
-def ratio_interval(
-    value_rounds: Sequence[Sequence[float]],
-    reference_rounds: Sequence[Sequence[float]],
-    statistic: Callable[[Sequence[float]], float] = median,
-    resamples: int = RESAMPLES,
-    seed: int = SEED,
-) -> dict | None:
+def ratio_interval(value_rounds: Rounds, reference_rounds: Rounds, statistic: Statistic = median) -> dict | None:
     """statistic(values) / statistic(references), with a 95 % paired-bootstrap interval.
 
     ``value_rounds[i]`` and ``reference_rounds[i]`` are the samples both took in round i
@@ -61,7 +58,7 @@ def ratio_interval(
     point = ratio(*_pooled(rounds))
     if point is None:
         return None
-    low, high = _bootstrap(rounds, ratio, resamples, seed)
+    low, high = _bootstrap(rounds, ratio)
     return {"ratio": point, "low": low, "high": high, "rounds": len(rounds), "confidence": CONFIDENCE}
 
 
@@ -81,13 +78,7 @@ def ratio_text(interval: dict | None, unit: str = "x") -> str:
     return f"{interval['ratio']:.2f}{unit} (95 % CI {interval['low']:.2f}-{interval['high']:.2f}, {interval['rounds']} rounds)"
 
 
-def difference_interval(
-    value_rounds: Sequence[Sequence[float]],
-    reference_rounds: Sequence[Sequence[float]],
-    statistic: Callable[[Sequence[float]], float] = median,
-    resamples: int = RESAMPLES,
-    seed: int = SEED,
-) -> dict | None:
+def difference_interval(value_rounds: Rounds, reference_rounds: Rounds, statistic: Statistic = median) -> dict | None:
     """statistic(values) - statistic(references), with the same paired bootstrap."""
     rounds = _paired(value_rounds, reference_rounds)
     if len(rounds) < MIN_ROUNDS:
@@ -96,7 +87,7 @@ def difference_interval(
     def difference(values: list[float], references: list[float]) -> float:
         return statistic(values) - statistic(references)
 
-    low, high = _bootstrap(rounds, difference, resamples, seed)
+    low, high = _bootstrap(rounds, difference)
     return {"difference": difference(*_pooled(rounds)), "low": low, "high": high, "rounds": len(rounds), "confidence": CONFIDENCE}
 
 
@@ -109,12 +100,12 @@ def _pooled(rounds: Sequence[tuple[list[float], list[float]]]) -> tuple[list[flo
     return [x for v, _ in rounds for x in v], [x for _, r in rounds for x in r]
 
 
-def _bootstrap(rounds, compare: Callable[[list[float], list[float]], float | None], resamples: int, seed: int) -> tuple[float, float]:
+def _bootstrap(rounds, compare: Callable[[list[float], list[float]], float | None]) -> tuple[float, float]:
     """The 95 % percentile interval of `compare` over rounds drawn with replacement: a
     round's samples stay together, so both sides of a round are resampled as a pair."""
-    rng = random.Random(seed)
+    rng = random.Random(SEED)
     draws = []
-    for _ in range(resamples):
+    for _ in range(RESAMPLES):
         drawn = compare(*_pooled([rounds[rng.randrange(len(rounds))] for _ in rounds]))
         if drawn is not None:
             draws.append(drawn)
