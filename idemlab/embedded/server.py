@@ -247,6 +247,7 @@ def _moto_app(dispatcher_class, create_backend_app):
         return dispatcher_class(create_backend_app)
     fast_path.cache_method_names()
     fast_path.lean_json_errors()
+    fast_path.cached_condition_parses()
     return fast_path.short_paths(fast_path.cached_dispatcher(create_backend_app))
 
 
