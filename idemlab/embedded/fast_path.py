@@ -133,20 +133,34 @@ def cached_condition_parses() -> None:
     placeholder values, and each later parse gets a copy of that tree with the request's
     own values in its leaves (moto never changes a tree while evaluating it). A parse that
     fails is never kept: moto's own parse raises its own error every time."""
-    from moto.dynamodb.comparisons import AttributeValue, ConditionExpressionParser, Func, Op, Operand
+    from moto.dynamodb.comparisons import AttributeValue, ConditionExpressionParser, Func, Op
 
     parses: dict = {}
+    holders: set = set()  # ids of the kept trees' nodes that hold a placeholder
 
     def bound(node, leaves: dict):
+        """The tree with the request's values in its placeholder leaves; the branches
+        without one (paths, functions of paths) are shared, not copied."""
         if isinstance(node, (list, tuple)):
             return type(node)(bound(child, leaves) for child in node)
-        if not isinstance(node, (Op, Func, Operand)):
-            return node
         if isinstance(node, AttributeValue):
             return leaves.get(id(node.value), node)
+        if not isinstance(node, (Op, Func)) or id(node) not in holders:
+            return node
         copy = object.__new__(type(node))
         copy.__dict__ = {name: bound(value, leaves) for name, value in node.__dict__.items()}
         return copy
+
+    def holding(node) -> bool:
+        """Note every Op and Func above a placeholder leaf in `holders`."""
+        if isinstance(node, (list, tuple)):
+            return any([holding(child) for child in node])
+        if isinstance(node, AttributeValue):
+            return True
+        if isinstance(node, (Op, Func)) and any([holding(value) for value in node.__dict__.values()]):
+            holders.add(id(node))
+            return True
+        return False
 
     def parse(original, self):
         expression, names, values = self.condition_expression, self.expression_attribute_names, self.expression_attribute_values
@@ -167,7 +181,10 @@ def cached_condition_parses() -> None:
             placeholder = ConditionExpressionParser(expression, names, {name: {value_type: slots[name]} for name, value_type in key[2] or ()})
             if len(parses) >= 1024:
                 parses.clear()
-            parses[key] = (original(placeholder), [(slot, name) for name, slot in slots.items()], placeholder.expr_attr_names_found, placeholder.expr_attr_values_found)
+                holders.clear()
+            tree = original(placeholder)
+            holding(tree)
+            parses[key] = (tree, [(slot, name) for name, slot in slots.items()], placeholder.expr_attr_names_found, placeholder.expr_attr_values_found)
             return op
         tree, slots, names_found, values_found = entry
         self.expr_attr_names_found.extend(names_found)
