@@ -302,3 +302,28 @@ def test_the_short_path_sends_the_headers_moto_route_sends(backend):
         names.append(sorted(name for name in headers if name not in ("access-control-allow-origin", "vary")))
     assert names[0] == names[1]
     assert {"x-amzn-requestid", "x-amz-crc32", "content-type", "content-length"} <= set(names[0])
+
+
+def test_a_kept_condition_parse_judges_each_request_by_its_own_names_and_values(backend):
+    """The same condition text, asked again with other names, values or value types
+    (each ask after the first reuses the kept parse), gets the answer its own inputs give;
+    an expression moto refuses is refused each time."""
+    client = _dynamodb(backend)
+    table = _fresh_table(client)
+    item = {"pk": {"S": "k"}, "big": {"N": "5"}, "small": {"N": "1"}}
+    client.put_item(TableName=table, Item=item)
+
+    def put(expression: str, names: dict, values: dict) -> str:
+        answer = _answer(lambda: client.put_item(TableName=table, Item=item, ConditionExpression=expression, ExpressionAttributeNames=names, ExpressionAttributeValues=values))
+        return answer["error"]["Code"] if "error" in answer else "ok"
+
+    asks = [
+        ({"#a": "big"}, {":v": {"N": "5"}}, "ok"),
+        ({"#a": "big"}, {":v": {"N": "3"}}, "ConditionalCheckFailedException"),  # another value
+        ({"#a": "small"}, {":v": {"N": "1"}}, "ok"),  # another name
+        ({"#a": "big"}, {":v": {"S": "5"}}, "ConditionalCheckFailedException"),  # another type: a string is no number
+        ({"#a": "big", "#b": "small"}, {":v": {"N": "5"}}, "ValidationException"),  # #b unused
+    ]
+    for _ in range(3):
+        assert [put("#a = :v", names, values) for names, values, _ in asks] == [expected for *_, expected in asks]
+        assert put("status = :v", {}, {":v": {"N": "5"}}) == "ValidationException"  # a reserved word

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections import Counter, defaultdict
 
-from moto.dynamodb.responses import DynamoHandler
+from moto.dynamodb.responses import DynamoHandler, DynamoResult
 
 from idemlab.embedded.patching import wrap
 
@@ -25,16 +25,36 @@ REQUEST_COUNTS: Counter = Counter()
 REQUEST_COUNTS_BY_TABLE: dict[str, Counter] = defaultdict(Counter)
 
 
-def install() -> None:
-    """Wrap DynamoHandler.call_action in one process-wide lock (idempotent)."""
+def install(serialise_outside_lock: bool = False) -> None:
+    """Wrap DynamoHandler.call_action in one process-wide lock (idempotent).
+
+    With `serialise_outside_lock` (the fast path's), the lock is let go once the action
+    has returned its result, before moto renders it as the response. The result is
+    already a copy: moto's `DynamoResult`, made by the action under the lock, rebuilds
+    every dict and list it holds (items, keys, descriptions) around immutable leaves, so
+    what is rendered is the state at the request's place in the order, whatever writes
+    come next. Errors, and any other result, are still rendered under the lock."""
 
     @wrap(DynamoHandler, "call_action")
     def serialised_call_action(original, self):
-        with _LOCK:
+        _LOCK.acquire()
+        self.idemlab_locked = True
+        try:
             action = self.get_endpoint_name(self.headers) or "unknown"
             REQUEST_COUNTS[action] += 1
             REQUEST_COUNTS_BY_TABLE[table_names(getattr(self, "params", None) or {})][action] += 1
             return original(self)
+        finally:
+            if self.idemlab_locked:  # unless `serialized` let it go already
+                self.idemlab_locked = False
+                _LOCK.release()
+
+    @wrap(DynamoHandler, "serialized")
+    def serialized(original, self, result):
+        if serialise_outside_lock and getattr(self, "idemlab_locked", False) and isinstance(result, DynamoResult):
+            self.idemlab_locked = False
+            _LOCK.release()
+        return original(self, result)
 
 
 def table_names(params: dict) -> str:

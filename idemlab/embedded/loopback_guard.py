@@ -19,6 +19,7 @@ then off (they reach the server under its network name), the `Origin` check stay
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import sys
 from urllib.parse import urlsplit
@@ -26,6 +27,7 @@ from urllib.parse import urlsplit
 FORBIDDEN_BODY = b'{"message": "Forbidden: the embedded backend answers only loopback clients"}'
 
 
+@functools.lru_cache(maxsize=256)  # a pure function of the text, asked on every request
 def is_loopback_name(host: str) -> bool:
     """Whether a host name (no port) names this machine's loopback interface."""
     host = host.strip().rstrip(".").lower()

@@ -189,7 +189,7 @@ def serve(port: int, host: str = "127.0.0.1", allow_remote: bool = False, lambda
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
     from werkzeug.serving import make_server
 
-    from idemlab.embedded import dynamodb_atomic, lambda_api, loopback_guard, scheduler_ext, stepfunctions_ext
+    from idemlab.embedded import dynamodb_atomic, fast_path, lambda_api, loopback_guard, scheduler_ext, stepfunctions_ext
     from idemlab.embedded.lambda_async import AsyncInvoker
     from idemlab.embedded.lambda_concurrency import ConcurrencyLimit
     from idemlab.embedded.lambda_runtime import LambdaRuntime
@@ -200,7 +200,7 @@ def serve(port: int, host: str = "127.0.0.1", allow_remote: bool = False, lambda
     client = _client_factory(endpoint_url)
     concurrency = ConcurrencyLimit(lambda_concurrency or _default_lambda_concurrency())
     service = lambda_api.LambdaService(runtime, lambda invoke: AsyncInvoker(invoke, _deliverer(client, endpoint_url)), concurrency)
-    dynamodb_atomic.install()
+    dynamodb_atomic.install(serialise_outside_lock=fast_path.enabled())
     stepfunctions_ext.install()
     scheduler_ext.install()
     lambda_api.install(service, _lookup_function)
@@ -247,6 +247,7 @@ def _moto_app(dispatcher_class, create_backend_app):
         return dispatcher_class(create_backend_app)
     fast_path.cache_method_names()
     fast_path.lean_json_errors()
+    fast_path.cached_condition_parses()
     return fast_path.short_paths(fast_path.cached_dispatcher(create_backend_app))
 
 
