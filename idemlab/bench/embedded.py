@@ -84,18 +84,22 @@ class PlainMoto:
         self.url = f"http://127.0.0.1:{self.port}"
         self.process = None
 
-    def __enter__(self):
-        code = (
+    NAME = "ThreadedMotoServer"
+
+    def code(self) -> str:
+        return (
             "import sys, threading\n"
             "from moto.server import ThreadedMotoServer\n"
             f"ThreadedMotoServer(ip_address='127.0.0.1', port={self.port}).start()\n"
             "threading.Event().wait()\n"
         )
-        self.process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def __enter__(self):
+        self.process = subprocess.Popen([sys.executable, "-c", self.code()], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 20
         while not port_in_use(self.port):
             if time.monotonic() > deadline:
-                raise RuntimeError("ThreadedMotoServer did not start")
+                raise RuntimeError(f"{self.NAME} did not start")
             time.sleep(0.05)
         return self
 
@@ -155,15 +159,10 @@ def serve_canned(port: int) -> None:
 class CannedServer(PlainMoto):
     """serve_canned in a child process."""
 
-    def __enter__(self):
-        code = f"from idemlab.bench.embedded import serve_canned; serve_canned({self.port})"
-        self.process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 20
-        while not port_in_use(self.port):
-            if time.monotonic() > deadline:
-                raise RuntimeError("the canned server did not start")
-            time.sleep(0.05)
-        return self
+    NAME = "the canned server"
+
+    def code(self) -> str:
+        return f"from idemlab.bench.embedded import serve_canned; serve_canned({self.port})"
 
 
 class RawConnection:
