@@ -135,29 +135,29 @@ def cached_condition_parses() -> None:
     fails is never kept: moto's own parse raises its own error every time."""
     from moto.dynamodb.comparisons import AttributeValue, ConditionExpressionParser, Func, Op
 
+    # Only ever read and written inside DynamoHandler.call_action, under dynamodb_atomic's lock.
     parses: dict = {}
-    holders: set = set()  # ids of the kept trees' nodes that hold a placeholder
 
-    def bound(node, leaves: dict):
+    def bound(node, leaves: dict, holders: set):
         """The tree with the request's values in its placeholder leaves; the branches
         without one (paths, functions of paths) are shared, not copied."""
         if isinstance(node, (list, tuple)):
-            return type(node)(bound(child, leaves) for child in node)
+            return type(node)(bound(child, leaves, holders) for child in node)
         if isinstance(node, AttributeValue):
             return leaves.get(id(node.value), node)
         if not isinstance(node, (Op, Func)) or id(node) not in holders:
             return node
         copy = object.__new__(type(node))
-        copy.__dict__ = {name: bound(value, leaves) for name, value in node.__dict__.items()}
+        copy.__dict__ = {name: bound(value, leaves, holders) for name, value in node.__dict__.items()}
         return copy
 
-    def holding(node) -> bool:
+    def holding(node, holders: set) -> bool:
         """Note every Op and Func above a placeholder leaf in `holders`."""
         if isinstance(node, (list, tuple)):
-            return any([holding(child) for child in node])
+            return any([holding(child, holders) for child in node])
         if isinstance(node, AttributeValue):
             return True
-        if isinstance(node, (Op, Func)) and any([holding(value) for value in node.__dict__.values()]):
+        if isinstance(node, (Op, Func)) and any([holding(value, holders) for value in node.__dict__.values()]):
             holders.add(id(node))
             return True
         return False
@@ -181,15 +181,15 @@ def cached_condition_parses() -> None:
             placeholder = ConditionExpressionParser(expression, names, {name: {value_type: slots[name]} for name, value_type in key[2] or ()})
             if len(parses) >= 1024:
                 parses.clear()
-                holders.clear()
-            tree = original(placeholder)
-            holding(tree)
-            parses[key] = (tree, [(slot, name) for name, slot in slots.items()], placeholder.expr_attr_names_found, placeholder.expr_attr_values_found)
+            tree, holders = original(placeholder), set()
+            holding(tree, holders)
+            found = (placeholder.expr_attr_names_found, placeholder.expr_attr_values_found)
+            parses[key] = (tree, holders, [(slot, name) for name, slot in slots.items()], *found)
             return op
-        tree, slots, names_found, values_found = entry
+        tree, holders, slots, names_found, values_found = entry
         self.expr_attr_names_found.extend(names_found)
         self.expr_attr_values_found.extend(values_found)
-        return bound(tree, {id(slot): AttributeValue(values[name]) for slot, name in slots})
+        return bound(tree, {id(slot): AttributeValue(values[name]) for slot, name in slots}, holders)
 
     wrap(ConditionExpressionParser, "parse")(parse)
 
