@@ -15,6 +15,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from idemlab import clients
+from idemlab.lessons import queue_depth as depth
 from idemlab.embedded.sqs_event_source import failed_item_ids
 
 # Records every record it is handed. A body with "poison": true fails: the function
@@ -108,13 +109,6 @@ def wait_for(condition, timeout: float = 30):
             return value
         time.sleep(0.2)
     raise AssertionError("condition not met within the timeout")
-
-
-def depth(url: str) -> int:
-    attributes = clients.client("sqs").get_queue_attributes(
-        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
-    )["Attributes"]
-    return int(attributes["ApproximateNumberOfMessages"]) + int(attributes["ApproximateNumberOfMessagesNotVisible"])
 
 
 def send(url: str, *bodies: dict, **extra) -> None:

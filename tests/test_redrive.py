@@ -10,6 +10,7 @@ import uuid
 import pytest
 
 from idemlab import clients
+from idemlab.lessons import queue_depth as depth
 from idemlab.background import redrive
 from idemlab.background.scheduler_firer import DEAD_LETTERED, SchedulerFirer
 
@@ -23,13 +24,6 @@ def dlq(backend):
     url = sqs.create_queue(QueueName=f"redrive-dlq-{uuid.uuid4().hex[:8]}")["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     return {"url": url, "arn": arn}
-
-
-def depth(url: str) -> int:
-    attributes = clients.client("sqs").get_queue_attributes(
-        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
-    )["Attributes"]
-    return int(attributes["ApproximateNumberOfMessages"]) + int(attributes["ApproximateNumberOfMessagesNotVisible"])
 
 
 def executions(machine_arn: str) -> list[str]:

@@ -42,4 +42,4 @@ def queue_depth(url: str, sqs=None) -> int:
     """Messages on a queue, visible or in flight."""
     names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
     attributes = (sqs or clients.client("sqs")).get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
-    return sum(int(attributes.get(name, 0)) for name in names)
+    return sum(int(attributes[name]) for name in names)
