@@ -9,9 +9,13 @@ stronger guarantee (linearizable across items too) and costs nothing at lab scal
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections import Counter, defaultdict
 
+from moto.dynamodb import models as dynamodb_models
+from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.models.table import Table
 from moto.dynamodb.responses import DynamoHandler, DynamoResult
 
 from idemlab.embedded.patching import wrap
@@ -25,7 +29,7 @@ REQUEST_COUNTS: Counter = Counter()
 REQUEST_COUNTS_BY_TABLE: dict[str, Counter] = defaultdict(Counter)
 
 
-def install(serialise_outside_lock: bool = False) -> None:
+def install(serialise_outside_lock: bool = False, item_rollback: bool = False) -> None:
     """Wrap DynamoHandler.call_action in one process-wide lock (idempotent).
 
     With `serialise_outside_lock` (the fast path's), the lock is let go once the action
@@ -55,6 +59,89 @@ def install(serialise_outside_lock: bool = False) -> None:
             self.idemlab_locked = False
             _LOCK.release()
         return original(self, result)
+
+    if item_rollback:
+        install_item_rollback()
+
+
+# While moto runs a transaction on this thread, the "backup" it takes of each table it
+# names is the table itself: `transact_write_items` below keeps the named items instead.
+_ROLLING_BACK_ITEMS = threading.local()
+
+
+class _TablesKeptWhole:
+    """moto.dynamodb.models' `copy` module, but for the deep copy of a whole Table while
+    `_ROLLING_BACK_ITEMS` is set on the calling thread."""
+
+    def __getattr__(self, name: str):
+        return getattr(copy, name)
+
+    @staticmethod
+    def deepcopy(value, memo=None):
+        if isinstance(value, Table) and getattr(_ROLLING_BACK_ITEMS, "on", False):
+            return value
+        return copy.deepcopy(value, memo)
+
+
+def install_item_rollback() -> None:
+    """TransactWriteItems keeps a copy of each item it names, not of each table.
+
+    moto backs up every table a transaction names with a deep copy, once per action
+    (twice for two actions on one table), and puts the copies back if the transaction is
+    cancelled: a cost that grows with the table, paid by every transaction, under the
+    request lock. Under that lock nothing else writes meanwhile, so the items the actions
+    name are all a cancelled transaction can have changed; those are copied (or noted
+    absent) before it runs and put back if it raises. A table with a stream keeps moto's
+    whole-table backup, which takes back its stream records too."""
+    dynamodb_models.copy = _TablesKeptWhole()
+
+    @wrap(DynamoDBBackend, "transact_write_items")
+    def transact_write_items(original, self, transact_items):
+        kept = _items_named(self, transact_items)
+        if kept is None:
+            return original(self, transact_items)
+        _ROLLING_BACK_ITEMS.on = True
+        try:
+            return original(self, transact_items)
+        except BaseException:
+            for table, hash_key, range_key, item in reversed(kept):
+                _put_back(table, hash_key, range_key, item)
+            raise
+        finally:
+            _ROLLING_BACK_ITEMS.on = False
+
+
+def _items_named(backend, transact_items) -> list | None:
+    """(table, hash key, range key, copy of the item or None) for each
+    action's item; None if a table named has a stream. An action whose key moto cannot
+    read is skipped: moto refuses that action without writing it."""
+    kept = []
+    for action in transact_items if isinstance(transact_items, list) else []:
+        for kind, request in action.items() if isinstance(action, dict) else []:
+            table = backend.tables.get(request.get("TableName")) if isinstance(request, dict) else None
+            if table is None:
+                continue
+            if table.stream_shard is not None:
+                return None
+            try:
+                hash_key, range_key = backend.get_keys_value(table, request["Item"] if kind == "Put" else request["Key"])
+            except Exception:
+                continue
+            stored = table.items.get(hash_key)  # .get: the table's defaultdict grows no entry
+            if range_key is not None:
+                stored = stored.get(range_key) if stored is not None else None
+            kept.append((table, hash_key, range_key, copy.deepcopy(stored)))
+    return kept
+
+
+def _put_back(table, hash_key, range_key, item) -> None:
+    """The item as it was before the transaction (an empty sort-key group left behind is
+    what moto's own reads leave too, and no read sees it)."""
+    where, key = (table.items, hash_key) if range_key is None else (table.items[hash_key], range_key)
+    if item is None:
+        where.pop(key, None)
+    else:
+        where[key] = item
 
 
 def table_names(params: dict) -> str:

@@ -200,7 +200,7 @@ def serve(port: int, host: str = "127.0.0.1", allow_remote: bool = False, lambda
     client = _client_factory(endpoint_url)
     concurrency = ConcurrencyLimit(lambda_concurrency or _default_lambda_concurrency())
     service = lambda_api.LambdaService(runtime, lambda invoke: AsyncInvoker(invoke, _deliverer(client, endpoint_url)), concurrency)
-    dynamodb_atomic.install(serialise_outside_lock=fast_path.enabled())
+    dynamodb_atomic.install(serialise_outside_lock=fast_path.enabled(), item_rollback=fast_path.enabled())
     stepfunctions_ext.install()
     scheduler_ext.install()
     lambda_api.install(service, _lookup_function)

@@ -61,3 +61,82 @@ def test_cancelled_transaction_names_the_failed_condition_and_writes_nothing(san
     # All or nothing: the action whose condition held was not applied either.
     assert "Item" not in dynamodb.get_item(TableName=table, Key={"pk": {"S": fresh}}, ConsistentRead=True)
     assert dynamodb.get_item(TableName=table, Key={"pk": {"S": taken}}, ConsistentRead=True)["Item"]["owner"] == {"S": "first"}
+
+
+def test_cancelled_transaction_leaves_what_it_would_have_updated_or_deleted_as_it_was(sandbox):
+    """No action of a cancelled TransactWriteItems applies, whatever its kind: an item it
+    would have updated keeps its attributes, one it would have deleted stays, one it would
+    have created never appears, on a table with a sort key too.
+
+    https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html
+    ("The actions are completed atomically so that either all of them succeed, or all of them fail.")
+    """
+    dynamodb = sandbox.client("dynamodb")
+    table = sandbox.name("sorted")
+    dynamodb.create_table(
+        TableName=table,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    sandbox.on_teardown(dynamodb.delete_table, TableName=table)
+    dynamodb.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 1, "MaxAttempts": 120})
+    user = f"user-{uuid.uuid4().hex}"
+    counter = {"pk": {"S": user}, "sk": {"S": "counter"}, "count": {"N": "1"}, "tags": {"SS": ["a"]}}
+    doomed = {"pk": {"S": user}, "sk": {"S": "doomed"}}
+    guard = {"pk": {"S": user}, "sk": {"S": "guard"}, "status": {"S": "CLOSED"}}
+    for item in (counter, doomed, guard):
+        dynamodb.put_item(TableName=table, Item=item)
+    brand_new = f"new-{uuid.uuid4().hex}"
+
+    def key(item: dict) -> dict:
+        return {"pk": item["pk"], "sk": item["sk"]}
+
+    with pytest.raises(ClientError) as cancelled:
+        dynamodb.transact_write_items(TransactItems=[
+            {"Update": {"TableName": table, "Key": key(counter), "UpdateExpression": "SET #c = #c + :one ADD tags :b",
+                        "ExpressionAttributeNames": {"#c": "count"}, "ExpressionAttributeValues": {":one": {"N": "1"}, ":b": {"SS": ["b"]}}}},
+            {"Delete": {"TableName": table, "Key": key(doomed)}},
+            {"Put": {"TableName": table, "Item": {"pk": {"S": brand_new}, "sk": {"S": "first"}}}},
+            {"ConditionCheck": {"TableName": table, "Key": key(guard), "ConditionExpression": "#s = :open",
+                                "ExpressionAttributeNames": {"#s": "status"}, "ExpressionAttributeValues": {":open": {"S": "OPEN"}}}},
+        ])
+
+    assert cancelled.value.response["Error"]["Code"] == "TransactionCanceledException"
+    stored = dynamodb.query(TableName=table, KeyConditionExpression="pk = :u", ExpressionAttributeValues={":u": {"S": user}}, ConsistentRead=True)
+    assert sorted(stored["Items"], key=lambda item: item["sk"]["S"]) == [counter, doomed, guard]
+    assert dynamodb.query(TableName=table, KeyConditionExpression="pk = :u", ExpressionAttributeValues={":u": {"S": brand_new}}, ConsistentRead=True)["Items"] == []
+
+
+def test_cancelled_transaction_leaves_no_stream_record(sandbox):
+    """A table's stream records the item changes that happened; a cancelled
+    TransactWriteItems changed nothing, so it adds no record.
+
+    https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Streams.html
+    (a stream record for each item modification)
+    """
+    dynamodb, streams = sandbox.client("dynamodb"), sandbox.client("dynamodbstreams")
+    table = sandbox.name("streamed")
+    created = dynamodb.create_table(
+        TableName=table,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+    )
+    sandbox.on_teardown(dynamodb.delete_table, TableName=table)
+    dynamodb.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 1, "MaxAttempts": 120})
+    taken = {"pk": {"S": f"taken-{uuid.uuid4().hex}"}}
+    dynamodb.put_item(TableName=table, Item=taken)
+    with pytest.raises(ClientError):
+        dynamodb.transact_write_items(TransactItems=[
+            {"Put": {"TableName": table, "Item": {"pk": {"S": f"fresh-{uuid.uuid4().hex}"}}}},
+            {"Put": {"TableName": table, "Item": taken, "ConditionExpression": "attribute_not_exists(pk)"}},
+        ])
+
+    stream = created["TableDescription"]["LatestStreamArn"]
+    records = []
+    for shard in streams.describe_stream(StreamArn=stream)["StreamDescription"]["Shards"]:
+        iterator = streams.get_shard_iterator(StreamArn=stream, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+        records += streams.get_records(ShardIterator=iterator)["Records"]
+    assert [(record["eventName"], record["dynamodb"]["Keys"]) for record in records] == [("INSERT", taken)]
