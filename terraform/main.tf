@@ -5,5 +5,6 @@ module "lab" {
   artifacts_dir          = var.artifacts_dir
   deletion_delay_seconds = var.deletion_delay_seconds
   functions              = var.functions
+  queues                 = var.queues
   tags                   = var.tags
 }

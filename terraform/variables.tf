@@ -33,6 +33,12 @@ variable "functions" {
   default     = null
 }
 
+variable "queues" {
+  description = "The module's `queues` map, whole, to replace its default set (null, the default: the module's own queues, as the lessons describe them). The test suite passes the default set with the lesson 4 queues' visibility timeouts kept at six times its longer function timeouts (TF_VAR_queues, tests/suite_timeouts.py)."
+  type        = any
+  default     = null
+}
+
 variable "tags" {
   description = "Extra tags for every resource."
   type        = map(string)

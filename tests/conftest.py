@@ -20,7 +20,7 @@ import pytest
 
 from idemlab import clients
 from idemlab.embedded.server import EmbeddedBackend
-from suite_timeouts import suite_functions
+from suite_timeouts import suite_functions, suite_queues
 
 
 # Seconds the longest scopes (a file, or one test of SPLIT_BY_TEST) took in one `make test`
@@ -41,8 +41,8 @@ SCOPE_SECONDS = {
     "test_deletion_stack.py::test_executions_that_die_before_or_at_the_claim_are_recovered_by_the_sweeper": 83,
     "test_traps_exercise.py": 81,
     "test_checkout_stack.py": 77,
-    "test_queue_lesson.py": 69,
-    "test_notebooks.py::test_notebook_runs_headless_and_asserts_its_outcomes[06_queues.ipynb]": 67,
+    "test_queue_lesson.py": 135,  # with the suite's 30 s order-queue visibility (suite_timeouts.py)
+    "test_notebooks.py::test_notebook_runs_headless_and_asserts_its_outcomes[06_queues.ipynb]": 190,  # likewise
     "test_notebooks.py::test_notebook_runs_headless_and_asserts_its_outcomes[02_side_effects_and_races.ipynb]": 66,
     "test_notebooks.py::test_notebook_runs_headless_and_asserts_its_outcomes[04_partial_failures_and_recovery.ipynb]": 56,
     "test_checkout_handlers.py": 49,
@@ -181,6 +181,7 @@ def backend(pytestconfig):
             "AWS_REGION": "us-east-1",
             # Every stack a test deploys (idemlab.stack runs Terraform in this environment).
             "TF_VAR_functions": json.dumps(suite_functions()),
+            "TF_VAR_queues": json.dumps(suite_queues()),
         }
     )
     server = EmbeddedBackend().start()

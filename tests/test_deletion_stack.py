@@ -254,14 +254,20 @@ def test_executions_that_die_before_or_at_the_claim_are_recovered_by_the_sweeper
     assert sweeps <= 2
 
 
-def test_the_suite_stack_waits_less_than_the_lessons_stack(stack):
-    # The crash tests above wait out these timeouts: conftest passes them to Terraform
-    # (the root's `functions`), and the lessons' own stay as functions.tf has them.
-    from suite_timeouts import TEST_FUNCTION_TIMEOUTS
+def test_the_suite_stack_deploys_the_suites_timeouts_and_visibilities(stack):
+    # conftest passes these to Terraform (the root's `functions` and `queues`); the
+    # lessons' own stay as functions.tf and queues.tf have them. The crash tests above
+    # wait out the deletion timeouts, which are shorter than the lessons'.
+    from suite_timeouts import TEST_FUNCTION_TIMEOUTS, VISIBILITY_PER_FUNCTION_TIMEOUT
 
     from idemlab import functions
+    from idemlab.lessons.queues import Orders
 
     lam = clients.client("lambda")
     deployed = {key: lam.get_function_configuration(FunctionName=stack["functions"][key])["Timeout"] for key in TEST_FUNCTION_TIMEOUTS}
     assert deployed == TEST_FUNCTION_TIMEOUTS
-    assert all(seconds < int(functions.spec(key)["timeout"]) for key, seconds in TEST_FUNCTION_TIMEOUTS.items())
+    lessons = {key: int(functions.spec(key)["timeout"]) for key in TEST_FUNCTION_TIMEOUTS}
+    assert all(deployed[key] < lessons[key] for key in ("delete_records", "delete_files", "naive_deletion_worker"))
+    orders = Orders(stack)
+    for source in functions.module_default("queue_lesson.tf", "event_sources").values():
+        assert orders.visibility_timeout(source["queue"]) == VISIBILITY_PER_FUNCTION_TIMEOUT * deployed[source["function"]], source
