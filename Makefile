@@ -65,8 +65,12 @@ lab: $(VENV)/.installed-lab deploy ## backend up, stack deployed, JupyterLab on 
 # worker's stack deploys in the background while its first, stack-free file runs.
 TEST_WORKERS ?= 5
 
+# The suite starts hundreds of Python processes (workers, backends, Lambda environments,
+# notebook kernels, racing clients). Where the environment says PYTHONDONTWRITEBYTECODE
+# (some images do), each would compile the lab's modules again and pytest would rewrite
+# the asserts of every test module and plugin package again: let them keep what they compiled.
 test: install tools ## the whole test suite, on embedded backends it starts itself
-	$(PY) -m pytest -n $(TEST_WORKERS) --durations=15
+	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -n $(TEST_WORKERS) --durations=15
 
 conformance: install ## the AWS behaviours the lessons rely on, checked on BACKEND (embedded unless set)
 	@if [ "$(BACKEND)" = localstack ]; then $(PY) -m idemlab up; fi
