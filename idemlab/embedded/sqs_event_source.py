@@ -50,6 +50,8 @@ MAX_RECEIVE = 10  # ReceiveMessage returns at most 10 messages per call
 # A long poll of one second: an idle mapping costs one request a second, a new message is
 # picked up at once, and one that becomes visible again within about a second.
 LONG_POLL_SECONDS = 1
+# How often a FIFO long poll looks at its queue again (_receive_in_group_order).
+FIFO_POLL_SECONDS = 0.05
 # How often the supervisor looks for mappings created, enabled, disabled or deleted.
 SUPERVISE_SECONDS = 0.5
 REPORT_BATCH_ITEM_FAILURES = "ReportBatchItemFailures"
@@ -290,19 +292,27 @@ def _add_message(self, message) -> None:
         self._messages_lock.notify_all()
 
 
-def _receive_in_group_order(original, self, queue_name, *args, **kwargs):
+def _receive_in_group_order(original, self, queue_name, count, wait_seconds_timeout, visibility_timeout, message_attribute_names=None):
     """A FIFO group is locked only while one of its messages is in flight.
 
     moto treats a message whose visibility timeout ran out as still in flight until its
     receive loop reaches it, so the message after it in the same group is skipped and
     the later one is handed out first: after a failed batch, the group comes back out of
-    order. Releasing timed-out messages before the receive keeps the group's order.
+    order. Timed-out messages are released before every pass over the queue, so a long
+    poll that is already waiting when they come back keeps the group's order too: the
+    wait is made here, of passes that do not wait.
     """
     queue = self.get_queue(queue_name)
-    if queue.fifo_queue:
+    if not queue.fifo_queue:
+        return original(self, queue_name, count, wait_seconds_timeout, visibility_timeout, message_attribute_names)
+    deadline = time.monotonic() + (wait_seconds_timeout or 0)
+    while True:
         for message in [m for m in queue.pending_messages if m.visible]:
             queue.pending_messages.discard(message)
-    return original(self, queue_name, *args, **kwargs)
+        received = original(self, queue_name, count, 0, visibility_timeout, message_attribute_names)
+        if received or time.monotonic() >= deadline:
+            return received
+        time.sleep(FIFO_POLL_SECONDS)
 
 
 def _check_mapping(backend, source_arn: str, function_name: str, spec: dict, current=None) -> None:
