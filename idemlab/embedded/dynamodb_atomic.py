@@ -62,6 +62,37 @@ def install(serialise_outside_lock: bool = False, item_rollback: bool = False) -
 
     if item_rollback:
         install_item_rollback()
+    install_unreadable_conditions()
+
+
+def install_unreadable_conditions() -> None:
+    """A condition moto cannot read is a ValidationException, as DynamoDB answers it.
+
+    moto 5.2.5's ConditionExpressionParser raises a bare KeyError for a `:value` or
+    `#name` the request does not define, and a ValueError for a syntax error, which its
+    server answers with HTTP 500. DynamoDB (and DynamoDB Local, under LocalStack) refuses
+    such a request as invalid, with a 400 that names the culprit."""
+    from moto.dynamodb.comparisons import ConditionExpressionParser
+    from moto.dynamodb.exceptions import InvalidConditionExpression
+
+    @wrap(ConditionExpressionParser, "_lookup_expression_attribute_value")
+    def value(original, self, name):
+        if name not in (self.expression_attribute_values or {}):
+            raise InvalidConditionExpression(f"An expression attribute value used in expression is not defined; attribute value: {name}")
+        return original(self, name)
+
+    @wrap(ConditionExpressionParser, "_lookup_expression_attribute_name")
+    def name(original, self, name):
+        if name not in (self.expression_attribute_names or {}):
+            raise InvalidConditionExpression(f"An expression attribute name used in the document path is not defined; attribute name: {name}")
+        return original(self, name)
+
+    @wrap(ConditionExpressionParser, "_assert")
+    def syntax(original, self, condition, message, nodes):
+        try:
+            return original(self, condition, message, nodes)
+        except ValueError as exc:
+            raise InvalidConditionExpression(f"Syntax error; {exc}") from exc
 
 
 # While moto runs a transaction on this thread, the "backup" it takes of each table it

@@ -140,3 +140,36 @@ def test_cancelled_transaction_leaves_no_stream_record(sandbox):
         iterator = streams.get_shard_iterator(StreamArn=stream, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
         records += streams.get_records(ShardIterator=iterator)["Records"]
     assert [(record["eventName"], record["dynamodb"]["Keys"]) for record in records] == [("INSERT", taken)]
+
+
+@pytest.mark.parametrize(
+    "condition, names, values, named",
+    [
+        ("#n < :limit", {"#n": "count"}, None, ":limit"),  # a value it never defines
+        ("#n < :limit", None, {":limit": {"N": "1"}}, "#n"),  # a name it never defines
+        ("#n < < :limit", {"#n": "count"}, {":limit": {"N": "1"}}, "<"),  # a syntax error
+    ],
+    ids=["undefined value", "undefined name", "syntax error"],
+)
+def test_a_condition_that_cannot_be_read_is_a_validation_error_and_writes_nothing(sandbox, table, condition, names, values, named):
+    """A ConditionExpression with a syntax error, or one using a name or value the request
+    does not define, is refused with a ValidationException (a client error: HTTP 400) that
+    says what is wrong, and nothing is written.
+
+    https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Expressions.ExpressionAttributeValues.html
+    https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Expressions.ExpressionAttributeNames.html
+    https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/CommonErrors.html (ValidationException, 400)
+    """
+    dynamodb = sandbox.client("dynamodb")
+    key = f"unread-{uuid.uuid4().hex}"
+    request = {"TableName": table, "Item": {"pk": {"S": key}, "count": {"N": "5"}}, "ConditionExpression": condition}
+    if names:
+        request["ExpressionAttributeNames"] = names
+    if values:
+        request["ExpressionAttributeValues"] = values
+    with pytest.raises(ClientError) as refused:
+        dynamodb.put_item(**request)
+    error = refused.value.response
+    assert (error["ResponseMetadata"]["HTTPStatusCode"], error["Error"]["Code"]) == (400, "ValidationException"), error
+    assert named in error["Error"]["Message"] and "ConditionExpression" in error["Error"]["Message"], error["Error"]["Message"]
+    assert "Item" not in dynamodb.get_item(TableName=table, Key={"pk": {"S": key}}, ConsistentRead=True)
