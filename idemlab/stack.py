@@ -141,6 +141,13 @@ def _locked(name: str):
         yield
 
 
+def plugin_cache_lock():
+    """Held around every `terraform init` that may fill the provider plugin cache: the
+    cache is shared by every working copy and every test copy, and Terraform does not lock
+    it (two first installs at once fail with "mkdir ...: file exists")."""
+    return _locked(".init")
+
+
 class _Stack:
     """A working copy bound to one backend and prefix."""
 
@@ -189,8 +196,7 @@ class _Stack:
                 build.build_all(out_dir=self.artifacts)
             except build.BuildError as exc:
                 raise StackError(f"building the function zips failed: {exc}") from exc
-        # The plugin cache is shared by every working copy, and Terraform does not lock it.
-        with _locked(".init"):
+        with plugin_cache_lock():
             self.terraform("init")
 
 

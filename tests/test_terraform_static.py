@@ -3,10 +3,12 @@ with a mocked provider (terraform test), checkov, and the generated README table
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -21,7 +23,23 @@ CHECKOV_INSTALL = "make tools  (or: python3 -m venv .lab/tools && .lab/tools/bin
 
 def terraform(*args: str, cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
     env = stack.terraform_env("aws")  # offline CLI config, no endpoints needed
-    return subprocess.run(["terraform", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    run = functools.partial(subprocess.run, ["terraform", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    if args[0] != "init":
+        return run()
+    with stack.plugin_cache_lock():  # the stacks' deploys fill the same plugin cache
+        return run()
+
+
+def test_init_here_waits_while_a_deploy_holds_the_plugin_cache(terraform_copy):
+    """A CI run with six workers failed `init` here: a worker's deploy was putting the
+    provider into the shared plugin cache at the same moment ("mkdir ...: file exists")."""
+    finished = threading.Event()
+    with stack.plugin_cache_lock():
+        waiting = threading.Thread(target=lambda: (terraform("init", "-backend=false", "-input=false", cwd=terraform_copy), finished.set()))
+        waiting.start()
+        assert not finished.wait(5), "init ran while the plugin cache was held"
+    waiting.join(timeout=120)
+    assert finished.is_set()
 
 
 @pytest.fixture(scope="module")
