@@ -3,7 +3,7 @@ with a mocked provider (terraform test), checkov, and the generated README table
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import json
 import re
 import shutil
@@ -23,11 +23,9 @@ CHECKOV_INSTALL = "make tools  (or: python3 -m venv .lab/tools && .lab/tools/bin
 
 def terraform(*args: str, cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
     env = stack.terraform_env("aws")  # offline CLI config, no endpoints needed
-    run = functools.partial(subprocess.run, ["terraform", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    if args[0] != "init":
-        return run()
-    with stack.plugin_cache_lock():  # the stacks' deploys fill the same plugin cache
-        return run()
+    # An init fills the plugin cache the stacks' deploys fill too: it takes their lock.
+    with stack.plugin_cache_lock() if args[0] == "init" else contextlib.nullcontext():
+        return subprocess.run(["terraform", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def test_init_here_waits_while_a_deploy_holds_the_plugin_cache(terraform_copy):
