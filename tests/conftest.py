@@ -36,7 +36,6 @@ SCOPE_SECONDS = {
     "test_notebooks.py::test_notebook_runs_headless_and_asserts_its_outcomes[05_cost_of_idempotency.ipynb]": 148,
     "test_deletion_stack.py::test_every_fault_point_and_delivery_pattern_deletes_once": 132,
     "test_plugin_deliver.py": 120,
-    "test_bench_notebook_backend.py": 112,
     "test_embedded_limits.py": 90,
     "test_deletion_stack.py::test_executions_that_die_before_or_at_the_claim_are_recovered_by_the_sweeper": 83,
     "test_traps_exercise.py": 81,

@@ -7,7 +7,9 @@ a failed assertion fails the cell, and the cell fails this test.
 import json
 import os
 import subprocess
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import nbformat
@@ -22,10 +24,37 @@ CELL_TIMEOUT_SECONDS = 300
 # test backend runs on a free port rather than 4566). Credentials, region and endpoint
 # must come from the harness, or a notebook would work in CI and fail for learners.
 LEARNER_DROPS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION", "AWS_ENDPOINT_URL")
+# Notebooks that measure on an embedded backend they start themselves, whatever backend the
+# learner chose. They run here for a learner on LocalStack whose endpoint records every
+# request and refuses it: they must send it none, not even a request for the embedded
+# backend's request counter (LocalStack and AWS would answer 404 or refuse).
+OWN_BACKEND = ("05_cost_of_idempotency.ipynb",)
 
 
 def learner_environment() -> dict:
     return {name: value for name, value in os.environ.items() if name not in LEARNER_DROPS}
+
+
+class Recorder(BaseHTTPRequestHandler):
+    """The learner's endpoint for an OWN_BACKEND notebook: records every request and refuses it."""
+
+    def _refuse(self):
+        self.server.seen.append(f"{self.command} {self.path}")
+        self.send_response(500)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _refuse
+
+    def log_message(self, *args):  # quiet
+        pass
+
+
+def recording_endpoint() -> ThreadingHTTPServer:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    server.seen = []
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
 
 
 def committed(path: Path) -> dict:
@@ -54,8 +83,19 @@ def test_notebook_runs_headless_and_asserts_its_outcomes(stack, path, record_pro
         kernel_name="python3",
         resources={"metadata": {"path": str(path.parent)}},
     )
+    environment, recorder = learner_environment(), None
+    if path.name in OWN_BACKEND:
+        recorder = recording_endpoint()
+        url = f"http://127.0.0.1:{recorder.server_address[1]}"
+        environment |= {"BACKEND": "localstack", "AWS_ENDPOINT_URL": url, "AWS_REGION": "eu-west-1"}
     started = time.monotonic()
-    client.execute(env=learner_environment())
+    try:
+        client.execute(env=environment)
+    finally:
+        if recorder:
+            recorder.shutdown()
     elapsed = time.monotonic() - started
     record_property("seconds", round(elapsed, 1))
     print(f"{path.name} ran in {elapsed:.1f} s")
+    if recorder:
+        assert recorder.seen == [], f"{path.name} called the learner's endpoint: {recorder.seen[:5]}"
