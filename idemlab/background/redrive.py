@@ -34,6 +34,7 @@ DEFAULT_RATE_PER_SECOND = 5.0
 # How long a received message stays hidden while this run works through the queue, so
 # one run sees each message once; what it leaves is made visible again when it ends.
 VISIBILITY_SECONDS = 300
+# A target that says the event's work already exists has, in effect, received it.
 ALREADY_DELIVERED_CODES = {"ExecutionAlreadyExists"}
 
 
@@ -70,47 +71,38 @@ def target_of(message: dict) -> tuple[str, str] | None:
 
 
 def run_once(
-    queue_url: str,
-    rate_per_second: float = DEFAULT_RATE_PER_SECOND,
-    limit: int | None = None,
-    endpoint_url: str | None = None,
+    queue_url: str, rate_per_second: float = DEFAULT_RATE_PER_SECOND, limit: int | None = None, endpoint_url: str | None = None
 ) -> RedriveReport:
     """One pass over the queue; returns what happened to each message."""
     if rate_per_second <= 0:
         raise ValueError(f"rate_per_second must be positive, not {rate_per_second}")
     sqs = clients.client("sqs", endpoint_url)
-    report = RedriveReport(queue_url)
+    report, seen, next_slot = RedriveReport(queue_url), set(), time.monotonic()
     left: list[str] = []  # receipt handles of messages that stay on the queue
-    seen: set[str] = set()
-    next_slot = time.monotonic()
     try:
         while limit is None or len(seen) < limit:
             batch = sqs.receive_message(
-                QueueUrl=queue_url,
-                MaxNumberOfMessages=10 if limit is None else max(1, min(10, limit - len(seen))),
-                MessageAttributeNames=["All"],
-                VisibilityTimeout=VISIBILITY_SECONDS,
-                WaitTimeSeconds=0,
+                QueueUrl=queue_url, MaxNumberOfMessages=10 if limit is None else min(10, limit - len(seen)),
+                MessageAttributeNames=["All"], VisibilityTimeout=VISIBILITY_SECONDS, WaitTimeSeconds=0,
             ).get("Messages", [])
             fresh = [m for m in batch if m["MessageId"] not in seen]
             if not fresh:
                 break
             for message in fresh:
-                message_id = message["MessageId"]
+                message_id, destination = message["MessageId"], target_of(message)
                 seen.add(message_id)
-                destination = target_of(message)
-                if destination is None:
-                    report.not_understood.append(message_id)
-                    left.append(message["ReceiptHandle"])
-                    continue
-                time.sleep(max(0.0, next_slot - time.monotonic()))
-                next_slot = max(next_slot, time.monotonic()) + 1.0 / rate_per_second
-                outcome, why = _deliver_once(*destination, endpoint_url, message_id)
+                outcome, why = "not_understood", ""
+                if destination:
+                    time.sleep(max(0.0, next_slot - time.monotonic()))
+                    next_slot = max(next_slot, time.monotonic()) + 1.0 / rate_per_second
+                    outcome, why = _deliver_once(*destination, endpoint_url, message_id)
                 if outcome == "failed":
                     report.failed[message_id] = why
-                    left.append(message["ReceiptHandle"])
                 else:
                     getattr(report, outcome).append(message_id)
+                if outcome in ("failed", "not_understood"):
+                    left.append(message["ReceiptHandle"])
+                else:
                     sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
     finally:
         for handle in left:
@@ -136,7 +128,6 @@ def _deliver_as(name: str | None, target_arn: str, input_text: str, endpoint_url
     try:
         deliver(target_arn, input_text, endpoint_url, execution_name=name)
     except DeliveryFailed as exc:
-        # A target that says the event's work already exists has, in effect, received it.
         return ("already_delivered", "") if exc.code in ALREADY_DELIVERED_CODES else ("failed", str(exc))
     return "delivered", ""
 
@@ -144,22 +135,20 @@ def _deliver_as(name: str | None, target_arn: str, input_text: str, endpoint_url
 def _named_execution_went_on(input_text: str, endpoint_url: str | None) -> bool:
     """True when the execution a startExecution event names is running or succeeded."""
     parameters = {key.lower(): value for key, value in json.loads(input_text).items()}
-    machine, name = parameters.get("statemachinearn", ""), parameters.get("name", "")
-    execution_arn = machine.replace(":stateMachine:", ":execution:", 1) + f":{name}"
+    execution_arn = parameters.get("statemachinearn", "").replace(":stateMachine:", ":execution:", 1) + f":{parameters.get('name', '')}"
     status = clients.client("stepfunctions", endpoint_url).describe_execution(executionArn=execution_arn)["status"]
     return status in ("RUNNING", "SUCCEEDED")
 
 
 def _queue_urls(names: list[str]) -> list[str]:
     """URLs as given, or the stack's queues by key (``deletion_dlq``); default: every ``*_dlq``."""
-    urls = [name for name in names if name.startswith(("http://", "https://"))]
-    if names and urls == names:
+    if names and all(name.startswith(("http://", "https://")) for name in names):
         return names
     from idemlab import stack
 
     queues = stack.outputs()["queues"]
     keys = names or sorted(key for key in queues if key.endswith("_dlq"))
-    unknown = [key for key in keys if key not in queues and key not in urls]
+    unknown = [key for key in keys if key not in queues and not key.startswith(("http://", "https://"))]
     if unknown:
         raise SystemExit(f"redrive: no queue {', '.join(unknown)} in the stack; known: {', '.join(sorted(queues))}")
     return [queues.get(key, key) for key in keys]

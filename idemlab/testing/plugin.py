@@ -35,9 +35,10 @@ def idemlab_backend(pytestconfig):
 @pytest.fixture
 def idemlab(idemlab_backend):
     """A Lab for this test: boto3 points at the backend while it runs; its tables go after."""
-    from idemlab.testing.lab import Lab, aws_environment
+    from idemlab.testing.lab import LOCAL_VARIABLES, Lab, aws_environment
 
-    with aws_environment(idemlab_backend.environment()):
+    # boto3 (and the AWS CLI) in the test process point at the backend.
+    with aws_environment({"AWS_ENDPOINT_URL": idemlab_backend.url, **LOCAL_VARIABLES}):
         lab = Lab(idemlab_backend)
         try:
             yield lab
