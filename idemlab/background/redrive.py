@@ -70,13 +70,11 @@ def target_of(message: dict) -> tuple[str, str] | None:
     return None
 
 
-def run_once(
-    queue_url: str, rate_per_second: float = DEFAULT_RATE_PER_SECOND, limit: int | None = None, endpoint_url: str | None = None
-) -> RedriveReport:
-    """One pass over the queue; returns what happened to each message."""
+def run_once(queue_url: str, rate_per_second: float = DEFAULT_RATE_PER_SECOND, limit: int | None = None):
+    """One pass over the queue; a RedriveReport of what happened to each message."""
     if rate_per_second <= 0:
         raise ValueError(f"rate_per_second must be positive, not {rate_per_second}")
-    sqs = clients.client("sqs", endpoint_url)
+    sqs = clients.client("sqs")
     report, seen, next_slot = RedriveReport(queue_url), set(), time.monotonic()
     left: list[str] = []  # receipt handles of messages that stay on the queue
     try:
@@ -95,7 +93,7 @@ def run_once(
                 if destination:
                     time.sleep(max(0.0, next_slot - time.monotonic()))
                     next_slot = max(next_slot, time.monotonic()) + 1.0 / rate_per_second
-                    outcome, why = _deliver_once(*destination, endpoint_url, message_id)
+                    outcome, why = _deliver_once(*destination, message_id)
                 if outcome == "failed":
                     report.failed[message_id] = why
                 else:
@@ -110,33 +108,34 @@ def run_once(
     return report
 
 
-def _deliver_once(target_arn: str, input_text: str, endpoint_url: str | None, message_id: str) -> tuple[str, str]:
+def _deliver_once(target_arn: str, input_text: str, message_id: str) -> tuple[str, str]:
     """("delivered" | "already_delivered" | "failed", why) for one message."""
+
+    def deliver_as(name: str | None) -> tuple[str, str]:
+        try:
+            deliver(target_arn, input_text, execution_name=name)
+        except DeliveryFailed as exc:
+            return ("already_delivered", "") if exc.code in ALREADY_DELIVERED_CODES else ("failed", str(exc))
+        return "delivered", ""
+
     # A Scheduler event names its own execution (the universal target's Name): that name
     # is tried first. If its execution exists but ended without going on (it failed, timed
     # out or was stopped, e.g. before it could claim), the name proves nothing was done.
     if target_arn.startswith(UNIVERSAL_PREFIX):
-        outcome = _deliver_as(None, target_arn, input_text, endpoint_url)
-        if outcome[0] != "already_delivered" or _named_execution_went_on(input_text, endpoint_url):
+        outcome = deliver_as(None)
+        if outcome[0] != "already_delivered" or _named_execution_went_on(input_text):
             return outcome
     # Named after the message: a message delivered but not deleted (a crash in between)
     # is refused as already delivered the next time.
-    return _deliver_as(f"redrive-{message_id}", target_arn, input_text, endpoint_url)
+    return deliver_as(f"redrive-{message_id}")
 
 
-def _deliver_as(name: str | None, target_arn: str, input_text: str, endpoint_url: str | None) -> tuple[str, str]:
-    try:
-        deliver(target_arn, input_text, endpoint_url, execution_name=name)
-    except DeliveryFailed as exc:
-        return ("already_delivered", "") if exc.code in ALREADY_DELIVERED_CODES else ("failed", str(exc))
-    return "delivered", ""
-
-
-def _named_execution_went_on(input_text: str, endpoint_url: str | None) -> bool:
+def _named_execution_went_on(input_text: str) -> bool:
     """True when the execution a startExecution event names is running or succeeded."""
     parameters = {key.lower(): value for key, value in json.loads(input_text).items()}
-    execution_arn = parameters.get("statemachinearn", "").replace(":stateMachine:", ":execution:", 1) + f":{parameters.get('name', '')}"
-    status = clients.client("stepfunctions", endpoint_url).describe_execution(executionArn=execution_arn)["status"]
+    machine, name = parameters.get("statemachinearn", ""), parameters.get("name", "")
+    execution_arn = machine.replace(":stateMachine:", ":execution:", 1) + f":{name}"
+    status = clients.client("stepfunctions").describe_execution(executionArn=execution_arn)["status"]
     return status in ("RUNNING", "SUCCEEDED")
 
 

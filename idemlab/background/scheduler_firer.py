@@ -81,7 +81,6 @@ def due_time(schedule: dict) -> float | None:
 class SchedulerFirer:
     """Fires due one-time schedules; keeps each event's retry count between passes."""
 
-    endpoint_url: str | None = None
     groups: tuple[str, ...] | None = None  # only these schedule groups; None: every group
     # (group, name) -> (attempts made, when the next may be made) of events being retried
     retrying: dict[tuple[str, str], tuple[int, float]] = field(default_factory=dict)
@@ -89,7 +88,7 @@ class SchedulerFirer:
     @functools.cached_property
     def scheduler(self):
         # One client for the firer's life: it asks every second, and a client is costly to make.
-        return clients.client("scheduler", self.endpoint_url)
+        return clients.client("scheduler")
 
     def run_once(self, now: float | None = None) -> list[Firing]:
         """One pass: fire (or retry) every due one-time schedule; what happened to each."""
@@ -146,7 +145,7 @@ class SchedulerFirer:
         try:
             if now - due > max_age:
                 raise DeliveryFailed("AWS.Scheduler.EventAgeExceeded", f"event older than {max_age} s")
-            answer = deliver(target["Arn"], target.get("Input"), self.endpoint_url)
+            answer = deliver(target["Arn"], target.get("Input"))
         except DeliveryFailed as failure:
             if failure.retryable and attempt <= policy.get("MaximumRetryAttempts", DEFAULT_MAX_RETRY_ATTEMPTS):
                 backoff = min(FIRST_RETRY_SECONDS * 2 ** (attempt - 1), MAX_RETRY_SECONDS)
@@ -163,7 +162,7 @@ class SchedulerFirer:
         target = schedule["Target"]
         dlq_arn = (target.get("DeadLetterConfig") or {}).get("Arn")
         try:
-            url = dlq_arn and queue_url(dlq_arn, self.endpoint_url)
+            url = dlq_arn and queue_url(dlq_arn)
         except ClientError as exc:
             url, why = None, f"its dead-letter queue is unusable ({exc})"
         else:
@@ -181,7 +180,7 @@ class SchedulerFirer:
             "SCHEDULE_ARN": schedule.get("Arn", ""),
             "TARGET_ARN": target["Arn"],
         }
-        clients.client("sqs", self.endpoint_url).send_message(
+        clients.client("sqs").send_message(
             QueueUrl=url, MessageBody=target.get("Input") or "{}",
             MessageAttributes={k: {"DataType": "String", "StringValue": v} for k, v in attributes.items() if v},
         )
@@ -196,11 +195,13 @@ class SchedulerFirer:
         else:
             # Kept (ActionAfterCompletion=NONE): a one-time schedule fires once, so it is
             # disabled, which a restarted firer sees too; AWS keeps it silent the same way.
-            self.scheduler.update_schedule(**{k: schedule[k] for k in KEPT_ON_UPDATE if schedule.get(k)}, State="DISABLED")
+            kept = {key: schedule[key] for key in KEPT_ON_UPDATE if schedule.get(key)}
+            self.scheduler.update_schedule(**kept, State="DISABLED")
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m idemlab.background.scheduler_firer", description=__doc__.split("\n\n")[0])
+    description = __doc__.split("\n\n")[0]
+    parser = argparse.ArgumentParser(prog="python -m idemlab.background.scheduler_firer", description=description)
     parser.add_argument("--interval", type=float, default=POLL_SECONDS, help="seconds between passes")
     parser.add_argument("--once", action="store_true", help="one pass, then exit")
     parser.add_argument("--group", action="append", help="only this schedule group (repeatable); default: every group")

@@ -33,13 +33,13 @@ class DeliveryFailed(Exception):
         self.code, self.message, self.retryable = code, message, retryable
 
 
-def queue_url(queue_arn: str, endpoint_url: str | None = None) -> str:
+def queue_url(queue_arn: str) -> str:
     """The URL of the SQS queue with this ARN."""
     _, _, _, _, account, name = queue_arn.split(":", 5)
-    return clients.client("sqs", endpoint_url).get_queue_url(QueueName=name, QueueOwnerAWSAccountId=account)["QueueUrl"]
+    return clients.client("sqs").get_queue_url(QueueName=name, QueueOwnerAWSAccountId=account)["QueueUrl"]
 
 
-def deliver(target_arn: str, input_text: str | None, endpoint_url: str | None = None, execution_name: str | None = None) -> dict:
+def deliver(target_arn: str, input_text: str | None, execution_name: str | None = None) -> dict:
     """Hand ``input_text`` to the target; returns the target's answer. Raises DeliveryFailed.
 
     ``execution_name`` names the execution when the target is a state machine (a
@@ -48,22 +48,23 @@ def deliver(target_arn: str, input_text: str | None, endpoint_url: str | None = 
     body = "{}" if input_text is None else input_text
     try:
         if target_arn.startswith(UNIVERSAL_PREFIX):
-            return _universal(target_arn, body, endpoint_url, execution_name)
+            return _universal(target_arn, body, execution_name)
         parts = target_arn.split(":", 5)
         service, resource = (parts[2], parts[5]) if len(parts) == 6 and parts[0] == "arn" else (None, "")
         if service == "lambda":
             # Scheduler invokes Lambda asynchronously: delivered means queued, not run.
-            answer = clients.client("lambda", endpoint_url).invoke(FunctionName=target_arn, InvocationType="Event", Payload=body.encode())
+            invoke = clients.client("lambda").invoke
+            answer = invoke(FunctionName=target_arn, InvocationType="Event", Payload=body.encode())
             return {"StatusCode": answer.get("StatusCode")}
         if service == "states" and resource.startswith("stateMachine:"):
             # moto needs a name on every StartExecution; AWS would make one up the same way.
-            sfn = clients.client("stepfunctions", endpoint_url)
-            answer = sfn.start_execution(stateMachineArn=target_arn, name=execution_name or uuid.uuid4().hex, input=body)
+            name = execution_name or uuid.uuid4().hex
+            answer = clients.client("stepfunctions").start_execution(stateMachineArn=target_arn, name=name, input=body)
             return {"executionArn": answer["executionArn"]}
         if service == "sqs":
-            sqs = clients.client("sqs", endpoint_url)
-            return {"MessageId": sqs.send_message(QueueUrl=queue_url(target_arn, endpoint_url), MessageBody=body)["MessageId"]}
-        raise DeliveryFailed("ValidationException", f"not a Lambda function, state machine, SQS queue or universal target: {target_arn}")
+            sent = clients.client("sqs").send_message(QueueUrl=queue_url(target_arn), MessageBody=body)
+            return {"MessageId": sent["MessageId"]}
+        raise DeliveryFailed("ValidationException", f"no Lambda, Step Functions, SQS or universal target: {target_arn}")
     except ClientError as exc:
         error = exc.response.get("Error", {})
         code = error.get("Code", "Unknown")
@@ -76,7 +77,7 @@ def deliver(target_arn: str, input_text: str | None, endpoint_url: str | None = 
         raise DeliveryFailed("ValidationException", str(exc)) from exc
 
 
-def _universal(target_arn: str, body: str, endpoint_url: str | None, execution_name: str | None) -> dict:
+def _universal(target_arn: str, body: str, execution_name: str | None) -> dict:
     """``arn:aws:scheduler:::aws-sdk:<service>:<apiAction>`` with the input as parameters.
 
     ``execution_name`` replaces the ``Name`` of an ``sfn:startExecution``: the name the
@@ -87,7 +88,7 @@ def _universal(target_arn: str, body: str, endpoint_url: str | None, execution_n
     service, _, action = target_arn[len(UNIVERSAL_PREFIX) :].partition(":")
     if not service or not action:
         raise DeliveryFailed("ValidationException", f"incomplete universal target: {target_arn}")
-    client = clients.client(BOTO3_SERVICE.get(service, service), endpoint_url)
+    client = clients.client(BOTO3_SERVICE.get(service, service))
     operation = action[0].upper() + action[1:]
     try:
         model = client.meta.service_model.operation_model(operation)
@@ -100,13 +101,15 @@ def _universal(target_arn: str, body: str, endpoint_url: str | None, execution_n
     if not isinstance(parameters, dict):
         raise DeliveryFailed("ValidationException", f"the input of {target_arn} must be a JSON object")
     if execution_name and operation == "StartExecution":
-        parameters = {key: value for key, value in parameters.items() if key.lower() != "name"} | {"Name": execution_name}
+        parameters = {key: value for key, value in parameters.items() if key.lower() != "name"}
+        parameters["Name"] = execution_name
     # Universal targets spell parameters in PascalCase ("StateMachineArn"); some APIs
     # name them in camelCase ("stateMachineArn"): match them without regard to case.
     members = {name.lower(): name for name in (model.input_shape.members if model.input_shape else {})}
     unknown = [key for key in parameters if key.lower() not in members]
     if unknown:
         raise DeliveryFailed("ValidationException", f"{action} takes no parameter {', '.join(unknown)}")
-    answer = getattr(client, xform_name(operation))(**{members[key.lower()]: value for key, value in parameters.items()})
+    call = getattr(client, xform_name(operation))
+    answer = call(**{members[key.lower()]: value for key, value in parameters.items()})
     answer.pop("ResponseMetadata", None)
     return answer

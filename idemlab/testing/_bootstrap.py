@@ -87,7 +87,7 @@ def install_crash(spec: dict) -> None:
 
 
 def _load(name: str, crash: dict | None):
-    """The handler under test, its crash point installed; failing, an ImportError (Lambda: Runtime.ImportModuleError)."""
+    """The handler under test, its crash point installed; else an ImportError (Runtime.ImportModuleError)."""
     step = f"load the handler under test {name!r}"
     try:
         module, _, function = name.rpartition(".")  # as Lambda's runtime splits a handler name

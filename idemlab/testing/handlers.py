@@ -22,6 +22,7 @@ at-least-once system retries.
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.util
 import io
 import os
@@ -65,22 +66,21 @@ class Handler:
         module_name, _, function = dotted.rpartition(".")
         if not module_name or not function:
             raise HandlerError(f"handler {dotted!r} must be 'module.function', e.g. 'shop.handlers.checkout'")
-        top = module_name.split(".")[0]
+        top, or_zip = module_name.split(".")[0], "pass a zip with Handler.zip"
         if code_root is None:
             spec = importlib.util.find_spec(top)
             if spec is None:
-                raise HandlerError(f"cannot find module {top!r} for handler {dotted!r}: is its folder on sys.path (pytest's rootdir)?")
-            if spec.submodule_search_locations:
-                code_root = Path(list(spec.submodule_search_locations)[0]).parent
-            elif spec.origin and spec.origin.endswith(".py"):
-                code_root = Path(spec.origin).parent
-            else:
-                raise HandlerError(f"module {top!r} is not plain Python source ({spec.origin}); pass a zip with Handler.zip")
+                raise HandlerError(f"cannot find module {top!r} for handler {dotted!r}: is its folder on sys.path "
+                                   "(pytest's rootdir)?")
+            # The package's folder, or the module's file: the code root holds either.
+            location = next(iter(spec.submodule_search_locations or ()), None) or spec.origin or ""
+            if not (spec.submodule_search_locations or location.endswith(".py")):
+                raise HandlerError(f"module {top!r} is not plain Python source ({spec.origin}); {or_zip}")
+            code_root = Path(location).parent
         code_root = Path(code_root).resolve()
         if code_root.name in ("site-packages", "dist-packages"):
-            raise HandlerError(
-                f"{top!r} is an installed package ({code_root}); deliver your own code by module path, or pass a zip with Handler.zip"
-            )
+            raise HandlerError(f"{top!r} is an installed package ({code_root}); deliver your own code by module path, "
+                               f"or {or_zip}")
         return cls(_zip_folder_once(code_root, top), dotted)
 
     @classmethod
@@ -92,25 +92,24 @@ class Handler:
         try:
             zipfile.ZipFile(io.BytesIO(code)).testzip()
         except zipfile.BadZipFile as exc:
-            raise HandlerError(f"{'the bytes given' if isinstance(archive, bytes) else archive} is not a zip file") from exc
+            what = "the bytes given" if isinstance(archive, bytes) else archive
+            raise HandlerError(f"{what} is not a zip file") from exc
         return cls(code, handler)
 
     @classmethod
     def of(cls, handler: "Handler | str") -> "Handler":
         return handler if isinstance(handler, Handler) else cls.module(handler)
 
-    def slug(self) -> str:
-        """A function-name-safe short form of the handler name."""
-        return re.sub(r"[^A-Za-z0-9-]", "-", self.name)[-30:].strip("-")
+    def function_name(self, configuration: bytes) -> str:
+        """The name of this handler's function with this configuration: readable, and one per both."""
+        digest = hashlib.sha256(self.code + configuration).hexdigest()[:12]
+        return f"idemlab-{re.sub(r'[^A-Za-z0-9-]', '-', self.name)[-30:].strip('-')}-{digest}"
 
     def with_bootstrap(self) -> bytes:
         """This handler's zip plus the plugin's bootstrap module at its root."""
-        buffer, bootstrap = io.BytesIO(), f"{BOOTSTRAP_MODULE}.py"
-        with zipfile.ZipFile(io.BytesIO(self.code)) as source, zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as target:
-            for item in source.infolist():
-                if item.filename != bootstrap:
-                    target.writestr(item, source.read(item))
-            target.writestr(bootstrap, (Path(__file__).parent / "_bootstrap.py").read_text())
+        buffer = io.BytesIO(self.code)
+        with zipfile.ZipFile(buffer, "a", zipfile.ZIP_DEFLATED) as archive:
+            archive.write(Path(__file__).with_name("_bootstrap.py"), f"{BOOTSTRAP_MODULE}.py")
         return buffer.getvalue()
 
 

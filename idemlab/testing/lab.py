@@ -1,19 +1,13 @@
-"""The backend a test session shares, and the per-test helpers built on it.
-
-`Backend` starts the embedded server (idemlab.embedded) on a free loopback port and
-keeps what is worth creating once per session: the IAM role functions need, the
-deployed functions (one per handler and configuration), the crash-arming table.
-
-`Lab` is what a test gets: tables it creates are deleted when the test ends, and
-`deliver` / `assert_exactly_once` send copies of an event to a handler running in
-real Lambda worker processes.
+"""The backend a test session shares (`Backend`: the embedded server on a free loopback
+port, the role functions run with, the deployed functions, the crash-arming table) and
+what a test gets (`Lab`: tables deleted when the test ends, and `deliver` /
+`assert_exactly_once`, which send copies of an event to a handler in Lambda worker processes).
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import json
 import os
 import threading
@@ -37,9 +31,8 @@ LOCAL_VARIABLES = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
 LOCAL_VARIABLES["AWS_DEFAULT_REGION"] = REGION
 # Variables that would send boto3 elsewhere than AWS_ENDPOINT_URL, or to a real account
 # (and every AWS_ENDPOINT_URL_<SERVICE>: a per-service endpoint wins over AWS_ENDPOINT_URL).
-CLEARED_VARIABLES = (
-    "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
-)
+CLEARED_VARIABLES = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN")
+CLEARED_VARIABLES += ("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",)
 CRASH_TABLE = "idemlab-testing-crashes"
 # Lambda's default is 3 s; handlers that call other services usually get more.
 DEFAULT_TIMEOUT_SECONDS = 10
@@ -92,10 +85,10 @@ class Backend(EmbeddedBackend):
         with aws_environment(LOCAL_VARIABLES):
             super().start()
             self.start_seconds = time.perf_counter() - started
-            # A session of its own, with explicit credentials and region, so neither a profile
-            # nor boto3's shared default session decides where calls go; its config is read now,
-            # while the environment is clean.
-            self._session = boto3.session.Session(region_name=REGION, aws_access_key_id="test", aws_secret_access_key="test")
+            # A session of its own, with explicit credentials and region (its config read while
+            # the environment is clean): neither a profile nor boto3's default session decides.
+            credentials = {"aws_access_key_id": "test", "aws_secret_access_key": "test"}
+            self._session = boto3.session.Session(region_name=REGION, **credentials)
             self._session._session.get_scoped_config()
             trust = {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
             policy = json.dumps({"Version": "2012-10-17", "Statement": [trust]})
@@ -114,7 +107,7 @@ class Backend(EmbeddedBackend):
             return self._clients[key]
 
     def table(self, name: str, *keys: str):
-        """A new pay-per-request table of string keys (the hash key, then a sort key if given), as a boto3 Table."""
+        """A new pay-per-request table of string keys (hash key, then any sort key), as a boto3 Table."""
         self.client("dynamodb").create_table(
             TableName=name,
             KeySchema=[{"AttributeName": key, "KeyType": kind} for key, kind in zip(keys, ("HASH", "RANGE"))],
@@ -133,9 +126,10 @@ class Backend(EmbeddedBackend):
         """The deployed function for this handler and configuration (created once)."""
         variables = {**environment, _bootstrap.HANDLER_VARIABLE: handler.name}
         configuration = json.dumps([variables, timeout, crash and crash.__dict__], sort_keys=True).encode()
-        name = f"idemlab-{handler.slug()}-{hashlib.sha256(handler.code + configuration).hexdigest()[:12]}"
+        name = handler.function_name(configuration)
         if crash is not None:
-            variables[_bootstrap.CRASH_VARIABLE] = json.dumps({**crash.__dict__, "table": self.crash_table, "key": name})
+            spec = {**crash.__dict__, "table": self.crash_table, "key": name}
+            variables[_bootstrap.CRASH_VARIABLE] = json.dumps(spec)
         with self._lock:
             if name not in self._functions:
                 self.client("lambda").create_function(
@@ -163,7 +157,8 @@ class Lab:
         table = self.backend.table(name, key, *([sort_key] if sort_key else []))
         self._tables.append(name)
         if ttl:
-            self.client("dynamodb").update_time_to_live(TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": ttl})
+            ttl_specification = {"Enabled": True, "AttributeName": ttl}
+            self.client("dynamodb").update_time_to_live(TableName=name, TimeToLiveSpecification=ttl_specification)
         return table
 
     def powertools_table(self, name: str = "idempotency"):
@@ -211,7 +206,7 @@ class Lab:
         if crash is not None:  # how many armed crashes went off; nothing stays armed for the next delivery
             left = dynamodb.delete_item(TableName=CRASH_TABLE, Key=crash_key, ReturnValues="ALL_OLD")
             crashes = crash.times - int(left.get("Attributes", {}).get("armed", {}).get("N", "0"))
-        return Delivery(handler.name, event, together, results, crash, crashes)
+        return Delivery(results, crash, crashes)
 
     def _send(self, function: str, payload: bytes, number: int) -> CopyResult:
         copy = CopyResult(number, sent=time.time())
@@ -219,7 +214,8 @@ class Lab:
         copy.answered = time.time()
         if copy.error is None:
             report = document[_bootstrap.REPORT_KEY]
-            copy.pid, copy.started, copy.ended, copy.result = report["pid"], report["started"], report["ended"], document["result"]
+            copy.pid, copy.started, copy.ended = report["pid"], report["started"], report["ended"]
+            copy.result = document["result"]
         return copy
 
     def _invoke(self, function: str, payload: bytes, what: str = "a warm-up ping") -> tuple[object, dict | None]:
@@ -255,10 +251,9 @@ class Lab:
             event = make_event(number)
             delivery = self.deliver(handler, event, copies=copies, together=together, crash=crash, **options)
             if crash is not None and delivery.crashes == 0:
-                raise CrashNotReached("\n".join([
-                    f"Crash point never reached: no copy got {crash.when} {crash.target} in round {number}.", "Timeline:",
-                    *delivery.timeline(), "Is the name right, and does the handler call it for this event?",
-                ]))
+                never = f"Crash point never reached: no copy got {crash.when} {crash.target} in round {number}."
+                ask = "Is the name right, and does the handler call it for this event?"
+                raise CrashNotReached("\n".join([never, "Timeline:", *delivery.timeline(), ask]))
             report.rounds.append(Round(number, event, delivery, int(count_effect(event))))
         if report.bad_rounds:
             raise DuplicateEffectError(report)

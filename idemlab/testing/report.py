@@ -29,7 +29,8 @@ ADVICE = {
         "A check and a write in two calls leave that window open. Make the claim one atomic step: a\n"
         "conditional write (attribute_not_exists) that only one copy can win, or Powertools' @idempotent."
     ),
-    "apart": "Even copies sent one after another repeated the effect: nothing recorded that the event was already handled.",
+    "apart": "Even copies sent one after another repeated the effect: nothing recorded that the event was already "
+    "handled.",
 }
 
 
@@ -74,9 +75,6 @@ class CopyResult:
 class Delivery:
     """The copies of one event, and how many armed crashes went off."""
 
-    handler: str
-    event: object
-    together: bool
     copies: list[CopyResult]
     crash: Crash | None = None
     crashes: int = 0
@@ -95,7 +93,8 @@ class Delivery:
         lines = ["  copy  pid      sent (ms)  handler ran (ms)   answered (ms)  outcome"]
         for c in self.copies:
             ran = f"{ms(c.started)} .. {ms(c.ended)}" if c.started is not None else "-"
-            lines.append(f"  {c.number:<4}  {c.pid or '-':<7}  {ms(c.sent):>9}  {ran:<17}  {ms(c.answered):>13}  {c.outcome(self.crash)}")
+            times = f"{ms(c.sent):>9}  {ran:<17}  {ms(c.answered):>13}"
+            lines.append(f"  {c.number:<4}  {c.pid or '-':<7}  {times}  {c.outcome(self.crash)}")
         ran = [c for c in self.copies if c.started is not None]
         if len(ran) >= 2 and max(c.started for c in ran) < min(c.ended for c in ran):
             lines.append("  The handler ran in several copies at the same time (their 'handler ran' times overlap).")
@@ -134,7 +133,8 @@ class EffectReport:
                             for word, n in (("MORE", more), ("LESS", less)) if n)
         how = f"{self.copies} copies of each event sent {'together' if self.together else 'one after another'}"
         how += f", and {self.crash.describe()}" if self.crash else ""
-        lines = [f"{self.handler}: the effect was not exactly once. It {what} ({how}).", "", "Effect counted after each round:"]
+        lines = [f"{self.handler}: the effect was not exactly once. It {what} ({how}).", ""]
+        lines.append("Effect counted after each round:")
         for count, rounds in sorted(Counter(r.count for r in self.rounds).items()):
             numbers = [r.number for r in self.rounds if r.count == count]
             listed = ", ".join(map(str, numbers[:LISTED_ROUNDS])) + (", ..." if len(numbers) > LISTED_ROUNDS else "")
