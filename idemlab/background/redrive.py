@@ -1,16 +1,13 @@
 """Re-deliver what waits on a dead-letter queue: ``make redrive``.
 
-Each message goes back to the target it was meant for, at a limited rate, and is
-deleted only once its target accepted it; a message that still cannot be delivered
-stays on the queue. Running it twice is safe: the second run finds only what the first
-could not deliver, and the consumers are idempotent anyway.
-
-Three kinds of message are understood:
-- dead-letter events of EventBridge Scheduler and of the deletion workflow: the body is
-  the target's input, the TARGET_ARN attribute says where it goes;
-- on-failure records of asynchronous Lambda invocations: ``requestContext.functionArn``
-  and ``requestPayload``;
-- anything else is left where it is and reported.
+Each message goes back to the target it was meant for, at a limited rate, and is deleted
+only once its target accepted it; what still cannot be delivered stays on the queue.
+Running it twice is safe: the second run finds only what the first could not deliver,
+and the consumers are idempotent anyway. It understands dead-letter events of
+EventBridge Scheduler and of the deletion workflow (the body is the target's input, the
+TARGET_ARN attribute says where it goes) and on-failure records of asynchronous Lambda
+invocations (``requestContext.functionArn``, ``requestPayload``); anything else stays
+where it is and is reported.
 
 SQS's own StartMessageMoveTask cannot do this: it only moves messages back to a source
 queue, and these dead-letter queues have none (SQS API reference, StartMessageMoveTask:

@@ -3,15 +3,13 @@
 Neither LocalStack community nor moto ever fires a schedule (LocalStack's Scheduler docs,
 "Current limitations": https://docs.localstack.cloud/aws/services/scheduler/; its 4.14.0
 provider, localstack-core/localstack/services/scheduler/provider.py, is moto's
-moto/scheduler/models.py, which only stores schedules). This
-process does, against any endpoint, through the public Scheduler API only: it lists
-the schedules, and for each ``at()`` schedule that is due it delivers the target's
-input, retries by the schedule's RetryPolicy, sends what cannot be delivered to the
-schedule's dead-letter queue, and deletes the schedule when ActionAfterCompletion
-says DELETE.
+moto/scheduler/models.py, which only stores schedules). This process does, through the
+public Scheduler API only: for each due ``at()`` schedule it delivers the target's input,
+retries by the schedule's RetryPolicy, sends what cannot be delivered to the schedule's
+dead-letter queue, and deletes the schedule when ActionAfterCompletion says DELETE.
 
-``python -m idemlab.background.scheduler_firer`` runs it in a loop (``make up`` starts
-it); tests and notebooks call a ``SchedulerFirer``'s ``run_once`` or ``fire_now``/``fire_twice``/``fire_late``.
+``python -m idemlab.background.scheduler_firer`` runs it in a loop (``make up`` starts it);
+tests and notebooks call ``run_once``, ``fire_now``, ``fire_twice`` or ``fire_late``.
 """
 
 from __future__ import annotations

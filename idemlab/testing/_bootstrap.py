@@ -1,18 +1,13 @@
-"""The handler the plugin deploys: it loads the handler under test and wraps it.
+"""The handler the plugin deploys, copied into the function's zip as
+``idemlab_testing_bootstrap.py``. It imports only the standard library and boto3 (which
+every Python Lambda runtime has), so the same zip runs on any backend.
 
-This file is copied into the function's zip as ``idemlab_testing_bootstrap.py``. It
-imports nothing from idemlab, only the standard library and boto3 (which every Python
-Lambda runtime has), so the same zip runs on any backend.
-
-Around the handler under test, without changing it, it:
-- times each call and reports the worker's pid next to the result, for the timeline;
-- answers the plugin's warm-up pings without calling the handler;
-- when a crash is configured, wraps the named function so that the copy which reaches
-  it first dies there (the process exits, or it sleeps past the function's timeout).
-
-Configuration comes from the function's environment:
-  IDEMLAB_TESTING_HANDLER  the handler under test, "module.function"
-  IDEMLAB_TESTING_CRASH    JSON {"target", "when", "how", "table", "key"}, when armed
+Without changing the handler under test (IDEMLAB_TESTING_HANDLER, "module.function"), it
+times each call and reports the worker's pid next to the result, for the timeline; answers
+the plugin's warm-up pings without calling the handler; and, when a crash is armed
+(IDEMLAB_TESTING_CRASH: JSON {"target", "when", "how", "times", "table", "key"}), wraps the
+named function so that the copy which reaches it first dies there (the process exits, or
+it sleeps past the function's timeout).
 """
 
 from __future__ import annotations

@@ -1,22 +1,19 @@
-"""What `deliver` runs, and where a copy of it dies.
+"""What `deliver` runs (`Handler`), and where a copy of it dies (`Crash`).
 
-`Handler`: a handler given by module path, or a zip plus its handler name. Either way
-the plugin uploads a zip, as you would to Lambda. For a module path the zip holds the
-folder the module is imported from (its "code root"): the handler's own package and the
-modules beside it, never virtual environments, caches or hidden folders. Libraries are
-not bundled: the embedded backend's workers run on this interpreter, so what the tests
-can import (boto3, Powertools) the handler can import too.
+A handler is uploaded as a zip, as you would to Lambda: either one you give, or for a
+module path the folder the module is imported from (its "code root"), without virtual
+environments, caches or hidden folders. Libraries are not bundled: the embedded
+backend's workers run on this interpreter, so what the tests can import (boto3,
+Powertools) the handler can import too.
 
-`Crash.after("shop.payments.charge", how="exit")` makes the first copy that returns
-from `shop.payments.charge` die right there, without touching the handler's code: the
-work the function did is done, and nothing after it runs. That is the moment an
-at-least-once system retries.
-- how="exit": the worker process exits at once (an out-of-memory kill or a crashed host);
-  Lambda answers Runtime.ExitError.
-- how="timeout": the copy sleeps until the function's timeout stops it; Lambda answers
-  Sandbox.Timedout. This is the crash every backend can show: LocalStack 4.14 does not
-  report a process that exits (its test_lambda_handler_exit, in
-  tests/aws/services/lambda_/test_lambda.py, is skipped as not yet supported), a timeout it does.
+`Crash.after("shop.payments.charge")` makes the first copy that returns from that
+function die right there (its work done, nothing after it run): the moment an
+at-least-once system retries. how="exit": the worker process exits at once (an
+out-of-memory kill, a crashed host); Lambda answers Runtime.ExitError. how="timeout": the
+copy sleeps until the function's timeout stops it (Sandbox.Timedout), the crash every
+backend shows: LocalStack 4.14 does not report a process that exits (its
+test_lambda_handler_exit, in tests/aws/services/lambda_/test_lambda.py, is skipped as not
+yet supported), a timeout it does.
 """
 
 from __future__ import annotations

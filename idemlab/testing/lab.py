@@ -191,9 +191,9 @@ class Lab:
         if together and copies > self.backend.warm.get(function, 0):
             # Give each copy a warm environment, so copies sent together start together.
             ping = json.dumps({_bootstrap.WARMUP_KEY: WARMUP_HOLD_SECONDS}).encode()
-            for _, error in all_at_once([lambda: self._invoke(function, ping)] * copies, join_seconds=None):
-                if error:
-                    raise _not_started(error)
+            for answer in all_at_once([lambda: self._send(function, ping, 0)] * copies, join_seconds=None):
+                if answer.error:
+                    raise _not_started(answer.error)
             self.backend.warm[function] = copies
         dynamodb, crash_key = self.client("dynamodb"), {"pk": {"S": function}}
         if crash is not None:
@@ -209,30 +209,25 @@ class Lab:
         return Delivery(results, crash, crashes)
 
     def _send(self, function: str, payload: bytes, number: int) -> CopyResult:
+        """Invoke once: copy `number`, or a warm-up ping (0); what came back, or the handler's error."""
         copy = CopyResult(number, sent=time.time())
-        document, copy.error = self._invoke(function, payload, f"copy {number}")
-        copy.answered = time.time()
-        if copy.error is None:
-            report = document[_bootstrap.REPORT_KEY]
-            copy.pid, copy.started, copy.ended = report["pid"], report["started"], report["ended"]
-            copy.result = document["result"]
-        return copy
-
-    def _invoke(self, function: str, payload: bytes, what: str = "a warm-up ping") -> tuple[object, dict | None]:
-        """The function's answer, and Lambda's error payload when it failed (else None)."""
         try:
             response = self._invoker.invoke(FunctionName=function, Payload=payload)
         except ClientError as exc:
-            error = exc.response["Error"]
+            error, what = exc.response["Error"], f"copy {number}" if number else "a warm-up ping"
             raise DeliveryError(f"the backend refused {what}: {error.get('Code')}: {error.get('Message')}") from exc
-        body = response["Payload"].read()
+        copy.answered, body = time.time(), response["Payload"].read()
         document = json.loads(body) if body else None
-        if not response.get("FunctionError"):
-            return document, None
-        error = document if isinstance(document, dict) else {"errorType": "Unknown", "errorMessage": str(document)}
-        if error.get("errorType") in INIT_ERROR_TYPES:
-            raise _not_started(error)
-        return document, error
+        if response.get("FunctionError"):
+            unknown = {"errorType": "Unknown", "errorMessage": str(document)}
+            copy.error = document if isinstance(document, dict) else unknown
+            if copy.error_type in INIT_ERROR_TYPES:
+                raise _not_started(copy.error)
+        else:
+            report = document[_bootstrap.REPORT_KEY]
+            copy.pid, copy.started, copy.ended = report["pid"], report.get("started"), report.get("ended")
+            copy.result = document.get("result")
+        return copy
 
     def assert_exactly_once(
         self, handler: Handler | str, make_event: Callable[[int], object], count_effect: Callable[[object], int],
