@@ -143,9 +143,9 @@ class Backend(EmbeddedBackend):
 class Lab:
     """The plugin's helpers for one test (the `idemlab` fixture)."""
 
-    def __init__(self, backend: Backend, environment: dict | None = None):
+    def __init__(self, backend: Backend):
         self.backend, self.url = backend, backend.url
-        self.environment = dict(environment or {})  # passed to every function deployed
+        self.environment: dict[str, str] = {}  # passed to every function deployed
         self._tables: list[str] = []
         self._invoker = backend.client("lambda", read_timeout=INVOKE_READ_TIMEOUT_SECONDS)
 
