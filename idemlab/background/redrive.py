@@ -86,18 +86,18 @@ def run_once(queue_url: str, rate_per_second: float = DEFAULT_RATE_PER_SECOND, l
             for message in fresh:
                 message_id, destination = message["MessageId"], target_of(message)
                 seen.add(message_id)
-                outcome, why = "not_understood", ""
-                if destination:
-                    time.sleep(max(0.0, next_slot - time.monotonic()))
-                    next_slot = max(next_slot, time.monotonic()) + 1.0 / rate_per_second
-                    outcome, why = _deliver_once(*destination, message_id)
+                if destination is None:
+                    report.not_understood.append(message_id)
+                    left.append(message["ReceiptHandle"])
+                    continue
+                time.sleep(max(0.0, next_slot - time.monotonic()))
+                next_slot = max(next_slot, time.monotonic()) + 1.0 / rate_per_second
+                outcome, why = _deliver_once(*destination, message_id)
                 if outcome == "failed":
                     report.failed[message_id] = why
-                else:
-                    getattr(report, outcome).append(message_id)
-                if outcome in ("failed", "not_understood"):
                     left.append(message["ReceiptHandle"])
                 else:
+                    getattr(report, outcome).append(message_id)
                     sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
     finally:
         for handle in left:

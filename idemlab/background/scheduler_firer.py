@@ -109,7 +109,7 @@ class SchedulerFirer:
         return firings
 
     def fire_now(self, name: str, group: str = "default") -> Firing:
-        """Fire a schedule at once, whatever its time says (the notebook's 'fire now')."""
+        """Fire a schedule at once, whatever its time says."""
         now = time.time()
         return self._attempt(self._get(group, name), now, now)
 
