@@ -1,16 +1,13 @@
 """Re-deliver what waits on a dead-letter queue: ``make redrive``.
 
-Each message goes back to the target it was meant for, at a limited rate, and is
-deleted only once its target accepted it; a message that still cannot be delivered
-stays on the queue. Running it twice is safe: the second run finds only what the first
-could not deliver, and the consumers are idempotent anyway.
-
-Three kinds of message are understood:
-- dead-letter events of EventBridge Scheduler and of the deletion workflow: the body is
-  the target's input, the TARGET_ARN attribute says where it goes;
-- on-failure records of asynchronous Lambda invocations: ``requestContext.functionArn``
-  and ``requestPayload``;
-- anything else is left where it is and reported.
+Each message goes back to the target it was meant for, at a limited rate, and is deleted
+only once its target accepted it; what still cannot be delivered stays on the queue.
+Running it twice is safe: the second run finds only what the first could not deliver,
+and the consumers are idempotent anyway. It understands dead-letter events of
+EventBridge Scheduler and of the deletion workflow (the body is the target's input, the
+TARGET_ARN attribute says where it goes) and on-failure records of asynchronous Lambda
+invocations (``requestContext.functionArn``, ``requestPayload``); anything else stays
+where it is and is reported.
 
 SQS's own StartMessageMoveTask cannot do this: it only moves messages back to a source
 queue, and these dead-letter queues have none (SQS API reference, StartMessageMoveTask:
@@ -34,6 +31,7 @@ DEFAULT_RATE_PER_SECOND = 5.0
 # How long a received message stays hidden while this run works through the queue, so
 # one run sees each message once; what it leaves is made visible again when it ends.
 VISIBILITY_SECONDS = 300
+# A target that says the event's work already exists has, in effect, received it.
 ALREADY_DELIVERED_CODES = {"ExecutionAlreadyExists"}
 
 
@@ -69,43 +67,32 @@ def target_of(message: dict) -> tuple[str, str] | None:
     return None
 
 
-def run_once(
-    queue_url: str,
-    rate_per_second: float = DEFAULT_RATE_PER_SECOND,
-    limit: int | None = None,
-    endpoint_url: str | None = None,
-) -> RedriveReport:
-    """One pass over the queue; returns what happened to each message."""
+def run_once(queue_url: str, rate_per_second: float = DEFAULT_RATE_PER_SECOND, limit: int | None = None):
+    """One pass over the queue; a RedriveReport of what happened to each message."""
     if rate_per_second <= 0:
         raise ValueError(f"rate_per_second must be positive, not {rate_per_second}")
-    sqs = clients.client("sqs", endpoint_url)
-    report = RedriveReport(queue_url)
+    sqs = clients.client("sqs")
+    report, seen, next_slot = RedriveReport(queue_url), set(), time.monotonic()
     left: list[str] = []  # receipt handles of messages that stay on the queue
-    seen: set[str] = set()
-    next_slot = time.monotonic()
     try:
         while limit is None or len(seen) < limit:
             batch = sqs.receive_message(
-                QueueUrl=queue_url,
-                MaxNumberOfMessages=10 if limit is None else max(1, min(10, limit - len(seen))),
-                MessageAttributeNames=["All"],
-                VisibilityTimeout=VISIBILITY_SECONDS,
-                WaitTimeSeconds=0,
+                QueueUrl=queue_url, MaxNumberOfMessages=10 if limit is None else min(10, limit - len(seen)),
+                MessageAttributeNames=["All"], VisibilityTimeout=VISIBILITY_SECONDS, WaitTimeSeconds=0,
             ).get("Messages", [])
             fresh = [m for m in batch if m["MessageId"] not in seen]
             if not fresh:
                 break
             for message in fresh:
-                message_id = message["MessageId"]
+                message_id, destination = message["MessageId"], target_of(message)
                 seen.add(message_id)
-                destination = target_of(message)
                 if destination is None:
                     report.not_understood.append(message_id)
                     left.append(message["ReceiptHandle"])
                     continue
                 time.sleep(max(0.0, next_slot - time.monotonic()))
                 next_slot = max(next_slot, time.monotonic()) + 1.0 / rate_per_second
-                outcome, why = _deliver_once(*destination, endpoint_url, message_id)
+                outcome, why = _deliver_once(*destination, message_id)
                 if outcome == "failed":
                     report.failed[message_id] = why
                     left.append(message["ReceiptHandle"])
@@ -118,48 +105,46 @@ def run_once(
     return report
 
 
-def _deliver_once(target_arn: str, input_text: str, endpoint_url: str | None, message_id: str) -> tuple[str, str]:
+def _deliver_once(target_arn: str, input_text: str, message_id: str) -> tuple[str, str]:
     """("delivered" | "already_delivered" | "failed", why) for one message."""
+
+    def deliver_as(name: str | None) -> tuple[str, str]:
+        try:
+            deliver(target_arn, input_text, execution_name=name)
+        except DeliveryFailed as exc:
+            return ("already_delivered", "") if exc.code in ALREADY_DELIVERED_CODES else ("failed", str(exc))
+        return "delivered", ""
+
     # A Scheduler event names its own execution (the universal target's Name): that name
     # is tried first. If its execution exists but ended without going on (it failed, timed
     # out or was stopped, e.g. before it could claim), the name proves nothing was done.
     if target_arn.startswith(UNIVERSAL_PREFIX):
-        outcome = _deliver_as(None, target_arn, input_text, endpoint_url)
-        if outcome[0] != "already_delivered" or _named_execution_went_on(input_text, endpoint_url):
+        outcome = deliver_as(None)
+        if outcome[0] != "already_delivered" or _named_execution_went_on(input_text):
             return outcome
     # Named after the message: a message delivered but not deleted (a crash in between)
     # is refused as already delivered the next time.
-    return _deliver_as(f"redrive-{message_id}", target_arn, input_text, endpoint_url)
+    return deliver_as(f"redrive-{message_id}")
 
 
-def _deliver_as(name: str | None, target_arn: str, input_text: str, endpoint_url: str | None) -> tuple[str, str]:
-    try:
-        deliver(target_arn, input_text, endpoint_url, execution_name=name)
-    except DeliveryFailed as exc:
-        # A target that says the event's work already exists has, in effect, received it.
-        return ("already_delivered", "") if exc.code in ALREADY_DELIVERED_CODES else ("failed", str(exc))
-    return "delivered", ""
-
-
-def _named_execution_went_on(input_text: str, endpoint_url: str | None) -> bool:
+def _named_execution_went_on(input_text: str) -> bool:
     """True when the execution a startExecution event names is running or succeeded."""
     parameters = {key.lower(): value for key, value in json.loads(input_text).items()}
     machine, name = parameters.get("statemachinearn", ""), parameters.get("name", "")
     execution_arn = machine.replace(":stateMachine:", ":execution:", 1) + f":{name}"
-    status = clients.client("stepfunctions", endpoint_url).describe_execution(executionArn=execution_arn)["status"]
+    status = clients.client("stepfunctions").describe_execution(executionArn=execution_arn)["status"]
     return status in ("RUNNING", "SUCCEEDED")
 
 
 def _queue_urls(names: list[str]) -> list[str]:
     """URLs as given, or the stack's queues by key (``deletion_dlq``); default: every ``*_dlq``."""
-    urls = [name for name in names if name.startswith(("http://", "https://"))]
-    if names and urls == names:
+    if names and all(name.startswith(("http://", "https://")) for name in names):
         return names
     from idemlab import stack
 
     queues = stack.outputs()["queues"]
     keys = names or sorted(key for key in queues if key.endswith("_dlq"))
-    unknown = [key for key in keys if key not in queues and key not in urls]
+    unknown = [key for key in keys if key not in queues and not key.startswith(("http://", "https://"))]
     if unknown:
         raise SystemExit(f"redrive: no queue {', '.join(unknown)} in the stack; known: {', '.join(sorted(queues))}")
     return [queues.get(key, key) for key in keys]

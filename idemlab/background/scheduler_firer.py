@@ -3,15 +3,13 @@
 Neither LocalStack community nor moto ever fires a schedule (LocalStack's Scheduler docs,
 "Current limitations": https://docs.localstack.cloud/aws/services/scheduler/; its 4.14.0
 provider, localstack-core/localstack/services/scheduler/provider.py, is moto's
-moto/scheduler/models.py, which only stores schedules). This
-process does, against any endpoint, through the public Scheduler API only: it lists
-the schedules, and for each ``at()`` schedule that is due it delivers the target's
-input, retries by the schedule's RetryPolicy, sends what cannot be delivered to the
-schedule's dead-letter queue, and deletes the schedule when ActionAfterCompletion
-says DELETE.
+moto/scheduler/models.py, which only stores schedules). This process does, through the
+public Scheduler API only: for each due ``at()`` schedule it delivers the target's input,
+retries by the schedule's RetryPolicy, sends what cannot be delivered to the schedule's
+dead-letter queue, and deletes the schedule when ActionAfterCompletion says DELETE.
 
-``python -m idemlab.background.scheduler_firer`` runs it in a loop (``make up`` starts
-it); tests and notebooks call a ``SchedulerFirer``'s ``run_once`` or ``fire_now``/``fire_twice``/``fire_late``.
+``python -m idemlab.background.scheduler_firer`` runs it in a loop (``make up`` starts it);
+tests and notebooks call ``run_once``, ``fire_now``, ``fire_twice`` or ``fire_late``.
 """
 
 from __future__ import annotations
@@ -32,7 +30,7 @@ from zoneinfo import ZoneInfo
 from botocore.exceptions import BotoCoreError, ClientError
 
 from idemlab import clients
-from idemlab.background.targets import DeliveryFailed, deliver
+from idemlab.background.targets import DeliveryFailed, deliver, queue_url
 
 # How often the loop looks for due schedules. AWS fires a one-time schedule within a
 # minute of its time; a second keeps workshop delays of a few seconds visible.
@@ -68,12 +66,6 @@ class Firing:
     detail: str = ""
 
 
-@dataclass
-class _Pending:
-    attempts: int = 0
-    next_try: float = 0.0
-
-
 def due_time(schedule: dict) -> float | None:
     """Epoch seconds at which an ``at()`` schedule is due; None for rate/cron schedules."""
     match = _AT.match(schedule.get("ScheduleExpression", ""))
@@ -87,14 +79,14 @@ def due_time(schedule: dict) -> float | None:
 class SchedulerFirer:
     """Fires due one-time schedules; keeps each event's retry count between passes."""
 
-    endpoint_url: str | None = None
     groups: tuple[str, ...] | None = None  # only these schedule groups; None: every group
-    pending: dict[tuple[str, str], _Pending] = field(default_factory=dict)
+    # (group, name) -> (attempts made, when the next may be made) of events being retried
+    retrying: dict[tuple[str, str], tuple[int, float]] = field(default_factory=dict)
 
     @functools.cached_property
     def scheduler(self):
         # One client for the firer's life: it asks every second, and a client is costly to make.
-        return clients.client("scheduler", self.endpoint_url)
+        return clients.client("scheduler")
 
     def run_once(self, now: float | None = None) -> list[Firing]:
         """One pass: fire (or retry) every due one-time schedule; what happened to each."""
@@ -103,55 +95,59 @@ class SchedulerFirer:
         pages = self.scheduler.get_paginator("list_schedules").paginate(State="ENABLED")
         for listed in (s for page in pages for s in page.get("Schedules", [])):
             group, name = listed["GroupName"], listed["Name"]
-            schedule = None if self.groups and group not in self.groups else self._get(group, name)
+            schedule = None if self.groups and group not in self.groups else self._get(group, name, required=False)
             due = schedule and due_time(schedule)
-            pending = self.pending.get((group, name), _Pending())
-            if due is None or due > now or pending.next_try > now:
+            attempts, next_try = self.retrying.get((group, name), (0, 0.0))
+            if due is None or due > now or next_try > now:
                 continue
             try:
                 firings.append(self._attempt(schedule, due, now))
             except (ClientError, BotoCoreError) as exc:
                 # One schedule's trouble (its queue gone, the backend restarting) must not
                 # keep the others from firing.
-                firings.append(Firing(group, name, PASS_FAILED, pending.attempts, str(exc)))
+                firings.append(Firing(group, name, PASS_FAILED, attempts, str(exc)))
         return firings
 
     def fire_now(self, name: str, group: str = "default") -> Firing:
-        """Fire a schedule at once, whatever its time says (the notebook's 'fire now')."""
+        """Fire a schedule at once, whatever its time says."""
         now = time.time()
-        return self._attempt(self._require(group, name), now, now)
+        return self._attempt(self._get(group, name), now, now)
 
     def fire_twice(self, name: str, group: str = "default") -> list[Firing]:
         """Deliver the same event twice before completing: Scheduler delivers at least
         once, so a target must cope with this."""
-        schedule = self._require(group, name)
-        now = time.time()
+        schedule, now = self._get(group, name), time.time()
         return [self._attempt(schedule, now, now, complete=False), self._attempt(schedule, now, now)]
 
     def fire_late(self, name: str, group: str = "default", seconds_late: float = 0) -> Firing:
         """Fire as if the firer had been down until ``seconds_late`` after the due time;
         past MaximumEventAgeInSeconds the event goes to the dead-letter queue instead."""
-        schedule = self._require(group, name)
+        schedule = self._get(group, name)
         due = due_time(schedule) or time.time()
         return self._attempt(schedule, due, due + seconds_late)
 
-    # -- one event ---------------------------------------------------------------
+    def _get(self, group: str, name: str, required: bool = True) -> dict | None:
+        try:
+            return {"GroupName": group, **self.scheduler.get_schedule(Name=name, GroupName=group)}
+        except self.scheduler.exceptions.ResourceNotFoundException:
+            if required:
+                raise LookupError(f"no schedule {name!r} in group {group!r}") from None
+            return None  # deleted since the listing
 
     def _attempt(self, schedule: dict, due: float, now: float, complete: bool = True) -> Firing:
+        """Deliver one event; retry later, dead-letter or complete the schedule, as its policy says."""
         group, name, target = schedule["GroupName"], schedule["Name"], schedule["Target"]
         policy = target.get("RetryPolicy") or {}
-        max_retries = policy.get("MaximumRetryAttempts", DEFAULT_MAX_RETRY_ATTEMPTS)
         max_age = policy.get("MaximumEventAgeInSeconds", DEFAULT_MAX_EVENT_AGE_SECONDS)
-        state = self.pending.setdefault((group, name), _Pending())
-        attempt = state.attempts + 1
+        attempt = self.retrying.get((group, name), (0, 0.0))[0] + 1
         try:
             if now - due > max_age:
-                raise DeliveryFailed("AWS.Scheduler.EventAgeExceeded", f"event older than {max_age} s", False)
-            answer = deliver(target["Arn"], target.get("Input"), self.endpoint_url)
+                raise DeliveryFailed("AWS.Scheduler.EventAgeExceeded", f"event older than {max_age} s")
+            answer = deliver(target["Arn"], target.get("Input"))
         except DeliveryFailed as failure:
-            if failure.retryable and attempt <= max_retries:
-                state.attempts = attempt
-                state.next_try = now + min(FIRST_RETRY_SECONDS * 2 ** (attempt - 1), MAX_RETRY_SECONDS)
+            if failure.retryable and attempt <= policy.get("MaximumRetryAttempts", DEFAULT_MAX_RETRY_ATTEMPTS):
+                backoff = min(FIRST_RETRY_SECONDS * 2 ** (attempt - 1), MAX_RETRY_SECONDS)
+                self.retrying[(group, name)] = (attempt, now + backoff)
                 return Firing(group, name, RETRY_LATER, attempt, str(failure))
             outcome = self._dead_letter(schedule, failure, attempt)
             self._complete(schedule)
@@ -163,64 +159,47 @@ class SchedulerFirer:
     def _dead_letter(self, schedule: dict, failure: DeliveryFailed, attempt: int) -> str:
         target = schedule["Target"]
         dlq_arn = (target.get("DeadLetterConfig") or {}).get("Arn")
-        why = "has no dead-letter queue"
-        if dlq_arn:
-            _, _, _, _, account, queue_name = dlq_arn.split(":", 5)
-            sqs = clients.client("sqs", self.endpoint_url)
-            try:
-                url = sqs.get_queue_url(QueueName=queue_name, QueueOwnerAWSAccountId=account)["QueueUrl"]
-            except ClientError as exc:
-                why = f"its dead-letter queue is unusable ({exc})"
-            else:
-                # The attributes Scheduler puts on its dead-letter events (user guide,
-                # configuring-schedule-dlq); the body is the input the target should have had.
-                attributes = {
-                    "ERROR_CODE": failure.code,
-                    "ERROR_MESSAGE": failure.message or failure.code,
-                    "EXECUTION_ID": uuid.uuid4().hex,
-                    "RETRY_ATTEMPTS": str(attempt - 1),
-                    "SCHEDULE_ARN": schedule.get("Arn", ""),
-                    "TARGET_ARN": target["Arn"],
-                }
-                sqs.send_message(
-                    QueueUrl=url,
-                    MessageBody=target.get("Input") or "{}",
-                    MessageAttributes={k: {"DataType": "String", "StringValue": v} for k, v in attributes.items() if v},
-                )
-                return DEAD_LETTERED
-        print(f"scheduler-firer: {schedule['Name']} failed for good and {why}: {failure}", file=sys.stderr)
-        return DROPPED
+        try:
+            url = dlq_arn and queue_url(dlq_arn)
+        except ClientError as exc:
+            url, why = None, f"its dead-letter queue is unusable ({exc})"
+        else:
+            why = "has no dead-letter queue"
+        if not url:
+            print(f"scheduler-firer: {schedule['Name']} failed for good and {why}: {failure}", file=sys.stderr)
+            return DROPPED
+        # The attributes Scheduler puts on its dead-letter events (user guide,
+        # configuring-schedule-dlq); the body is the input the target should have had.
+        attributes = {
+            "ERROR_CODE": failure.code,
+            "ERROR_MESSAGE": failure.message or failure.code,
+            "EXECUTION_ID": uuid.uuid4().hex,
+            "RETRY_ATTEMPTS": str(attempt - 1),
+            "SCHEDULE_ARN": schedule.get("Arn", ""),
+            "TARGET_ARN": target["Arn"],
+        }
+        clients.client("sqs").send_message(
+            QueueUrl=url, MessageBody=target.get("Input") or "{}",
+            MessageAttributes={k: {"DataType": "String", "StringValue": v} for k, v in attributes.items() if v},
+        )
+        return DEAD_LETTERED
 
     def _complete(self, schedule: dict) -> None:
         group, name = schedule["GroupName"], schedule["Name"]
-        self.pending.pop((group, name), None)
+        self.retrying.pop((group, name), None)
         if schedule.get("ActionAfterCompletion") == "DELETE":
             with contextlib.suppress(self.scheduler.exceptions.ResourceNotFoundException):
                 self.scheduler.delete_schedule(Name=name, GroupName=group)
-            return
-        # Kept (ActionAfterCompletion=NONE): a one-time schedule fires once, so it is
-        # disabled, which a restarted firer sees too; AWS keeps it silent the same way.
-        self.scheduler.update_schedule(**{k: schedule[k] for k in KEPT_ON_UPDATE if schedule.get(k)}, State="DISABLED")
-
-    # -- reading schedules ---------------------------------------------------------
-
-    def _get(self, group: str, name: str) -> dict | None:
-        try:
-            schedule = self.scheduler.get_schedule(Name=name, GroupName=group)
-        except self.scheduler.exceptions.ResourceNotFoundException:
-            return None  # deleted since the listing
-        schedule.setdefault("GroupName", group)
-        return schedule
-
-    def _require(self, group: str, name: str) -> dict:
-        schedule = self._get(group, name)
-        if schedule is None:
-            raise LookupError(f"no schedule {name!r} in group {group!r}")
-        return schedule
+        else:
+            # Kept (ActionAfterCompletion=NONE): a one-time schedule fires once, so it is
+            # disabled, which a restarted firer sees too; AWS keeps it silent the same way.
+            kept = {key: schedule[key] for key in KEPT_ON_UPDATE if schedule.get(key)}
+            self.scheduler.update_schedule(**kept, State="DISABLED")
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m idemlab.background.scheduler_firer", description=__doc__.split("\n\n")[0])
+    description = __doc__.split("\n\n")[0]
+    parser = argparse.ArgumentParser(prog="python -m idemlab.background.scheduler_firer", description=description)
     parser.add_argument("--interval", type=float, default=POLL_SECONDS, help="seconds between passes")
     parser.add_argument("--once", action="store_true", help="one pass, then exit")
     parser.add_argument("--group", action="append", help="only this schedule group (repeatable); default: every group")
@@ -230,7 +209,7 @@ def main(argv: list[str] | None = None) -> None:
     firer = SchedulerFirer(groups=tuple(args.group) if args.group else None)
     log = functools.partial(print, "scheduler-firer:", file=sys.stderr, flush=True)
     log(f"watching schedules every {args.interval} s")
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         while not stopping:
             try:
                 for firing in firer.run_once():
@@ -240,8 +219,6 @@ def main(argv: list[str] | None = None) -> None:
             if args.once:
                 break
             time.sleep(args.interval)
-    except KeyboardInterrupt:
-        pass
     log("stopped")
 
 

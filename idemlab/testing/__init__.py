@@ -8,8 +8,7 @@ Installed with `pip install "idemlab[testing]"`; pytest finds the fixtures throu
 `pytest11` entry point (idemlab.testing.plugin). See examples/take-home/.
 """
 
-from idemlab.testing.crash import Crash, CrashError
-from idemlab.testing.handlers import Handler, HandlerError
+from idemlab.testing.handlers import Crash, CrashError, Handler, HandlerError
 from idemlab.testing.lab import Backend, DeliveryError, Lab
 from idemlab.testing.report import CopyResult, CrashNotReached, Delivery, DuplicateEffectError, EffectReport
 

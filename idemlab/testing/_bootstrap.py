@@ -1,18 +1,13 @@
-"""The handler the plugin deploys: it loads the handler under test and wraps it.
+"""The handler the plugin deploys, copied into the function's zip as
+``idemlab_testing_bootstrap.py``. It imports only the standard library and boto3 (which
+every Python Lambda runtime has), so the same zip runs on any backend.
 
-This file is copied into the function's zip as ``idemlab_testing_bootstrap.py``. It
-imports nothing from idemlab, only the standard library and boto3 (which every Python
-Lambda runtime has), so the same zip runs on any backend.
-
-It does three things around the handler under test, without changing it:
-- times each call and reports the worker's pid next to the result, for the timeline;
-- answers the plugin's warm-up pings without calling the handler;
-- when a crash is configured, wraps the named function so that the copy which reaches
-  it first dies there (the process exits, or it sleeps past the function's timeout).
-
-Configuration comes from the function's environment:
-  IDEMLAB_TESTING_HANDLER  the handler under test, "module.function"
-  IDEMLAB_TESTING_CRASH    JSON {"target", "when", "how", "table", "key"}, when armed
+Without changing the handler under test (IDEMLAB_TESTING_HANDLER, "module.function"), it
+times each call and reports the worker's pid next to the result, for the timeline; answers
+the plugin's warm-up pings without calling the handler; and, when a crash is armed
+(IDEMLAB_TESTING_CRASH: JSON {"target", "when", "how", "times", "table", "key"}), wraps the
+named function so that the copy which reaches it first dies there (the process exits, or
+it sleeps past the function's timeout).
 """
 
 from __future__ import annotations
@@ -22,6 +17,7 @@ import importlib
 import inspect
 import json
 import os
+import pkgutil
 import sys
 import time
 
@@ -34,108 +30,75 @@ REPORT_KEY = "idemlab_testing"
 SLEEP_PAST_ANY_TIMEOUT_SECONDS = 15 * 60 + 60
 
 
-def resolve(dotted: str):
-    """(owner, attribute name) for "package.module.attr" or "package.module.Class.attr"."""
-    parts = dotted.split(".")
-    for split in range(len(parts) - 1, 0, -1):
-        module_name = ".".join(parts[:split])
-        try:
-            owner = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            # Only "this prefix is not a module" means: try a shorter one.
-            if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
-                continue
-            raise
-        for name in parts[split:-1]:
-            owner = getattr(owner, name)
-        if not hasattr(owner, parts[-1]):
-            raise AttributeError(f"{module_name!r} has no attribute {'.'.join(parts[split:])!r}")
-        return owner, parts[-1]
-    raise ModuleNotFoundError(f"no importable module in {dotted!r}")
-
-
-class CrashPoint:
-    """Kills this process at the configured point, once per armed copy."""
-
-    def __init__(self, spec: dict):
-        self.spec = spec
-
-    @functools.cached_property
-    def dynamodb(self):
-        import boto3
-
-        return boto3.client("dynamodb")
-
-    def reached(self) -> None:
-        """Take one armed crash and die; return when none is left (another copy took it)."""
-        try:
-            # One atomic decrement: with two copies at the point together, one wins.
-            self.dynamodb.update_item(
-                TableName=self.spec["table"],
-                Key={"pk": {"S": self.spec["key"]}},
-                UpdateExpression="SET armed = armed - :one",
-                ConditionExpression="armed > :zero",
-                ExpressionAttributeValues={":one": {"N": "1"}, ":zero": {"N": "0"}},
-            )
-        except self.dynamodb.exceptions.ConditionalCheckFailedException:
-            return
-        what = f"idemlab.testing: crash {self.spec['when']} {self.spec['target']}"
-        if self.spec["how"] == "exit":
-            print(f"{what}: the process exits", file=sys.stderr, flush=True)
-            os._exit(137)  # as an out-of-memory kill would: no cleanup, no reply
-        print(f"{what}: sleeping past the timeout", file=sys.stderr, flush=True)
-        time.sleep(SLEEP_PAST_ANY_TIMEOUT_SECONDS)
-
-    def install(self) -> None:
-        """Wrap the target function wherever a loaded module holds it."""
-        owner, attribute = resolve(self.spec["target"])
-        static = inspect.getattr_static(owner, attribute)
-        original = getattr(owner, attribute)
-        when = self.spec["when"]
-
-        def wrap(function):
-            @functools.wraps(function)
-            def crashing(*args, **kwargs):
-                if when == "before":
-                    self.reached()
-                result = function(*args, **kwargs)
-                if when == "after":
-                    self.reached()
-                return result
-
-            return crashing
-
-        if isinstance(static, (staticmethod, classmethod)):
-            setattr(owner, attribute, type(static)(wrap(static.__func__)))
-            return
-        replacement = wrap(original)
-        setattr(owner, attribute, replacement)
-        # `from shop.payments import charge` left a reference in other modules too.
-        for module in list(sys.modules.values()):
-            namespace = getattr(module, "__dict__", None) or {}
-            for name, value in list(namespace.items()):
-                if value is original:
-                    setattr(module, name, replacement)
-
-
-def _load() -> tuple:
-    name = os.environ[HANDLER_VARIABLE]
+def crash_here(spec: dict, dynamodb) -> None:
+    """Take one armed crash and die; return when none is left (another copy took it)."""
     try:
-        handler = getattr(*resolve(name))
-    except Exception as exc:
-        raise ImportError(f"could not load the handler under test {name!r}: {type(exc).__name__}: {exc}") from exc
-    crash = CrashPoint(json.loads(os.environ[CRASH_VARIABLE])) if os.environ.get(CRASH_VARIABLE) else None
+        # One atomic decrement: with two copies at the point together, one wins.
+        dynamodb.update_item(
+            TableName=spec["table"], Key={"pk": {"S": spec["key"]}}, UpdateExpression="SET armed = armed - :one",
+            ConditionExpression="armed > :zero", ExpressionAttributeValues={":one": {"N": "1"}, ":zero": {"N": "0"}},
+        )
+    except dynamodb.exceptions.ConditionalCheckFailedException:
+        return
+    what = f"idemlab.testing: crash {spec['when']} {spec['target']}"
+    if spec["how"] == "exit":
+        print(f"{what}: the process exits", file=sys.stderr, flush=True)
+        os._exit(137)  # as an out-of-memory kill would: no cleanup, no reply
+    print(f"{what}: sleeping past the timeout", file=sys.stderr, flush=True)
+    time.sleep(SLEEP_PAST_ANY_TIMEOUT_SECONDS)
+
+
+def install_crash(spec: dict) -> None:
+    """Wrap the target function wherever a loaded module holds it."""
+    import boto3  # made at init, as the handler loads: no client's cost in the timed calls
+
+    dynamodb = boto3.client("dynamodb")
+    parent, _, attribute = spec["target"].rpartition(".")
+    owner = pkgutil.resolve_name(parent)  # "shop.payments" or "shop.payments.Client"
+    static, original = inspect.getattr_static(owner, attribute), getattr(owner, attribute)
+
+    def wrap(function):
+        @functools.wraps(function)
+        def crashing(*args, **kwargs):
+            if spec["when"] == "before":
+                crash_here(spec, dynamodb)
+            result = function(*args, **kwargs)
+            if spec["when"] == "after":
+                crash_here(spec, dynamodb)
+            return result
+
+        return crashing
+
+    if isinstance(static, (staticmethod, classmethod)):
+        setattr(owner, attribute, type(static)(wrap(static.__func__)))
+        return
+    replacement = wrap(original)
+    setattr(owner, attribute, replacement)
+    # `from shop.payments import charge` left a reference in other modules too.
+    for module in list(sys.modules.values()):
+        for name, value in list((getattr(module, "__dict__", None) or {}).items()):
+            if value is original:
+                setattr(module, name, replacement)
+
+
+def _load(name: str, crash: dict | None):
+    """The handler under test, its crash point installed; else an ImportError (Runtime.ImportModuleError)."""
+    step = f"load the handler under test {name!r}"
     try:
+        module, _, function = name.rpartition(".")  # as Lambda's runtime splits a handler name
+        handler = getattr(importlib.import_module(module), function)
         if crash:
-            crash.install()
+            step = f"find the crash point {crash['target']!r}"
+            install_crash(crash)
+        return handler
     except Exception as exc:
-        raise ImportError(f"could not find the crash point {crash.spec['target']!r}: {type(exc).__name__}: {exc}") from exc
-    return handler, crash
+        raise ImportError(f"could not {step}: {type(exc).__name__}: {exc}") from exc
 
 
 # Loaded at init, as Lambda imports a handler module: cold-start cost stays out of the
 # timed calls. (Imported elsewhere, e.g. by the plugin for its constants, it loads nothing.)
-_handler, _crash = _load() if HANDLER_VARIABLE in os.environ else (None, None)
+if HANDLER_VARIABLE in os.environ:
+    _handler = _load(os.environ[HANDLER_VARIABLE], json.loads(os.environ.get(CRASH_VARIABLE) or "null"))
 
 
 def handler(event, context):

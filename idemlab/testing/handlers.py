@@ -1,15 +1,25 @@
-"""What `deliver` runs: a handler given by module path, or a zip plus its handler name.
+"""What `deliver` runs (`Handler`), and where a copy of it dies (`Crash`).
 
-Either way the plugin uploads a zip, as you would to Lambda. For a module path the zip
-holds the folder the module is imported from (its "code root"): the handler's own
-package and the modules beside it, never virtual environments, caches or hidden folders.
-Libraries are not bundled: the embedded backend's workers run on this interpreter, so
-what the tests can import (boto3, Powertools) the handler can import too.
+A handler is uploaded as a zip, as you would to Lambda: either one you give, or for a
+module path the folder the module is imported from (its "code root"), without virtual
+environments, caches or hidden folders. Libraries are not bundled: the embedded
+backend's workers run on this interpreter, so what the tests can import (boto3,
+Powertools) the handler can import too.
+
+`Crash.after("shop.payments.charge")` makes the first copy that returns from that
+function die right there (its work done, nothing after it run): the moment an
+at-least-once system retries. how="exit": the worker process exits at once (an
+out-of-memory kill, a crashed host); Lambda answers Runtime.ExitError. how="timeout": the
+copy sleeps until the function's timeout stops it (Sandbox.Timedout), the crash every
+backend shows: LocalStack 4.14 does not report a process that exits (its
+test_lambda_handler_exit, in tests/aws/services/lambda_/test_lambda.py, is skipped as not
+yet supported), a timeout it does.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.util
 import io
 import os
@@ -25,11 +35,18 @@ BOOTSTRAP_HANDLER = f"{BOOTSTRAP_MODULE}.handler"
 # Lambda refuses a directly uploaded zip above 50 MB (AWS docs:
 # lambda/latest/dg/gettingstarted-limits.html); refuse it here first.
 MAX_ZIP_BYTES = 50 * 1024 * 1024
-_SKIPPED_FOLDERS = {"__pycache__", "node_modules", "site-packages", "dist-packages", "build", "dist"}
+SKIPPED_FOLDERS = {"__pycache__", "node_modules", "site-packages", "dist-packages", "build", "dist"}
+# What the backend answers for a copy that died each way.
+ERROR_TYPES = {"exit": "Runtime.ExitError", "timeout": "Sandbox.Timedout"}
+WHENS = ("before", "after")
 
 
 class HandlerError(ValueError):
     """The handler to deliver to cannot be found or packaged."""
+
+
+class CrashError(ValueError):
+    """A crash point that cannot be armed as given."""
 
 
 @dataclass(frozen=True)
@@ -41,30 +58,27 @@ class Handler:
 
     @classmethod
     def module(cls, dotted: str, code_root: str | Path | None = None) -> "Handler":
-        """The callable at `dotted` ("shop.handlers.checkout"), from its code root.
-
-        The code root defaults to the sys.path folder the top-level module is found in.
-        """
+        """The callable at `dotted` ("shop.handlers.checkout"), from its code root
+        (by default the sys.path folder the top-level module is found in)."""
         module_name, _, function = dotted.rpartition(".")
         if not module_name or not function:
             raise HandlerError(f"handler {dotted!r} must be 'module.function', e.g. 'shop.handlers.checkout'")
-        top = module_name.split(".")[0]
+        top, or_zip = module_name.split(".")[0], "pass a zip with Handler.zip"
         if code_root is None:
             spec = importlib.util.find_spec(top)
             if spec is None:
-                raise HandlerError(f"cannot find module {top!r} for handler {dotted!r}: is its folder on sys.path (pytest's rootdir)?")
-            if spec.submodule_search_locations:
-                code_root = Path(list(spec.submodule_search_locations)[0]).parent
-            elif spec.origin and spec.origin.endswith(".py"):
-                code_root = Path(spec.origin).parent
-            else:
-                raise HandlerError(f"module {top!r} is not plain Python source ({spec.origin}); pass a zip with Handler.zip")
+                raise HandlerError(f"cannot find module {top!r} for handler {dotted!r}: is its folder on sys.path "
+                                   "(pytest's rootdir)?")
+            # The package's folder, or the module's file: the code root holds either.
+            location = next(iter(spec.submodule_search_locations or ()), None) or spec.origin or ""
+            if not (spec.submodule_search_locations or location.endswith(".py")):
+                raise HandlerError(f"module {top!r} is not plain Python source ({spec.origin}); {or_zip}")
+            code_root = Path(location).parent
         code_root = Path(code_root).resolve()
         if code_root.name in ("site-packages", "dist-packages"):
-            raise HandlerError(
-                f"{top!r} is an installed package ({code_root}); deliver your own code by module path, or pass a zip with Handler.zip"
-            )
-        return cls(_zip_folder_once(str(code_root), top), dotted)
+            raise HandlerError(f"{top!r} is an installed package ({code_root}); deliver your own code by module path, "
+                               f"or {or_zip}")
+        return cls(_zip_folder_once(code_root, top), dotted)
 
     @classmethod
     def zip(cls, archive: str | Path | bytes, handler: str) -> "Handler":
@@ -75,31 +89,25 @@ class Handler:
         try:
             zipfile.ZipFile(io.BytesIO(code)).testzip()
         except zipfile.BadZipFile as exc:
-            raise HandlerError(f"{archive if not isinstance(archive, bytes) else 'the bytes given'} is not a zip file") from exc
+            what = "the bytes given" if isinstance(archive, bytes) else archive
+            raise HandlerError(f"{what} is not a zip file") from exc
         return cls(code, handler)
 
     @classmethod
     def of(cls, handler: "Handler | str") -> "Handler":
         return handler if isinstance(handler, Handler) else cls.module(handler)
 
-    def slug(self) -> str:
-        """A function-name-safe short form of the handler name."""
-        return re.sub(r"[^A-Za-z0-9-]", "-", self.name)[-30:].strip("-")
+    def function_name(self, configuration: bytes) -> str:
+        """The name of this handler's function with this configuration: readable, and one per both."""
+        digest = hashlib.sha256(self.code + configuration).hexdigest()[:12]
+        return f"idemlab-{re.sub(r'[^A-Za-z0-9-]', '-', self.name)[-30:].strip('-')}-{digest}"
 
     def with_bootstrap(self) -> bytes:
         """This handler's zip plus the plugin's bootstrap module at its root."""
-        buffer = io.BytesIO()
-        with zipfile.ZipFile(io.BytesIO(self.code)) as source, zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as target:
-            for item in source.infolist():
-                if item.filename != f"{BOOTSTRAP_MODULE}.py":
-                    target.writestr(item, source.read(item))
-            target.writestr(f"{BOOTSTRAP_MODULE}.py", (Path(__file__).parent / "_bootstrap.py").read_text())
+        buffer = io.BytesIO(self.code)
+        with zipfile.ZipFile(buffer, "a", zipfile.ZIP_DEFLATED) as archive:
+            archive.write(Path(__file__).with_name("_bootstrap.py"), f"{BOOTSTRAP_MODULE}.py")
         return buffer.getvalue()
-
-@functools.lru_cache(maxsize=None)
-def _zip_folder_once(root: str, must_hold: str) -> bytes:
-    """A session packs each code root once: its files do not change while tests run."""
-    return zip_folder(Path(root), must_hold)
 
 
 def zip_folder(root: Path, must_hold: str) -> bytes:
@@ -110,18 +118,54 @@ def zip_folder(root: Path, must_hold: str) -> bytes:
         raise HandlerError(f"code root {root} holds no module or package {must_hold!r}")
     files = {}
     for folder, subfolders, names in os.walk(root, followlinks=True):
-        subfolders[:] = [name for name in subfolders if not _skipped(Path(folder, name))]
-        files.update({Path(folder, name).relative_to(root).as_posix(): Path(folder, name) for name in names})
-    files = {name: path for name, path in files.items() if not name.endswith((".pyc", ".pyo")) and path.is_file()}
+        subfolders[:] = [
+            name for name in subfolders
+            if not (name.startswith(".") or name in SKIPPED_FOLDERS or name.endswith(".egg-info")
+                    or Path(folder, name, "pyvenv.cfg").exists())  # a virtual environment
+        ]
+        paths = (Path(folder, name) for name in names if not name.endswith((".pyc", ".pyo")))
+        files.update({path.relative_to(root).as_posix(): path for path in paths if path.is_file()})
     if sum(path.stat().st_size for path in files.values()) > MAX_ZIP_BYTES:
         raise HandlerError(f"code root {root} holds more than 50 MB; pass a zip with Handler.zip instead")
     return zip_bytes(files)
 
 
-def _skipped(folder: Path) -> bool:
-    return (
-        folder.name.startswith(".")
-        or folder.name in _SKIPPED_FOLDERS
-        or folder.name.endswith(".egg-info")
-        or (folder / "pyvenv.cfg").exists()  # a virtual environment
-    )
+# A session packs each code root once: its files do not change while tests run.
+_zip_folder_once = functools.cache(zip_folder)
+
+
+@dataclass(frozen=True)
+class Crash:
+    """A crash point: `when` (before/after) `target` is called, `times` copies die `how`."""
+
+    target: str
+    when: str = "after"
+    how: str = "exit"
+    times: int = 1
+
+    def __post_init__(self):
+        if self.when not in WHENS:
+            raise CrashError(f"when must be one of {WHENS}, not {self.when!r}")
+        if self.how not in ERROR_TYPES:
+            raise CrashError(f"how must be one of {tuple(ERROR_TYPES)}, not {self.how!r}")
+        if not isinstance(self.target, str) or "." not in self.target:
+            raise CrashError(f"target must be a dotted name such as 'shop.payments.charge', not {self.target!r}")
+        if not isinstance(self.times, int) or self.times < 1:
+            raise CrashError(f"times must be a whole number of copies, at least 1, not {self.times!r}")
+
+    @classmethod
+    def after(cls, target: str, how: str = "exit", times: int = 1) -> "Crash":
+        """Die right after `target` returns (its effect happened, nothing after it did)."""
+        return cls(target, "after", how, times)
+
+    @classmethod
+    def before(cls, target: str, how: str = "exit", times: int = 1) -> "Crash":
+        """Die right before `target` is called."""
+        return cls(target, "before", how, times)
+
+    @property
+    def error_type(self) -> str:
+        return ERROR_TYPES[self.how]
+
+    def describe(self) -> str:
+        return f"the copy {'exits' if self.how == 'exit' else 'times out'} {self.when} {self.target}"

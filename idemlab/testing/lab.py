@@ -1,25 +1,19 @@
-"""The backend a test session shares, and the per-test helpers built on it.
-
-`Backend` starts the embedded server (idemlab.embedded) on a free loopback port and
-keeps what is worth creating once per session: the IAM role functions need, the
-deployed functions (one per handler and configuration), the crash-arming table.
-
-`Lab` is what a test gets: tables it creates are deleted when the test ends, and
-`deliver` / `assert_exactly_once` send copies of an event to a handler running in
-real Lambda worker processes.
+"""The backend a test session shares (`Backend`: the embedded server on a free loopback
+port, the role functions run with, the deployed functions, the crash-arming table) and
+what a test gets (`Lab`: tables deleted when the test ends, and `deliver` /
+`assert_exactly_once`, which send copies of an event to a handler in Lambda worker processes).
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import json
 import os
 import threading
 import time
-from unittest import mock
 from typing import Callable
+from unittest import mock
 
 import boto3
 from botocore.config import Config
@@ -28,39 +22,39 @@ from botocore.exceptions import ClientError
 from idemlab.barrier import all_at_once
 from idemlab.embedded.server import EmbeddedBackend
 from idemlab.testing import _bootstrap
-from idemlab.testing.crash import Crash
-from idemlab.testing.handlers import BOOTSTRAP_HANDLER, Handler
+from idemlab.testing.handlers import BOOTSTRAP_HANDLER, Crash, Handler
 from idemlab.testing.report import CopyResult, CrashNotReached, Delivery, DuplicateEffectError, EffectReport, Round
 
 REGION = "us-east-1"
 # Dummy credentials and the region: the server's environment, and the test's while it runs.
-LOCAL_VARIABLES = dict(AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test", AWS_REGION=REGION)
+LOCAL_VARIABLES = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": REGION}
 LOCAL_VARIABLES["AWS_DEFAULT_REGION"] = REGION
+# Variables that would send boto3 elsewhere than AWS_ENDPOINT_URL, or to a real account
+# (and every AWS_ENDPOINT_URL_<SERVICE>: a per-service endpoint wins over AWS_ENDPOINT_URL).
+CLEARED_VARIABLES = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN")
+CLEARED_VARIABLES += ("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",)
 CRASH_TABLE = "idemlab-testing-crashes"
 # Lambda's default is 3 s; handlers that call other services usually get more.
 DEFAULT_TIMEOUT_SECONDS = 10
 # A warm-up ping holds its environment this long, so the pings sent together each
 # need an environment of their own (a cold start on this machine takes about 1 s).
 WARMUP_HOLD_SECONDS = 0.3
-# The runtime allows a cold start this long (idemlab.embedded.lambda_runtime).
-INIT_ALLOWANCE_SECONDS = 30
+# The longest a copy can take: Lambda's largest timeout (15 minutes, AWS docs:
+# lambda/latest/dg/gettingstarted-limits.html) plus the cold start the runtime allows
+# (idemlab.embedded.lambda_runtime).
+INVOKE_READ_TIMEOUT_SECONDS = 15 * 60 + 30
 # Errors after which the copy's execution environment is gone.
 FATAL_ERROR_TYPES = {"Runtime.ExitError", "Sandbox.Timedout", "Runtime.InitTimeout"}
 # Errors that mean the handler never loaded: nothing to count, the test is set up wrong.
 INIT_ERROR_TYPES = {"Runtime.ImportModuleError", "Runtime.HandlerNotFound", "Runtime.InitTimeout"}
 
 
-# Variables that would send boto3 elsewhere than AWS_ENDPOINT_URL, or to a real account.
-CLEARED_VARIABLES = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")
-
-
 @contextlib.contextmanager
 def aws_environment(variables: dict[str, str]):
     """os.environ with `variables` set and the redirecting ones removed; restored after."""
     with mock.patch.dict(os.environ):
-        for name in list(os.environ):
-            if name in CLEARED_VARIABLES or name.startswith("AWS_ENDPOINT_URL_"):  # per-service endpoints win
-                del os.environ[name]
+        for name in [n for n in os.environ if n in CLEARED_VARIABLES or n.startswith("AWS_ENDPOINT_URL_")]:
+            del os.environ[name]
         os.environ.update(variables)
         yield
 
@@ -73,127 +67,99 @@ def _not_started(error: dict) -> DeliveryError:
     return DeliveryError(f"the handler could not start: {error.get('errorType')}: {error.get('errorMessage')}")
 
 
-class Backend:
+class Backend(EmbeddedBackend):
     """The embedded backend for one test session, and what lives as long as it: the role
     functions run with, the crash-arming table, the deployed functions."""
 
     def __init__(self):
-        self.server = EmbeddedBackend()
+        super().__init__()
         self._lock = threading.RLock()
-        self._functions: dict[str, str] = {}  # configuration digest -> function name
-        self.warm: dict[str, int] = {}  # function -> execution environments known to be warm
         self._clients: dict = {}
+        self._functions: set[str] = set()
+        self.warm: dict[str, int] = {}  # function -> execution environments known to be warm
 
     def start(self) -> "Backend":
         started = time.perf_counter()
         # The server (a child process) inherits the environment, and boto3 reads it when a
         # client is made: a developer's AWS_PROFILE would make either fail, so a clean one.
         with aws_environment(LOCAL_VARIABLES):
-            self.server.start()
+            super().start()
             self.start_seconds = time.perf_counter() - started
+            # A session of its own, with explicit credentials and region (its config read while
+            # the environment is clean): neither a profile nor boto3's default session decides.
+            credentials = {"aws_access_key_id": "test", "aws_secret_access_key": "test"}
+            self._session = boto3.session.Session(region_name=REGION, **credentials)
+            self._session._session.get_scoped_config()
             trust = {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
             policy = json.dumps({"Version": "2012-10-17", "Statement": [trust]})
             role = self.client("iam").create_role(RoleName="idemlab-testing-handler", AssumeRolePolicyDocument=policy)
         self.role_arn = role["Role"]["Arn"]
         return self
 
-    def create_table(self, name: str, *keys: str) -> None:
-        """A pay-per-request table of string keys: the hash key, then a sort key if given."""
+    def client(self, service: str, **config):
+        """A client for this backend (one per service and options; clients are thread-safe)."""
+        key = (service, *sorted(config.items()))
+        with self._lock:  # a session is not thread-safe
+            if key not in self._clients:
+                # No SDK retries: a retried Invoke would be one more copy than the test sent.
+                options = Config(retries={"total_max_attempts": 1}, max_pool_connections=64, **config)
+                self._clients[key] = self._session.client(service, endpoint_url=self.url, config=options)
+            return self._clients[key]
+
+    def table(self, name: str, *keys: str):
+        """A new pay-per-request table of string keys (hash key, then any sort key), as a boto3 Table."""
         self.client("dynamodb").create_table(
             TableName=name,
             KeySchema=[{"AttributeName": key, "KeyType": kind} for key, kind in zip(keys, ("HASH", "RANGE"))],
             AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"} for key in keys],
             BillingMode="PAY_PER_REQUEST",
         )
+        with self._lock:
+            return self._session.resource("dynamodb", endpoint_url=self.url).Table(name)
 
     @functools.cached_property
     def crash_table(self) -> str:
         """Made on the first crash only: a test that lists its tables sees none of the plugin's."""
-        self.create_table(CRASH_TABLE, "pk")
-        return CRASH_TABLE
-
-    def stop(self) -> None:
-        self.server.stop()
-
-    @property
-    def url(self) -> str:
-        return self.server.url
-
-    def environment(self) -> dict[str, str]:
-        """The variables that point boto3 (and the AWS CLI) at this backend."""
-        return {"AWS_ENDPOINT_URL": self.url, **LOCAL_VARIABLES}
-
-    def client(self, service: str, **config):
-        """A client for this backend (one per service and options; clients are thread-safe)."""
-        key = (service, json.dumps(config, sort_keys=True))
-        with self._lock:
-            if key not in self._clients:
-                # No SDK retries: a retried Invoke would be one more copy than the test sent.
-                options = {"retries": {"total_max_attempts": 1}, "max_pool_connections": 64, **config}
-                self._clients[key] = self._session().client(service, endpoint_url=self.url, config=Config(**options))
-            return self._clients[key]
-
-    def resource(self, service: str):
-        return self._session().resource(service, endpoint_url=self.url)
-
-    def _session(self):
-        # A session of its own, with explicit credentials and region, so neither a
-        # profile nor boto3's shared default session decides where calls go.
-        with aws_environment({}):
-            keys = {"aws_access_key_id": "test", "aws_secret_access_key": "test"}
-            session = boto3.session.Session(region_name=REGION, **keys)
-            session._session.get_scoped_config()  # read the (now profile-less) config while it is clean
-            return session
+        return self.table(CRASH_TABLE, "pk").name
 
     def function(self, handler: Handler, environment: dict, timeout: int, crash: Crash | None) -> str:
         """The deployed function for this handler and configuration (created once)."""
         variables = {**environment, _bootstrap.HANDLER_VARIABLE: handler.name}
         configuration = json.dumps([variables, timeout, crash and crash.__dict__], sort_keys=True).encode()
-        digest = hashlib.sha256(handler.code + configuration).hexdigest()[:12]
-        name = f"idemlab-{handler.slug()}-{digest}"
+        name = handler.function_name(configuration)
         if crash is not None:
-            spec = {"target": crash.target, "when": crash.when, "how": crash.how, "table": self.crash_table, "key": name}
+            spec = {**crash.__dict__, "table": self.crash_table, "key": name}
             variables[_bootstrap.CRASH_VARIABLE] = json.dumps(spec)
         with self._lock:
-            if digest not in self._functions:
+            if name not in self._functions:
                 self.client("lambda").create_function(
-                    FunctionName=name,
-                    Runtime="python3.12",
-                    Role=self.role_arn,
-                    Handler=BOOTSTRAP_HANDLER,
-                    Code={"ZipFile": handler.with_bootstrap()},
-                    Timeout=timeout,
-                    Environment={"Variables": variables},
+                    FunctionName=name, Runtime="python3.12", Role=self.role_arn, Handler=BOOTSTRAP_HANDLER,
+                    Code={"ZipFile": handler.with_bootstrap()}, Timeout=timeout, Environment={"Variables": variables},
                 )
-                self._functions[digest] = name
-            return self._functions[digest]
+                self._functions.add(name)
+        return name
 
 
 class Lab:
     """The plugin's helpers for one test (the `idemlab` fixture)."""
 
-    def __init__(self, backend: Backend, environment: dict | None = None):
-        self.backend = backend
-        self.environment = dict(environment or {})  # passed to every function deployed
+    def __init__(self, backend: Backend):
+        self.backend, self.url = backend, backend.url
+        self.environment: dict[str, str] = {}  # passed to every function deployed
         self._tables: list[str] = []
-        self._invoker = backend.client("lambda", read_timeout=900 + INIT_ALLOWANCE_SECONDS)
-
-    @property
-    def url(self) -> str:
-        return self.backend.url
+        self._invoker = backend.client("lambda", read_timeout=INVOKE_READ_TIMEOUT_SECONDS)
 
     def client(self, service: str):
         return self.backend.client(service)
 
-    # -- tables ------------------------------------------------------------------
-
     def make_table(self, name: str, key: str = "pk", sort_key: str | None = None, ttl: str | None = None):
         """A pay-per-request table of string keys, deleted when the test ends; returns a boto3 Table."""
-        self.backend.create_table(name, key, *([sort_key] if sort_key else []))
+        table = self.backend.table(name, key, *([sort_key] if sort_key else []))
         self._tables.append(name)
         if ttl:
-            self.client("dynamodb").update_time_to_live(TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": ttl})
-        return self.backend.resource("dynamodb").Table(name)
+            ttl_specification = {"Enabled": True, "AttributeName": ttl}
+            self.client("dynamodb").update_time_to_live(TableName=name, TimeToLiveSpecification=ttl_specification)
+        return table
 
     def powertools_table(self, name: str = "idempotency"):
         """The table Powertools' DynamoDBPersistenceLayer expects by default: key `id`, TTL `expiration`."""
@@ -205,8 +171,6 @@ class Lab:
             with contextlib.suppress(dynamodb.exceptions.ResourceNotFoundException):
                 dynamodb.delete_table(TableName=name)
         self._tables.clear()
-
-    # -- delivering copies -------------------------------------------------------
 
     def deliver(
         self, handler: Handler | str, event, copies: int = 2, together: bool = True, crash: Crash | None = None,
@@ -227,55 +191,43 @@ class Lab:
         if together and copies > self.backend.warm.get(function, 0):
             # Give each copy a warm environment, so copies sent together start together.
             ping = json.dumps({_bootstrap.WARMUP_KEY: WARMUP_HOLD_SECONDS}).encode()
-            for _, error in all_at_once([lambda: self._invoke(function, ping)] * copies, join_seconds=None):
-                if error:
-                    raise _not_started(error)
+            for answer in all_at_once([lambda: self._send(function, ping, 0)] * copies, join_seconds=None):
+                if answer.error:
+                    raise _not_started(answer.error)
             self.backend.warm[function] = copies
         dynamodb, crash_key = self.client("dynamodb"), {"pk": {"S": function}}
         if crash is not None:
             dynamodb.put_item(TableName=CRASH_TABLE, Item={**crash_key, "armed": {"N": str(crash.times)}})
-        payload = json.dumps(event).encode()
-        results = [CopyResult(number=n + 1, sent=0.0) for n in range(copies)]
-        sends = [functools.partial(self._send, function, payload, copy) for copy in results]
-        if together:
-            all_at_once(sends, join_seconds=None)
-        else:
-            for send in sends:
-                send()
+        sends = [functools.partial(self._send, function, json.dumps(event).encode(), n + 1) for n in range(copies)]
+        results = all_at_once(sends, join_seconds=None) if together else [send() for send in sends]
         if any(copy.error_type in FATAL_ERROR_TYPES for copy in results):
             self.backend.warm[function] = 0  # some died; which ones is unknown
         crashes = 0
         if crash is not None:  # how many armed crashes went off; nothing stays armed for the next delivery
             left = dynamodb.delete_item(TableName=CRASH_TABLE, Key=crash_key, ReturnValues="ALL_OLD")
             crashes = crash.times - int(left.get("Attributes", {}).get("armed", {}).get("N", "0"))
-        return Delivery(handler.name, event, together, results, crash, crashes)
+        return Delivery(results, crash, crashes)
 
-    def _send(self, function: str, payload: bytes, copy: CopyResult) -> None:
-        copy.sent = time.time()
-        document, copy.error = self._invoke(function, payload, f"copy {copy.number}")
-        copy.answered = time.time()
-        if copy.error is None:
-            report = document[_bootstrap.REPORT_KEY]
-            copy.pid, copy.started, copy.ended = report["pid"], report["started"], report["ended"]
-            copy.result = document["result"]
-
-    def _invoke(self, function: str, payload: bytes, what: str = "a warm-up ping") -> tuple[object, dict | None]:
-        """The function's answer, and Lambda's error payload when it failed (else None)."""
+    def _send(self, function: str, payload: bytes, number: int) -> CopyResult:
+        """Invoke once: copy `number`, or a warm-up ping (0); what came back, or the handler's error."""
+        copy = CopyResult(number, sent=time.time())
         try:
             response = self._invoker.invoke(FunctionName=function, Payload=payload)
         except ClientError as exc:
-            error = exc.response["Error"]
+            error, what = exc.response["Error"], f"copy {number}" if number else "a warm-up ping"
             raise DeliveryError(f"the backend refused {what}: {error.get('Code')}: {error.get('Message')}") from exc
-        body = response["Payload"].read()
+        copy.answered, body = time.time(), response["Payload"].read()
         document = json.loads(body) if body else None
-        if not response.get("FunctionError"):
-            return document, None
-        error = document if isinstance(document, dict) else {"errorType": "Unknown", "errorMessage": str(document)}
-        if error.get("errorType") in INIT_ERROR_TYPES:
-            raise _not_started(error)
-        return document, error
-
-    # -- effects -----------------------------------------------------------------
+        if response.get("FunctionError"):
+            unknown = {"errorType": "Unknown", "errorMessage": str(document)}
+            copy.error = document if isinstance(document, dict) else unknown
+            if copy.error_type in INIT_ERROR_TYPES:
+                raise _not_started(copy.error)
+        else:
+            report = document[_bootstrap.REPORT_KEY]
+            copy.pid, copy.started, copy.ended = report["pid"], report.get("started"), report.get("ended")
+            copy.result = document.get("result")
+        return copy
 
     def assert_exactly_once(
         self, handler: Handler | str, make_event: Callable[[int], object], count_effect: Callable[[object], int],
@@ -294,8 +246,9 @@ class Lab:
             event = make_event(number)
             delivery = self.deliver(handler, event, copies=copies, together=together, crash=crash, **options)
             if crash is not None and delivery.crashes == 0:
-                lines = [f"Crash point never reached: no copy got {crash.when} {crash.target} in round {number}.", "Timeline:"]
-                raise CrashNotReached("\n".join(lines + delivery.timeline() + ["Is the name right, and does the handler call it for this event?"]))
+                never = f"Crash point never reached: no copy got {crash.when} {crash.target} in round {number}."
+                ask = "Is the name right, and does the handler call it for this event?"
+                raise CrashNotReached("\n".join([never, "Timeline:", *delivery.timeline(), ask]))
             report.rounds.append(Round(number, event, delivery, int(count_effect(event))))
         if report.bad_rounds:
             raise DuplicateEffectError(report)

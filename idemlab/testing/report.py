@@ -10,13 +10,36 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 
-from idemlab.testing.crash import Crash
+from idemlab.testing.handlers import Crash
 
 # Rounds listed by number, and timelines drawn, in a failure message: enough to see
 # the pattern, short enough to read.
 LISTED_ROUNDS = 20
 DRAWN_TIMELINES = 2
 SHOWN_VALUE_CHARACTERS = 70
+# What a failure message advises, by how the copies were sent.
+ADVICE = {
+    "crash": (
+        "A copy died after doing the effect but before recording that it was done, so the retry did it again.\n"
+        "Record the claim before the effect (a conditional write, or Powertools' @idempotent), and pass an\n"
+        "idempotency key to the downstream so that it does the effect once per key even when you call it twice."
+    ),
+    "together": (
+        "Copies that arrive at the same time each checked 'not done yet' before any of them recorded it.\n"
+        "A check and a write in two calls leave that window open. Make the claim one atomic step: a\n"
+        "conditional write (attribute_not_exists) that only one copy can win, or Powertools' @idempotent."
+    ),
+    "apart": "Even copies sent one after another repeated the effect: nothing recorded that the event was already "
+    "handled.",
+}
+
+
+def _short(value: object) -> str:
+    try:
+        text = json.dumps(value, default=str)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= SHOWN_VALUE_CHARACTERS else text[: SHOWN_VALUE_CHARACTERS - 3] + "..."
 
 
 @dataclass
@@ -52,9 +75,6 @@ class CopyResult:
 class Delivery:
     """The copies of one event, and how many armed crashes went off."""
 
-    handler: str
-    event: object
-    together: bool
     copies: list[CopyResult]
     crash: Crash | None = None
     crashes: int = 0
@@ -71,12 +91,11 @@ class Delivery:
             return "?" if moment is None else f"{(moment - origin) * 1000:+.0f}"
 
         lines = ["  copy  pid      sent (ms)  handler ran (ms)   answered (ms)  outcome"]
-        for copy in self.copies:
-            ran = f"{ms(copy.started)} .. {ms(copy.ended)}" if copy.started is not None else "-"
-            lines.append(
-                f"  {copy.number:<4}  {copy.pid or '-':<7}  {ms(copy.sent):>9}  {ran:<17}  {ms(copy.answered):>13}  {copy.outcome(self.crash)}"
-            )
-        ran = [copy for copy in self.copies if copy.started is not None]
+        for c in self.copies:
+            ran = f"{ms(c.started)} .. {ms(c.ended)}" if c.started is not None else "-"
+            times = f"{ms(c.sent):>9}  {ran:<17}  {ms(c.answered):>13}"
+            lines.append(f"  {c.number:<4}  {c.pid or '-':<7}  {times}  {c.outcome(self.crash)}")
+        ran = [c for c in self.copies if c.started is not None]
         if len(ran) >= 2 and max(c.started for c in ran) < min(c.ended for c in ran):
             lines.append("  The handler ran in several copies at the same time (their 'handler ran' times overlap).")
         return lines
@@ -87,23 +106,7 @@ class Round:
     number: int
     event: object
     delivery: Delivery
-    count: int
-
-
-# What a failure message advises, by how the copies were sent.
-ADVICE = {
-    "crash": (
-        "A copy died after doing the effect but before recording that it was done, so the retry did it again.\n"
-        "Record the claim before the effect (a conditional write, or Powertools' @idempotent), and pass an\n"
-        "idempotency key to the downstream so that it does the effect once per key even when you call it twice."
-    ),
-    "together": (
-        "Copies that arrive at the same time each checked 'not done yet' before any of them recorded it.\n"
-        "A check and a write in two calls leave that window open. Make the claim one atomic step: a\n"
-        "conditional write (attribute_not_exists) that only one copy can win, or Powertools' @idempotent."
-    ),
-    "apart": "Even copies sent one after another repeated the effect: nothing recorded that the event was already handled.",
-}
+    count: int  # the effect, counted after the round
 
 
 @dataclass
@@ -125,12 +128,11 @@ class EffectReport:
         return [r.number for r in self.rounds if r.count > 1]
 
     def message(self) -> str:
-        bad, total = self.bad_rounds, len(self.rounds)
-        more = len(self.doubled())
-        counted = (("MORE", more), ("LESS", len(bad) - more))
-        what = " and ".join(f"happened {word} than once in {n} of {total} rounds" for word, n in counted if n)
-        sent = "sent together" if self.together else "sent one after another"
-        how = f"{self.copies} copies of each event {sent}" + (f", and {self.crash.describe()}" if self.crash else "")
+        more, less = len(self.doubled()), sum(r.count < 1 for r in self.rounds)
+        what = " and ".join(f"happened {word} than once in {n} of {len(self.rounds)} rounds"
+                            for word, n in (("MORE", more), ("LESS", less)) if n)
+        how = f"{self.copies} copies of each event sent {'together' if self.together else 'one after another'}"
+        how += f", and {self.crash.describe()}" if self.crash else ""
         lines = [f"{self.handler}: the effect was not exactly once. It {what} ({how}).", ""]
         lines.append("Effect counted after each round:")
         for count, rounds in sorted(Counter(r.count for r in self.rounds).items()):
@@ -138,11 +140,10 @@ class EffectReport:
             listed = ", ".join(map(str, numbers[:LISTED_ROUNDS])) + (", ..." if len(numbers) > LISTED_ROUNDS else "")
             mark = "ok" if count == 1 else "WRONG"
             lines.append(f"  {count} time{'s' if count != 1 else ''}: {rounds:>4} rounds  {mark}  (rounds {listed})")
-        for r in bad[:DRAWN_TIMELINES]:
+        for r in self.bad_rounds[:DRAWN_TIMELINES]:
             lines += ["", f"Round {r.number}, event {_short(r.event)}: effect counted {r.count} times. Timeline:"]
             lines += r.delivery.timeline()
-        advice = ADVICE["crash" if self.crash is not None else "together" if self.together else "apart"]
-        return "\n".join(lines + ["", advice])
+        return "\n".join([*lines, "", ADVICE["crash" if self.crash else "together" if self.together else "apart"]])
 
 
 class DuplicateEffectError(AssertionError):
@@ -159,11 +160,3 @@ class CrashNotReached(AssertionError):
 
 # Shown as `idemlab.testing.DuplicateEffectError` in pytest's report, where users import it.
 DuplicateEffectError.__module__ = CrashNotReached.__module__ = "idemlab.testing"
-
-
-def _short(value: object) -> str:
-    try:
-        text = json.dumps(value, default=str)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= SHOWN_VALUE_CHARACTERS else text[: SHOWN_VALUE_CHARACTERS - 3] + "..."
