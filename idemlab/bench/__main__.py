@@ -17,12 +17,9 @@ RESULTS_DIR = settings.STATE_DIR / "bench"
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer samples (for a smoke run)")
-    parser.add_argument(
-        "--backend",
-        default=os.environ.get("BACKEND") or "embedded",
-        help="aws: the same tables on real DynamoDB and Lambda (needs `make deploy BACKEND=aws`; costs cents); "
-        "anything else: on embedded backends the bench starts itself",
-    )
+    backend_help = "aws: the same tables on real DynamoDB and Lambda (needs `make deploy BACKEND=aws`; costs cents); "
+    backend_help += "anything else: on embedded backends the bench starts itself"
+    parser.add_argument("--backend", default=os.environ.get("BACKEND") or "embedded", help=backend_help)
     args = parser.parse_args()
     aws, sizes = args.backend == "aws", cost_of_idempotency.QUICK if args.quick else cost_of_idempotency.FULL
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
@@ -37,7 +34,7 @@ def main() -> None:
         # uncounted: AWS has no per-action request counter that answers within a sample
         # (CloudWatch's consumed-capacity metrics arrive minutes later, per table), so the
         # request counts stay the embedded run's: they come from the handlers' code, the same everywhere.
-        bench = strategy_runs.StrategyBench(stack.outputs(backend="aws"), endpoint_url=None, counting=False)
+        bench = strategy_runs.StrategyBench(stack.outputs(backend="aws"), endpoint_url=None)
         strategies["report"] = result = strategy_report.report(strategy_runs.run(bench, **sizes))
     else:
         results["embedded_backend"] = embedded.run(args.quick)

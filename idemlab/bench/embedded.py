@@ -1,29 +1,28 @@
 """The embedded backend against plain moto, and with its fast path off and on, in one run.
 
 - DynamoDB: PutItem, GetItem and conditional PutItem round trips per second, from 1 and
-  from 8 client threads, on three servers started side by side: plain moto (moto's own
+  8 client threads, on servers started side by side: plain moto (moto's own
   ThreadedMotoServer), the embedded backend with its fast path off (IDEMLAB_FAST_PATH=0:
   the request path before the fast path) and with it on. Every server is warmed first
-  (tables created, clients connected, a round untimed); then each round gives every
+  (table created, clients connected, a round untimed); then each round gives every
   server the same batch, in an order that rotates from round to round.
 - Lambda: the warm Invoke round trip (HTTP, worker process, JSON both ways) with the fast
-  path off and on, next to calling the same handler in this process; rounds interleaved
-  the same way. Cold starts (the first invoke of a new function) are reported apart.
-  Plain moto cannot run a handler without Docker, so it has no Lambda row.
+  path off and on, next to calling the same handler in this process, in rounds
+  interleaved the same way; cold starts (a new function's first invoke) apart. Plain moto
+  cannot run a handler without Docker, so it has no Lambda row.
 
-Two views of the same DynamoDB servers, both printed, interleaved in the same rounds:
-
+DynamoDB is seen two ways, interleaved in the same rounds:
 - boto3: what a learner's code experiences. boto3 spends about half a millisecond of CPU
   of its own on every call (building, signing, sending and parsing it), so this view
-  has a ceiling: the same calls against a server that answers every request with a
-  canned reply at once ("boto3 alone") are as fast as any server could make them. The
-  table prints that ceiling's ratio to plain moto too: no server can show more.
+  has a ceiling: the same calls against a server that answers at once with a canned
+  reply ("boto3 alone") are as fast as any server could make them; its ratio to plain
+  moto, printed too, is the most any server can show here.
 - raw HTTP: what each server can serve. The same requests, built and signed by boto3
   before the clock starts, are sent as bytes over a socket (keep-alive where the server
   keeps the connection, a new connection per request where it closes it, as plain moto
   does) and each answer is read to its end: the client costs ~20 us a request, so the
   server is what is timed. A speed-up claimed for a server is read here; the boto3 view
-  says how much of it a learner's boto3 code can feel, and its ceiling column why not more.
+  says how much of it a learner's code can feel, and its ceiling column why not more.
 
 Every ratio comes with its 95 % bootstrap interval over the rounds (intervals.py).
 """
@@ -98,25 +97,18 @@ def child_server(code: str):
         process.wait()
 
 
-def _read_message(sock: socket.socket, buffer: bytes) -> tuple[bytes, dict[bytes, bytes], bytes]:
-    """The HTTP message ``buffer`` starts (received from ``sock`` until whole): its first
-    line, its headers by lower-case name, and the bytes after it (the body is dropped)."""
-
-    def receive() -> bytes:
-        data = sock.recv(65536)
-        if not data:
+def _rest_of_message(reader) -> dict[bytes, bytes]:
+    """After an HTTP message's first line: its headers by lower-case name (its body is read and dropped)."""
+    headers = {}
+    while (line := reader.readline()) != b"\r\n":
+        if not line:
             raise ConnectionError("the connection closed mid-message")
-        return data
-
-    while b"\r\n\r\n" not in buffer:
-        buffer += receive()
-    head, _, rest = buffer.partition(b"\r\n\r\n")
-    first, *lines = head.split(b"\r\n")
-    headers = {name.strip().lower(): value.strip() for name, _, value in (line.partition(b":") for line in lines)}
+        name, _, value = line.partition(b":")
+        headers[name.strip().lower()] = value.strip()
     length = int(headers.get(b"content-length", 0))
-    while len(rest) < length:
-        rest += receive()
-    return first, headers, rest[length:]
+    if len(reader.read(length)) < length:
+        raise ConnectionError("the connection closed mid-message")
+    return headers
 
 
 def serve_canned(port: int) -> None:
@@ -127,10 +119,9 @@ def serve_canned(port: int) -> None:
 
     def connection(conn: socket.socket) -> None:
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        buffer = b""
-        with conn, contextlib.suppress(ConnectionError):
-            while True:
-                _, _, buffer = _read_message(conn, buffer)
+        with conn, conn.makefile("rb") as reader, contextlib.suppress(ConnectionError):
+            while reader.readline():
+                _rest_of_message(reader)
                 conn.sendall(answer)
 
     with socket.create_server(("127.0.0.1", port), backlog=64) as listener:
@@ -144,30 +135,31 @@ class RawConnection:
 
     def __init__(self, url: str):
         host, port = url.split("//", 1)[1].rsplit(":", 1)
-        self.address, self.sock, self.buffer = (host, int(port)), None, b""
+        self.address, self.sock, self.reader = (host, int(port)), None, None
 
     def send(self, request: bytes) -> int:
         """The answer's status code."""
         if self.sock is None:
             self.sock = socket.create_connection(self.address, timeout=30)
             self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.reader = self.sock.makefile("rb")
         try:
             self.sock.sendall(request)
-            start = self.buffer or self.sock.recv(65536)
+            status = self.reader.readline()
         except ConnectionError:
-            start = b""
-        if not start:  # closed between requests without saying so: unanswered, so sent again
+            status = b""
+        if not status:  # closed between requests without saying so: unanswered, so sent again
             self.close()
             return self.send(request)
-        status, headers, self.buffer = _read_message(self.sock, start)
-        if headers.get(b"connection", b"").lower() == b"close":
+        if _rest_of_message(self.reader).get(b"connection", b"").lower() == b"close":
             self.close()
         return int(status.split(b" ", 2)[1])
 
     def close(self) -> None:
         if self.sock is not None:
+            self.reader.close()
             self.sock.close()
-        self.sock, self.buffer = None, b""
+        self.sock = self.reader = None
 
 
 def _recording_client(url: str):
@@ -360,22 +352,18 @@ def _cell(rows: dict, column: str | tuple[str, str]) -> str:
 
 
 def table(results: dict) -> str:
-    sizes, lam = results["sizes"], results["lambda"]
+    sizes, warm, cold = results["sizes"], results["lambda"]["warm_s"], results["lambda"]["cold_start_s"]
     lines = [
         f"DynamoDB round trips per second through boto3, what a learner's code sees (mean of {sizes['rounds']} "
-        f"interleaved rounds of {sizes['calls']} calls per server)",
-        "",
+        f"interleaved rounds of {sizes['calls']} calls per server)\n",
         _dynamodb_table(results["dynamodb_calls_per_s"]),
     ]
     if results.get("dynamodb_raw_calls_per_s"):
         lines += [
-            "",
-            "DynamoDB requests per second each server serves, sent as raw HTTP (the same requests signed by "
-            "boto3 beforehand; the client costs ~20 us a request), in the same rounds",
-            "",
+            "\nDynamoDB requests per second each server serves, sent as raw HTTP (the same requests signed by boto3 "
+            "beforehand; the client costs ~20 us a request), in the same rounds\n",
             _dynamodb_table(results["dynamodb_raw_calls_per_s"]),
         ]
-    warm, cold = lam["warm_s"], lam["cold_start_s"]
     ms = {name: per_round([s * 1000 for s in samples]) for name, samples in warm.items()}
     on, off = difference_interval(ms[FAST], ms[DIRECT]), difference_interval(ms[SLOW], ms[DIRECT])
     rows = []
@@ -383,11 +371,8 @@ def table(results: dict) -> str:
         p = percentiles(samples)
         rows.append([name, f"{p['p50']:.3f}", f"{p['p99']:.3f}", f"{cold[name] * 1000:.0f}" if name in cold else "-"])
     return "\n".join(lines + [
-        "",
-        f"Lambda warm invoke ({len(warm[FAST])} interleaved rounds; plain moto runs no handler without Docker)",
-        "",
-        markdown("|p50 ms|p99 ms|cold start ms", "|---|---:|---:|---:|", rows),
-        "",
+        f"\nLambda warm invoke ({len(warm[FAST])} interleaved rounds; plain moto runs no handler without Docker)\n",
+        markdown("|p50 ms|p99 ms|cold start ms", "|---|---:|---:|---:|", rows) + "\n",
         f"- warm invoke p50, fast path on minus the in-process call: {difference_text(on)}",
         f"- warm invoke p50, fast path off minus the in-process call: {difference_text(off)}",
         f"- warm invoke p50, fast path on / off: {ratio_text(ratio_interval(ms[FAST], ms[SLOW]))}",

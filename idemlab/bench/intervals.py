@@ -91,11 +91,11 @@ def ratio_text(interval: dict | None) -> str:
     return f"{interval['ratio']:.2f}x ({ci})" if measurable(interval) else f"{NO_DIFFERENCE} ({ci})"
 
 
-def difference_text(interval: dict | None, unit: str = "ms") -> str:
+def difference_text(interval: dict | None) -> str:
     """'+0.85 ms (95 % CI +0.80 to +0.91)'; '-' if unmeasured or too few rounds."""
     if not interval or interval["difference"] is None:
         return "-"
-    return f"{interval['difference']:+.2f} {unit} (95 % CI {interval['low']:+.2f} to {interval['high']:+.2f})"
+    return f"{interval['difference']:+.2f} ms (95 % CI {interval['low']:+.2f} to {interval['high']:+.2f})"
 
 
 def percentiles(seconds: Sequence[float]) -> dict:

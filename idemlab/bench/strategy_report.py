@@ -26,6 +26,7 @@ from idemlab.bench import prices
 from idemlab.bench.intervals import per_round, ratio_interval, ratio_text
 from idemlab.bench.strategies import DELIVERIES, KNOWN_DEVIATIONS, PROBE_TABLE, STRATEGIES, Strategy
 
+
 def _minus(a: dict, b: dict) -> dict:
     """a - b action by action, sorted, without zeros (negative where b has more)."""
     difference = Counter(a)
@@ -142,28 +143,28 @@ def latency_table(result: dict) -> str:
     return markdown(header, "|---|---|---:|---|---:|---|---:|---:|---|---:|", rows)
 
 
-def _disagreements(row: dict) -> str:
-    return f"reported charges differ from the ledger (key: [reported, ledger]): {row['ledger_disagreements']}"
+def _findings(result: dict) -> list[tuple[str, str]]:
+    """(where, what) for every count off its minimum and every charge the ledger disagrees with."""
+    found = []
+    for row in result["strategies"].values():
+        found += [(f"{row['label']}, {delivery}", why) for delivery in DELIVERIES for why in row[delivery]["why"]]
+        if row.get("ledger_disagreements"):
+            differ = f"reported charges differ from the ledger (key: [reported, ledger]): {row['ledger_disagreements']}"
+            found.append((row["label"], differ))
+    return found
 
 
 def notes(result: dict) -> str:
     processor = calls_text(result["processor_calls_per_charge"])
     lines = [f"- card processor, one charge without a downstream key: {processor} (measured alone)"]
-    for row in result["strategies"].values():
-        lines += [f"- {row['label']}, {delivery}: {why}" for delivery in DELIVERIES for why in row[delivery]["why"]]
-        lines += [f"- {row['label']}: {_disagreements(row)}"] if row.get("ledger_disagreements") else []
+    lines += [f"- {where}: {what}" for where, what in _findings(result)]
     return "\n".join(lines + [f"- prices: {result['prices']}"])
 
 
 def unexplained(result: dict) -> list[str]:
     """Every count the catalogue cannot explain: empty when each strategy is at its minimum
     or off it for a documented reason (what the notebook and the tests assert)."""
-    found = []
-    for key, row in result["strategies"].items():
-        for delivery in DELIVERIES:
-            found += [f"{key}, {delivery}: {why}" for why in row[delivery]["why"] if why.startswith("unexplained")]
-        found += [f"{key}: {_disagreements(row)}"] if row.get("ledger_disagreements") else []
-    return found
+    return [f"{where}: {what}" for where, what in _findings(result) if what not in KNOWN_DEVIATIONS.values()]
 
 
 def minimums_table() -> str:
@@ -182,46 +183,41 @@ def _tick(row: dict) -> str:
 
 def chart(result: dict, path: Path) -> Path:
     """Requests per invocation by purpose, next to the minimum; latency and throughput ratios."""
-    import matplotlib
+    import numpy as np
+    from matplotlib.figure import Figure  # no pyplot: files only, the bench runs headless
 
-    matplotlib.use("Agg")  # files only: the bench runs headless
-    import matplotlib.pyplot as plt
-
-    rows = list(result["strategies"].values())
-    fig, (calls_ax, ratio_ax) = plt.subplots(1, 2, figsize=(15, 5.5))
-    width = 0.27
+    rows, copies = list(result["strategies"].values()), result["copies"]
+    fig = Figure(figsize=(15, 5.5))
+    calls_ax, ratio_ax = fig.subplots(1, 2)
     # Three bars per strategy: first delivery, duplicate, one of the copies sent together.
-    for offset, delivery, alpha in ((-width, "first", 1.0), (0.0, "duplicate", 0.6), (width, "concurrent", 0.35)):
-        positions, bottom, first = [i + offset for i in range(len(rows))], [0.0] * len(rows), delivery == "first"
+    for offset, delivery, alpha in ((-0.27, "first", 1.0), (0.0, "duplicate", 0.6), (0.27, "concurrent", 0.35)):
+        x, bottom, first = np.arange(len(rows)) + offset, np.zeros(len(rows)), delivery == "first"
         per_invocation = {
-            purpose: [sum(r[delivery][purpose].values()) / r[delivery]["invocations"] for r in rows]
+            purpose: np.array([sum(r[delivery][purpose].values()) / r[delivery]["invocations"] for r in rows])
             for purpose in ("own", "effect", "probes", "minimum")
         }
         for purpose, colour in (("own", "tab:blue"), ("effect", "tab:orange"), ("probes", "tab:gray")):
-            heights = per_invocation[purpose]
-            label = purpose if first else None
-            calls_ax.bar(positions, heights, width, bottom=bottom, color=colour, label=label, alpha=alpha)
-            bottom = [b + h for b, h in zip(bottom, heights)]
-        calls_ax.scatter(positions, per_invocation["minimum"], marker="_", s=300, color="black", zorder=3,
+            calls_ax.bar(x, per_invocation[purpose], 0.27, bottom=bottom, color=colour, alpha=alpha,
+                         label=purpose if first else None)
+            bottom += per_invocation[purpose]
+        calls_ax.scatter(x, per_invocation["minimum"], marker="_", s=300, color="black", zorder=3,
                          label="minimum (own)" if first else None)
     calls_ax.set_xticks(range(len(rows)), [_tick(r) for r in rows], fontsize=8)
     calls_ax.set_title("Requests counted at the backend, by purpose")
-    calls_ax.set_ylabel(f"DynamoDB requests per invocation\n(bars: first, duplicate, {result['copies']} together)")
+    calls_ax.set_ylabel(f"DynamoDB requests per invocation\n(bars: first, duplicate, {copies} together)")
     compared = [r for r in rows if r["compared_with"]]
     series = (
         ("first p50", "first", "p50_ratio_to_naive"),
         ("duplicate p50", "duplicate", "p50_ratio_to_naive"),
-        (f"{result['copies']} together: throughput", "concurrent", "throughput_ratio_to_naive"),
+        (f"{copies} together: throughput", "concurrent", "throughput_ratio_to_naive"),
     )
-    bar = 0.8 / len(series)
     for n, (label, delivery, ratio) in enumerate(series):
-        found = [r[delivery][ratio] if (r[delivery][ratio] or {}).get("ratio") else None for r in compared]
-        heights = [v["ratio"] if v else 0 for v in found]
+        none = {"ratio": 0, "low": 0, "high": 0}  # no bar where there is no ratio
+        found = [r[delivery][ratio] if (r[delivery][ratio] or {}).get("ratio") else none for r in compared]
+        heights = np.array([v["ratio"] for v in found])
         # The 95 % interval on every bar: a bar whose whisker crosses 1 shows no measurable difference.
-        below = [v["ratio"] - v["low"] if v else 0 for v in found]
-        errors = [below, [v["high"] - v["ratio"] if v else 0 for v in found]]
-        positions = [i + (n - 1) * bar for i in range(len(compared))]
-        ratio_ax.bar(positions, heights, bar, label=label, yerr=errors, capsize=3)
+        errors = np.abs(np.array([[v["low"] for v in found], [v["high"] for v in found]]) - heights)
+        ratio_ax.bar(np.arange(len(compared)) + (n - 1) * 0.27, heights, 0.27, label=label, yerr=errors, capsize=3)
     ratio_ax.axhline(1.0, color="black", linewidth=0.8)
     ratio_ax.set_xticks(range(len(compared)), [_tick(r) for r in compared], fontsize=8)
     ratio_ax.set_ylabel("idempotent / naive of the same lesson")
@@ -231,5 +227,4 @@ def chart(result: dict, path: Path) -> Path:
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path

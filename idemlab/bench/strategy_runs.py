@@ -67,19 +67,17 @@ class Delivery:
     discarded: int = 0  # samples taken again because something else used DynamoDB
 
     def summary(self) -> dict:
-        samples, per_sample = self.samples, len(self.samples[0].seconds)
+        samples, count, per_sample = self.samples, len(self.samples), len(self.samples[0].seconds)
         by_table: dict[str, dict] = {}
-        for (table, action), count in sorted(sum((s.counts for s in samples), Counter()).items()):
-            by_table.setdefault(table, {})[action] = count / len(samples)
-        wall = sum(s.wall_seconds for s in samples)
+        for (table, action), n in sorted(sum((s.counts for s in samples), Counter()).items()):
+            by_table.setdefault(table, {})[action] = n / count
+        wall, seen = sum(s.wall_seconds for s in samples), Counter(_by_action(s.counts) for s in samples)
         return {
-            "samples": len(samples),
-            "invocations_per_sample": per_sample,
-            "calls_by_table_per_sample": by_table,
-            "calls_seen": [[json.loads(c), n] for c, n in Counter(_by_action(s.counts) for s in samples).most_common()],
-            "effects_per_sample": sum(s.effects for s in samples) / len(samples),
+            "samples": count, "invocations_per_sample": per_sample, "calls_by_table_per_sample": by_table,
+            "calls_seen": [[json.loads(calls), n] for calls, n in seen.most_common()],
+            "effects_per_sample": sum(s.effects for s in samples) / count,
             "latency_ms": percentiles([t for s in samples for t in s.seconds]),
-            "throughput_per_s": len(samples) * per_sample / wall if wall else None,
+            "throughput_per_s": count * per_sample / wall if wall else None,
             # Per round, for the report's intervals: each invocation's latency, and the
             # round's invocations per second.
             "round_latencies_ms": [[round(t * 1000, 3) for t in s.seconds] for s in samples],
@@ -91,16 +89,16 @@ class Delivery:
 class StrategyBench:
     """The deployed stack, its Lambda client and the backend's request counter."""
 
-    def __init__(self, outputs: dict, endpoint_url: str | None, guard_seconds: float = 0.0, counting: bool = True):
-        """``guard_seconds`` > 0 on a backend shared with other work (the tests'): each
+    def __init__(self, outputs: dict, endpoint_url: str | None, guard_seconds: float = 0.0):
+        """``endpoint_url`` None: AWS (`make bench BACKEND=aws`), which has no request
+        counter like the embedded backend's: latency and throughput only, no counts.
+
+        ``guard_seconds`` > 0 on a backend shared with other work (the tests'): each
         sample then starts after that long without a DynamoDB request and is taken again
         if one arrives within that long after it, so a workflow the sweeper restarts
-        meanwhile is not counted as the strategy's.
-
-        ``counting=False`` on a backend without the embedded request counter (AWS, for
-        `make bench BACKEND=aws`): latency and throughput only, no request counts."""
-        self.outputs, self.endpoint_url, self.counting = outputs, endpoint_url, counting
-        self.guard_seconds = guard_seconds
+        meanwhile is not counted as the strategy's."""
+        self.outputs, self.endpoint_url, self.guard_seconds = outputs, endpoint_url, guard_seconds
+        self.counting = endpoint_url is not None
         self._table_keys = {name: key for key, name in outputs["tables"].items()}
         # One attempt per call: an SDK retry would be a duplicate delivery we did not ask for.
         retries = {"total_max_attempts": 1}
