@@ -84,7 +84,8 @@ def _client(service: str, url: str | None):
 def child_server(code: str):
     """``code`` (a server, its {port} filled with a free one) in a child process; its URL once it listens."""
     port = free_port()
-    process = subprocess.Popen([sys.executable, "-c", code.format(port=port)], stderr=subprocess.DEVNULL)
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    process = subprocess.Popen([sys.executable, "-c", code.format(port=port)], **quiet)
     try:
         deadline = time.monotonic() + 20
         while not port_in_use(port):
