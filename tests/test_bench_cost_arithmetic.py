@@ -47,11 +47,7 @@ def test_prices_are_dated_and_cite_their_source():
 
 
 def _measured(delivery: str, by_table: dict, effects: float, invocations: int) -> dict:
-    calls: dict = {}
-    for table_calls in by_table.values():
-        for action, n in table_calls.items():
-            calls[action] = calls.get(action, 0) + n
-    shape = {"calls_per_sample": calls, "calls_by_table_per_sample": by_table, "effects_per_sample": effects, "invocations_per_sample": invocations}
+    shape = {"calls_by_table_per_sample": by_table, "effects_per_sample": effects, "invocations_per_sample": invocations}
     return {delivery: shape}
 
 

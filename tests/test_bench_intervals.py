@@ -61,7 +61,6 @@ def _raw(naive_ms: float, idempotent_ms: float, seed: int) -> dict:
         for delivery in strategy_report.DELIVERIES:
             latencies = _rounds(rng, median_ms)
             shape[delivery] = {
-                "calls_per_sample": {},
                 "calls_by_table_per_sample": {},
                 "effects_per_sample": 0,
                 "invocations_per_sample": 1,

@@ -19,11 +19,7 @@ PROCESSOR = {"PutItem": 1}
 def _shape(by_table: dict, effects: int, invocations: int, p50: float) -> dict:
     # 20 rounds, each within 2 % of p50: a clear 1.5x shows as a ratio with its interval.
     rounds = [p50 * (1 + 0.01 * ((n * 7) % 5 - 2)) for n in range(20)]
-    calls: Counter = Counter()
-    for table_calls in by_table.values():
-        calls.update(table_calls)
     return {
-        "calls_per_sample": dict(calls),
         "calls_by_table_per_sample": {table: dict(c) for table, c in by_table.items()},
         "effects_per_sample": effects,
         "invocations_per_sample": invocations,

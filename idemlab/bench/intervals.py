@@ -14,6 +14,8 @@ with a fixed seed, so the same samples always give the same interval.
 
 from __future__ import annotations
 
+import math
+import operator
 import random
 import statistics
 from typing import Callable, Sequence
@@ -30,95 +32,83 @@ Rounds = Sequence[Sequence[float]]
 Statistic = Callable[[Sequence[float]], float]
 
 
-def median(values: Sequence[float]) -> float:
-    return statistics.median(values)
-
-
-def mean(values: Sequence[float]) -> float:
-    return statistics.fmean(values)
-
-
-def ratio_interval(value_rounds: Rounds, reference_rounds: Rounds, statistic: Statistic = median) -> dict | None:
+def ratio_interval(value_rounds: Rounds, reference_rounds: Rounds, statistic: Statistic = statistics.median):
     """statistic(values) / statistic(references), with a 95 % paired-bootstrap interval.
 
     ``value_rounds[i]`` and ``reference_rounds[i]`` are the samples both took in round i
     (a round may hold several samples each, or one). None without a round with samples
-    on both sides; with fewer than MIN_ROUNDS, only the count (and no ratio).
+    on both sides; with fewer than MIN_ROUNDS, only the count (the ratio, low and high None).
     """
-    rounds = _paired(value_rounds, reference_rounds)
+    return _interval("ratio", lambda v, r: v / r if r > 0 else None, value_rounds, reference_rounds, statistic)
+
+
+def difference_interval(value_rounds: Rounds, reference_rounds: Rounds, statistic: Statistic = statistics.median):
+    """statistic(values) - statistic(references), with the same paired bootstrap."""
+    return _interval("difference", operator.sub, value_rounds, reference_rounds, statistic)
+
+
+def per_round(values: Sequence[float]) -> list[list[float]]:
+    """One sample per round (a rate measured once a round), as the intervals take rounds."""
+    return [[value] for value in values]
+
+
+def _interval(name: str, compare: Callable, value_rounds: Rounds, reference_rounds: Rounds, statistic: Statistic):
+    """{name: compare(statistic(values), statistic(references)), low, high, rounds, confidence}, or None."""
+    rounds = [(list(v), list(r)) for v, r in zip(value_rounds, reference_rounds) if v and r]
     if not rounds:
         return None
+    found = {name: None, "low": None, "high": None, "rounds": len(rounds), "confidence": CONFIDENCE}
     if len(rounds) < MIN_ROUNDS:
-        return {"ratio": None, "low": None, "high": None, "rounds": len(rounds), "confidence": CONFIDENCE}
+        return found
 
-    def ratio(values: list[float], references: list[float]) -> float | None:
-        reference = statistic(references)
-        return statistic(values) / reference if reference > 0 else None
+    def on(drawn: list[tuple[list[float], list[float]]]) -> float | None:
+        return compare(statistic([x for v, _ in drawn for x in v]), statistic([x for _, r in drawn for x in r]))
 
-    point = ratio(*_pooled(rounds))
+    point = on(rounds)
     if point is None:
         return None
-    low, high = _bootstrap(rounds, ratio)
-    return {"ratio": point, "low": low, "high": high, "rounds": len(rounds), "confidence": CONFIDENCE}
+    # Rounds drawn with replacement: a round's samples stay together, both sides as a pair.
+    rng = random.Random(SEED)
+    drawn = (on([rounds[rng.randrange(len(rounds))] for _ in rounds]) for _ in range(RESAMPLES))
+    draws = sorted(d for d in drawn if d is not None)
+    tail = (1 - CONFIDENCE) / 2
+    low, high = draws[int(tail * (len(draws) - 1))], draws[int((1 - tail) * (len(draws) - 1) + 0.5)]
+    return found | {name: point, "low": low, "high": high}
 
 
 def measurable(interval: dict | None) -> bool:
-    """True when the interval excludes 1: the two differ at this sample size."""
+    """True when the ratio's interval excludes 1: the two differ at this sample size."""
     return bool(interval) and interval["ratio"] is not None and not (interval["low"] <= 1.0 <= interval["high"])
 
 
-def ratio_text(interval: dict | None, unit: str = "x") -> str:
+def ratio_text(interval: dict | None) -> str:
     """'1.84x (95 % CI 1.52-2.20, 40 rounds)', or the no-difference sentence; '-' if unmeasured."""
     if not interval:
         return "-"
     if interval["ratio"] is None:
         return f"too few rounds to compare ({interval['rounds']}; a ratio needs {MIN_ROUNDS})"
-    if not measurable(interval):
-        return f"{NO_DIFFERENCE} (95 % CI {interval['low']:.2f}-{interval['high']:.2f}, {interval['rounds']} rounds)"
-    return f"{interval['ratio']:.2f}{unit} (95 % CI {interval['low']:.2f}-{interval['high']:.2f}, {interval['rounds']} rounds)"
+    ci = f"95 % CI {interval['low']:.2f}-{interval['high']:.2f}, {interval['rounds']} rounds"
+    return f"{interval['ratio']:.2f}x ({ci})" if measurable(interval) else f"{NO_DIFFERENCE} ({ci})"
 
 
-def difference_interval(value_rounds: Rounds, reference_rounds: Rounds, statistic: Statistic = median) -> dict | None:
-    """statistic(values) - statistic(references), with the same paired bootstrap."""
-    rounds = _paired(value_rounds, reference_rounds)
-    if len(rounds) < MIN_ROUNDS:
-        return None
-
-    def difference(values: list[float], references: list[float]) -> float:
-        return statistic(values) - statistic(references)
-
-    low, high = _bootstrap(rounds, difference)
-    return {"difference": difference(*_pooled(rounds)), "low": low, "high": high, "rounds": len(rounds), "confidence": CONFIDENCE}
+def difference_text(interval: dict | None) -> str:
+    """'+0.85 ms (95 % CI +0.80 to +0.91)'; '-' if unmeasured or too few rounds."""
+    if not interval or interval["difference"] is None:
+        return "-"
+    return f"{interval['difference']:+.2f} ms (95 % CI {interval['low']:+.2f} to {interval['high']:+.2f})"
 
 
-def _paired(value_rounds: Sequence[Sequence[float]], reference_rounds: Sequence[Sequence[float]]) -> list[tuple[list[float], list[float]]]:
-    """The rounds with samples on both sides, each as (values, references)."""
-    return [(list(v), list(r)) for v, r in zip(value_rounds, reference_rounds) if v and r]
-
-
-def _pooled(rounds: Sequence[tuple[list[float], list[float]]]) -> tuple[list[float], list[float]]:
-    return [x for v, _ in rounds for x in v], [x for _, r in rounds for x in r]
-
-
-def _bootstrap(rounds, compare: Callable[[list[float], list[float]], float | None]) -> tuple[float, float]:
-    """The 95 % percentile interval of `compare` over rounds drawn with replacement: a
-    round's samples stay together, so both sides of a round are resampled as a pair."""
-    rng = random.Random(SEED)
-    draws = []
-    for _ in range(RESAMPLES):
-        drawn = compare(*_pooled([rounds[rng.randrange(len(rounds))] for _ in rounds]))
-        if drawn is not None:
-            draws.append(drawn)
-    draws.sort()
-    tail = (1 - CONFIDENCE) / 2
-    return draws[int(tail * (len(draws) - 1))], draws[int((1 - tail) * (len(draws) - 1) + 0.5)]
+def percentiles(seconds: Sequence[float]) -> dict:
+    """p50 and p99 in milliseconds, by nearest rank (few samples: p99 is the max)."""
+    ordered = sorted(seconds)
+    if not ordered:
+        return {"p50": None, "p99": None}
+    return {f"p{q}": ordered[math.ceil(q * len(ordered) / 100) - 1] * 1000 for q in (50, 99)}
 
 
 def round_order(contenders: Sequence, round_number: int) -> list:
     """The contenders in this round's order: rotated by one each round, so each goes
     first, second, ... equally often over a whole number of cycles."""
     items = list(contenders)
-    if not items:
-        return items
-    shift = round_number % len(items)
+    shift = round_number % len(items) if items else 0
     return items[shift:] + items[:shift]

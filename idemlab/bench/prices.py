@@ -40,18 +40,18 @@ def request_units(calls: Mapping[str, float], items_per_transaction: int = 2) ->
     unpriced = [action for action, count in calls.items() if count and action not in units]
     if unpriced:  # Query and Scan are billed by the bytes they read: refuse to guess.
         raise UnpricedAction(f"no unit price for {unpriced[0]}; add it to idemlab/bench/prices.py with its reason")
-    reads = sum(count * units[action][0] for action, count in calls.items() if count)
-    return reads, sum(count * units[action][1] for action, count in calls.items() if count)
+    return tuple(sum(count * units[action][i] for action, count in calls.items() if count) for i in (0, 1))
 
 
-def usd_per_million_invocations(calls_per_invocation: Mapping[str, float], items_per_transaction: int = 2) -> float:
+def usd_per_million_invocations(calls_per_invocation: Mapping[str, float]) -> float:
     """What a million invocations making ``calls_per_invocation`` pay DynamoDB, on demand."""
-    reads, writes = request_units(calls_per_invocation, items_per_transaction)
+    reads, writes = request_units(calls_per_invocation)
     return reads * USD_PER_MILLION_READ_UNITS + writes * USD_PER_MILLION_WRITE_UNITS
 
 
 def citation() -> str:
+    write, read = USD_PER_MILLION_WRITE_UNITS, USD_PER_MILLION_READ_UNITS
     return (
-        f"on-demand, {TABLE_CLASS} table class, {REGION}: ${USD_PER_MILLION_WRITE_UNITS} per million write units, "
-        f"${USD_PER_MILLION_READ_UNITS} per million read units ({SOURCE}, taken {PRICES_TAKEN_ON}; check the current page)"
+        f"on-demand, {TABLE_CLASS} table class, {REGION}: ${write} per million write units, ${read} per million read "
+        f"units ({SOURCE}, taken {PRICES_TAKEN_ON}; check the current page)"
     )

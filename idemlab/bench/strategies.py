@@ -22,11 +22,10 @@ from typing import Callable
 from idemlab.lessons import deletion
 from idemlab.lessons.vehicles import VALID_VIN
 
-# How effects are counted: a charge is a ledger entry, a claim is a "claimed" answer,
-# a row is the naive writer's insert (one per invocation, it never refuses).
-CHARGE = "charge"
-CLAIM = "claim"
-ROW = "row"
+# How effects are counted, from the answers: a charge is a "charged" answer (checked
+# against the ledger's entries), a claim a "claimed" one, a row the naive writer's
+# insert (one per invocation: it never refuses).
+CHARGE, CLAIM, ROW = "charged", "claimed", "row"
 
 # Tables by their key in the stack's outputs (the Terraform owns their names).
 PROBE_TABLE = "faults"  # what the lab's fault hooks read; no production handler would
@@ -61,8 +60,9 @@ class Strategy:
         return first + Counter({action: n * duplicates for action, n in self.minimum_duplicate.items()})
 
 
-_checkout = partial(Strategy, lesson=CHECKOUT, effect=CHARGE, effect_table="ledger")
+_checkout = partial(Strategy, lesson=CHECKOUT, effect=CHARGE, effect_table="ledger", compared_with="checkout_naive")
 CLAIM_FIRST, CLAIM_DUPLICATE = Counter(PutItem=1, UpdateItem=1), Counter(PutItem=1)  # Powertools' claim, then record
+POWERTOOLS = {"pattern": "claim, then record", "minimum_first": CLAIM_FIRST, "minimum_duplicate": CLAIM_DUPLICATE}
 
 STRATEGIES: tuple[Strategy, ...] = (
     Strategy(
@@ -71,32 +71,27 @@ STRATEGIES: tuple[Strategy, ...] = (
         why_minimum="no idempotency: every delivery inserts a row",
     ),
     Strategy(
-        key="vehicle_idempotent", lesson=VEHICLE_REGISTRATION, label="conditional insert",
-        function="write_vehicle_idempotent", pattern="conditional insert", compared_with="vehicle_naive",
-        minimum_first=Counter(PutItem=1), minimum_duplicate=Counter(PutItem=1),
+        key="vehicle_idempotent", lesson=VEHICLE_REGISTRATION, label="conditional insert", pattern="conditional insert",
+        function="write_vehicle_idempotent", minimum_first=Counter(PutItem=1), minimum_duplicate=Counter(PutItem=1),
+        compared_with="vehicle_naive",
         why_minimum="the insert itself carries attribute_not_exists; a refusal returns the stored row",
     ),
     _checkout(
-        key="checkout_naive", label="naive", function="checkout_naive", pattern="no check",
+        key="checkout_naive", label="naive", function="checkout_naive", pattern="no check", compared_with=None,
         why_minimum="no idempotency: every delivery charges",
     ),
     _checkout(
         key="checkout_handrolled", label="hand-rolled", function="checkout_handrolled", pattern="check, then record",
         minimum_first=Counter(GetItem=1, PutItem=1), minimum_duplicate=Counter(GetItem=1),
-        compared_with="checkout_naive",
         why_minimum="read the key, charge, write the key; a duplicate only reads (and races)",
     ),
     _checkout(
-        key="checkout_powertools", label="Powertools", function="checkout_powertools", pattern="claim, then record",
-        minimum_first=CLAIM_FIRST, minimum_duplicate=CLAIM_DUPLICATE, compared_with="checkout_naive",
-        why_minimum="conditional put INPROGRESS, update to COMPLETED; "
-        "a duplicate's refused put returns the record",
+        key="checkout_powertools", label="Powertools", function="checkout_powertools", **POWERTOOLS,
+        why_minimum="conditional put INPROGRESS, update to COMPLETED; a duplicate's refused put returns the record",
     ),
     _checkout(
         key="checkout_powertools_cached", label="Powertools, local cache", function="checkout_powertools_cached",
-        pattern="claim, then record", minimum_first=CLAIM_FIRST, minimum_duplicate=CLAIM_DUPLICATE,
-        compared_with="checkout_naive",
-        why_minimum="as Powertools; the cache can only answer in the environment that stored the result",
+        **POWERTOOLS, why_minimum="as Powertools; the cache can only answer in the environment that stored the result",
     ),
     Strategy(
         key="deletion_claim", lesson=ACCOUNT_DELETION, label="claim step", function="claim_deletion",
@@ -129,20 +124,13 @@ def new_delivery(strategy: Strategy, outputs: dict) -> Callable[[int], dict]:
 # Where a strategy may leave its minimum, and why: (strategy, action, direction) -> reason.
 # The bench names the reason only when it counts the deviation.
 KNOWN_DEVIATIONS: dict[tuple[str, str, int], str] = {
-    ("checkout_handrolled", "PutItem", +1): (
-        "race: copies that read 'no record' before the first one recorded each charged and "
-        "recorded (one extra PutItem per extra charge)"
-    ),
-    ("checkout_powertools", "GetItem", +1): (
-        "the refused put came back without the stored item (ReturnValuesOnConditionCheckFailure "
-        "unsupported), so Powertools read it with a GetItem"
-    ),
-    ("checkout_powertools_cached", "GetItem", +1): (
-        "the refused put came back without the stored item, so Powertools read it with a GetItem"
-    ),
-    ("checkout_powertools_cached", "PutItem", -1): (
-        "answered from the environment's local cache: a duplicate that reached the environment "
-        "holding the finished record made no request (other environments, and in-progress "
-        "records, still go to DynamoDB)"
-    ),
+    ("checkout_handrolled", "PutItem", +1): "race: copies that read 'no record' before the first one recorded each "
+    "charged and recorded (one extra PutItem per extra charge)",
+    ("checkout_powertools", "GetItem", +1): "the refused put came back without the stored item "
+    "(ReturnValuesOnConditionCheckFailure unsupported), so Powertools read it with a GetItem",
+    ("checkout_powertools_cached", "GetItem", +1): "the refused put came back without the stored item, so Powertools "
+    "read it with a GetItem",
+    ("checkout_powertools_cached", "PutItem", -1): "answered from the environment's local cache: a duplicate that "
+    "reached the environment holding the finished record made no request (other environments, and in-progress "
+    "records, still go to DynamoDB)",
 }

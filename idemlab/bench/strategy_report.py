@@ -18,112 +18,92 @@ this sample size" instead of a ratio when that interval contains 1 (intervals.py
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 from pathlib import Path
 
-from idemlab.bench import intervals, prices
-from idemlab.bench.intervals import ratio_text
+from idemlab.bench import prices
+from idemlab.bench.intervals import per_round, ratio_interval, ratio_text
 from idemlab.bench.strategies import DELIVERIES, KNOWN_DEVIATIONS, PROBE_TABLE, STRATEGIES, Strategy
-
-SHORT = {"GetItem": "Get", "PutItem": "Put", "UpdateItem": "Update", "DeleteItem": "Delete", "TransactWriteItems": "Transact"}
-# First deliveries and duplicates in one sample of each delivery shape (``copies`` together: one first).
-FIRSTS_AND_DUPLICATES = {
-    "first": lambda copies: (1, 0), "duplicate": lambda copies: (0, 1), "concurrent": lambda copies: (1, copies - 1)
-}
-
-
-def _scaled(calls: dict, factor: float) -> Counter:
-    return Counter({action: n * factor for action, n in calls.items() if n * factor})
 
 
 def _minus(a: dict, b: dict) -> dict:
-    differences = {action: a.get(action, 0) - b.get(action, 0) for action in sorted(set(a) | set(b))}
-    return {action: n for action, n in differences.items() if abs(n) > 1e-9}
+    """a - b action by action, sorted, without zeros (negative where b has more)."""
+    difference = Counter(a)
+    difference.subtract(b)
+    return {action: n for action, n in sorted(difference.items()) if abs(n) > 1e-9}
 
 
 def attribute(strategy: Strategy, measured: dict, delivery: str, copies: int) -> dict:
     """One delivery's requests (per sample: one invocation, or one round of ``copies``) by
     purpose, each purpose from the requests counted on its own tables."""
     shape = measured[delivery]
-    calls, by_table = shape["calls_per_sample"], shape["calls_by_table_per_sample"]
-    invocations = shape["invocations_per_sample"]
-    # A claim's write is also its check: it has no effect table.
-    effect = Counter(by_table.get(strategy.effect_table, {})) if strategy.effect_table else Counter()
-    probes = Counter(by_table.get(PROBE_TABLE, {}))
+    by_table, invocations = shape["calls_by_table_per_sample"], shape["invocations_per_sample"]
+    calls = _minus(sum((Counter(table_calls) for table_calls in by_table.values()), Counter()), {})
+    effect = by_table.get(strategy.effect_table, {})  # a claim has none: its write is also its check
+    probes = by_table.get(PROBE_TABLE, {})
     own = _minus(_minus(calls, effect), probes)
-    minimum = strategy.minimum(*FIRSTS_AND_DUPLICATES[delivery](copies))
+    firsts, duplicates = {"first": (1, 0), "duplicate": (0, 1), "concurrent": (1, copies - 1)}[delivery]
+    minimum = dict(strategy.minimum(firsts, duplicates))
     excess = _minus(own, minimum)
     why = [
         KNOWN_DEVIATIONS.get((strategy.key, action, 1 if n > 0 else -1))
         or f"unexplained: {n:+g} {action} against the stated minimum"
         for action, n in excess.items()
     ]
+    usd = prices.usd_per_million_invocations  # linear in the counts: a sample's dollars over its invocations
     return {
-        "invocations": invocations,
-        "effects": shape["effects_per_sample"],
-        "counted": dict(calls),
-        "effect": dict(effect),
-        "probes": dict(probes),
-        "own": own,
-        "minimum": dict(minimum),
-        "excess": excess,
-        "why": why,
-        "usd_per_million_invocations": prices.usd_per_million_invocations(_scaled(calls, 1 / invocations)),
-        "own_usd_per_million_invocations": prices.usd_per_million_invocations(_scaled(own, 1 / invocations)),
+        "invocations": invocations, "effects": shape["effects_per_sample"], "counted": calls, "effect": dict(effect),
+        "probes": dict(probes), "own": own, "minimum": minimum, "excess": excess, "why": why,
+        "usd_per_million_invocations": usd(calls) / invocations,
+        "own_usd_per_million_invocations": usd(own) / invocations,
     }
 
 
 def report(raw: dict) -> dict:
-    """Per strategy: attribution per delivery, latency and throughput ratios to naive."""
-    copies = raw["copies"]
+    """Per strategy: attribution per delivery, latency and throughput ratios to naive (None without one)."""
     rows = {}
     for strategy in (s for s in STRATEGIES if s.key in raw):
-        measured = raw[strategy.key]
-        naive = raw.get(strategy.compared_with) if strategy.compared_with else None
-        row = {"lesson": strategy.lesson, "label": strategy.label, "pattern": strategy.pattern, "compared_with": strategy.compared_with}
+        measured, naive = raw[strategy.key], raw.get(strategy.compared_with)
+        row = {"lesson": strategy.lesson, "label": strategy.label, "pattern": strategy.pattern}
+        row["compared_with"] = strategy.compared_with
         for delivery in DELIVERIES:
             shape, theirs = measured[delivery], naive and naive[delivery]
-            part = attribute(strategy, measured, delivery, copies)
+            row[delivery] = part = attribute(strategy, measured, delivery, raw["copies"])
             part["latency_ms"] = shape["latency_ms"]
-            part["p50_ratio_to_naive"] = _interval(shape, theirs, "round_latencies_ms", intervals.median)
+            part["p50_ratio_to_naive"] = _versus(shape, theirs, "round_latencies_ms")
             if delivery == "concurrent":
                 part["throughput_per_s"] = shape["throughput_per_s"]
-                throughput = _interval(shape, theirs, "round_throughput_per_s", intervals.mean, per_round=True)
-                part["throughput_ratio_to_naive"] = throughput
-            row[delivery] = part
+                part["throughput_ratio_to_naive"] = _versus(shape, theirs, "round_throughput_per_s")
         row |= {key: measured[key] for key in ("cold_start_ms", "ledger_disagreements") if key in measured}
         rows[strategy.key] = row
-    return {"copies": copies, "processor_calls_per_charge": raw["processor_calls_per_charge"], "prices": prices.citation(), "strategies": rows}
+    processor, copies = raw["processor_calls_per_charge"], raw["copies"]
+    return {"copies": copies, "processor_calls_per_charge": processor, "prices": prices.citation(), "strategies": rows}
 
 
-def _interval(measured: dict, naive: dict | None, field: str, statistic, per_round: bool = False) -> dict | None:
-    """The strategy's statistic over naive's, round by round (the rounds were interleaved)."""
-    if not naive or field not in measured or field not in naive:
+def _versus(shape: dict, naive: dict | None, field: str) -> dict | None:
+    """The strategy's p50 latency, or mean throughput, over naive's, round by round (the rounds were interleaved)."""
+    if not naive:
         return None
-    mine, theirs = measured[field], naive[field]
-    if per_round:  # one number per round
-        mine, theirs = [[x] for x in mine], [[x] for x in theirs]
-    return intervals.ratio_interval(mine, theirs, statistic)
+    if field == "round_latencies_ms":  # each round's invocations
+        return ratio_interval(shape[field], naive[field])
+    return ratio_interval(per_round(shape[field]), per_round(naive[field]), statistics.fmean)
 
 
 def calls_text(calls: dict, signed: bool = False) -> str:
     """``{"GetItem": 1, "PutItem": 2}`` as "1 Get + 2 Put" (signed: "+1 Get -2 Put")."""
-    calls = {action: n for action, n in calls.items() if n}
-    if not calls:
-        return "0"
-    numbers = {action: f"{n:g}" if abs(n - round(n)) < 1e-9 else f"{n:.2f}" for action, n in calls.items()}
-    if signed:
-        return " ".join(f"{'+' * (n > 0)}{numbers[a]} {SHORT.get(a, a)}" for a, n in calls.items())
-    return " + ".join(f"{numbers[a]} {SHORT.get(a, a)}" for a in sorted(calls))
+    terms = []
+    for action, n in calls.items() if signed else sorted(calls.items()):
+        number = f"{n:g}" if abs(n - round(n)) < 1e-9 else f"{n:.2f}"
+        short = action.removesuffix("Item").removesuffix("WriteItems")  # GetItem: Get; TransactWriteItems: Transact
+        terms += [f"{'+' * (signed and n > 0)}{number} {short}"] if n else []
+    return (" " if signed else " + ").join(terms) or "0"
 
 
-def _row(*cells: str) -> str:
-    return "| " + " | ".join(cells) + " |"
-
-
-def _markdown(header: str, align: str, rows: list[str]) -> str:
+def markdown(header: str, align: str, rows: list[list[str]]) -> str:
     """A table: ``header`` names the columns, "|" between them; ``align`` is the markdown separator row."""
-    return "\n".join([_row(*header.split("|")), align, *rows])
+    lines = ["| " + " | ".join(cells) + " |" for cells in [header.split("|"), *rows]]
+    return "\n".join([lines[0], align, *lines[1:]])
 
 
 def requests_table(result: dict) -> str:
@@ -132,15 +112,14 @@ def requests_table(result: dict) -> str:
         for delivery in DELIVERIES:
             part = row[delivery]
             label = f"{result['copies']} together, per round" if delivery == "concurrent" else delivery
-            rows.append(_row(
+            rows.append([
                 row["lesson"], row["label"], label,
                 *(calls_text(part[purpose]) for purpose in ("counted", "effect", "probes", "own", "minimum")),
                 calls_text(part["excess"], signed=True) if part["excess"] else "at minimum",
                 f"{part['usd_per_million_invocations']:.3f} ({part['own_usd_per_million_invocations']:.3f})",
-            ))
+            ])
     header = "lesson|strategy|delivery|requests counted|effect|lab probes|strategy's own|minimum|excess|"
-    header += "$ per M invocations (own)"
-    return _markdown(header, "|---|---|---|---|---|---|---|---|---|---:|", rows)
+    return markdown(header + "$ per M invocations (own)", "|---|---|---|---|---|---|---|---|---|---:|", rows)
 
 
 def latency_table(result: dict) -> str:
@@ -156,24 +135,45 @@ def latency_table(result: dict) -> str:
             else:
                 cells.append(ratio_text(part["p50_ratio_to_naive"]))
         cold = row.get("cold_start_ms")
-        cells.append(f"{cold['p50']:.0f} ({cold['samples']})" if cold and cold.get("p50") is not None else "-")
-        rows.append(_row(*cells))
+        rows.append(cells + [f"{cold['p50']:.0f} ({cold['samples']})" if cold and cold.get("p50") is not None else "-"])
     header = (
         "lesson|strategy|first p50 / p99 ms|p50 x naive|duplicate p50 / p99 ms|p50 x naive"
         f"|{result['copies']} together p50 / p99 ms|invocations/s|x naive|cold start p50 ms (n)"
     )
-    return _markdown(header, "|---|---|---:|---|---:|---|---:|---:|---|---:|", rows)
+    return markdown(header, "|---|---|---:|---|---:|---|---:|---:|---|---:|", rows)
+
+
+def _findings(result: dict) -> list[tuple[str, str]]:
+    """(where, what) for every count off its minimum and every charge the ledger disagrees with."""
+    found = []
+    for row in result["strategies"].values():
+        found += [(f"{row['label']}, {delivery}", why) for delivery in DELIVERIES for why in row[delivery]["why"]]
+        if row.get("ledger_disagreements"):
+            differ = f"reported charges differ from the ledger (key: [reported, ledger]): {row['ledger_disagreements']}"
+            found.append((row["label"], differ))
+    return found
 
 
 def notes(result: dict) -> str:
-    lines = [f"- card processor, one charge without a downstream key: {calls_text(result['processor_calls_per_charge'])} (measured alone)"]
-    for row in result["strategies"].values():
-        lines += [f"- {row['label']}, {delivery}: {why}" for delivery in DELIVERIES for why in row[delivery]["why"]]
-        if row.get("ledger_disagreements"):
-            disagreements = row["ledger_disagreements"]
-            lines.append(f"- {row['label']}: reported charges differ from the ledger (key: [reported, ledger]): {disagreements}")
-    lines.append(f"- prices: {result['prices']}")
-    return "\n".join(lines)
+    processor = calls_text(result["processor_calls_per_charge"])
+    lines = [f"- card processor, one charge without a downstream key: {processor} (measured alone)"]
+    lines += [f"- {where}: {what}" for where, what in _findings(result)]
+    return "\n".join(lines + [f"- prices: {result['prices']}"])
+
+
+def unexplained(result: dict) -> list[str]:
+    """Every count the catalogue cannot explain: empty when each strategy is at its minimum
+    or off it for a documented reason (what the notebook and the tests assert)."""
+    return [f"{where}: {what}" for where, what in _findings(result) if what not in KNOWN_DEVIATIONS.values()]
+
+
+def minimums_table() -> str:
+    """What each strategy needs at the least, from the catalogue (before anything runs)."""
+    rows = [
+        [s.lesson, s.label, s.pattern, calls_text(s.minimum_first), calls_text(s.minimum_duplicate), s.why_minimum]
+        for s in STRATEGIES
+    ]
+    return markdown("lesson|strategy|pattern|first delivery|duplicate|why", "|---|---|---|---|---|---|", rows)
 
 
 def _tick(row: dict) -> str:
@@ -181,76 +181,50 @@ def _tick(row: dict) -> str:
     return row["lesson"].split()[0] + "\n" + row["label"].replace(", ", ",\n")
 
 
-PARTS = ("own", "effect", "probes", "minimum")  # what the requests chart draws
-
-
 def chart(result: dict, path: Path) -> Path:
     """Requests per invocation by purpose, next to the minimum; latency and throughput ratios."""
-    import matplotlib
+    import numpy as np
+    from matplotlib.figure import Figure  # no pyplot: files only, the bench runs headless
 
-    matplotlib.use("Agg")  # files only: the bench runs headless
-    import matplotlib.pyplot as plt
-
-    rows = list(result["strategies"].values())
-    fig, (calls_ax, ratio_ax) = plt.subplots(1, 2, figsize=(15, 5.5))
-    width = 0.27
+    rows, copies = list(result["strategies"].values()), result["copies"]
+    fig = Figure(figsize=(15, 5.5))
+    calls_ax, ratio_ax = fig.subplots(1, 2)
     # Three bars per strategy: first delivery, duplicate, one of the copies sent together.
-    for offset, delivery, alpha in ((-width, "first", 1.0), (0.0, "duplicate", 0.6), (width, "concurrent", 0.35)):
-        positions, bottom = [i + offset for i in range(len(rows))], [0.0] * len(rows)
-        per_invocation = {p: [sum(r[delivery][p].values()) / r[delivery]["invocations"] for r in rows] for p in PARTS}
+    for offset, delivery, alpha in ((-0.27, "first", 1.0), (0.0, "duplicate", 0.6), (0.27, "concurrent", 0.35)):
+        x, bottom, first = np.arange(len(rows)) + offset, np.zeros(len(rows)), delivery == "first"
+        per_invocation = {
+            purpose: np.array([sum(r[delivery][purpose].values()) / r[delivery]["invocations"] for r in rows])
+            for purpose in ("own", "effect", "probes", "minimum")
+        }
         for purpose, colour in (("own", "tab:blue"), ("effect", "tab:orange"), ("probes", "tab:gray")):
-            label = purpose if delivery == "first" else None
-            heights = per_invocation[purpose]
-            calls_ax.bar(positions, heights, width, bottom=bottom, color=colour, label=label, alpha=alpha)
-            bottom = [b + h for b, h in zip(bottom, heights)]
-        label = "minimum (own)" if delivery == "first" else None
-        calls_ax.scatter(positions, per_invocation["minimum"], marker="_", s=300, color="black", zorder=3, label=label)
+            calls_ax.bar(x, per_invocation[purpose], 0.27, bottom=bottom, color=colour, alpha=alpha,
+                         label=purpose if first else None)
+            bottom += per_invocation[purpose]
+        calls_ax.scatter(x, per_invocation["minimum"], marker="_", s=300, color="black", zorder=3,
+                         label="minimum (own)" if first else None)
     calls_ax.set_xticks(range(len(rows)), [_tick(r) for r in rows], fontsize=8)
     calls_ax.set_title("Requests counted at the backend, by purpose")
-    calls_ax.set_ylabel(f"DynamoDB requests per invocation\n(bars: first, duplicate, {result['copies']} together)")
-    calls_ax.legend(fontsize=8)
+    calls_ax.set_ylabel(f"DynamoDB requests per invocation\n(bars: first, duplicate, {copies} together)")
     compared = [r for r in rows if r["compared_with"]]
     series = (
         ("first p50", "first", "p50_ratio_to_naive"),
         ("duplicate p50", "duplicate", "p50_ratio_to_naive"),
-        (f"{result['copies']} together: throughput", "concurrent", "throughput_ratio_to_naive"),
+        (f"{copies} together: throughput", "concurrent", "throughput_ratio_to_naive"),
     )
-    bar = 0.8 / len(series)
     for n, (label, delivery, ratio) in enumerate(series):
-        found = [r[delivery][ratio] for r in compared]
-        found = [v if v and v["ratio"] is not None else None for v in found]
-        heights = [v["ratio"] if v else 0 for v in found]
+        none = {"ratio": 0, "low": 0, "high": 0}  # no bar where there is no ratio
+        found = [r[delivery][ratio] if (r[delivery][ratio] or {}).get("ratio") else none for r in compared]
+        heights = np.array([v["ratio"] for v in found])
         # The 95 % interval on every bar: a bar whose whisker crosses 1 shows no measurable difference.
-        errors = [[v["ratio"] - v["low"] if v else 0 for v in found], [v["high"] - v["ratio"] if v else 0 for v in found]]
-        ratio_ax.bar([i + (n - 1) * bar for i in range(len(compared))], heights, bar, label=label, yerr=errors, capsize=3)
+        errors = np.abs(np.array([[v["low"] for v in found], [v["high"] for v in found]]) - heights)
+        ratio_ax.bar(np.arange(len(compared)) + (n - 1) * 0.27, heights, 0.27, label=label, yerr=errors, capsize=3)
     ratio_ax.axhline(1.0, color="black", linewidth=0.8)
     ratio_ax.set_xticks(range(len(compared)), [_tick(r) for r in compared], fontsize=8)
     ratio_ax.set_ylabel("idempotent / naive of the same lesson")
     ratio_ax.set_title("Latency and throughput against naive (1 = same; whiskers: 95 % interval)")
-    ratio_ax.legend(fontsize=8)
+    for ax in (calls_ax, ratio_ax):
+        ax.legend(fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path
-
-
-def unexplained(result: dict) -> list[str]:
-    """Every count the catalogue cannot explain: empty when each strategy is at its minimum
-    or off it for a documented reason (what the notebook and the tests assert)."""
-    found = []
-    for key, row in result["strategies"].items():
-        for delivery in DELIVERIES:
-            found += [f"{key}, {delivery}: {why}" for why in row[delivery]["why"] if why.startswith("unexplained")]
-        if row.get("ledger_disagreements"):
-            found.append(f"{key}: reported charges differ from the ledger: {row['ledger_disagreements']}")
-    return found
-
-
-def minimums_table() -> str:
-    """What each strategy needs at the least, from the catalogue (before anything runs)."""
-    rows = [
-        _row(s.lesson, s.label, s.pattern, calls_text(s.minimum_first), calls_text(s.minimum_duplicate), s.why_minimum)
-        for s in STRATEGIES
-    ]
-    return _markdown("lesson|strategy|pattern|first delivery|duplicate|why", "|---|---|---|---|---|---|", rows)

@@ -25,10 +25,11 @@ import json
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import partial
 
 from idemlab.barrier import all_at_once
-from idemlab.bench.intervals import round_order
-from idemlab.bench.strategies import CHARGE, CLAIM, DELIVERIES, ROW, STRATEGIES, Strategy, new_delivery
+from idemlab.bench.intervals import percentiles, round_order
+from idemlab.bench.strategies import CHARGE, DELIVERIES, ROW, STRATEGIES, Strategy, new_delivery
 from idemlab.clients import client
 from idemlab.embedded.server import request_counts
 from idemlab.lessons.checkout import Ledger
@@ -42,22 +43,20 @@ MAX_TRIES = 5
 WARM_UP_STEP = 4
 # No DynamoDB request for this long: nothing else is running on the backend.
 QUIET_SECONDS = 0.3
-# The answer that counts as one effect (ROW: every invocation inserts one).
-EFFECT_OUTCOMES = {CHARGE: "charged", CLAIM: "claimed"}
 
 
 @dataclass
 class Sample:
-    calls_by_table: dict[str, Counter]  # by table (its key in the stack's outputs) and action
+    counts: Counter  # requests by (table, action), the table by its key in the stack's outputs
     seconds: list[float]  # one per invocation
     effects: int  # charges, claims won or rows, as counted for this sample
     wall_seconds: float
     request_key: str | None  # the checkout's idempotency key (the ledger's reference)
 
-    @property
-    def calls(self) -> Counter:
-        """Requests by action, whichever table they named."""
-        return sum(self.calls_by_table.values(), Counter())
+
+def _by_action(counts: Counter) -> str:
+    """Requests by action, whichever table they named, as sorted JSON."""
+    return json.dumps(Counter(action for _, action in counts.elements()), sort_keys=True)
 
 
 @dataclass
@@ -68,66 +67,42 @@ class Delivery:
     discarded: int = 0  # samples taken again because something else used DynamoDB
 
     def summary(self) -> dict:
-        n, per_sample = len(self.samples), len(self.samples[0].seconds)
-        by_table: dict[str, Counter] = {}
-        for sample in self.samples:
-            for table, table_calls in sample.calls_by_table.items():
-                by_table.setdefault(table, Counter()).update(table_calls)
-        seen = Counter(json.dumps(dict(sorted(s.calls.items()))) for s in self.samples)
-        wall = sum(s.wall_seconds for s in self.samples)
+        samples, count, per_sample = self.samples, len(self.samples), len(self.samples[0].seconds)
+        by_table: dict[str, dict] = {}
+        for (table, action), n in sorted(sum((s.counts for s in samples), Counter()).items()):
+            by_table.setdefault(table, {})[action] = n / count
+        wall, seen = sum(s.wall_seconds for s in samples), Counter(_by_action(s.counts) for s in samples)
         return {
-            "samples": n,
-            "invocations_per_sample": per_sample,
-            "calls_per_sample": _per(sum(by_table.values(), Counter()), n),
-            "calls_by_table_per_sample": {table: _per(calls, n) for table, calls in sorted(by_table.items())},
-            "calls_seen": [[json.loads(calls), times] for calls, times in seen.most_common()],
-            "effects_per_sample": sum(s.effects for s in self.samples) / n,
-            "latency_ms": percentiles([t for s in self.samples for t in s.seconds]),
-            "throughput_per_s": n * per_sample / wall if wall else None,
+            "samples": count, "invocations_per_sample": per_sample, "calls_by_table_per_sample": by_table,
+            "calls_seen": [[json.loads(calls), n] for calls, n in seen.most_common()],
+            "effects_per_sample": sum(s.effects for s in samples) / count,
+            "latency_ms": percentiles([t for s in samples for t in s.seconds]),
+            "throughput_per_s": count * per_sample / wall if wall else None,
             # Per round, for the report's intervals: each invocation's latency, and the
             # round's invocations per second.
-            "round_latencies_ms": [[round(t * 1000, 3) for t in s.seconds] for s in self.samples],
-            "round_throughput_per_s": [per_sample / s.wall_seconds for s in self.samples if s.wall_seconds],
+            "round_latencies_ms": [[round(t * 1000, 3) for t in s.seconds] for s in samples],
+            "round_throughput_per_s": [per_sample / s.wall_seconds for s in samples if s.wall_seconds],
             "discarded_samples": self.discarded,
         }
-
-
-def _per(calls: Counter, n: int) -> dict:
-    return {action: count / n for action, count in sorted(calls.items())}
-
-
-def percentiles(seconds: list[float]) -> dict:
-    """p50 and p99 in milliseconds, by nearest rank (few samples: p99 is near the max)."""
-    ordered = sorted(seconds)
-    if not ordered:
-        return {"p50": None, "p99": None}
-
-    def rank(q: float) -> float:
-        return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered) + 0.5) - 1))] * 1000
-
-    return {"p50": rank(0.50), "p99": rank(0.99)}
 
 
 class StrategyBench:
     """The deployed stack, its Lambda client and the backend's request counter."""
 
-    def __init__(self, outputs: dict, endpoint_url: str | None, guard_seconds: float = 0.0, counting: bool = True):
-        """``guard_seconds`` > 0 on a backend shared with other work (the notebook's, the
-        tests'): each sample then starts after that long without a DynamoDB request and
-        is taken again if one arrives within that long after it, so a workflow the
-        sweeper restarts meanwhile is not counted as the strategy's.
+    def __init__(self, outputs: dict, endpoint_url: str | None, guard_seconds: float = 0.0):
+        """``endpoint_url`` None: AWS (`make bench BACKEND=aws`), which has no request
+        counter like the embedded backend's: latency and throughput only, no counts.
 
-        ``counting=False`` on a backend without the embedded request counter (AWS, for
-        `make bench BACKEND=aws`): latency and throughput only, no request counts."""
-        self.outputs = outputs
-        self.counting = counting
+        ``guard_seconds`` > 0 on a backend shared with other work (the tests'): each
+        sample then starts after that long without a DynamoDB request and is taken again
+        if one arrives within that long after it, so a workflow the sweeper restarts
+        meanwhile is not counted as the strategy's."""
+        self.outputs, self.endpoint_url, self.guard_seconds = outputs, endpoint_url, guard_seconds
+        self.counting = endpoint_url is not None
         self._table_keys = {name: key for key, name in outputs["tables"].items()}
-        self.endpoint_url = endpoint_url
-        self.guard_seconds = guard_seconds
         # One attempt per call: an SDK retry would be a duplicate delivery we did not ask for.
-        self._lambda = client(
-            "lambda", endpoint_url, retries={"total_max_attempts": 1}, read_timeout=90, max_pool_connections=64
-        )
+        retries = {"total_max_attempts": 1}
+        self._lambda = client("lambda", endpoint_url, retries=retries, read_timeout=90, max_pool_connections=64)
         self._dynamodb = client("dynamodb", endpoint_url)
 
     def counted(self) -> Counter:
@@ -155,14 +130,13 @@ class StrategyBench:
     def invoke(self, function_key: str, event: dict, check: bool = True) -> tuple[float, dict | None]:
         """The round trip in seconds and the answer; a function error raises (or is None unchecked)."""
         started = time.perf_counter()
-        response = self._lambda.invoke(FunctionName=self.outputs["functions"][function_key], Payload=json.dumps(event).encode())
+        function = self.outputs["functions"][function_key]
+        response = self._lambda.invoke(FunctionName=function, Payload=json.dumps(event).encode())
         body = json.loads(response["Payload"].read() or b"null")
         elapsed = time.perf_counter() - started
-        if response.get("FunctionError"):
-            if check:
-                raise RuntimeError(f"{function_key} failed during the bench: {body}")
-            return elapsed, None
-        return elapsed, body
+        if response.get("FunctionError") and check:
+            raise RuntimeError(f"{function_key} failed during the bench: {body}")
+        return elapsed, None if response.get("FunctionError") else body
 
     def _quiet_since(self, counts: Counter) -> bool:
         time.sleep(self.guard_seconds)
@@ -174,7 +148,7 @@ class StrategyBench:
         def one(event: dict) -> tuple[float, tuple[float, dict | None]]:
             return time.perf_counter(), self.invoke(function_key, event, check)
 
-        timed = all_at_once([lambda e=e: one(e) for e in events], join_seconds=None)
+        timed = all_at_once([partial(one, event) for event in events], join_seconds=None)
         # From the first invocation's start to the last one's answer.
         wall = max(start + elapsed for start, (elapsed, _) in timed) - min(start for start, _ in timed)
         return [result for _, result in timed], wall
@@ -186,13 +160,12 @@ class StrategyBench:
         before = self.counted()
         results, wall = self._together(strategy.function, events)
         after = self.counted()
-        undisturbed = not self.guard_seconds or self._quiet_since(after)
-        by_table: dict[str, Counter] = {}
-        for (table, action), n in (after - before).items():
-            by_table.setdefault(table, Counter())[action] += n
-        effects = _effects(strategy, [answer for _, answer in results])
-        sample = Sample(by_table, [elapsed for elapsed, _ in results], effects, wall, events[0].get("idempotency_key"))
-        return sample if undisturbed and set(sample.calls) <= HANDLER_ACTIONS else None
+        counts = after - before
+        if (self.guard_seconds and not self._quiet_since(after)) or any(a not in HANDLER_ACTIONS for _, a in counts):
+            return None
+        outcomes = [answer.get("outcome") if isinstance(answer, dict) else None for _, answer in results]
+        effects = sum(1 for outcome in outcomes if strategy.effect in (ROW, outcome)) if strategy.effect else 0
+        return Sample(counts, [elapsed for elapsed, _ in results], effects, wall, events[0].get("idempotency_key"))
 
     def start_environments(self, strategy: Strategy, copies: int) -> list[float]:
         """``copies`` warm environments (fresh requests, not counted), so no copy waits on a cold start.
@@ -208,8 +181,7 @@ class StrategyBench:
             for _ in range(MAX_TRIES):  # an init timeout kills its environment: start it again
                 events = [new_delivery(strategy, self.outputs)(0) for _ in range(in_flight)]
                 answered, _ = self._together(strategy.function, events, check=False)
-                if not cold:
-                    cold = [elapsed for elapsed, body in answered if body is not None]
+                cold = cold or [elapsed for elapsed, body in answered if body is not None]
                 if all(body is not None for _, body in answered):
                     break
         return cold
@@ -236,40 +208,28 @@ class StrategyBench:
                 return
             for delivery, _ in shapes[: len(taken) + 1]:
                 delivery.discarded += 1
-        raise RuntimeError(
-            f"{strategy.key}: DynamoDB was busy with other work in {MAX_TRIES} tries; run the bench alone"
-        )
+        busy = f"DynamoDB was busy with other work in {MAX_TRIES} tries; run the bench alone"
+        raise RuntimeError(f"{strategy.key}: {busy}")
 
-    def processor_calls_per_charge(self, samples: int = 3) -> Counter:
-        """The card processor's own requests for one charge (no downstream key), measured alone.
-
-        The most common count of a few charges, so one stray request from elsewhere cannot skew it.
-        """
-        self.invoke("card_processor", {"reference": f"bench-warm-{time.time_ns()}", "amount": 1, "currency": "EUR"})
+    def processor_calls_per_charge(self, samples: int = 3) -> dict:
+        """The card processor's own requests for one charge (no downstream key), measured alone:
+        the most common count of a few charges, so one stray request from elsewhere cannot skew it."""
+        charge = {"amount": 1999, "currency": "EUR"}
+        self.invoke("card_processor", charge | {"reference": f"bench-warm-{time.time_ns()}"})
         self.wait_until_quiet()
         seen: Counter = Counter()
         for _ in range(samples):
             before = self.counted()
-            call = {"reference": f"bench-processor-{time.time_ns()}", "amount": 1999, "currency": "EUR"}
-            self.invoke("card_processor", call)
-            calls = Counter(action for (_, action) in (self.counted() - before).elements())
-            seen[json.dumps(dict(calls), sort_keys=True)] += 1
-        return Counter(json.loads(seen.most_common(1)[0][0]))
-
-
-def _effects(strategy: Strategy, answers: list) -> int:
-    """Effects of one sample, from the answers (the ledger check in run() confirms charges)."""
-    if strategy.effect == ROW:
-        return len(answers)
-    outcome = EFFECT_OUTCOMES.get(strategy.effect)
-    return sum(1 for a in answers if outcome and isinstance(a, dict) and a.get("outcome") == outcome)
+            self.invoke("card_processor", charge | {"reference": f"bench-processor-{time.time_ns()}"})
+            seen[_by_action(self.counted() - before)] += 1
+        return json.loads(seen.most_common(1)[0][0])
 
 
 def run(bench: StrategyBench, samples: int, copies: int, rounds: int, strategies=STRATEGIES) -> dict:
     """Measure every strategy; raw results by strategy key (the report attributes them)."""
     strategies = list(strategies)
-    processor = bench.processor_calls_per_charge() if bench.counting else Counter()
-    results: dict = {"copies": copies, "processor_calls_per_charge": dict(processor)}
+    processor = bench.processor_calls_per_charge() if bench.counting else {}
+    results: dict = {"copies": copies, "processor_calls_per_charge": processor}
     # Environments for every copy of every strategy first: no measured invocation waits
     # on a cold start. The first warm-up step's round trips are the cold starts.
     cold = {strategy.key: bench.start_environments(strategy, copies) for strategy in strategies}
@@ -284,9 +244,9 @@ def run(bench: StrategyBench, samples: int, copies: int, rounds: int, strategies
         for strategy in round_order(strategies, number):
             bench.take(strategy, [(measured[strategy.key]["concurrent"], copies)])
     for strategy in strategies:
-        deliveries = measured[strategy.key]
+        deliveries, cold_seconds = measured[strategy.key], cold[strategy.key]
         results[strategy.key] = {delivery: shape.summary() for delivery, shape in deliveries.items()}
-        results[strategy.key]["cold_start_ms"] = percentiles(cold[strategy.key]) | {"samples": len(cold[strategy.key])}
+        results[strategy.key]["cold_start_ms"] = percentiles(cold_seconds) | {"samples": len(cold_seconds)}
         if strategy.effect == CHARGE:
             results[strategy.key]["ledger_disagreements"] = _ledger_disagreements(bench, deliveries.values())
     return results
@@ -295,8 +255,7 @@ def run(bench: StrategyBench, samples: int, copies: int, rounds: int, strategies
 def _ledger_disagreements(bench: StrategyBench, deliveries) -> dict:
     """Requests whose reported charges differ from the ledger's entries: {key: [reported, ledger]}."""
     reported: Counter = Counter()
-    for delivery in deliveries:
-        for sample in delivery.samples:
-            reported[sample.request_key] += sample.effects
+    for sample in (sample for delivery in deliveries for sample in delivery.samples):
+        reported[sample.request_key] += sample.effects
     ledger = Ledger(bench.outputs["tables"]["ledger"], bench._dynamodb).charges(reported)
     return {key: [reported[key], ledger[key]] for key in reported if reported[key] != ledger[key]}
