@@ -14,13 +14,20 @@ from idemlab.bench import cost_of_idempotency, embedded, strategy_report, strate
 RESULTS_DIR = settings.STATE_DIR / "bench"
 
 
-def main() -> None:
+def options(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer samples (for a smoke run)")
     backend_help = "aws: the same tables on real DynamoDB and Lambda (needs `make deploy BACKEND=aws`; costs cents); "
     backend_help += "anything else: on embedded backends the bench starts itself"
     parser.add_argument("--backend", default=os.environ.get("BACKEND") or "embedded", help=backend_help)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.backend == "aws":
+        os.environ["BACKEND"] = "aws"  # every client of the run (idemlab.clients) goes to AWS, not a local port
+    return args
+
+
+def main() -> None:
+    args = options()
     aws, sizes = args.backend == "aws", cost_of_idempotency.QUICK if args.quick else cost_of_idempotency.FULL
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     print(f"Idempotency Lab benchmarks, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {machine}")
