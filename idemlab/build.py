@@ -64,7 +64,8 @@ def bundled_files() -> dict[str, Path]:
             raise BuildError(f"{name} is not installed; install the project (pip install -e .)") from exc
         for entry in dist.files or ():
             relative, path = PurePosixPath(str(entry)), Path(dist.locate_file(entry))
-            # Entries like ../../bin/script live outside site-packages: not importable code.
+            # Entries like ../../bin/script live outside site-packages: not importable code. Of the
+            # metadata only METADATA and LICENSE: the rest (RECORD, INSTALLER...) can differ between installs.
             outside = relative.parts[0] == ".."
             record = relative.parts[0].endswith(".dist-info") and relative.name not in ("METADATA", "LICENSE")
             if not outside and not record and _wanted(relative) and path.is_file():

@@ -46,11 +46,9 @@ class Graph:
 
 def axes(ax, width: float, height: float):
     """``ax``, or the axes of a new figure ``width`` by ``height`` inches."""
-    if ax is None:
-        import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # here, not above: importing this module does not load matplotlib
 
-        _, ax = plt.subplots(figsize=(width, height))
-    return ax
+    return plt.subplots(figsize=(width, height))[1] if ax is None else ax
 
 
 def lanes(ax, names: list[str], xlabel: str, title: str = "") -> dict[str, int]:
@@ -167,7 +165,7 @@ def architecture(outputs: dict) -> Graph:
 
 def draw_graph(graph: Graph, ax=None, positions: dict[str, tuple] | None = None, legend_loc: str = "upper right"):
     """Draw ``graph``: boxes for nodes, arrows for edges coloured by kind, with their labels."""
-    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     positions = positions or _layered_positions(graph)
     rows = Counter(y for _, y in positions.values())
@@ -195,7 +193,7 @@ def draw_graph(graph: Graph, ax=None, positions: dict[str, tuple] | None = None,
     ax.set_axis_off()
     if graph.edges:
         kinds = dict.fromkeys(kind for _, _, kind, _ in graph.edges)
-        lines = [plt.Line2D([], [], color=EDGE_STYLE[k][0], linestyle=EDGE_STYLE[k][1], label=k) for k in kinds]
+        lines = [Line2D([], [], color=EDGE_STYLE[k][0], linestyle=EDGE_STYLE[k][1], label=k) for k in kinds]
         ax.legend(handles=lines, loc=legend_loc, fontsize=7, frameon=False)
     ax.set_title(graph.title, fontsize=10)
     return ax
@@ -213,10 +211,10 @@ def _layered_positions(graph: Graph) -> dict[str, tuple[float, float]]:
             dst for src, dst, kind, _ in graph.edges
             if src in frontier and kind != "catch" and dst in graph.nodes and dst not in depth
         ))
-    positions = {}
-    for level in set(depth.values()):
-        members = [node for node in graph.nodes if depth.get(node) == level]
-        positions.update({node: (2.2 * (i - (len(members) - 1) / 2), -float(level)) for i, node in enumerate(members)})
+    rows = [[node for node in graph.nodes if depth.get(node) == level] for level in sorted(set(depth.values()))]
+    positions = {
+        node: (2.2 * (i - (len(row) - 1) / 2), -float(y)) for y, row in enumerate(rows) for i, node in enumerate(row)
+    }
     # What only an error path reaches (and what follows it) goes in a column on the right.
     side = [node for node in graph.nodes if node not in depth]
     right = max((x for x, _ in positions.values()), default=0.0) + 2.6
@@ -228,11 +226,9 @@ def _layered_positions(graph: Graph) -> dict[str, tuple[float, float]]:
 def draw_architecture(outputs: dict, ax=None):
     """One column per kind of resource, left to right in the order requests flow."""
     graph = architecture(outputs)
-    positions = {}
-    for column, kind in enumerate(KINDS):
-        for row, name in enumerate(name for name, k in graph.nodes.items() if k == kind):
-            positions[name] = (3.0 * column, -0.55 * row)
-    ax = axes(ax, 16, max(3, 0.42 * max(Counter(graph.nodes.values()).values(), default=0) + 1))
+    columns = [[name for name, k in graph.nodes.items() if k == kind] for kind in KINDS]
+    positions = {name: (3.0 * x, -0.55 * y) for x, names in enumerate(columns) for y, name in enumerate(names)}
+    ax = axes(ax, 16, max(3, 0.42 * max(map(len, columns)) + 1))
     draw_graph(graph, ax=ax, positions=positions, legend_loc="lower right")
     for column, kind in enumerate(KINDS):
         ax.text(3.0 * column, 0.55, kind.replace("_", " "), ha="center", fontsize=9, weight="bold")
