@@ -38,10 +38,6 @@ def resource(service: str, endpoint_url: str | None = None):
     return boto3.resource(service, endpoint_url=endpoint(endpoint_url), region_name=settings.region())
 
 
-class ExecutionTimeout(TimeoutError):
-    """A Step Functions execution was still RUNNING when the wait ran out."""
-
-
 def wait_for_execution(execution_arn: str, timeout: float, poll_seconds: float = 0.1, sfn=None) -> dict:
     """DescribeExecution once the execution has stopped running.
 
@@ -51,6 +47,6 @@ def wait_for_execution(execution_arn: str, timeout: float, poll_seconds: float =
     sfn, deadline = sfn or client("stepfunctions"), time.monotonic() + timeout
     while (described := sfn.describe_execution(executionArn=execution_arn))["status"] == "RUNNING":
         if time.monotonic() > deadline:
-            raise ExecutionTimeout(f"{execution_arn} still RUNNING after {timeout:.0f} s")
+            raise TimeoutError(f"{execution_arn} still RUNNING after {timeout:.0f} s")
         time.sleep(poll_seconds)
     return described
