@@ -54,9 +54,7 @@ def axes(ax, width: float, height: float):
 def lanes(ax, names: list[str], xlabel: str, title: str = "") -> dict[str, int]:
     """One lane per name, top to bottom, over a shared x axis; each name's lane."""
     ax.set_yticks(range(len(names)), names)
-    ax.set_ylim(len(names) - 0.3, -0.7)
-    ax.set_xlabel(xlabel)
-    ax.set_title(title)
+    ax.set(ylim=(len(names) - 0.3, -0.7), xlabel=xlabel, title=title)
     return {name: lane for lane, name in enumerate(names)}
 
 
@@ -129,15 +127,14 @@ def request_states(transitions=None) -> Graph:
     )
 
 
-_PLACEHOLDER = re.compile(r"\$\{(\w+?)_arn\}")
 KINDS = ("schedule_group", "state_machines", "functions", "tables", "queues", "alarms")
 
 
 def architecture(outputs: dict) -> Graph:
-    """The deployed resources from the stack's ``lab`` outputs, with the links the
-    sources state: a state machine uses the functions its ASL names, an alarm watches
-    the queue of the same key, the schedule group's schedules start the workflow that
-    Scheduler targets (every Standard workflow whose ASL names a claim step)."""
+    """The deployed resources from the stack's ``lab`` outputs, linked as the module declares
+    them: a state machine uses the functions it invokes (``workflows.tf``), the schedule
+    group's schedules start the workflows Scheduler's role may start (``iam.tf``), and an
+    alarm watches the queue of the same key."""
     graph = Graph(title="The deployed lab (from the stack's `lab` outputs)")
     deployed = {kind: outputs.get(kind) or {} for kind in KINDS[1:]}
     group = f"schedules: {outputs['schedule_group']}" if outputs.get("schedule_group") else None
@@ -146,14 +143,14 @@ def architecture(outputs: dict) -> Graph:
     for kind, names in deployed.items():
         # An alarm shares its key with the queue it watches: name it apart.
         graph.nodes.update({f"alarm {key}" if kind == "alarms" else key: kind for key in sorted(names)})
-    workflows = workflow_files()
+    declared = functions.module_default("workflows.tf", "workflows")
+    iam = (settings.MODULE_DIR / "iam.tf").read_text()
+    scheduler_policy = re.search(r'resource "aws_iam_role_policy" "scheduler" \{.*?\n\}', iam, re.S).group()
+    scheduled = set(re.findall(r'workflow_arn\["(\w+)"\]', scheduler_policy))
     for machine in sorted(deployed["state_machines"]):
-        # Its ASL file: the longest workflow name the machine's key starts with.
-        workflow = max((name for name in workflows if machine.startswith(name)), key=len, default=None)
-        asl = workflows[workflow].read_text() if workflow else ""
-        uses = sorted(set(_PLACEHOLDER.findall(asl)) & set(deployed["functions"]))
-        graph.edges += [(machine, function, "uses", "") for function in uses]
-        if group and "claim" in asl:
+        invokes = declared.get(machine, {}).get("invokes", [])
+        graph.edges += [(machine, function, "uses", "") for function in invokes if function in deployed["functions"]]
+        if group and machine in scheduled:
             graph.edges.append((group, machine, "starts", ""))
     watched = sorted(set(deployed["alarms"]) & set(deployed["queues"]))
     graph.edges += [(f"alarm {key}", key, "watches", "") for key in watched]
@@ -188,8 +185,7 @@ def draw_graph(graph: Graph, ax=None, positions: dict[str, tuple] | None = None,
             x, y = (x1 + 0.45, y1) if loop else ((x1 + x2 + bend * (y2 - y1)) / 2, (y1 + y2 - bend * (x2 - x1)) / 2)
             ax.text(x, y, label, fontsize=6, color=colour, ha="left" if loop else "center", va="center")
     xs, ys = zip(*positions.values())
-    ax.set_xlim(min(xs) - 1.2, max(xs) + 1.2)
-    ax.set_ylim(min(ys) - 0.6, max(ys) + 0.6)
+    ax.set(xlim=(min(xs) - 1.2, max(xs) + 1.2), ylim=(min(ys) - 0.6, max(ys) + 0.6))
     ax.set_axis_off()
     if graph.edges:
         kinds = dict.fromkeys(kind for _, _, kind, _ in graph.edges)
@@ -288,8 +284,7 @@ def draw_sequence(spec: dict, ax=None):
                             arrowprops={"arrowstyle": "->", "color": "tab:red" if "second" in what else "black"})
         arrow.set_gid(f"message:{n}:{sender}->{receiver}:{what}")
         ax.text((column[sender] + column[receiver]) / 2, y + 0.12, what, ha="center", fontsize=7)
-    ax.set_xlim(-0.7, len(column) - 0.3)
-    ax.set_ylim(bottom - 0.2, 1.0)
+    ax.set(xlim=(-0.7, len(column) - 0.3), ylim=(bottom - 0.2, 1.0))
     ax.set_axis_off()
     ax.set_title(spec.get("title", ""), fontsize=10)
     return ax

@@ -117,6 +117,19 @@ def test_architecture_shows_every_resource_in_the_outputs_and_follows_a_new_one(
     assert ("account_deletion", "send_goodbye", "uses") in shown["edges"]
 
 
+def test_a_workflow_uses_the_functions_workflows_tf_binds_to_it():
+    """Both vehicle workflows share one ASL, whose ${write_vehicle_arn} workflows.tf binds
+    to a different function in each."""
+    names = ["rmv_check", "write_vehicle_naive", "write_vehicle_idempotent", "notify"]
+    machines = ["vehicle_registration_naive", "vehicle_registration_idempotent"]
+    graph = pictures.architecture({"state_machines": dict.fromkeys(machines), "functions": dict.fromkeys(names)})
+    assert {(m, f) for m, f, kind in graph.edge_set() if kind == "uses"} == {
+        *[(machine, function) for machine in machines for function in ("rmv_check", "notify")],
+        ("vehicle_registration_naive", "write_vehicle_naive"),
+        ("vehicle_registration_idempotent", "write_vehicle_idempotent"),
+    }
+
+
 @pytest.mark.parametrize("spec", [pictures.CHECK_THEN_ACT, pictures.CLAIM_FIRST], ids=["check_then_act", "claim_first"])
 def test_sequence_picture_draws_each_message_of_its_description_in_order(spec):
     changed = copy.deepcopy(spec)
