@@ -20,18 +20,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=["up", "down", "status", "deploy", "plan", "destroy", "outputs"])
     parser.add_argument("--prefix", default="lab", help="name prefix of the stack (default: lab)")
     args = parser.parse_args(argv)
+    started = time.monotonic()
     try:
         if args.command in ("up", "down", "status"):
             getattr(backend, args.command)()
-        elif args.command == "deploy":
-            started = time.monotonic()
-            stack.deploy(prefix=args.prefix)
-            print(f"deployed '{args.prefix}' to {settings.backend()} in {time.monotonic() - started:.1f} s")
+        elif args.command in ("deploy", "destroy"):
+            getattr(stack, args.command)(prefix=args.prefix)
+            elapsed = time.monotonic() - started
+            print(f"{args.command}ed '{args.prefix}' on {settings.backend()} in {elapsed:.1f} s")
         elif args.command == "plan":
             print(stack.plan_text(prefix=args.prefix))
-        elif args.command == "destroy":
-            stack.destroy(prefix=args.prefix)
-            print(f"destroyed '{args.prefix}' on {settings.backend()}")
         else:
             print(json.dumps(stack.outputs(prefix=args.prefix), indent=2, sort_keys=True))
     except (backend.BackendError, stack.StackError, ValueError) as exc:

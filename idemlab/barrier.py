@@ -11,7 +11,7 @@ import threading
 from typing import Any, Callable
 
 
-def all_at_once(calls: list[Callable[[], Any]], join_seconds: float | None = 60, capture_errors: bool = False) -> list[Any]:
+def all_at_once(calls: list[Callable[[], Any]], join_seconds: float | None = 60, capture_errors: bool = False) -> list:
     """Each call's answer, in the order of ``calls``.
 
     An exception a call raises is re-raised here (the first one, in call order), or with

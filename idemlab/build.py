@@ -24,16 +24,12 @@ from pathlib import Path, PurePosixPath
 from idemlab import settings
 
 FUNCTIONS_DIR = settings.ROOT / "functions"
-
 # Powertools and what it imports at run time; boto3 is left out because every Lambda
 # Python runtime (and LocalStack's) already provides it.
 BUNDLED_DISTRIBUTIONS = ("aws-lambda-powertools", "jmespath", "typing-extensions")
-
 # The earliest timestamp a zip entry can hold; any fixed value makes the bytes repeatable.
 FIXED_TIMESTAMP = (1980, 1, 1, 0, 0, 0)
-FILE_MODE = 0o644 << 16
 SKIPPED_PARTS = {"__pycache__", ".pytest_cache", "tests"}
-SKIPPED_SUFFIXES = {".pyc", ".pyo"}
 
 
 class BuildError(Exception):
@@ -49,32 +45,30 @@ class Artifact:
 
 
 def _wanted(relative: PurePosixPath) -> bool:
-    return not (set(relative.parts) & SKIPPED_PARTS) and relative.suffix not in SKIPPED_SUFFIXES
+    return not set(relative.parts) & SKIPPED_PARTS and relative.suffix not in (".pyc", ".pyo")
 
 
 def source_files(folder: Path) -> dict[str, Path]:
     """The scenario's own files, keyed by their path inside the zip."""
-    files = (path for path in folder.rglob("*") if path.is_file())
-    relative = {PurePosixPath(path.relative_to(folder).as_posix()): path for path in files}
-    return {str(name): path for name, path in relative.items() if _wanted(name)}
+    files = {PurePosixPath(path.relative_to(folder).as_posix()): path for path in folder.rglob("*")}
+    return {str(name): path for name, path in files.items() if path.is_file() and _wanted(name)}
 
 
-def bundled_files(distributions: tuple[str, ...] = BUNDLED_DISTRIBUTIONS) -> dict[str, Path]:
-    """Files of the installed distributions, keyed by their path relative to site-packages."""
+def bundled_files() -> dict[str, Path]:
+    """Files of the bundled distributions, keyed by their path relative to site-packages."""
     files = {}
-    for name in distributions:
+    for name in BUNDLED_DISTRIBUTIONS:
         try:
             dist = metadata.distribution(name)
         except metadata.PackageNotFoundError as exc:
             raise BuildError(f"{name} is not installed; install the project (pip install -e .)") from exc
         for entry in dist.files or ():
-            relative = PurePosixPath(str(entry))
-            # Entries like ../../bin/script live outside site-packages: not importable code.
-            skipped = relative.parts[0] == ".." or not _wanted(relative)
-            if skipped or (relative.parts[0].endswith(".dist-info") and relative.name not in ("METADATA", "LICENSE")):
-                continue
-            path = Path(dist.locate_file(entry))
-            if path.is_file():
+            relative, path = PurePosixPath(str(entry)), Path(dist.locate_file(entry))
+            # Entries like ../../bin/script live outside site-packages: not importable code. Of the
+            # metadata only METADATA and LICENSE: the rest (RECORD, INSTALLER...) can differ between installs.
+            outside = relative.parts[0] == ".."
+            record = relative.parts[0].endswith(".dist-info") and relative.name not in ("METADATA", "LICENSE")
+            if not outside and not record and _wanted(relative) and path.is_file():
                 files[str(relative)] = path
     return files
 
@@ -85,7 +79,7 @@ def zip_bytes(files: dict[str, Path]) -> bytes:
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
         for name in sorted(files):
             info = zipfile.ZipInfo(name, date_time=FIXED_TIMESTAMP)
-            info.external_attr = FILE_MODE
+            info.external_attr = 0o644 << 16  # rw-r--r-- whatever the file's mode on this machine
             info.compress_type = zipfile.ZIP_DEFLATED
             archive.writestr(info, files[name].read_bytes())
     return buffer.getvalue()
@@ -95,19 +89,6 @@ def scenarios(functions_dir: Path = FUNCTIONS_DIR) -> list[str]:
     if not functions_dir.is_dir():
         raise BuildError(f"no functions folder at {functions_dir}")
     return sorted(p.name for p in functions_dir.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
-
-
-def build_scenario(folder: Path, out_dir: Path, bundle: dict[str, Path]) -> Artifact:
-    own = source_files(folder)
-    if not any(name.endswith(".py") for name in own):
-        raise BuildError(f"{folder.name}: no .py files to package")
-    clashes = sorted(set(own) & set(bundle))
-    if clashes:
-        raise BuildError(f"{folder.name}: files shadow bundled packages: {', '.join(clashes)}")
-    data = zip_bytes({**bundle, **own})
-    target = out_dir / f"{folder.name}.zip"
-    changed = write_if_changed(target, data)
-    return Artifact(folder.name, target, base64.b64encode(hashlib.sha256(data).digest()).decode(), changed)
 
 
 def write_if_changed(target: Path, data: bytes) -> bool:
@@ -124,11 +105,22 @@ def write_if_changed(target: Path, data: bytes) -> bool:
 
 
 def build_all(functions_dir: Path = FUNCTIONS_DIR, out_dir: Path = settings.BUILD_DIR) -> list[Artifact]:
-    names = scenarios(functions_dir)
-    if not names:
+    """Every scenario's zip, written where its bytes changed: none unless every scenario packs."""
+    if not (names := scenarios(functions_dir)):
         raise BuildError(f"no scenario folders under {functions_dir}")
-    bundle = bundled_files()
-    return [build_scenario(functions_dir / name, out_dir, bundle) for name in names]
+    zips, bundle = {}, bundled_files()
+    for name in names:
+        own = source_files(functions_dir / name)
+        if not any(file.endswith(".py") for file in own):
+            raise BuildError(f"{name}: no .py files to package")
+        if clashes := sorted(set(own) & set(bundle)):
+            raise BuildError(f"{name}: files shadow bundled packages: {', '.join(clashes)}")
+        zips[name] = zip_bytes({**bundle, **own})
+    return [
+        Artifact(name, out_dir / f"{name}.zip", base64.b64encode(hashlib.sha256(data).digest()).decode(),
+                 write_if_changed(out_dir / f"{name}.zip", data))
+        for name, data in zips.items()
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,8 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"build failed: {exc}", file=sys.stderr)
         return 1
     for artifact in artifacts:
-        state = "written" if artifact.changed else "unchanged"
-        print(f"{artifact.path.name}: {artifact.sha256_base64} ({state})")
+        print(f"{artifact.path.name}: {artifact.sha256_base64} ({'written' if artifact.changed else 'unchanged'})")
     return 0
 
 

@@ -10,9 +10,10 @@ from botocore.config import Config
 from idemlab import settings
 
 
-def _endpoint(endpoint_url: str | None) -> str | None:
-    url = endpoint_url or settings.endpoint_url()
-    if url:
+def endpoint(endpoint_url: str | None = None) -> str | None:
+    """``endpoint_url``, else the backend's (None on AWS). Emulators take any key, so with an
+    endpoint dummy keys are set: without any, boto3 stops at "Unable to locate credentials"."""
+    if url := endpoint_url or settings.endpoint_url():
         settings.use_local_credentials()
     return url
 
@@ -25,7 +26,7 @@ def client(service: str, endpoint_url: str | None = None, **config: object):
     ``sync-`` host name that a loopback endpoint lacks. Without one (AWS) the prefix stays:
     AWS serves ``StartSyncExecution`` only at ``sync-states.<region>.amazonaws.com``.
     """
-    url = _endpoint(endpoint_url)
+    url = endpoint(endpoint_url)
     options = {"retries": {"max_attempts": 2, "mode": "standard"}, **config}
     if service == "stepfunctions" and url:
         options.setdefault("inject_host_prefix", False)
@@ -34,11 +35,7 @@ def client(service: str, endpoint_url: str | None = None, **config: object):
 
 def resource(service: str, endpoint_url: str | None = None):
     """A boto3 resource (``Table`` and friends) for ``service`` on the selected backend."""
-    return boto3.resource(service, endpoint_url=_endpoint(endpoint_url), region_name=settings.region())
-
-
-class ExecutionTimeout(TimeoutError):
-    """A Step Functions execution was still RUNNING when the wait ran out."""
+    return boto3.resource(service, endpoint_url=endpoint(endpoint_url), region_name=settings.region())
 
 
 def wait_for_execution(execution_arn: str, timeout: float, poll_seconds: float = 0.1, sfn=None) -> dict:
@@ -47,12 +44,9 @@ def wait_for_execution(execution_arn: str, timeout: float, poll_seconds: float =
     For Standard executions only: AWS refuses DescribeExecution for an Express execution
     (unless a Map Run started it; Step Functions API reference, DescribeExecution).
     """
-    sfn = sfn or client("stepfunctions")
-    deadline = time.monotonic() + timeout
-    while True:
-        described = sfn.describe_execution(executionArn=execution_arn)
-        if described["status"] != "RUNNING":
-            return described
+    sfn, deadline = sfn or client("stepfunctions"), time.monotonic() + timeout
+    while (described := sfn.describe_execution(executionArn=execution_arn))["status"] == "RUNNING":
         if time.monotonic() > deadline:
-            raise ExecutionTimeout(f"{execution_arn} still RUNNING after {timeout:.0f} s")
+            raise TimeoutError(f"{execution_arn} still RUNNING after {timeout:.0f} s")
         time.sleep(poll_seconds)
+    return described

@@ -1,18 +1,15 @@
 """What the harness knows of a function: its code, loaded in this process, and the tables
 and environment the Terraform module gives it (read from the module, never copied).
 
-The one way the harness imports Lambda code is ``load``.
-
-A function's zip has its folder at the root, so its modules import each other by
-top-level names (``charging.processor``, ``registration.store``, ``deletion_state``).
-``load`` gives a folder's modules those names while they import, as Lambda does, and
-then takes them away again: ``sys.path`` and ``sys.modules`` look as they did before, so
-two folders never see each other's modules, whatever their names. A folder's modules
-are imported once and shared by every later ``load`` from that folder, so an exception
-class raised by one of them is the class the caller catches.
-
-A module reads its configuration when first loaded, like a Lambda cold start: set the
-environment first.
+``load`` is the one way the harness imports Lambda code. A function's zip has its folder at
+the root, so its modules import each other by top-level names (``charging.processor``,
+``registration.store``, ``deletion_state``). ``load`` gives a folder's modules those names
+while they import, as Lambda does, then takes them away again: ``sys.path`` and
+``sys.modules`` look as they did before, so two folders never see each other's modules,
+whatever their names. A folder's modules are imported once and shared by every later
+``load`` from that folder, so an exception class raised by one of them is the class the
+caller catches. A module reads its configuration when first loaded, like a Lambda cold
+start: set the environment first.
 """
 
 from __future__ import annotations
@@ -38,51 +35,41 @@ _lock = threading.RLock()
 def load(folder: str | Path, module: str) -> ModuleType:
     """``module`` (``"checkout_naive"``, ``"charging.fault_points"``) of the function ``folder``."""
     root = Path(folder).resolve()
-    own = _top_level_names(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"no function folder {root}")
+    own = {path.stem for path in root.glob("*.py")} | {path.parent.name for path in root.glob("*/__init__.py")}
     if module.split(".")[0] not in own:
-        raise ModuleNotFoundError(f"no module {module!r} in the function folder {root.name}; it has {', '.join(sorted(own))}")
+        has = ", ".join(sorted(own))
+        raise ModuleNotFoundError(f"no module {module!r} in the function folder {root.name}; it has {has}")
     with _lock:
         modules = _loaded.setdefault(root, {})
         if module not in modules:
-            _import(root, own, module, modules)
+            elsewhere = _take(own)  # the same names from another folder, or from the caller
+            sys.modules.update(modules)
+            sys.path.insert(0, str(root))
+            try:
+                importlib.import_module(module)
+            finally:
+                sys.path.remove(str(root))
+                modules.update(_take(own))
+                sys.modules.update(elsewhere)
         return modules[module]
 
 
-def _import(root: Path, own: set[str], module: str, modules: dict[str, ModuleType]) -> None:
-    def folder_modules() -> dict[str, ModuleType]:
-        return {name: sys.modules.pop(name) for name in list(sys.modules) if name.split(".")[0] in own}
-
-    elsewhere = folder_modules()  # the same names from another folder, or from the caller
-    sys.modules.update(modules)
-    sys.path.insert(0, str(root))
-    try:
-        importlib.import_module(module)
-    finally:
-        sys.path.remove(str(root))
-        modules.update(folder_modules())
-        sys.modules.update(elsewhere)
-
-
-def _top_level_names(root: Path) -> set[str]:
-    if not root.is_dir():
-        raise FileNotFoundError(f"no function folder {root}")
-    names = {path.stem for path in root.glob("*.py")}
-    return names | {path.parent.name for path in root.glob("*/__init__.py")}
+def _take(names: set[str]) -> dict[str, ModuleType]:
+    """Take the modules named ``names`` (and their submodules) out of ``sys.modules``."""
+    return {name: sys.modules.pop(name) for name in list(sys.modules) if name.split(".")[0] in names}
 
 
 # --- what the Terraform module gives a function: its tables' keys and its environment ---
-
-MODULE_DIR = settings.ROOT / "terraform" / "modules" / "idempotency_lab"
 
 
 def table_keys(*keys: str) -> dict[str, str]:
     """The hash key of each named table (string-keyed, no sort key), from ``tables.tf``."""
     tables = module_default("tables.tf", "tables")
-    unknown = sorted(set(keys) - set(tables))
-    if unknown:
+    if unknown := sorted(set(keys) - set(tables)):
         raise KeyError(f"no table {', '.join(unknown)} in tables.tf")
-    composite = sorted(key for key in keys if "range_key" in tables[key] or "types" in tables[key])
-    if composite:
+    if composite := sorted(key for key in keys if "range_key" in tables[key] or "types" in tables[key]):
         raise ValueError(f"{', '.join(composite)} has a sort key or typed attributes: read its whole entry")
     return {key: tables[key]["hash_key"] for key in keys}
 
@@ -95,26 +82,22 @@ def tables_of(*function_keys: str) -> set[str]:
 def environment(function_key: str, tables: dict[str, str], functions: dict[str, str] | None = None) -> dict[str, str]:
     """The variables ``functions.tf`` gives the function, for the given table and function names.
 
-    Only the names it derives (``<KEY>_TABLE``, ``<KEY>_FUNCTION``) and its literal ``env``
-    values: what the module computes from its own variables is left out.
+    Only the names it derives (``<KEY>_TABLE``, ``<KEY>_FUNCTION``) and its ``env`` (literal,
+    as a variable's default is): what the module adds from its locals is left out.
     """
     entry = spec(function_key)
     wanted = [(name, "TABLE", tables) for name in entry.get("tables", {})]
     wanted += [(name, "FUNCTION", functions or {}) for name in entry.get("invokes", [])]
-    missing = [name for name, _, given in wanted if name not in given]
-    if missing:
+    if missing := [name for name, _, given in wanted if name not in given]:
         raise KeyError(f"{function_key} needs the names of {', '.join(missing)}")
-    env = entry["env"] if isinstance(entry.get("env"), dict) else {}
-    literal = {name: value for name, value in env.items() if "${" not in str(value)}
-    return {f"{name.upper()}_{kind}": given[name] for name, kind, given in wanted} | literal
+    return {f"{name.upper()}_{kind}": given[name] for name, kind, given in wanted} | (entry.get("env") or {})
 
 
 def spec(key: str) -> dict:
     """The function's entry in ``functions.tf`` (scenario, timeout, tables, invokes, env)."""
-    functions = module_default("functions.tf", "functions")
-    if key not in functions:
+    if (entry := module_default("functions.tf", "functions").get(key)) is None:
         raise KeyError(f"no function {key!r} in functions.tf")
-    return functions[key]
+    return entry
 
 
 def hcl_blocks(path: Path, kind: str) -> dict[str, dict]:
@@ -127,7 +110,6 @@ def hcl_blocks(path: Path, kind: str) -> dict[str, dict]:
 @functools.lru_cache(maxsize=None)
 def module_default(file: str, variable: str) -> dict:
     """The default of a module variable (the lab's tables and functions are typed inputs)."""
-    body = hcl_blocks(MODULE_DIR / file, "variable").get(variable, {})
-    if "default" not in body:
+    if "default" not in (body := hcl_blocks(settings.MODULE_DIR / file, "variable").get(variable, {})):
         raise KeyError(f"no variable {variable!r} with a default in {file}")
     return body["default"]

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from idemlab import settings, stack
+from idemlab import clients, settings, stack
 
 
 class NotDeployed(RuntimeError):
@@ -16,18 +16,13 @@ class NotDeployed(RuntimeError):
 def connect(prefix: str = "lab") -> dict:
     """Print where the lab runs and what is deployed there; return the `lab` outputs."""
     chosen = settings.backend()
-    where = settings.endpoint_url() or f"AWS {settings.region()}"
-    if settings.endpoint_url():
-        # Emulators take any key; without one, a boto3 call made anywhere in the
-        # notebook would stop at "Unable to locate credentials".
-        settings.use_local_credentials()
+    where = clients.endpoint() or f"AWS {settings.region()}"  # on an emulator, dummy keys from here on
     try:
         outputs = stack.outputs(prefix=prefix, backend=chosen)
     except Exception as exc:  # no outputs file, or Terraform cannot read it
         raise NotDeployed(f"no '{prefix}' stack on {chosen} ({where}): run `make up deploy` first ({exc})") from exc
     print(f"Backend: {chosen} at {where}")
     for kind in ("tables", "functions", "state_machines", "queues", "buckets"):
-        names = outputs.get(kind) or {}
-        if names:
+        if names := outputs.get(kind):
             print(f"  {kind:15} {len(names):2}: {', '.join(sorted(names))}")
     return outputs

@@ -13,36 +13,31 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 STATE_DIR = ROOT / ".lab"  # pid files, logs, Terraform working copies
 BUILD_DIR = ROOT / "build"  # function zips
-
+MODULE_DIR = ROOT / "terraform" / "modules" / "idempotency_lab"
 BACKENDS = ("embedded", "localstack", "aws")
-DEFAULT_PORT = 4566  # LocalStack's edge port; the embedded backend uses it too
-DEFAULT_REGION = "us-east-1"
 
 
 def region() -> str:
-    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or DEFAULT_REGION
-
-
-def docker_engine_answers() -> bool:
-    """True when a Docker engine (not just the client) responds."""
-    try:
-        return subprocess.run(["docker", "info"], capture_output=True, timeout=5).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):  # no docker client at all, or no answer
-        return False
+    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
 
 
 def backend() -> str:
-    """The selected backend: $BACKEND, else LocalStack when Docker runs, else embedded."""
+    """The selected backend: $BACKEND, else LocalStack when a Docker engine (not just the
+    client) answers, else embedded."""
     chosen = os.environ.get("BACKEND", "").strip().lower()
-    if not chosen:
-        return "localstack" if docker_engine_answers() else "embedded"
-    if chosen not in BACKENDS:
+    if chosen and chosen not in BACKENDS:
         raise ValueError(f"BACKEND={chosen!r} is not one of {', '.join(BACKENDS)}")
-    return chosen
+    if chosen:
+        return chosen
+    try:
+        docker = subprocess.run(["docker", "info"], capture_output=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):  # no docker client at all, or no answer
+        return "embedded"
+    return "localstack" if docker.returncode == 0 else "embedded"
 
 
 def port() -> int:
-    return int(os.environ.get("LAB_PORT", DEFAULT_PORT))
+    return int(os.environ.get("LAB_PORT", 4566))  # LocalStack's edge port; the embedded backend uses it too
 
 
 def endpoint_url() -> str | None:
@@ -52,7 +47,7 @@ def endpoint_url() -> str | None:
 
 def use_local_credentials() -> None:
     """Emulators accept any key; set dummy ones so the SDK never looks further."""
-    os.environ.setdefault("AWS_ACCESS_KEY_ID", "test")
-    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "test")
-    os.environ.setdefault("AWS_DEFAULT_REGION", region())
-    os.environ.setdefault("AWS_REGION", region())
+    here = region()
+    for name, value in (("AWS_ACCESS_KEY_ID", "test"), ("AWS_SECRET_ACCESS_KEY", "test"),
+                        ("AWS_DEFAULT_REGION", here), ("AWS_REGION", here)):
+        os.environ.setdefault(name, value)

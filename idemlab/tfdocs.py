@@ -11,14 +11,10 @@ import json
 import sys
 from pathlib import Path
 
-from idemlab.functions import MODULE_DIR, hcl_blocks
+from idemlab.functions import hcl_blocks
+from idemlab.settings import MODULE_DIR
 
-BEGIN = "<!-- BEGIN_TF_DOCS -->"
-END = "<!-- END_TF_DOCS -->"
-
-
-class DocsError(Exception):
-    """The README or the Terraform files cannot be turned into tables."""
+BEGIN, END = "<!-- BEGIN_TF_DOCS -->", "<!-- END_TF_DOCS -->"
 
 
 def _cell(value: object) -> str:
@@ -30,31 +26,27 @@ def _cell(value: object) -> str:
     return value.replace("|", "\\|").replace("\n", " ")
 
 
-def render_tables(module_dir: Path = MODULE_DIR) -> str:
-    rows = ["## Inputs", "", "| Name | Description | Type | Default | Required |"]
+def render_readme(text: str, module_dir: Path = MODULE_DIR) -> str:
+    """``text`` with the generated section (the inputs and outputs tables) replaced."""
+    start, stop = text.find(BEGIN), text.find(END)
+    if start < 0 or stop < start:
+        raise ValueError(f"the README needs the markers {BEGIN} and {END}, in that order")
+    rows = [text[:start] + BEGIN, "## Inputs", "", "| Name | Description | Type | Default | Required |"]
     rows.append("|------|-------------|------|---------|:--------:|")
     for name, body in sorted(hcl_blocks(module_dir / "variables.tf", "variable").items()):
         default = f"`{_cell(json.dumps(body['default']))}` | no" if "default" in body else "n/a | yes"
-        described = f"| `{name}` | {_cell(body.get('description', ''))} |"
-        rows.append(f"{described} `{_cell(body.get('type', 'any'))}` | {default} |")
+        described, typed = _cell(body.get("description", "")), _cell(body.get("type", "any"))
+        rows.append(f"| `{name}` | {described} | `{typed}` | {default} |")
     rows += ["", "## Outputs", "", "| Name | Description |", "|------|-------------|"]
     for name, body in sorted(hcl_blocks(module_dir / "outputs.tf", "output").items()):
         rows.append(f"| `{name}` | {_cell(body.get('description', ''))} |")
-    return "\n".join(rows) + "\n"
-
-
-def render_readme(text: str, module_dir: Path = MODULE_DIR) -> str:
-    """``text`` with the generated section replaced."""
-    start, stop = text.find(BEGIN), text.find(END)
-    if start < 0 or stop < start:
-        raise DocsError(f"the README needs the markers {BEGIN} and {END}, in that order")
-    return f"{text[:start]}{BEGIN}\n{render_tables(module_dir)}{text[stop:]}"
+    return "\n".join([*rows, text[stop:]])
 
 
 if __name__ == "__main__":
     readme = MODULE_DIR / "README.md"
     try:
         readme.write_text(render_readme(readme.read_text()))
-    except (OSError, DocsError) as exc:
+    except (OSError, ValueError) as exc:
         sys.exit(f"tfdocs: {exc}")
     print(f"tfdocs: wrote {readme}")

@@ -6,6 +6,7 @@ compares it with what the source says, parsed here on its own terms.
 
 import copy
 import json
+import re
 
 import matplotlib
 
@@ -15,6 +16,18 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 from idemlab import pictures  # noqa: E402
+
+
+def drawn(ax) -> dict[str, set]:
+    """What a figure shows, read back from its artists' gids: nodes, edges, messages."""
+    found: dict[str, set] = {"nodes": set(), "edges": set(), "messages": set()}
+    for artist in ax.get_children():
+        kind, _, what = (artist.get_gid() or "").partition(":")
+        if kind == "edge":  # <src>-><dst>:<kind>; a source may hold a colon ("schedules: ...")
+            found["edges"].add(re.fullmatch(r"(.*?)->(.*):(\w+)", what).groups())
+        elif f"{kind}s" in found:
+            found[f"{kind}s"].add(what)
+    return found
 
 
 def transitions_in(states: dict) -> set[tuple[str, str, str]]:
@@ -47,7 +60,7 @@ def all_states(states: dict) -> set[str]:
 def test_workflow_picture_shows_every_state_and_transition_of_its_asl(name):
     definition = pictures.load_asl(pictures.workflow_files()[name])
     ax = pictures.draw_graph(pictures.workflow_graph(name))
-    shown = pictures.drawn(ax)
+    shown = drawn(ax)
     plt.close("all")
     assert shown["nodes"] == all_states(definition["States"])
     assert shown["edges"] == transitions_in(definition["States"])
@@ -70,7 +83,7 @@ def test_workflow_picture_follows_a_state_added_to_the_asl(tmp_path):
     }
     copy_path = tmp_path / "account_deletion.asl.json"
     copy_path.write_text(json.dumps(changed))
-    shown = pictures.drawn(pictures.draw_graph(pictures.asl_graph(pictures.load_asl(copy_path))))
+    shown = drawn(pictures.draw_graph(pictures.asl_graph(pictures.load_asl(copy_path))))
     plt.close("all")
     assert {"Audit", "LogIt", "CountIt"} <= shown["nodes"]
     assert {("Complete", "Audit", "next"), ("Audit", "LogIt", "branch"), ("Audit", "CountIt", "branch"), ("Audit", "CloseAfterFailure", "catch")} <= shown["edges"]
@@ -90,7 +103,7 @@ def lab_outputs():
 
 def test_architecture_shows_every_resource_in_the_outputs_and_follows_a_new_one():
     outputs = lab_outputs()
-    shown = pictures.drawn(pictures.draw_architecture(outputs))
+    shown = drawn(pictures.draw_architecture(outputs))
     assert {"claim_deletion", "delete_records", "sweeper", "deletion_requests", "outbox", "account_deletion", "deletion_dlq", "alarm deletion_dlq", "schedules: lab-deletions"} == shown["nodes"]
     # The ASL names claim_deletion and delete_records, not the sweeper.
     assert ("account_deletion", "claim_deletion", "uses") in shown["edges"]
@@ -98,10 +111,23 @@ def test_architecture_shows_every_resource_in_the_outputs_and_follows_a_new_one(
     assert ("alarm deletion_dlq", "deletion_dlq", "watches") in shown["edges"]
     outputs["queues"]["orders"] = "https://queue/lab-orders"
     outputs["functions"]["send_goodbye"] = "lab-goodbye"
-    shown = pictures.drawn(pictures.draw_architecture(outputs))
+    shown = drawn(pictures.draw_architecture(outputs))
     plt.close("all")
     assert {"orders", "send_goodbye"} <= shown["nodes"]
     assert ("account_deletion", "send_goodbye", "uses") in shown["edges"]
+
+
+def test_a_workflow_uses_the_functions_workflows_tf_binds_to_it():
+    """Both vehicle workflows share one ASL, whose ${write_vehicle_arn} workflows.tf binds
+    to a different function in each."""
+    names = ["rmv_check", "write_vehicle_naive", "write_vehicle_idempotent", "notify"]
+    machines = ["vehicle_registration_naive", "vehicle_registration_idempotent"]
+    graph = pictures.architecture({"state_machines": dict.fromkeys(machines), "functions": dict.fromkeys(names)})
+    assert {(m, f) for m, f, kind in graph.edge_set() if kind == "uses"} == {
+        *[(machine, function) for machine in machines for function in ("rmv_check", "notify")],
+        ("vehicle_registration_naive", "write_vehicle_naive"),
+        ("vehicle_registration_idempotent", "write_vehicle_idempotent"),
+    }
 
 
 @pytest.mark.parametrize("spec", [pictures.CHECK_THEN_ACT, pictures.CLAIM_FIRST], ids=["check_then_act", "claim_first"])
@@ -109,7 +135,7 @@ def test_sequence_picture_draws_each_message_of_its_description_in_order(spec):
     changed = copy.deepcopy(spec)
     changed["messages"].append(("copy B", "idempotency table", "one more"))
     for description in (spec, changed):
-        shown = pictures.drawn(pictures.draw_sequence(description))
+        shown = drawn(pictures.draw_sequence(description))
         expected = {f"{n}:{s}->{r}:{w}" for n, (s, r, w) in enumerate(description["messages"])}
         assert shown["messages"] == expected
         assert shown["nodes"] == set(description["participants"])
@@ -131,10 +157,21 @@ def test_the_state_diagram_has_exactly_the_transitions_the_code_enforces():
 
     state = deletion.import_function_module("deletion_state")
     ax = pictures.draw_graph(pictures.request_states())
-    shown = pictures.drawn(ax)
+    shown = drawn(ax)
     plt.close("all")
     assert shown["edges"] == {(str(t.source), str(t.target), "transition") for t in state.TRANSITIONS}
     assert shown["nodes"] == {str(s) for s in state.Status}
+
+
+def test_the_state_diagram_names_the_writes_on_every_arrow():
+    """Notebook 03 says each arrow's label names the write that makes it: every arrow's."""
+    from idemlab.lessons import deletion
+
+    state = deletion.import_function_module("deletion_state")
+    texts = {text.get_text() for text in pictures.draw_graph(pictures.request_states()).texts}
+    plt.close("all")
+    named = {write for text in texts for write in text.split(", ")}
+    assert {t.by for t in state.TRANSITIONS} <= named, {t.by for t in state.TRANSITIONS} - named
 
 
 def test_a_transition_added_to_the_table_appears_in_the_state_diagram():
@@ -142,7 +179,7 @@ def test_a_transition_added_to_the_table_appears_in_the_state_diagram():
 
     state = deletion.import_function_module("deletion_state")
     changed = (*state.TRANSITIONS, state.Transition(state.Status.CANCELLED, state.Status.SCHEDULED, "reopen"))
-    shown = pictures.drawn(pictures.draw_graph(pictures.request_states(changed)))
+    shown = drawn(pictures.draw_graph(pictures.request_states(changed)))
     plt.close("all")
     assert ("CANCELLED", "SCHEDULED", "transition") in shown["edges"]
 
