@@ -291,6 +291,34 @@ def test_a_fifo_group_comes_back_in_order_after_its_visibility_timeout(backend):
     assert [m["Body"] for m in again] == ["first", "second", "third"]
 
 
+def test_a_fifo_pass_judges_visibility_at_one_instant(monkeypatch):
+    """Under load, the first of two messages received together came back just before a
+    waiting pass released it and the second just after: moto's loop then released the
+    second, unlocked the group and handed it out first. Here moto's loop is made to start
+    40 ms after the release (its deepcopy of the locked groups sleeps), while the second
+    message comes back 20 ms after the release. (In-process moto with the lab's patches.)"""
+    from moto.core.utils import unix_time_millis
+    from moto.sqs import models
+
+    from idemlab.embedded import sqs_event_source
+
+    sqs_event_source.install()
+    backend = models.sqs_backends["123456789012"]["us-east-1"]
+    name = f"q-{uuid.uuid4().hex[:8]}.fifo"
+    backend.create_queue(name, FifoQueue="true", ContentBasedDeduplication="true")
+    for body in ("first", "second"):
+        backend.send_message(name, body, group_id="g")
+    taken = backend.receive_message(name, 10, 0, 30)
+    assert [m.body for m in taken] == ["first", "second"]
+    first, second = backend.get_queue(name)._messages
+    now = unix_time_millis()
+    first.visible_at, second.visible_at = now - 1000, now + 20
+    copy = models.deepcopy
+    monkeypatch.setattr(models, "deepcopy", lambda value: (time.sleep(0.04), copy(value))[1])
+    again = backend.receive_message(name, 1, 1, 30)
+    assert [m.body for m in again] == ["first"]
+
+
 def test_the_batching_window_gathers_messages_sent_one_after_another(backend, consumer, table, mappings):
     url, arn, _ = make_queue(f"q-{uuid.uuid4().hex[:8]}")
     uuid_ = mapping(mappings, consumer("raise"), arn, BatchSize=20, MaximumBatchingWindowInSeconds=VISIBILITY + 1)

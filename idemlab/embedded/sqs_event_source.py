@@ -38,6 +38,8 @@ import sys
 import threading
 import time
 
+from moto.core.utils import unix_time_millis
+
 from idemlab.embedded.patching import every, replace_once, wrap
 
 # SQS's FIFO deduplication interval (SendMessage API reference, MessageDeduplicationId).
@@ -50,7 +52,8 @@ MAX_RECEIVE = 10  # ReceiveMessage returns at most 10 messages per call
 # A long poll of one second: an idle mapping costs one request a second, a new message is
 # picked up at once, and one that becomes visible again within about a second.
 LONG_POLL_SECONDS = 1
-# How often a FIFO long poll looks at its queue again (_receive_in_group_order).
+# How often a FIFO long poll looks again at a queue holding messages it may not take yet
+# (in flight, or behind one in flight): an empty one is waited on until a send.
 FIFO_POLL_SECONDS = 0.05
 # How often the supervisor looks for mappings created, enabled, disabled or deleted.
 SUPERVISE_SECONDS = 0.5
@@ -300,19 +303,38 @@ def _receive_in_group_order(original, self, queue_name, count, wait_seconds_time
     the later one is handed out first: after a failed batch, the group comes back out of
     order. Timed-out messages are released before every pass over the queue, so a long
     poll that is already waiting when they come back keeps the group's order too: the
-    wait is made here, of passes that do not wait.
+    wait is made here, of passes that do not wait. A pass judges every message's
+    visibility at one instant (_visible_at_the_pass), or one that comes back between the
+    release and moto's loop would be released by that loop, out of order, after all.
     """
     queue = self.get_queue(queue_name)
     if not queue.fifo_queue:
         return original(self, queue_name, count, wait_seconds_timeout, visibility_timeout, message_attribute_names)
     deadline = time.monotonic() + (wait_seconds_timeout or 0)
     while True:
-        for message in [m for m in queue.pending_messages if m.visible]:
-            queue.pending_messages.discard(message)
-        received = original(self, queue_name, count, 0, visibility_timeout, message_attribute_names)
+        _pass.now = unix_time_millis()
+        try:
+            for message in [m for m in queue.pending_messages if m.visible]:
+                queue.pending_messages.discard(message)
+            received = original(self, queue_name, count, 0, visibility_timeout, message_attribute_names)
+        finally:
+            _pass.now = None
         if received or time.monotonic() >= deadline:
             return received
+        with queue._messages_lock:
+            if not queue._messages:  # an empty queue: wait for a send (it notifies), not for the clock
+                queue._messages_lock.wait(max(0.0, deadline - time.monotonic()))
+                continue
         time.sleep(FIFO_POLL_SECONDS)
+
+
+# The instant the running FIFO pass judges visibility by (per thread; None outside a pass).
+_pass = threading.local()
+
+
+def _visible_at_the_pass(original, message) -> bool:
+    now = getattr(_pass, "now", None)
+    return original(message) if now is None else now > message.visible_at
 
 
 def _check_mapping(backend, source_arn: str, function_name: str, spec: dict, current=None) -> None:
@@ -361,10 +383,11 @@ def _update_mapping(original, self, uuid, spec):
 def install() -> None:
     """Patch moto in this process; a second call changes nothing."""
     from moto.awslambda.models import EventSourceMapping, LambdaBackend
-    from moto.sqs.models import Queue, SQSBackend
+    from moto.sqs.models import Message, Queue, SQSBackend
 
     replace_once(Queue, "add_message", _add_message)
     wrap(SQSBackend, "receive_message")(_receive_in_group_order)
+    wrap(Message, "visible")(_visible_at_the_pass)
     wrap(LambdaBackend, "create_event_source_mapping")(_create_mapping)
     wrap(LambdaBackend, "update_event_source_mapping")(_update_mapping)
     wrap(EventSourceMapping, "get_configuration")(_mapping_state)
