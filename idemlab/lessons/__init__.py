@@ -38,6 +38,14 @@ def poll(read: Callable[[], T], seconds: float, every: float, until: Callable[[T
     return value
 
 
+def scan(table: str, dynamodb=None, **options) -> list[dict]:
+    """Every item of ``table`` (a name) in one consistent scan; ``options`` add a filter or a
+    projection. The default client is the resource's, which takes conditions and Python values."""
+    dynamodb = dynamodb or clients.resource("dynamodb").meta.client
+    pages = dynamodb.get_paginator("scan").paginate(TableName=table, ConsistentRead=True, **options)
+    return [item for page in pages for item in page["Items"]]
+
+
 def queue_depth(url: str, sqs=None) -> int:
     """Messages on a queue, visible or in flight."""
     names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
