@@ -67,9 +67,18 @@ def verify(candidate: Callable[[], dict], stack: dict) -> str:
         shop.deploy(keyed)
         shop.deploy(compressed)
         _copies_retry_and_another(shop, keyed, COPIES_TOGETHER, with_key=True)
-        _attack_lifetime(shop, compressed, expiry)
+        order_id = new_order_id("exercise-redrive")
+        first = delivery(order_id, key=f"client-{order_id}")
+        answers = [shop.send(compressed, first)]
+        time.sleep(REDRIVE_AFTER_DAYS * SECONDS_PER_DAY)  # counted from the first delivery's answer
+        answers.append(shop.send(compressed, retry_of(first)))
+        redriven = f"the dead letter redriven on day {REDRIVE_AFTER_DAYS} (compressed: {REDRIVE_AFTER_DAYS} s)"
+        _expect(shop, first, redriven, answers)
     finally:
         shop.remove()
+    expect(expiry >= HORIZON_SECONDS, f"the record lives {expiry} s, {expiry / DAY:.2f} days; a delivery can come "
+           f"back for {HORIZON_SECONDS // DAY} days (1 day of retries + 14 days in the DLQ): a redrive on the last "
+           "day would charge again")
     return (
         f"{COPIES_TOGETHER} copies together, a retry with a new trace id and a redrive on day {REDRIVE_AFTER_DAYS} charged "
         "once; another order was charged on its own"
@@ -82,7 +91,8 @@ def _settings(candidate: Callable[[], dict]) -> tuple[str, int]:
            f"return a dict with event_key_jmespath and expires_after_seconds, got {chosen!r}")
     key, expiry = chosen["event_key_jmespath"], chosen["expires_after_seconds"]
     expect(isinstance(key, str), f"event_key_jmespath must be a string (a JMESPath expression), got {key!r}")
-    expect(type(expiry) is int and expiry >= 0, f"expires_after_seconds must be a whole number of seconds, got {expiry!r}")
+    expect(type(expiry) is int and expiry >= 0,
+           f"expires_after_seconds must be a whole number of seconds, got {expiry!r}")
     try:
         jmespath.compile(key or "@")
     except Exception as exc:
@@ -108,19 +118,6 @@ def _copies_retry_and_another(
     _expect(shop, first, retried, [shop.send(target, retry_of(first))], too_many)
     _expect(shop, other, "another order from the same customer, same amount", [shop.send(target, other)])
     return first
-
-
-def _attack_lifetime(shop: KeyedCheckouts, variant: Variant, expiry: int) -> None:
-    order_id = new_order_id("exercise-redrive")
-    first = delivery(order_id, key=f"client-{order_id}")
-    answers = [shop.send(variant, first)]
-    time.sleep(REDRIVE_AFTER_DAYS * SECONDS_PER_DAY)  # counted from the first delivery's answer
-    answers.append(shop.send(variant, retry_of(first)))
-    _expect(shop, first, f"the dead letter redriven on day {REDRIVE_AFTER_DAYS} (compressed: {REDRIVE_AFTER_DAYS} s)",
-            answers)
-    expect(expiry >= HORIZON_SECONDS, f"the record lives {expiry} s, {expiry / DAY:.2f} days; a delivery can come "
-           f"back for {HORIZON_SECONDS // DAY} days (1 day of retries + 14 days in the DLQ): a redrive on the last "
-           "day would charge again")
 
 
 def _outcome(answer: Any) -> str:

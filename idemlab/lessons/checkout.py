@@ -75,8 +75,8 @@ class Ledger:
 
     def _entries(self) -> list[tuple[str, str]]:
         """(reference, charge id) of every ledger entry: one consistent scan."""
-        names = {"#ref": "reference"}  # a DynamoDB reserved word
-        items = lessons.scan(self.table, self._dynamodb, ProjectionExpression="#ref, charge_id", ExpressionAttributeNames=names)
+        projection = {"ProjectionExpression": "#ref, charge_id", "ExpressionAttributeNames": {"#ref": "reference"}}
+        items = lessons.scan(self.table, self._dynamodb, **projection)  # "reference" is a DynamoDB reserved word
         return [(item["reference"]["S"], item["charge_id"]["S"]) for item in items]
 
 
@@ -188,7 +188,8 @@ def show_code(file: str, *names: str) -> None:
     lines, found = source.splitlines(), {}
     for node in ast.parse(source).body:
         first = min([decorator.lineno for decorator in getattr(node, "decorator_list", [])] + [node.lineno])
-        defined = [node.name] if hasattr(node, "name") else [t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]
+        targets = [target.id for target in getattr(node, "targets", []) if isinstance(target, ast.Name)]
+        defined = [node.name] if hasattr(node, "name") else targets
         found.update(dict.fromkeys(defined, "\n".join(lines[first - 1 : node.end_lineno])))
     if missing := [name for name in names if name not in found]:
         raise KeyError(f"{file} defines no {', '.join(missing)} at its top level")

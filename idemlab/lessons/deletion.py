@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from boto3.dynamodb.conditions import Attr, Key
 
-from idemlab import clients, functions, lessons, pictures, settings
+from idemlab import clients, functions, lessons, settings
 from idemlab.barrier import all_at_once
 from idemlab.lessons import queue_depth  # noqa: F401 (notebook 04 reads its DLQ's depth)
 
@@ -89,8 +89,9 @@ class Deletions:
         return import_function_module("deletion_state").read(self.table("deletion_requests"), deletion_request_id)
 
     def request_status(self, deletion_request_id: str) -> str:
-        item = self.table("deletion_requests").get_item(Key={"deletion_request_id": deletion_request_id}, ConsistentRead=True)
-        return item.get("Item", {}).get("status", "MISSING")
+        key = {"deletion_request_id": deletion_request_id}
+        item = self.table("deletion_requests").get_item(Key=key, ConsistentRead=True).get("Item")
+        return item["status"] if item else "MISSING"
 
     def steps_done(self, deletion_request_id: str) -> list[str]:
         return sorted(self.request(deletion_request_id).steps_done)
@@ -177,8 +178,8 @@ class Deletions:
 
         def points() -> list[dict]:
             now, minute = datetime.datetime.now(datetime.timezone.utc), datetime.timedelta(minutes=1)
-            window = {"StartTime": now - minutes * minute, "EndTime": now + minute, "Period": 60, "Statistics": ["Maximum"]}
-            return cloudwatch.get_metric_statistics(**metric, **window)["Datapoints"]
+            window = {"StartTime": now - minutes * minute, "EndTime": now + minute}
+            return cloudwatch.get_metric_statistics(**metric, **window, Period=60, Statistics=["Maximum"])["Datapoints"]
 
         found = lessons.poll(points, wait_seconds, every=10)
         return {
@@ -235,9 +236,6 @@ def task_attempts(execution_arn: str) -> list[tuple[str, str]]:
     return attempts
 
 
-# -- pictures --------------------------------------------------------------------------
-
-
 @dataclass
 class Timeline:
     """What happened to one request, per worker, on one clock: for the pictures."""
@@ -253,26 +251,16 @@ class Timeline:
 
     def draw(self, title: str = "", ax=None):
         workers = list(dict.fromkeys([w for _, w, _, _ in self.events] + [w for w, *_ in self.leases]))
-        ax = pictures.axes(ax, 11, 0.6 + 1.5 * len(workers))
         meaning = "(green: write accepted by DynamoDB, red: refused, grey: what the worker does)"
-        row = pictures.lanes(ax, workers, f"seconds   {meaning}", title)
+        ax, row = lessons.draw_lanes(self.events, f"seconds   {meaning}", title, ax, workers, lane_inches=1.5, width=11)
         for worker, start, end, token in self.leases:
             ax.broken_barh([(start, end - start)], (row[worker] - 0.12, 0.24), color="#e4e4e4", edgecolor="#aaaaaa")
             ax.annotate(f"lease (token {token})", (end, row[worker]), fontsize="x-small", color="#777777", ha="right", va="center")
-        for worker in workers:
-            mine = sorted((e for e in self.events if e[1] == worker), key=lambda e: e[0])
-            for n, (t, _, label, accepted) in enumerate(mine):
-                # Labels alternate above and below the lane so neighbours do not collide.
-                pictures.mark(ax, t, row[worker], accepted, label, dy=-0.42 if n % 2 == 0 else 0.42, fontsize="small")
         return ax
 
 
 def draw_attempts(attempts: list[tuple[str, str]], title: str = "", ax=None):
     """One row per workflow state; a green dot per successful attempt, a red cross per failure."""
-    states = list(dict.fromkeys(state for state, _ in attempts))
-    ax = pictures.axes(ax, 10, 0.6 + 0.5 * len(states))
-    row = pictures.lanes(ax, states, "Lambda attempts, in order", title)
-    for n, (state_name, what) in enumerate(attempts):
-        ok = what == "succeeded"
-        pictures.mark(ax, n, row[state_name], ok, "" if ok else what.removeprefix("failed: "), 0.3, "x-small")
-    return ax
+    marks = [(n, state, "" if what == "succeeded" else what.removeprefix("failed: "), what == "succeeded")
+             for n, (state, what) in enumerate(attempts)]
+    return lessons.draw_lanes(marks, "Lambda attempts, in order", title, ax)[0]

@@ -1,11 +1,8 @@
 """Lesson 4 plumbing (notebook 06): send order lines to the order queues, count reservations, draw them.
 
-A reservation is counted in the `reservations` table (one row per reservation a
-consumer made), never taken from what a consumer says about itself.
-
-Queues and their consumers (terraform/modules/idempotency_lab/queue_lesson.tf):
-``orders_naive`` -> fulfil_naive, ``orders`` -> fulfil_idempotent,
-``orders_by_message_id`` -> fulfil_by_message_id, ``orders_fifo`` -> fulfil_naive.
+A reservation is counted in the `reservations` table (one row per reservation a consumer made),
+never taken from what a consumer says about itself. Which consumer reads which queue is
+``var.event_sources`` (terraform/modules/idempotency_lab/queue_lesson.tf).
 """
 
 from __future__ import annotations
@@ -19,7 +16,7 @@ from dataclasses import dataclass, field
 
 from boto3.dynamodb.conditions import Attr
 
-from idemlab import lessons, pictures
+from idemlab import functions, lessons, settings
 from idemlab.clients import client, resource
 
 # How long to wait for Lambda to pause or resume a mapping. On AWS a mapping can take
@@ -28,14 +25,18 @@ STATE_CHANGE_SECONDS = 120
 UNITS_BOOKED_IN = 1000  # plenty: the lesson is about duplicates, not running out
 
 
+# The order line and its business key, as the producer and the consumers define them.
+fulfilment_orders = functions.load(settings.ROOT / "functions" / "order_fulfilment", "fulfilment.orders")
+
+
 def line(order_id: str, sku: str, number: int = 1, quantity: int = 1) -> dict:
-    """An order line, as the producer sends it (functions/order_fulfilment/fulfilment/orders.py)."""
-    return {"order_id": order_id, "line": number, "sku": sku, "quantity": quantity}
+    """An order line, as the producer sends it."""
+    return fulfilment_orders.OrderLine(order_id, number, sku, quantity).as_dict()
 
 
 def business_key(order_line: dict) -> str:
-    """``<order id>#<line>``: one reservation per order line, whichever message carried it."""
-    return f"{order_line['order_id']}#{int(order_line['line'])}"
+    """One reservation per order line, whichever message carried it (a reservation row holds its line too)."""
+    return fulfilment_orders.parse(order_line).business_key
 
 
 @dataclass
@@ -78,11 +79,11 @@ class Orders:
 
     def reservation_rows(self, scenario: Scenario) -> list[dict]:
         """Every reservation made for the scenario's orders, oldest first."""
-        items = lessons.scan(self.stack["tables"]["reservations"], FilterExpression=Attr("order_id").begins_with(scenario.prefix + "-"))
+        mine = Attr("order_id").begins_with(scenario.prefix + "-")
         rows = [
             {"key": business_key(item), "at": float(item["reserved_at"]), "receive_count": int(item["receive_count"]),
              "message_id": item["message_id"], "consumer": item["consumer"]}
-            for item in items
+            for item in lessons.scan(self.stack["tables"]["reservations"], FilterExpression=mine)
         ]
         return sorted(rows, key=lambda row: row["at"])
 
@@ -95,11 +96,12 @@ class Orders:
 
     def send(self, queue: str, *order_lines: dict, group: str | None = None) -> list[str]:
         """One SendMessage per line, as a producer does; returns the message ids SQS gave."""
-        ids = []
-        for order_line in order_lines:
+        def one(order_line: dict) -> str:
             extra = {"MessageGroupId": group or order_line["order_id"]} if queue.endswith("fifo") else {}
-            ids.append(self.sqs.send_message(QueueUrl=self.url(queue), MessageBody=json.dumps(order_line), **extra)["MessageId"])
-        return ids
+            sent = self.sqs.send_message(QueueUrl=self.url(queue), MessageBody=json.dumps(order_line), **extra)
+            return sent["MessageId"]
+
+        return [one(order_line) for order_line in order_lines]
 
     def depth(self, queue: str) -> int:
         """Messages on the queue, visible or in flight."""
@@ -121,8 +123,8 @@ class Orders:
     def receive(self, queue: str, wait_seconds: int = 0, visibility: int = 30) -> list[dict]:
         """One ReceiveMessage (up to 10 messages, hidden for ``visibility`` s), with every attribute."""
         return self.sqs.receive_message(
-            QueueUrl=self.url(queue), MaxNumberOfMessages=10, WaitTimeSeconds=wait_seconds, VisibilityTimeout=visibility,
-            MessageSystemAttributeNames=["All"], MessageAttributeNames=["All"],
+            QueueUrl=self.url(queue), MaxNumberOfMessages=10, WaitTimeSeconds=wait_seconds,
+            VisibilityTimeout=visibility, MessageSystemAttributeNames=["All"], MessageAttributeNames=["All"],
         ).get("Messages", [])
 
     def release(self, queue: str, receipt_handles: list[str]) -> None:
@@ -210,13 +212,11 @@ def draw_timeline(orders: Orders, scenario: Scenario, title: str | None = None):
     """One row per order line: a dot per reservation (labelled with the delivery's
     ApproximateReceiveCount), and a cross per event the lesson noted (DLQ, redrive)."""
     marks = [(row["at"], row["key"], f"#{row['receive_count']}", True) for row in orders.reservation_rows(scenario)]
-    marks += [(at, key, what, False) for at, key, what in scenario.events]
-    keys = sorted({key for _, key, _, _ in marks})
-    axes = pictures.axes(None, 8, 0.6 + 0.5 * max(1, len(keys)))
+    marks = [(at - scenario.started, key.removeprefix(scenario.prefix + "-"), label, outcome)
+             for at, key, label, outcome in marks + [(at, key, what, False) for at, key, what in scenario.events]]
     xlabel = "seconds since the first send (dots: reservations, #n: the delivery's receive count)"
-    pictures.lanes(axes, [key.removeprefix(scenario.prefix + "-") for key in keys], xlabel, title or scenario.name)
-    for at, key, label, reserved in marks:
-        pictures.mark(axes, at - scenario.started, keys.index(key), reserved, label, 0.3 if reserved else -0.3, "small")
+    lanes = sorted({lane for _, lane, _, _ in marks})
+    axes, _ = lessons.draw_lanes(marks, xlabel, title or scenario.name, lanes=lanes, width=8)
     axes.grid(axis="x", alpha=0.3)
     axes.figure.tight_layout()
     return axes.figure

@@ -99,9 +99,8 @@ def start(stack: dict, kind: str, request: object) -> str:
     request_id = request.get("request_id") if isinstance(request, dict) else None
     # A unique name per execution: the same request sent twice is two executions.
     name = re.sub(r"[^A-Za-z0-9_-]", "-", f"{str(request_id or 'request')[:40]}-{uuid.uuid4().hex[:12]}")
-    workflow, _ = _deployed(stack, kind)
-    started = clients.client("stepfunctions").start_execution(stateMachineArn=workflow, name=name, input=json.dumps(request))
-    return started["executionArn"]
+    sfn, (workflow, _) = clients.client("stepfunctions"), _deployed(stack, kind)
+    return sfn.start_execution(stateMachineArn=workflow, name=name, input=json.dumps(request))["executionArn"]
 
 
 def run(stack: dict, kind: str, request: object, sfn: Any = None) -> Execution:
@@ -156,8 +155,9 @@ def rows(stack: dict, kind: str, request_id: str | None = None) -> list[dict]:
 def notify_attempts(stack: dict, request_id: str) -> int:
     """How often the notify step ran for a request with injected faults (0 if none)."""
     faults = import_function_module("registration.faults")
+    table = clients.resource("dynamodb").Table(stack["tables"]["faults"])
     key = {"fault_key": faults.fault_key(faults.NOTIFY, request_id)}
-    item = clients.resource("dynamodb").Table(stack["tables"]["faults"]).get_item(Key=key, ConsistentRead=True).get("Item")
+    item = table.get_item(Key=key, ConsistentRead=True).get("Item")
     return int(item[faults.ATTEMPTS]) if item else 0
 
 
