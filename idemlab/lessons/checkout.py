@@ -196,8 +196,6 @@ def show_code(file: str, *names: str) -> None:
     print("\n\n".join(found[name] for name in names))
 
 
-# --- pictures -------------------------------------------------------------------------
-
 STEP_COLOURS = {"check": "#4c72b0", "charge": "#c44e52", "record": "#55a868"}
 
 
@@ -230,8 +228,7 @@ def plot_charges(results: dict[str, list[int]], copies: int, ax=None):
         bottom = [b + h for b, h in zip(bottom, heights)]
     for x, name in enumerate(names):
         ax.annotate(f"{sum(results[name])} charges", (x, len(results[name])), ha="center", va="bottom", fontsize="small")
-    ax.set_ylabel(f"rounds of {copies} identical requests")
-    ax.set_ylim(0, max(len(r) for r in results.values()) * 1.2)
+    ax.set(ylabel=f"rounds of {copies} identical requests", ylim=(0, max(len(r) for r in results.values()) * 1.2))
     ax.legend(loc="upper left", fontsize="small", bbox_to_anchor=(1.0, 1.0))
     ax.tick_params(axis="x", labelrotation=15)
     return ax

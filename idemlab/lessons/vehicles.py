@@ -168,24 +168,19 @@ def show(registrations: list[dict]) -> None:
     print(f"({len(registrations)} row{'s' if len(registrations) != 1 else ''})")
 
 
-SCENARIOS = ("same request twice", "notify failed once")
-
-
 def chart(counts: dict[str, dict[str, int]]) -> Any:
-    """Grouped bars: rows per logical request, naive vs idempotent, per scenario."""
+    """Grouped bars: rows per logical request, naive vs idempotent, per scenario (``counts[kind][scenario]``)."""
     from matplotlib.ticker import MaxNLocator
 
-    ax = pictures.axes(None, 6, 3.2)
-    width = 0.38
+    ax, width, scenarios = pictures.axes(None, 6, 3.2), 0.38, list(counts[KINDS[0]])
     for offset, kind in zip((-width / 2, width / 2), KINDS):
-        heights = [counts[kind][scenario] for scenario in SCENARIOS]
-        ax.bar_label(ax.bar([i + offset for i in range(len(SCENARIOS))], heights, width, label=kind))
+        heights = [counts[kind][scenario] for scenario in scenarios]
+        ax.bar_label(ax.bar([i + offset for i in range(len(scenarios))], heights, width, label=kind))
     ax.axhline(1, color="grey", linestyle=":", linewidth=1)
-    ax.set_xticks(range(len(SCENARIOS)), SCENARIOS)
-    ax.set_ylabel("rows for one request")
-    ax.set_ylim(0, max(max(c.values()) for c in counts.values()) + 1)
+    ax.set_xticks(range(len(scenarios)), scenarios)
+    top = max(max(c.values()) for c in counts.values()) + 1
+    ax.set(ylabel="rows for one request", ylim=(0, top), title="One logical request, run twice")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # rows come whole
-    ax.set_title("One logical request, run twice")
     ax.legend()
     ax.figure.tight_layout()
     return ax.figure
