@@ -11,6 +11,7 @@ import datetime
 import functools
 import json
 import operator
+import threading
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -47,7 +48,9 @@ class Deletions:
 
     def __init__(self, stack: dict):
         self.stack = stack
-        self.dynamodb = clients.resource("dynamodb")
+        # A boto3 resource builds every condition with one shared builder: threads that
+        # share it can swap placeholders and lose a clause. One resource per thread.
+        self._resources = threading.local()
         self.s3 = clients.client("s3")
         self.sfn = clients.client("stepfunctions")
         self.lambda_ = clients.client("lambda")
@@ -56,8 +59,10 @@ class Deletions:
         self.dead_letter_queue = stack["queues"]["deletion_dlq"]
 
     def table(self, key: str):
-        """A boto3 Table of the scenario (``"deletion_requests"``, ``"faults"``, ...)."""
-        return self.dynamodb.Table(self.stack["tables"][key])
+        """A boto3 Table of the scenario (``"deletion_requests"``, ``"faults"``, ...), of this thread's resource."""
+        if not hasattr(self._resources, "dynamodb"):
+            self._resources.dynamodb = clients.resource("dynamodb")
+        return self._resources.dynamodb.Table(self.stack["tables"][key])
 
     def seed_user(self, user_id: str, records: int = 3, files: int = 2) -> None:
         """Give ``user_id`` some records, files and an identity, for a deletion to remove."""
