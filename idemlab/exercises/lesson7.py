@@ -113,8 +113,8 @@ def _copies_retry_and_another(
     first, other = new_delivery(), new_delivery()
     answers = shop.send_together(target, [first] * copies)
     _expect(shop, first, f"{copies} copies of one delivery sent together", answers, too_many)
-    retried = "a retry of the order (same body and Idempotency-Key, a new X-Amzn-Trace-Id)" if with_key else None
-    retried = retried or "a retry with a new X-Amzn-Trace-Id"
+    retried = ("a retry of the order (same body and Idempotency-Key, a new X-Amzn-Trace-Id)" if with_key
+               else "a retry with a new X-Amzn-Trace-Id")
     _expect(shop, first, retried, [shop.send(target, retry_of(first))], too_many)
     _expect(shop, other, "another order from the same customer, same amount", [shop.send(target, other)])
     return first
