@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from idemlab.exercises import ExerciseFailed, lesson2
+from notebook_cells import starting_point
 
 pytestmark = pytest.mark.stack
 
@@ -22,7 +23,7 @@ def test_solution_passes_the_check(ex):
 @pytest.mark.timeout(120)
 def test_check_then_charge_fails_the_race(ex):
     with pytest.raises(ExerciseFailed, match="simultaneous attempts made [2-8] charges"):
-        ex.check(lesson2.check_then_charge)
+        ex.check(starting_point("02_side_effects_and_races.ipynb", "charge_once"))
 
 
 @pytest.mark.timeout(120)

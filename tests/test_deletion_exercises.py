@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from idemlab.exercises import ExerciseFailed, lesson3
+from notebook_cells import starting_point
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +23,7 @@ def test_the_fenced_write_solution_passes(tables):
 @pytest.mark.timeout(120)
 def test_the_naive_progress_write_fails_because_the_zombie_lands(tables):
     with pytest.raises(ExerciseFailed, match="token"):
-        lesson3.fenced_write_exercise(tables).check(lesson3.naive_record_step)
+        lesson3.fenced_write_exercise(tables).check(starting_point("03_claims_and_leases.ipynb", "record_step"))
 
 
 @pytest.mark.timeout(120)
@@ -33,7 +34,7 @@ def test_the_goodbye_solution_passes(tables):
 @pytest.mark.timeout(120)
 def test_the_naive_goodbye_fails_because_a_retry_sends_again(tables):
     with pytest.raises(ExerciseFailed, match="2 emails"):
-        lesson3.goodbye_exercise(tables).check(lesson3.naive_send_goodbye)
+        lesson3.goodbye_exercise(tables).check(starting_point("04_partial_failures_and_recovery.ipynb", "send_goodbye"))
 
 
 def test_hints_and_solutions_print(tables, capsys):

@@ -8,6 +8,7 @@ import pytest
 
 from idemlab.exercises import ExerciseFailed, lesson7
 from idemlab.lessons import traps
+from notebook_cells import starting_point
 
 pytestmark = pytest.mark.stack
 
@@ -32,7 +33,7 @@ def test_solution_passes_the_check(ex):
 @pytest.mark.timeout(120)
 def test_powertools_defaults_charge_a_retry_with_a_new_trace_id(ex):
     with pytest.raises(ExerciseFailed, match="after a retry of the order .*: 2 charges"):
-        ex.check(lesson7.defaults)
+        ex.check(starting_point("07_keys_and_record_lifetime.ipynb", "key_and_lifetime"))
 
 
 @pytest.mark.timeout(120)
@@ -92,7 +93,7 @@ def test_handler_with_the_downstream_key_passes_deployed(downstream):
 @pytest.mark.timeout(120)
 def test_handler_without_a_key_charges_copies_sent_together(downstream):
     with pytest.raises(ExerciseFailed, match=r"after 4 copies of one delivery sent together: [2-4] charges"):
-        downstream.check(lesson7.charge_without_key)
+        downstream.check(starting_point("07_keys_and_record_lifetime.ipynb", "charge"))
 
 
 @pytest.mark.timeout(120)

@@ -1,7 +1,7 @@
 """Exercises for the notebooks: each has ``check()``, ``hint()`` and ``solution()``.
 
-A notebook cell does ``ex.check(learner_function)``; CI checks the answer key both
-ways: the solution must pass, the naive code must fail.
+A notebook cell does ``ex.check(learner_function)``; CI checks the answer key both ways:
+the solution must pass, the notebook's starting point must fail (tests/notebook_cells.py).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from idemlab.barrier import settled
 from idemlab.clients import resource
 
 
@@ -40,6 +41,12 @@ class Exercise:
         print(inspect.getsource(self.solution_fn))
 
 
+def expect(holds: Any, failure: str) -> None:
+    """Unless ``holds``, ExerciseFailed with ``failure``: what the learner's code did, and why it is wrong."""
+    if not holds:
+        raise ExerciseFailed(failure)
+
+
 def table(name: str) -> Any:
     """A boto3 Table on the selected backend; one per thread (resources are not thread-safe)."""
     return resource("dynamodb").Table(name)
@@ -51,3 +58,13 @@ def attempt(candidate: Callable[..., Any], *args: Any, what: str, advice: str = 
         return candidate(*args)
     except Exception as exc:
         raise ExerciseFailed(f"{what} raised {type(exc).__name__}: {exc}{advice}") from exc
+
+
+def race(candidate: Callable[..., Any], args: list[tuple], what: str) -> list[Any]:
+    """``candidate(*a)`` for every ``a`` in ``args`` at the same moment (a Table per thread in
+    ``a``); the answers, or ExerciseFailed (after ``what``) when any attempt raised."""
+    answers = settled([lambda a=a: candidate(*a) for a in args])
+    if errors := [answer for answer in answers if isinstance(answer, Exception)]:
+        first = f"{type(errors[0]).__name__}: {errors[0]}"
+        raise ExerciseFailed(f"{what}: {len(errors)} of {len(args)} simultaneous attempts raised {first}")
+    return answers

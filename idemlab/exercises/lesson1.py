@@ -1,7 +1,5 @@
-"""Lesson 1 exercise: the conditional put that makes the vehicle write idempotent.
-
-The learner writes ``register_once(table, registration)``: store the registration unless
-a row with its ``request_id`` already exists, and return whichever registration is stored.
+"""Lesson 1 exercise (notebook 01): ``register_once(table, registration)`` stores the registration
+unless a row with its ``request_id`` exists, and returns whichever registration is stored.
 ``exercise(stack).check(register_once)`` runs it against the deployed ``vehicles`` table.
 """
 
@@ -11,8 +9,7 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from idemlab.barrier import settled
-from idemlab.exercises import Exercise, ExerciseFailed, attempt, table
+from idemlab.exercises import Exercise, ExerciseFailed, attempt, expect, race, table
 from idemlab.lessons.vehicles import VALID_VIN
 
 # Simultaneous attempts per round, and rounds: a get-then-put answer lets two attempts
@@ -32,12 +29,6 @@ When the condition fails, boto3 raises
 table.meta.client.exceptions.ConditionalCheckFailedException. That is not an error
 here: an earlier attempt already registered the vehicle, so read that row
 (get_item with ConsistentRead=True) and return it. Let every other error propagate."""
-
-
-def naive_register(table: Any, registration: dict) -> dict:
-    """The starting point: every attempt overwrites the row and claims to be the first."""
-    table.put_item(Item=registration)
-    return registration
 
 
 def register_once(table: Any, registration: dict) -> dict:
@@ -61,82 +52,56 @@ def exercise(stack: dict) -> Exercise:
 
 def verify(candidate: Callable[[Any, dict], dict], table_name: str) -> str:
     """Run ``candidate`` as a first attempt, a retry and a race; ExerciseFailed says what broke."""
-    _first_attempt_and_retry(candidate, table(table_name))
-    _other_errors_propagate(candidate, table(table_name))
+    vehicles = table(table_name)
+    first, retry = _registrations(2)
+    returned = attempt(candidate, vehicles, first, what="the first attempt", advice=ALREADY_STORED)
+    expect(returned == first, f"the first attempt should return the registration it stored, got {returned!r}")
+    returned = attempt(candidate, vehicles, retry, what="the retry", advice=ALREADY_STORED)
+    stored = _stored(vehicles, first)
+    expect(stored == first, f"the retry replaced the stored registration ({first['registration_id']} became "
+                            f"{stored['registration_id']}): a put without a condition overwrites the row")
+    expect(returned == first, f"the retry returned registration {_id_of(returned)!r}; it should return the "
+                              f"stored one, {first['registration_id']}")
+    broken = {"registration_id": "no-request-id"}  # no key attribute: DynamoDB refuses it
+    try:
+        returned = candidate(vehicles, broken)
+    except Exception:
+        pass
+    else:
+        raise ExerciseFailed(
+            f"a write DynamoDB refused (the item had no request_id) returned {returned!r}; only "
+            "ConditionalCheckFailedException means 'already registered', other errors must propagate"
+        )
     for round_number in range(1, ROUNDS + 1):
-        _race(candidate, table_name, round_number)
+        attempts = _registrations(RACERS)
+        # A Table per thread; an exception is reported as the learner's outcome.
+        returned = race(candidate, [(table(table_name), r) for r in attempts], f"round {round_number}")
+        answers = {_id_of(r) for r in returned}
+        expect(answers == {_stored(vehicles, attempts[0])["registration_id"]},
+               f"round {round_number}: {RACERS} simultaneous attempts returned {len(answers)} different registrations, "
+               "and only one of them is stored. Reading first and writing after lets several attempts see no row; "
+               "the condition must be part of the write itself")
     return (
         "a retry returns the first registration and leaves it in place, and "
         f"{RACERS} simultaneous attempts agreed on one stored registration in each of {ROUNDS} rounds"
     )
 
 
-def _first_attempt_and_retry(candidate: Callable, vehicles: Any) -> None:
-    request_id = f"exercise-{uuid.uuid4().hex[:12]}"
-    first, retry = _registration(request_id), _registration(request_id)
-    returned = attempt(candidate, vehicles, first, what="the first attempt", advice=ALREADY_STORED)
-    if returned != first:
-        raise ExerciseFailed(f"the first attempt should return the registration it stored, got {returned!r}")
-    returned = attempt(candidate, vehicles, retry, what="the retry", advice=ALREADY_STORED)
-    stored = _stored(vehicles, request_id)
-    if stored != first:
-        raise ExerciseFailed(
-            f"the retry replaced the stored registration ({first['registration_id']} became "
-            f"{stored['registration_id']}): a put without a condition overwrites the row"
-        )
-    if returned != first:
-        got = returned.get("registration_id") if isinstance(returned, dict) else returned
-        raise ExerciseFailed(
-            f"the retry returned registration {got!r}; it should return the stored one, {first['registration_id']}"
-        )
+def _id_of(answer: Any) -> Any:
+    return answer.get("registration_id") if isinstance(answer, dict) else repr(answer)
 
 
-def _race(candidate: Callable, table_name: str, round_number: int) -> None:
-    request_id = f"exercise-race-{uuid.uuid4().hex[:12]}"
-    attempts = [_registration(request_id) for _ in range(RACERS)]
-    # A Table per thread; an exception is reported below, as the learner's outcome.
-    returned = settled([lambda t=table(table_name), r=r: candidate(t, r) for r in attempts])
-    errors = [r for r in returned if isinstance(r, Exception)]
-    if errors:
-        raise ExerciseFailed(
-            f"round {round_number}: {len(errors)} of {RACERS} simultaneous attempts raised "
-            f"{type(errors[0]).__name__}: {errors[0]}"
-        )
-    stored = _stored(table(table_name), request_id)
-    answers = {r.get("registration_id") if isinstance(r, dict) else repr(r) for r in returned}
-    if answers != {stored["registration_id"]}:
-        raise ExerciseFailed(
-            f"round {round_number}: {RACERS} simultaneous attempts returned {len(answers)} different "
-            f"registrations, and only one of them is stored. Reading first and writing after lets "
-            "several attempts see no row; the condition must be part of the write itself"
-        )
-
-
-def _other_errors_propagate(candidate: Callable, vehicles: Any) -> None:
-    broken = {"registration_id": "no-request-id"}  # no key attribute: DynamoDB refuses it
-    try:
-        returned = candidate(vehicles, broken)
-    except Exception:
-        return
-    raise ExerciseFailed(
-        f"a write DynamoDB refused (the item had no request_id) returned {returned!r}; only "
-        "ConditionalCheckFailedException means 'already registered', other errors must propagate"
-    )
-
-
-def _stored(vehicles: Any, request_id: str) -> dict:
-    item = vehicles.get_item(Key={"request_id": request_id}, ConsistentRead=True).get("Item")
-    if item is None:
-        raise ExerciseFailed(f"nothing was stored for request_id {request_id!r}")
+def _stored(vehicles: Any, registration: dict) -> dict:
+    item = vehicles.get_item(Key={"request_id": registration["request_id"]}, ConsistentRead=True).get("Item")
+    expect(item is not None, f"nothing was stored for request_id {registration['request_id']!r}")
     return item
 
 
-def _registration(request_id: str) -> dict:
-    """One attempt's registration: same request, fresh registration id."""
-    return {
-        "request_id": request_id,
-        "registration_id": str(uuid.uuid4()),
-        "vin": VALID_VIN,
-        "owner": "Exercise Learner",
-        "registered_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
-    }
+def _registrations(attempts: int) -> list[dict]:
+    """The registrations of ``attempts`` attempts at one new request, each with a fresh registration id."""
+    request_id, at = f"exercise-{uuid.uuid4().hex[:12]}", datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return [
+        {"request_id": request_id, "registration_id": str(uuid.uuid4()), "vin": VALID_VIN,
+         "owner": "Exercise Learner", "registered_at": at}
+        for _ in range(attempts)
+    ]

@@ -1,10 +1,9 @@
-"""Lesson 2 exercise: claim the idempotency key before charging, not after.
+"""Lesson 2 exercise (notebook 02): claim the idempotency key before charging, not after.
 
-The learner writes ``charge_once(table, order, charge_card)``: charge the card at most
-once per ``order["idempotency_key"]`` and return the charge id. ``table`` is the deployed
-``handrolled_idempotency`` table (a boto3 Table, hash key ``idempotency_key``);
-``charge_card(order)`` charges through the deployed card processor, with no downstream
-key, and returns the new charge id. ``exercise(stack).check(charge_once)`` runs it.
+``charge_once(table, order, charge_card)`` charges at most once per ``order["idempotency_key"]``
+and returns the charge id. ``table`` is the deployed ``handrolled_idempotency`` table (hash key
+``idempotency_key``); ``charge_card(order)`` charges through the deployed card processor, with
+no downstream key, and returns the new charge id. ``exercise(stack).check(charge_once)`` runs it.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from idemlab.barrier import settled
-from idemlab.exercises import Exercise, ExerciseFailed, attempt, table
+from idemlab.exercises import Exercise, attempt, expect, table
 from idemlab.lessons.checkout import Checkout, order
 
 # Simultaneous attempts per round, and rounds: check-then-charge lets several attempts
@@ -33,17 +32,6 @@ the record and returns its charge_id, or raises ChargeInProgress when there is n
 
 class ChargeInProgress(Exception):
     """Another attempt holds this order's key and has not recorded its charge yet."""
-
-
-def check_then_charge(table: Any, order: dict, charge_card: Callable[[dict], str]) -> str:
-    """The starting point: the hand-rolled checkout's check, charge, record."""
-    key = {"idempotency_key": order["idempotency_key"]}
-    stored = table.get_item(Key=key, ConsistentRead=True).get("Item")
-    if stored:
-        return stored["charge_id"]
-    charge_id = charge_card(order)
-    table.put_item(Item={**key, "charge_id": charge_id})
-    return charge_id
 
 
 def charge_once(table: Any, order: dict, charge_card: Callable[[dict], str]) -> str:
@@ -76,31 +64,21 @@ def verify(candidate: Callable[[Any, dict, Callable], str], stack: dict) -> str:
     shop = Checkout(stack)
     tables = [table(stack["tables"]["handrolled_idempotency"]) for _ in range(RACERS)]  # one per thread
     request = order(prefix="exercise")
-    first = attempt(candidate, tables[0], request, shop.charge_card, what="the first attempt")
-    retry = attempt(candidate, tables[0], request, shop.charge_card, what="the retry")
+    first, retry = (attempt(candidate, tables[0], request, shop.charge_card, what=what)
+                    for what in ("the first attempt", "the retry"))
     charges = shop.charges(request)
-    if charges != 1:
-        raise ExerciseFailed(f"a first attempt and one retry made {charges} charges; a retry must not charge again")
-    if not (first == retry == shop.ledger.charge_ids(request["idempotency_key"])[0]):
-        raise ExerciseFailed(f"first attempt returned {first!r} and the retry {retry!r}; both must return the one charge id")
+    expect(charges == 1, f"a first attempt and one retry made {charges} charges; a retry must not charge again")
+    expect(first == retry == shop.ledger.charge_ids(request["idempotency_key"])[0],
+           f"first attempt returned {first!r} and the retry {retry!r}; both must return the one charge id")
     for round_number in range(1, ROUNDS + 1):
-        _race(candidate, tables, shop, round_number)
+        request = order(prefix="exercise-race")
+        # An attempt told to retry later (an exception) is a fine answer.
+        returned = settled([lambda t=t: candidate(t, request, shop.charge_card) for t in tables])
+        charges, made = shop.charges(request), f"round {round_number}: {RACERS} simultaneous attempts made"
+        expect(charges <= 1, f"{made} {charges} charges. Reading first and writing after lets several attempts "
+                             "see no record; the claim must be a conditional write")
+        expect(charges == 1, f"{made} 0 charges; the winning claim must charge")
+        charge_id = shop.ledger.charge_ids(request["idempotency_key"])[0]
+        wrong = [r for r in returned if not isinstance(r, Exception) and r != charge_id]
+        expect(not wrong, f"round {round_number}: attempts returned {wrong[:3]}, but the one charge is {charge_id}")
     return f"a retry returns the first charge, and {RACERS} simultaneous attempts charged once in each of {ROUNDS} rounds"
-
-
-def _race(candidate: Callable, tables: list[Any], shop: Checkout, round_number: int) -> None:
-    request = order(prefix="exercise-race")
-    # An attempt told to retry later (an exception) is a fine answer.
-    returned = settled([lambda t=t: candidate(t, request, shop.charge_card) for t in tables])
-    charges = shop.charges(request)
-    if charges > 1:
-        raise ExerciseFailed(
-            f"round {round_number}: {RACERS} simultaneous attempts made {charges} charges. Reading first and "
-            "writing after lets several attempts see no record; the claim must be a conditional write"
-        )
-    if charges == 0:
-        raise ExerciseFailed(f"round {round_number}: {RACERS} simultaneous attempts made 0 charges; the winning claim must charge")
-    charge_id = shop.ledger.charge_ids(request["idempotency_key"])[0]
-    wrong = [r for r in returned if not isinstance(r, Exception) and r != charge_id]
-    if wrong:
-        raise ExerciseFailed(f"round {round_number}: attempts returned {wrong[:3]}, but the one charge is {charge_id}")

@@ -1,9 +1,6 @@
-"""Lesson 3 exercises: the fenced progress write (notebook 03) and the goodbye email sent
-once (notebook 04).
-
-``fenced_write_exercise(stack).check(record_step)`` runs the learner's progress write
-against the deployed ``deletion_requests`` table; ``goodbye_exercise(stack).check(send_goodbye)``
-runs the learner's email step against the deployed ``email_outbox`` table.
+"""Lesson 3 exercises, on the deployed tables: the fenced progress write (notebook 03,
+``fenced_write_exercise(stack).check(record_step)``, ``deletion_requests``) and the goodbye
+email sent once (notebook 04, ``goodbye_exercise(stack).check(send_goodbye)``, ``email_outbox``).
 """
 
 from __future__ import annotations
@@ -12,8 +9,8 @@ import time
 import uuid
 from typing import Any, Callable
 
-from idemlab.barrier import all_at_once
-from idemlab.exercises import Exercise, ExerciseFailed, attempt, table
+from idemlab.barrier import settled
+from idemlab.exercises import Exercise, attempt, expect, race, table
 from idemlab.lessons import deletion
 
 state = deletion.import_function_module("deletion_state")
@@ -42,16 +39,6 @@ the item first and deciding in Python is not enough: the claim can change betwee
 your read and your write."""
 
 
-def naive_record_step(table: Any, deletion_request_id: str, fencing_token: int, step: str) -> bool:
-    """The starting point: records the step whoever asks, zombie or not."""
-    table.update_item(
-        Key={"deletion_request_id": deletion_request_id},
-        UpdateExpression="ADD steps_done :step",
-        ExpressionAttributeValues={":step": {step}},
-    )
-    return True
-
-
 def record_step(table: Any, deletion_request_id: str, fencing_token: int, step: str) -> bool:
     try:
         table.update_item(
@@ -73,74 +60,55 @@ def fenced_write_exercise(stack: dict) -> Exercise:
 
 
 def verify_fenced_write(candidate: Callable[[Any, str, int, str], bool], table_name: str) -> str:
-    requests = table(table_name)
-    now = time.time()
+    requests, now = table(table_name), time.time()
+
+    def write(request_id: str, token: int, step: str, what: str) -> tuple[Any, bool]:
+        """The learner's write of ``step`` with ``token``, and whether ``step`` is recorded afterwards."""
+        answer = attempt(candidate, requests, request_id, token, step, what=what, advice=FENCED_OUT)
+        item = requests.get_item(Key={"deletion_request_id": request_id}, ConsistentRead=True).get("Item", {})
+        return answer, step in item.get("steps_done", ())
+
     request_id = _new_request(requests)
     holder = state.claim(requests, request_id, "worker-a", LEASE, now=now).claim
-    answer = _write(candidate, requests, request_id, holder.fencing_token, "delete_records", "the holder's write")
-    if answer is not True:
-        raise ExerciseFailed("the holder of the claim wrote progress and got something other than True")
-    if "delete_records" not in state.read(requests, request_id).steps_done:
-        raise ExerciseFailed("the holder's write returned True but delete_records is not in steps_done")
+    answer, landed = write(request_id, holder.fencing_token, "delete_records", "the holder's write")
+    expect(answer is True, "the holder of the claim wrote progress and got something other than True")
+    expect(landed, "the holder's write returned True but delete_records is not in steps_done")
     successor = state.claim(requests, request_id, "worker-b", LEASE, now=now + LEASE + 1).claim
-    zombie_answer = _write(candidate, requests, request_id, holder.fencing_token, "delete_files", "the zombie's write")
-    stored = state.read(requests, request_id)
-    if "delete_files" in stored.steps_done:
-        raise ExerciseFailed(
-            f"worker-a's lease expired and worker-b claimed the request with token {successor.fencing_token}, "
-            f"yet worker-a's write with token {holder.fencing_token} landed: the write must carry a condition on the token"
-        )
-    if zombie_answer is not False:
-        raise ExerciseFailed(f"the zombie's write was refused but returned {zombie_answer!r}; return False when fenced out")
-    answer = _write(candidate, requests, request_id, successor.fencing_token, "delete_files", "the new holder's write")
-    if answer is not True:
-        raise ExerciseFailed("the new holder (the higher token) was refused; compare with the token stored on the item")
-    _after_the_end(candidate, requests, now)
-    _unknown_request(candidate, requests)
+    answer, landed = write(request_id, holder.fencing_token, "delete_files", "the zombie's write")
+    expect(not landed, f"worker-a's lease expired and worker-b claimed the request with token "
+                       f"{successor.fencing_token}, yet worker-a's write with token {holder.fencing_token} landed: "
+                       "the write must carry a condition on the token")
+    expect(answer is False, f"the zombie's write was refused but returned {answer!r}; return False when fenced out")
+    answer, _ = write(request_id, successor.fencing_token, "delete_files", "the new holder's write")
+    expect(answer is True, "the new holder (the higher token) was refused; compare with the token stored on the item")
+
+    request_id = _new_request(requests)
+    claim = state.claim(requests, request_id, "worker-a", LEASE, now=now).claim
+    state.release_after_failure(requests, claim, "gave up", max_attempts=1, retry_delay_seconds=0, now=now)
+    answer, landed = write(request_id, claim.fencing_token, "send_goodbye", "a write after the request FAILED")
+    expect(answer is False and not landed, "the request is FAILED (its token is still the latest), yet the write "
+                                           "landed: the condition must also require status = PROCESSING")
+
+    answer, landed = write(f"del-missing-{uuid.uuid4().hex[:8]}", 1, "delete_records", "a write to an unknown request")
+    expect(not landed, "a write to a request that does not exist created it; the condition must refuse it")
+    expect(answer is False, f"a write to an unknown request returned {answer!r}; it should return False")
+
     for round_number in range(1, RACE_ROUNDS + 1):
-        _race_zombie_and_holder(candidate, table_name, now, round_number)
+        request_id = _new_request(requests)
+        zombie = state.claim(requests, request_id, "zombie", LEASE, now=now).claim
+        holder = state.claim(requests, request_id, "holder", LEASE, now=now + LEASE + 1).claim
+        # A Table per thread; an exception is the learner's outcome, reported below.
+        writes = [(table(table_name), request_id, claim.fencing_token, step)
+                  for claim, step in ((zombie, "delete_identity"), (holder, "delete_records"))]
+        answers = settled([lambda w=w: candidate(*w) for w in writes])
+        steps = state.read(requests, request_id).steps_done
+        expect("delete_identity" not in steps,
+               f"round {round_number}: the zombie's write landed while the holder wrote at the same moment")
+        expect("delete_records" in steps, f"round {round_number}: the holder's write was lost: {answers[1]!r}")
     return (
         "the holder's writes land, a zombie's write after a newer claim is refused (also when both "
         f"write at once, {RACE_ROUNDS} rounds), and nothing is written to a finished or unknown request"
     )
-
-
-def _after_the_end(candidate: Callable, requests: Any, now: float) -> None:
-    request_id = _new_request(requests)
-    claim = state.claim(requests, request_id, "worker-a", LEASE, now=now).claim
-    state.release_after_failure(requests, claim, "gave up", max_attempts=1, retry_delay_seconds=0, now=now)
-    what = "a write after the request FAILED"
-    answer = _write(candidate, requests, request_id, claim.fencing_token, "send_goodbye", what)
-    if answer is not False or "send_goodbye" in state.read(requests, request_id).steps_done:
-        raise ExerciseFailed(
-            "the request is FAILED (its token is still the latest), yet the write landed: the condition must "
-            "also require status = PROCESSING"
-        )
-
-
-def _unknown_request(candidate: Callable, requests: Any) -> None:
-    missing = f"del-missing-{uuid.uuid4().hex[:8]}"
-    answer = _write(candidate, requests, missing, 1, "delete_records", "a write to an unknown request")
-    if "Item" in requests.get_item(Key={"deletion_request_id": missing}, ConsistentRead=True):
-        raise ExerciseFailed("a write to a request that does not exist created it; the condition must refuse it")
-    if answer is not False:
-        raise ExerciseFailed(f"a write to an unknown request returned {answer!r}; it should return False")
-
-
-def _race_zombie_and_holder(candidate: Callable, table_name: str, now: float, round_number: int) -> None:
-    setup = table(table_name)
-    request_id = _new_request(setup)
-    zombie = state.claim(setup, request_id, "zombie", LEASE, now=now).claim
-    holder = state.claim(setup, request_id, "holder", LEASE, now=now + LEASE + 1).claim
-    # A Table per thread; an exception is the learner's outcome, reported below.
-    writes = [(zombie, "delete_identity"), (holder, "delete_records")]
-    calls = [lambda t=table(table_name), c=c, s=s: candidate(t, request_id, c.fencing_token, s) for c, s in writes]
-    answers = all_at_once(calls, join_seconds=30, capture_errors=True)
-    steps = state.read(setup, request_id).steps_done
-    if "delete_identity" in steps:
-        raise ExerciseFailed(f"round {round_number}: the zombie's write landed while the holder wrote at the same moment")
-    if "delete_records" not in steps:
-        raise ExerciseFailed(f"round {round_number}: the holder's write was lost: {answers[1]!r}")
 
 
 # -- exercise 2: the goodbye email, once -----------------------------------------------
@@ -153,19 +121,6 @@ and put it with ConditionExpression="attribute_not_exists(idempotency_key)". The
 attempt creates the item (return True); a repeat fails the condition
 (ConditionalCheckFailedException), which means "already sent": return False. A fresh
 uuid4() per attempt can never recognise a repeat."""
-
-
-def naive_send_goodbye(outbox: Any, deletion_request_id: str, user_id: str) -> bool:
-    """The starting point: a fresh key per attempt, so every retry sends another email."""
-    outbox.put_item(
-        Item={
-            "idempotency_key": uuid.uuid4().hex,
-            "kind": "goodbye",
-            "deletion_request_id": deletion_request_id,
-            "user_id": user_id,
-        }
-    )
-    return True
 
 
 def send_goodbye(outbox: Any, deletion_request_id: str, user_id: str) -> bool:
@@ -191,47 +146,33 @@ def goodbye_exercise(stack: dict) -> Exercise:
 
 
 def verify_goodbye(candidate: Callable[[Any, str, str], bool], table_name: str) -> str:
-    outbox = table(table_name)
-    request_id, user_id = f"del-ex-{uuid.uuid4().hex[:10]}", f"user-ex-{uuid.uuid4().hex[:6]}"
-    first = attempt(candidate, outbox, request_id, user_id, what="the first attempt", advice=ALREADY_SENT)
-    retry = attempt(candidate, outbox, request_id, user_id, what="the retry", advice=ALREADY_SENT)
+    outbox, user_id = table(table_name), f"user-ex-{uuid.uuid4().hex[:6]}"
+    request_id, other, raced = (f"del-ex-{uuid.uuid4().hex[:10]}" for _ in range(3))
+    first, retry = (attempt(candidate, outbox, request_id, user_id, what=what, advice=ALREADY_SENT)
+                    for what in ("the first attempt", "the retry"))
     sent = deletion.outbox_items(outbox, deletion_request_id=request_id)
-    if len(sent) != 1:
-        raise ExerciseFailed(f"a first attempt and a retry sent {len(sent)} emails for one request; the key must be the same on both")
-    if sent[0].get("user_id") != user_id or sent[0].get("kind") != "goodbye":
-        raise ExerciseFailed(f"the email should carry kind='goodbye' and the user_id; stored: {sent[0]!r}")
-    if (first, retry) != (True, False):
-        raise ExerciseFailed(f"the first attempt should return True and the retry False, got {first!r} and {retry!r}")
-    other = f"del-ex-{uuid.uuid4().hex[:10]}"
+    expect(len(sent) == 1, f"a first attempt and a retry sent {len(sent)} emails for one request; the key must be "
+                           "the same on both")
+    expect(sent[0].get("user_id") == user_id and sent[0].get("kind") == "goodbye",
+           f"the email should carry kind='goodbye' and the user_id; stored: {sent[0]!r}")
+    expect((first, retry) == (True, False),
+           f"the first attempt should return True and the retry False, got {first!r} and {retry!r}")
     attempt(candidate, outbox, other, user_id, what="a second request", advice=ALREADY_SENT)
-    if len(deletion.outbox_items(outbox, deletion_request_id=other)) != 1:
-        raise ExerciseFailed("a different deletion request must get its own email; the key must include the request id")
-    _race_goodbyes(candidate, table_name, user_id)
-    return f"a retry sends nothing, another request gets its own email, and {GOODBYE_RACERS} attempts at once sent exactly one"
-
-
-def _race_goodbyes(candidate: Callable, table_name: str, user_id: str) -> None:
-    request_id = f"del-ex-{uuid.uuid4().hex[:10]}"
-    tables = [table(table_name) for _ in range(GOODBYE_RACERS)]
-    # An exception is the learner's outcome, reported below.
-    calls = [lambda t=t: candidate(t, request_id, user_id) for t in tables]
-    answers = all_at_once(calls, join_seconds=30, capture_errors=True)
-    sent = deletion.outbox_items(tables[0], deletion_request_id=request_id)
-    if len(sent) != 1:
-        raise ExerciseFailed(f"{GOODBYE_RACERS} attempts at once sent {len(sent)} emails; the condition must be part of the put")
-    errors = [a for a in answers if isinstance(a, Exception)]
-    if errors:
-        raise ExerciseFailed(f"{len(errors)} simultaneous attempts raised {type(errors[0]).__name__}: {errors[0]}")
-    if answers.count(True) != 1:
-        raise ExerciseFailed(f"exactly one of {GOODBYE_RACERS} attempts should report sending; {answers.count(True)} did")
-
-
-def _write(candidate: Callable, requests: Any, request_id: str, token: int, step: str, what: str) -> Any:
-    return attempt(candidate, requests, request_id, token, step, what=what, advice=FENCED_OUT)
+    expect(len(deletion.outbox_items(outbox, deletion_request_id=other)) == 1,
+           "a different deletion request must get its own email; the key must include the request id")
+    answers = race(candidate, [(table(table_name), raced, user_id) for _ in range(GOODBYE_RACERS)], "the race")
+    sent = deletion.outbox_items(outbox, deletion_request_id=raced)
+    expect(len(sent) == 1,
+           f"{GOODBYE_RACERS} attempts at once sent {len(sent)} emails; the condition must be part of the put")
+    expect(answers.count(True) == 1,
+           f"exactly one of {GOODBYE_RACERS} attempts should report sending; {answers.count(True)} did")
+    return (
+        f"a retry sends nothing, another request gets its own email, and {GOODBYE_RACERS} attempts at once "
+        "sent exactly one"
+    )
 
 
 def _new_request(requests: Any) -> str:
     request_id = f"del-ex-{uuid.uuid4().hex[:10]}"
     state.create(requests, request_id, f"user-ex-{uuid.uuid4().hex[:6]}", int(time.time()))
     return request_id
-

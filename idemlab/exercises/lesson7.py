@@ -1,16 +1,10 @@
-"""Lesson 7 exercises: choose the idempotency key and how long its record lives; then
-write a handler that passes the key downstream, deployed as your own Lambda function.
+"""Lesson 7 exercises (notebook 07), both checked with real deliveries on the learner's backend.
 
-The learner writes ``key_and_lifetime()``, returning the two Powertools settings of the
-keyed checkout (``functions/checkout/checkout_keyed.py``)::
-
-    {"event_key_jmespath": "<JMESPath over the delivery>", "expires_after_seconds": <int>}
-
-``exercise(stack).check(key_and_lifetime)`` deploys the checkout with those settings on
-the learner's backend and attacks it with real deliveries; the redrive late in a
-dead-letter queue's retention runs in compressed time (one real second per chosen day).
-``downstream_exercise(stack).check(charge)`` deploys the learner's handler
-``charge(event, context)`` as a Lambda function and attacks it the same way.
+``exercise(stack).check(key_and_lifetime)``: the two Powertools settings of the keyed checkout
+(``functions/checkout/checkout_keyed.py``), ``{"event_key_jmespath": ..., "expires_after_seconds": ...}``,
+deployed; the late redrive runs in compressed time (one real second per chosen day).
+``downstream_exercise(stack).check(charge)``: the learner's ``charge(event, context)``,
+deployed as a Lambda function of its own, passing the key downstream.
 """
 
 from __future__ import annotations
@@ -24,7 +18,7 @@ from typing import Any, Callable
 
 import jmespath
 
-from idemlab.exercises import Exercise, ExerciseFailed, attempt
+from idemlab.exercises import Exercise, ExerciseFailed, attempt, expect
 from idemlab.lessons.traps import DAY, DeliveryFailed, DLQ_MAX_RETENTION_SECONDS, KeyedCheckouts, Variant, delivery, new_order_id, retry_of
 
 # Compressed time: one real second stands for one day, so a 14-day redrive takes 14 s.
@@ -49,11 +43,6 @@ The lifetime: a retry can come back as long as a redrive can, here 1 day of queu
 plus 14 days in the dead-letter queue. Powertools' default is 1 hour (60 * 60)."""
 
 
-def defaults() -> dict:
-    """The starting point: Powertools' defaults, the whole event for 1 hour."""
-    return {"event_key_jmespath": "", "expires_after_seconds": 60 * 60}
-
-
 def key_and_lifetime() -> dict:
     return {
         # The order identifies the charge: the same on every attempt, new for every order.
@@ -68,10 +57,9 @@ def exercise(stack: dict) -> Exercise:
 
 
 def verify(candidate: Callable[[], dict], stack: dict) -> str:
-    chosen = _settings(candidate)
+    key, expiry = _settings(candidate)
     # Two functions, one trap each: the key is attacked with the record living as long as
     # chosen, the lifetime in compressed time (a day per second).
-    key, expiry = chosen["event_key_jmespath"], chosen["expires_after_seconds"]
     keyed = Variant(name="exercise-key", key=key, expires_after_seconds=expiry)
     compressed = Variant(name="exercise-lifetime", key=key, expires_after_seconds=int(expiry / DAY * SECONDS_PER_DAY))
     shop = KeyedCheckouts(stack)
@@ -79,29 +67,37 @@ def verify(candidate: Callable[[], dict], stack: dict) -> str:
         shop.deploy(keyed)
         shop.deploy(compressed)
         _copies_retry_and_another(shop, keyed, COPIES_TOGETHER, with_key=True)
-        _attack_lifetime(shop, compressed, chosen)
+        order_id = new_order_id("exercise-redrive")
+        first = delivery(order_id, key=f"client-{order_id}")
+        answers = [shop.send(compressed, first)]
+        time.sleep(REDRIVE_AFTER_DAYS * SECONDS_PER_DAY)  # counted from the first delivery's answer
+        answers.append(shop.send(compressed, retry_of(first)))
+        redriven = f"the dead letter redriven on day {REDRIVE_AFTER_DAYS} (compressed: {REDRIVE_AFTER_DAYS} s)"
+        _expect(shop, first, redriven, answers)
     finally:
         shop.remove()
+    expect(expiry >= HORIZON_SECONDS, f"the record lives {expiry} s, {expiry / DAY:.2f} days; a delivery can come "
+           f"back for {HORIZON_SECONDS // DAY} days (1 day of retries + 14 days in the DLQ): a redrive on the last "
+           "day would charge again")
     return (
         f"{COPIES_TOGETHER} copies together, a retry with a new trace id and a redrive on day {REDRIVE_AFTER_DAYS} charged "
         "once; another order was charged on its own"
     )
 
 
-def _settings(candidate: Callable[[], dict]) -> dict:
+def _settings(candidate: Callable[[], dict]) -> tuple[str, int]:
     chosen = attempt(candidate, what="key_and_lifetime()")
-    if not isinstance(chosen, dict) or set(chosen) != {"event_key_jmespath", "expires_after_seconds"}:
-        raise ExerciseFailed(f"return a dict with event_key_jmespath and expires_after_seconds, got {chosen!r}")
+    expect(isinstance(chosen, dict) and set(chosen) == {"event_key_jmespath", "expires_after_seconds"},
+           f"return a dict with event_key_jmespath and expires_after_seconds, got {chosen!r}")
     key, expiry = chosen["event_key_jmespath"], chosen["expires_after_seconds"]
-    if not isinstance(key, str):
-        raise ExerciseFailed(f"event_key_jmespath must be a string (a JMESPath expression), got {key!r}")
-    if isinstance(expiry, bool) or not isinstance(expiry, int) or expiry < 0:
-        raise ExerciseFailed(f"expires_after_seconds must be a whole number of seconds, got {expiry!r}")
+    expect(isinstance(key, str), f"event_key_jmespath must be a string (a JMESPath expression), got {key!r}")
+    expect(type(expiry) is int and expiry >= 0,
+           f"expires_after_seconds must be a whole number of seconds, got {expiry!r}")
     try:
         jmespath.compile(key or "@")
     except Exception as exc:
         raise ExerciseFailed(f"event_key_jmespath {key!r} is not a JMESPath expression: {exc}") from exc
-    return chosen
+    return key, expiry
 
 
 def _copies_retry_and_another(
@@ -114,55 +110,33 @@ def _copies_retry_and_another(
         order_id = new_order_id("exercise")
         return delivery(order_id, key=f"client-{order_id}" if with_key else None)
 
-    first = new_delivery()
-    order_id = first["body"]["order_id"]
+    first, other = new_delivery(), new_delivery()
     answers = shop.send_together(target, [first] * copies)
-    _expect(shop, order_id, 1, f"{copies} copies of one delivery sent together", answers, too_many)
-    retried = "a retry with a new X-Amzn-Trace-Id"
-    if with_key:
-        retried = "a retry of the order (same body and Idempotency-Key, a new X-Amzn-Trace-Id)"
-    _expect(shop, order_id, 1, retried, [shop.send(target, retry_of(first))], too_many)
-    other = new_delivery()
-    what = "another order from the same customer, same amount"
-    _expect(shop, other["body"]["order_id"], 1, what, [shop.send(target, other)])
+    _expect(shop, first, f"{copies} copies of one delivery sent together", answers, too_many)
+    retried = ("a retry of the order (same body and Idempotency-Key, a new X-Amzn-Trace-Id)" if with_key
+               else "a retry with a new X-Amzn-Trace-Id")
+    _expect(shop, first, retried, [shop.send(target, retry_of(first))], too_many)
+    _expect(shop, other, "another order from the same customer, same amount", [shop.send(target, other)])
     return first
 
 
-def _attack_lifetime(shop: KeyedCheckouts, variant: Variant, chosen: dict) -> None:
-    order_id = new_order_id("exercise-redrive")
-    first = delivery(order_id, key=f"client-{order_id}")
-    answers = [shop.send(variant, first)]
-    time.sleep(REDRIVE_AFTER_DAYS * SECONDS_PER_DAY)  # counted from the first delivery's answer
-    answers.append(shop.send(variant, retry_of(first)))
-    what = f"the dead letter redriven on day {REDRIVE_AFTER_DAYS} (compressed: {REDRIVE_AFTER_DAYS} s)"
-    _expect(shop, order_id, 1, what, answers)
-
-    if chosen["expires_after_seconds"] < HORIZON_SECONDS:
-        raise ExerciseFailed(
-            f"the record lives {chosen['expires_after_seconds']} s, {chosen['expires_after_seconds'] / DAY:.2f} days; a delivery "
-            f"can come back for {HORIZON_SECONDS // DAY} days (1 day of retries + 14 days in the DLQ): a redrive on the last "
-            "day would charge again"
-        )
-
-
 def _outcome(answer: Any) -> str:
-    if isinstance(answer, dict) and "outcome" in answer:
-        return str(answer["outcome"])
-    if isinstance(answer, dict) and "charge_id" in answer:  # the card processor's own answer
-        return "replayed" if answer.get("replayed") else "charged"
+    """An answer in a word: the checkout's outcome, or (a learner's handler answering with the
+    card processor's own answer) charged or replayed."""
+    if isinstance(answer, dict) and ("outcome" in answer or "charge_id" in answer):
+        return str(answer.get("outcome") or ("replayed" if answer.get("replayed") else "charged"))
     return repr(answer)[:80]
 
 
-def _expect(shop: KeyedCheckouts, order_id: str, wanted: int, what: str, answers: list[Any], too_many: str | None = None) -> None:
+def _expect(shop: KeyedCheckouts, sent: dict, what: str, answers: list[Any], too_many: str | None = None) -> None:
+    """The order of ``sent`` has exactly one charge after ``what``; else ExerciseFailed says why."""
+    order_id = sent["body"]["order_id"]
     charges = shop.charges(order_id)
-    if charges == wanted:
-        return
-    outcomes = ", ".join(_outcome(a) for a in answers)
-    if charges > wanted:
-        why = too_many or "the key changed between attempts, or the record had expired"
-    else:
+    why = too_many or "the key changed between attempts, or the record had expired"
+    if not charges:
         why = "the key is the same for different orders, so this order was answered with another order's charge"
-    raise ExerciseFailed(f"after {what}: {charges} charges for order {order_id}, expected {wanted} (answers: {outcomes}); {why}")
+    expect(charges == 1, f"after {what}: {charges} charges for order {order_id}, expected 1 "
+                         f"(answers: {', '.join(map(_outcome, answers))}); {why}")
 
 
 # -- exercise 2: your handler, deployed: the key passed downstream -----------------------
@@ -180,19 +154,6 @@ HANDLER_COPIES = 4
 # In compressed time: the message waits this long in the DLQ before it is redriven.
 DOWNSTREAM_REDRIVE_AFTER_SECONDS = 2.0
 NO_KEY = "the card processor got no key, or a key that is new on every attempt, so it charged each one"
-
-
-def charge_without_key(event, context):
-    """The starting point: every delivery is a new charge to the processor."""
-    import json
-    import os
-
-    import boto3
-
-    body = event["body"]
-    call = {"reference": body["order_id"], "amount": body["amount"], "currency": body["currency"]}
-    answer = boto3.client("lambda").invoke(FunctionName=os.environ["CARD_PROCESSOR_FUNCTION"], Payload=json.dumps(call))
-    return json.loads(answer["Payload"].read())
 
 
 def charge_with_downstream_key(event, context):
@@ -220,8 +181,7 @@ def verify_downstream(candidate: Callable, stack: dict) -> str:
     try:
         first = _copies_retry_and_another(shop, label, HANDLER_COPIES, with_key=False, too_many=NO_KEY)
         time.sleep(DOWNSTREAM_REDRIVE_AFTER_SECONDS)
-        later = [shop.send(label, retry_of(first))]
-        _expect(shop, first["body"]["order_id"], 1, "a redrive of the first delivery, later", later, NO_KEY)
+        _expect(shop, first, "a redrive of the first delivery, later", [shop.send(label, retry_of(first))], NO_KEY)
     except DeliveryFailed as exc:
         raise ExerciseFailed(f"your handler failed in Lambda: {exc}") from exc
     finally:

@@ -8,7 +8,7 @@ import json
 import time
 from typing import Any, Callable, TypeVar
 
-from idemlab import clients
+from idemlab import clients, pictures
 
 T = TypeVar("T")
 
@@ -38,8 +38,31 @@ def poll(read: Callable[[], T], seconds: float, every: float, until: Callable[[T
     return value
 
 
+def scan(table: str, dynamodb=None, **options) -> list[dict]:
+    """Every item of ``table`` (a name) in one consistent scan; ``options`` add a filter or a
+    projection. The default client is the resource's, which takes conditions and Python values."""
+    dynamodb = dynamodb or clients.resource("dynamodb").meta.client
+    pages = dynamodb.get_paginator("scan").paginate(TableName=table, ConsistentRead=True, **options)
+    return [item for page in pages for item in page["Items"]]
+
+
 def queue_depth(url: str, sqs=None) -> int:
     """Messages on a queue, visible or in flight."""
     names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
     attributes = (sqs or clients.client("sqs")).get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
     return sum(int(attributes[name]) for name in names)
+
+
+def draw_lanes(marks: list[tuple], xlabel: str, title: str = "", ax=None, lanes: list[str] | None = None,
+               lane_inches: float = 0.5, width: float = 10):
+    """Marks in lanes over a shared x axis: each ``(x, lane, label, outcome)`` a green dot
+    (outcome True), a red cross (False) or a grey note (None). A lane's labels alternate
+    above and below it, so neighbours do not collide. The axes and each lane's row."""
+    lanes = lanes or list(dict.fromkeys(lane for _, lane, _, _ in marks))
+    ax = pictures.axes(ax, width, 0.6 + lane_inches * len(lanes))
+    row = pictures.lanes(ax, lanes, xlabel, title)
+    for lane in lanes:
+        mine = sorted((mark for mark in marks if mark[1] == lane), key=lambda mark: mark[0])
+        for n, (x, _, label, outcome) in enumerate(mine):
+            pictures.mark(ax, x, row[lane], outcome, label, -0.3 if n % 2 == 0 else 0.3, "small")
+    return ax, row

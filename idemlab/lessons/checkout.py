@@ -7,7 +7,6 @@ idempotency key), never taken from what a checkout says about itself.
 from __future__ import annotations
 
 import ast
-import time
 import uuid
 from collections import Counter
 from typing import Callable, Iterable
@@ -18,6 +17,8 @@ from idemlab.clients import client
 
 FUNCTION_DIR = settings.ROOT / "functions" / "checkout"
 STRATEGIES = ("naive", "handrolled", "powertools")
+# The checkouts' function keys; the card processor is the function they invoke.
+FUNCTION_KEYS = tuple(f"checkout_{strategy}" for strategy in STRATEGIES)
 
 # The answers and fault names are defined once, next to the handlers that use them.
 outcomes = functions.load(FUNCTION_DIR, "charging.outcomes")
@@ -39,7 +40,7 @@ def function_key(strategy: str) -> str:
     """The key of a strategy's checkout function (``checkout_naive``, ...)."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
-    return f"checkout_{strategy}"
+    return FUNCTION_KEYS[STRATEGIES.index(strategy)]
 
 
 def order(prefix: str = "order", amount: int = 1999, currency: str = "EUR", **options) -> dict:
@@ -58,14 +59,12 @@ class Ledger:
     """The card processor's ledger: every charge is one entry."""
 
     def __init__(self, table: str, dynamodb=None):
-        self.table = table
-        self._dynamodb = dynamodb or client("dynamodb")
+        self.table, self._dynamodb = table, dynamodb or client("dynamodb")
 
     def charges(self, references: Iterable[str] | None = None) -> Counter:
         """Charges per order reference (all of them, or only ``references``)."""
-        wanted = None if references is None else set(references)
-        counts = Counter(dict.fromkeys(wanted or (), 0))
-        counts.update(reference for reference, _ in self._entries() if wanted is None or reference in wanted)
+        counts = Counter(dict.fromkeys(references or (), 0))
+        counts.update(reference for reference, _ in self._entries() if references is None or reference in counts)
         return counts
 
     def count(self, reference: str) -> int:
@@ -76,13 +75,9 @@ class Ledger:
 
     def _entries(self) -> list[tuple[str, str]]:
         """(reference, charge id) of every ledger entry: one consistent scan."""
-        pages = self._dynamodb.get_paginator("scan").paginate(
-            TableName=self.table,
-            ProjectionExpression="#ref, charge_id",
-            ExpressionAttributeNames={"#ref": "reference"},  # a DynamoDB reserved word
-            ConsistentRead=True,
-        )
-        return [(item["reference"]["S"], item["charge_id"]["S"]) for page in pages for item in page["Items"]]
+        projection = {"ProjectionExpression": "#ref, charge_id", "ExpressionAttributeNames": {"#ref": "reference"}}
+        items = lessons.scan(self.table, self._dynamodb, **projection)  # "reference" is a DynamoDB reserved word
+        return [(item["reference"]["S"], item["charge_id"]["S"]) for item in items]
 
 
 class Checkout:
@@ -96,13 +91,10 @@ class Checkout:
         self._dynamodb = client("dynamodb", max_pool_connections=64)
         self.ledger = Ledger(self.tables["ledger"], self._dynamodb)
 
-    def function(self, strategy: str) -> str:
-        return self.functions[function_key(strategy)]
-
     def invoke(self, strategy: str, request: dict) -> dict:
         """One synchronous invocation; a crash or timeout becomes a ``crashed`` answer."""
         try:
-            return lessons.invoke(self._lambda, self.function(strategy), request)
+            return lessons.invoke(self._lambda, self.functions[function_key(strategy)], request)
         except lessons.FunctionFailed as failed:
             return {"strategy": strategy, "outcome": CRASHED, "charge_id": None, "trace": [], "error": failed.answer}
 
@@ -117,8 +109,7 @@ class Checkout:
         """
         requests = [order(prefix="warm-up", amount=1, check_act_delay_ms=hold_ms) for _ in range(copies)]
         answers = all_at_once([lambda r=r: self.invoke(strategy, r) for r in requests], join_seconds=None)
-        failed = [a for a in answers if a["outcome"] != outcomes.CHARGED]
-        if failed:
+        if failed := [a for a in answers if a["outcome"] != outcomes.CHARGED]:
             raise RuntimeError(f"warm-up orders should be charged, got {failed}")
         return {a["pid"] for a in answers}
 
@@ -132,7 +123,7 @@ class Checkout:
         return lessons.invoke(self._lambda, self.functions["card_processor"], call)["charge_id"]
 
     def timeout_seconds(self, strategy: str) -> int:
-        return self._lambda.get_function_configuration(FunctionName=self.function(strategy))["Timeout"]
+        return self._lambda.get_function_configuration(FunctionName=self.functions[function_key(strategy)])["Timeout"]
 
     def arm_crash_after_charge(self, request: dict, times: int = 1) -> None:
         """The next ``times`` invocations for this key run past their timeout right after charging."""
@@ -174,8 +165,7 @@ def copies_that_fit(wanted: int, concurrency_limit: int) -> int:
 def run_rounds(invoke: Invoke, ledger: Ledger, strategy: str, rounds: int, copies: int, **options) -> list[int]:
     """Send ``copies`` identical requests at once, ``rounds`` times; charges per round."""
     keys = []
-    for _ in range(rounds):
-        request = order(prefix=f"round-{strategy}", **options)
+    for request in (order(prefix=f"round-{strategy}", **options) for _ in range(rounds)):
         concurrently(lambda: invoke(strategy, request), copies)
         keys.append(request["idempotency_key"])
     counts = ledger.charges(keys)
@@ -184,13 +174,10 @@ def run_rounds(invoke: Invoke, ledger: Ledger, strategy: str, rounds: int, copie
 
 def retry_until_answered(invoke: Invoke, strategy: str, request: dict, within_seconds: float, every: float = 0.5) -> list[dict]:
     """Retry while the key is held by an invocation that will never finish; all answers."""
-    answers = []
-    deadline = time.monotonic() + within_seconds
-    while True:
-        answers.append(invoke(strategy, request))
-        if answers[-1]["outcome"] != outcomes.IN_PROGRESS or time.monotonic() > deadline:
-            return answers
-        time.sleep(every)
+    answers: list[dict] = []
+    lessons.poll(lambda: answers.append(invoke(strategy, request)) or answers[-1], within_seconds, every,
+                 until=lambda answer: answer["outcome"] != outcomes.IN_PROGRESS)
+    return answers
 
 
 def show_code(file: str, *names: str) -> None:
@@ -204,17 +191,10 @@ def show_code(file: str, *names: str) -> None:
         targets = [target.id for target in getattr(node, "targets", []) if isinstance(target, ast.Name)]
         defined = [node.name] if hasattr(node, "name") else targets
         found.update(dict.fromkeys(defined, "\n".join(lines[first - 1 : node.end_lineno])))
-    missing = [name for name in names if name not in found]
-    if missing:
+    if missing := [name for name in names if name not in found]:
         raise KeyError(f"{file} defines no {', '.join(missing)} at its top level")
     print("\n\n".join(found[name] for name in names))
 
-
-# The checkouts' function keys; the card processor is the function they invoke.
-FUNCTION_KEYS = tuple(function_key(strategy) for strategy in STRATEGIES)
-
-
-# --- pictures -------------------------------------------------------------------------
 
 STEP_COLOURS = {"check": "#4c72b0", "charge": "#c44e52", "record": "#55a868"}
 
@@ -239,17 +219,16 @@ def plot_timeline(answers: list[dict], title: str = "", ax=None):
 def plot_charges(results: dict[str, list[int]], copies: int, ax=None):
     """Charges per round for each strategy: one is right, more is a double charge."""
     ax = pictures.axes(ax, 9, 3.5)
-    names = list(results)
-    once = [sum(1 for n in results[name] if n == 1) for name in names]
-    more = [sum(1 for n in results[name] if n > 1) for name in names]
-    never = [sum(1 for n in results[name] if n == 0) for name in names]
-    ax.bar(names, once, color="#55a868", label="charged once")
-    ax.bar(names, more, bottom=once, color="#c44e52", label="charged more than once")
-    ax.bar(names, never, bottom=[a + b for a, b in zip(once, more)], color="#999999", label="never charged")
+    names, bottom = list(results), [0] * len(results)
+    for label, colour, rounds_of in (("charged once", "#55a868", lambda n: n == 1),
+                                     ("charged more than once", "#c44e52", lambda n: n > 1),
+                                     ("never charged", "#999999", lambda n: n == 0)):
+        heights = [sum(map(rounds_of, results[name])) for name in names]
+        ax.bar(names, heights, bottom=bottom, color=colour, label=label)
+        bottom = [b + h for b, h in zip(bottom, heights)]
     for x, name in enumerate(names):
         ax.annotate(f"{sum(results[name])} charges", (x, len(results[name])), ha="center", va="bottom", fontsize="small")
-    ax.set_ylabel(f"rounds of {copies} identical requests")
-    ax.set_ylim(0, max(len(r) for r in results.values()) * 1.2)
+    ax.set(ylabel=f"rounds of {copies} identical requests", ylim=(0, max(len(r) for r in results.values()) * 1.2))
     ax.legend(loc="upper left", fontsize="small", bbox_to_anchor=(1.0, 1.0))
     ax.tick_params(axis="x", labelrotation=15)
     return ax

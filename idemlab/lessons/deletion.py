@@ -1,8 +1,7 @@
 """Lesson 3 plumbing (notebooks 03 and 04): a client of the deployed account-deletion workflow.
 
-The lesson's own calls (the claim, the fenced write) stay in the notebooks; this module
-holds what a notebook would otherwise repeat: seeding a user, counting what is left,
-starting and reading executions, racing workers, drawing.
+The lesson's own calls (the claim, the fenced write) stay in the notebooks; this module holds
+what they would repeat: seeding a user, counting what is left, executions, races, pictures.
 """
 
 from __future__ import annotations
@@ -12,13 +11,14 @@ import datetime
 import functools
 import json
 import operator
+import threading
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 
 from boto3.dynamodb.conditions import Attr, Key
 
-from idemlab import clients, functions, lessons, pictures, settings
+from idemlab import clients, functions, lessons, settings
 from idemlab.barrier import all_at_once
 from idemlab.lessons import queue_depth  # noqa: F401 (notebook 04 reads its DLQ's depth)
 
@@ -32,13 +32,7 @@ import_function_module = functools.partial(functions.load, FUNCTION_DIR)
 def outbox_items(outbox, **equal) -> list[dict]:
     """Every item of the email outbox (a boto3 Table) whose attributes equal ``equal``."""
     condition = functools.reduce(operator.and_, (Attr(name).eq(value) for name, value in equal.items()))
-    found, start = [], {}
-    while True:
-        page = outbox.scan(FilterExpression=condition, ConsistentRead=True, **start)
-        found += page.get("Items", [])
-        if "LastEvaluatedKey" not in page:
-            return found
-        start = {"ExclusiveStartKey": page["LastEvaluatedKey"]}
+    return lessons.scan(outbox.name, outbox.meta.client, FilterExpression=condition)
 
 
 def new_request_item(stack: dict, user_id: str | None = None) -> str:
@@ -54,7 +48,9 @@ class Deletions:
 
     def __init__(self, stack: dict):
         self.stack = stack
-        self.dynamodb = clients.resource("dynamodb")
+        # A boto3 resource builds every condition with one shared builder: threads that
+        # share it can swap placeholders and lose a clause. One resource per thread.
+        self._resources = threading.local()
         self.s3 = clients.client("s3")
         self.sfn = clients.client("stepfunctions")
         self.lambda_ = clients.client("lambda")
@@ -63,10 +59,10 @@ class Deletions:
         self.dead_letter_queue = stack["queues"]["deletion_dlq"]
 
     def table(self, key: str):
-        """A boto3 Table of the scenario (``"deletion_requests"``, ``"faults"``, ...)."""
-        return self.dynamodb.Table(self.stack["tables"][key])
-
-    # -- a user and what is left of them -----------------------------------------------
+        """A boto3 Table of the scenario (``"deletion_requests"``, ``"faults"``, ...), of this thread's resource."""
+        if not hasattr(self._resources, "dynamodb"):
+            self._resources.dynamodb = clients.resource("dynamodb")
+        return self._resources.dynamodb.Table(self.stack["tables"][key])
 
     def seed_user(self, user_id: str, records: int = 3, files: int = 2) -> None:
         """Give ``user_id`` some records, files and an identity, for a deletion to remove."""
@@ -79,9 +75,8 @@ class Deletions:
 
     def leftovers(self, user_id: str) -> dict[str, int]:
         """What is left of ``user_id``: records, files and identities (all 0 once deleted)."""
-        records = self.table("user_records").query(
-            KeyConditionExpression=Key("user_id").eq(user_id), ConsistentRead=True, Select="COUNT"
-        )["Count"]
+        by_user = {"KeyConditionExpression": Key("user_id").eq(user_id), "ConsistentRead": True, "Select": "COUNT"}
+        records = self.table("user_records").query(**by_user)["Count"]
         identity = self.table("identities").get_item(Key={"user_id": user_id}, ConsistentRead=True)
         files = self.s3.list_objects_v2(Bucket=self.bucket, Prefix=f"{user_id}/").get("KeyCount", 0)
         return {"records": records, "files": files, "identities": int("Item" in identity)}
@@ -89,8 +84,6 @@ class Deletions:
     def goodbyes(self, user_id: str) -> int:
         """Goodbye emails sent to ``user_id`` (the outbox stands for the mail service)."""
         return len(outbox_items(self.table("email_outbox"), user_id=user_id, kind="goodbye"))
-
-    # -- requests ------------------------------------------------------------------------
 
     def request_for(self, user_id: str, delay_seconds: int = 0) -> dict:
         """Ask the deployed request_deletion function to delete ``user_id`` later."""
@@ -101,7 +94,8 @@ class Deletions:
         return import_function_module("deletion_state").read(self.table("deletion_requests"), deletion_request_id)
 
     def request_status(self, deletion_request_id: str) -> str:
-        item = self.table("deletion_requests").get_item(Key={"deletion_request_id": deletion_request_id}, ConsistentRead=True).get("Item")
+        key = {"deletion_request_id": deletion_request_id}
+        item = self.table("deletion_requests").get_item(Key=key, ConsistentRead=True).get("Item")
         return item["status"] if item else "MISSING"
 
     def steps_done(self, deletion_request_id: str) -> list[str]:
@@ -111,17 +105,14 @@ class Deletions:
         name = import_function_module("request_deletion").schedule_name(deletion_request_id)
         return clients.client("scheduler").get_schedule(Name=name, GroupName=self.stack["schedule_group"])
 
-    # -- faults --------------------------------------------------------------------------
-
     def arm_fault(self, step: str, point: str, deletion_request_id: str, kind: str, times: int = 1) -> str:
-        faults = import_function_module("deletion_faults")
-        return faults.arm(self.table("faults"), step, point, deletion_request_id, kind, times)
+        """Arm a fault (``deletion_faults.arm``); its key, for ``disarm_fault``."""
+        arm = import_function_module("deletion_faults").arm
+        return arm(self.table("faults"), step, point, deletion_request_id, kind, times)
 
     def disarm_fault(self, fault_key: str) -> None:
         """Take an armed fault away: the cause of the failures is fixed."""
         self.table("faults").delete_item(Key={"fault_key": fault_key})
-
-    # -- the deployed functions and workflow ---------------------------------------------
 
     def invoke(self, function_key: str, event: dict) -> dict:
         """Invoke a deployed deletion function and return its answer; a function error raises."""
@@ -129,11 +120,8 @@ class Deletions:
 
     def start(self, deletion_request_id: str, execution_name: str | None = None) -> str:
         """Start the workflow for a request, named like the schedule names it unless told."""
-        return self.sfn.start_execution(
-            stateMachineArn=self.state_machine_arn,
-            name=execution_name or deletion_request_id,
-            input=json.dumps({"deletion_request_id": deletion_request_id}),
-        )["executionArn"]
+        event, name = json.dumps({"deletion_request_id": deletion_request_id}), execution_name or deletion_request_id
+        return self.sfn.start_execution(stateMachineArn=self.state_machine_arn, name=name, input=event)["executionArn"]
 
     def executions_of(self, name_prefix: str) -> list[dict]:
         """Executions whose name starts with ``name_prefix`` (a request id), oldest first."""
@@ -155,8 +143,6 @@ class Deletions:
                 break
             name = sweeper.execution_name(stored, restart)
         return ends
-
-    # -- races ---------------------------------------------------------------------------
 
     def claim_race_deployed(self, workers: int = 4, rounds: int = 10) -> dict[str, dict]:
         """``workers`` invocations of the deployed ``claim_deletion`` function for the same
@@ -187,8 +173,6 @@ class Deletions:
         """Each round: a fresh SCHEDULED request, ``calls_for(its id)`` run at once; their answers."""
         return [all_at_once(calls_for(new_request_item(self.stack))) for _ in range(rounds)]
 
-    # -- monitoring and cleaning up ------------------------------------------------------
-
     def stuck_metric(self, minutes: int = 15, wait_seconds: float = 0) -> dict:
         """What the stuck-requests alarm watches, and the values the sweeper published to it
         (waiting up to ``wait_seconds`` for the first one: CloudWatch may be slow to show a
@@ -198,11 +182,9 @@ class Deletions:
         metric = {name: alarm[name] for name in ("Namespace", "MetricName", "Dimensions")}
 
         def points() -> list[dict]:
-            now = datetime.datetime.now(datetime.timezone.utc)
-            return cloudwatch.get_metric_statistics(
-                **metric, StartTime=now - datetime.timedelta(minutes=minutes),
-                EndTime=now + datetime.timedelta(minutes=1), Period=60, Statistics=["Maximum"],
-            )["Datapoints"]
+            now, minute = datetime.datetime.now(datetime.timezone.utc), datetime.timedelta(minutes=1)
+            window = {"StartTime": now - minutes * minute, "EndTime": now + minute}
+            return cloudwatch.get_metric_statistics(**metric, **window, Period=60, Statistics=["Maximum"])["Datapoints"]
 
         found = lessons.poll(points, wait_seconds, every=10)
         return {
@@ -234,9 +216,6 @@ def wait_for(execution_arn: str, timeout: float = 120) -> dict:
     return clients.wait_for_execution(execution_arn, timeout, poll_seconds=0.2)
 
 
-# -- reading an execution's history -------------------------------------------------
-
-
 def _history(execution_arn: str) -> list[dict]:
     history = clients.client("stepfunctions").get_execution_history(executionArn=execution_arn, maxResults=1000)
     return sorted(history["events"], key=lambda e: e["id"])
@@ -262,9 +241,6 @@ def task_attempts(execution_arn: str) -> list[tuple[str, str]]:
     return attempts
 
 
-# -- pictures --------------------------------------------------------------------------
-
-
 @dataclass
 class Timeline:
     """What happened to one request, per worker, on one clock: for the pictures."""
@@ -280,27 +256,16 @@ class Timeline:
 
     def draw(self, title: str = "", ax=None):
         workers = list(dict.fromkeys([w for _, w, _, _ in self.events] + [w for w, *_ in self.leases]))
-        ax = pictures.axes(ax, 11, 0.6 + 1.5 * len(workers))
         meaning = "(green: write accepted by DynamoDB, red: refused, grey: what the worker does)"
-        row = pictures.lanes(ax, workers, f"seconds   {meaning}", title)
+        ax, row = lessons.draw_lanes(self.events, f"seconds   {meaning}", title, ax, workers, lane_inches=1.5, width=11)
         for worker, start, end, token in self.leases:
             ax.broken_barh([(start, end - start)], (row[worker] - 0.12, 0.24), color="#e4e4e4", edgecolor="#aaaaaa")
             ax.annotate(f"lease (token {token})", (end, row[worker]), fontsize="x-small", color="#777777", ha="right", va="center")
-        for worker in workers:
-            mine = sorted((e for e in self.events if e[1] == worker), key=lambda e: e[0])
-            for n, (t, _, label, accepted) in enumerate(mine):
-                # Labels alternate above and below the lane so neighbours do not collide.
-                pictures.mark(ax, t, row[worker], accepted, label, dy=-0.42 if n % 2 == 0 else 0.42, fontsize="small")
         return ax
 
 
 def draw_attempts(attempts: list[tuple[str, str]], title: str = "", ax=None):
     """One row per workflow state; a green dot per successful attempt, a red cross per failure."""
-    states = list(dict.fromkeys(state for state, _ in attempts))
-    ax = pictures.axes(ax, 10, 0.6 + 0.5 * len(states))
-    row = pictures.lanes(ax, states, "Lambda attempts, in order", title)
-    for n, (state_name, what) in enumerate(attempts):
-        ok = what == "succeeded"
-        label = "" if ok else what.removeprefix("failed: ")
-        pictures.mark(ax, n, row[state_name], ok, label, dy=0.3, fontsize="x-small")
-    return ax
+    marks = [(n, state, "" if what == "succeeded" else what.removeprefix("failed: "), what == "succeeded")
+             for n, (state, what) in enumerate(attempts)]
+    return lessons.draw_lanes(marks, "Lambda attempts, in order", title, ax)[0]

@@ -1,11 +1,8 @@
 """Lesson 4 plumbing (notebook 06): send order lines to the order queues, count reservations, draw them.
 
-A reservation is counted in the `reservations` table (one row per reservation a
-consumer made), never taken from what a consumer says about itself.
-
-Queues and their consumers (terraform/modules/idempotency_lab/queue_lesson.tf):
-``orders_naive`` -> fulfil_naive, ``orders`` -> fulfil_idempotent,
-``orders_by_message_id`` -> fulfil_by_message_id, ``orders_fifo`` -> fulfil_naive.
+A reservation is counted in the `reservations` table (one row per reservation a consumer made),
+never taken from what a consumer says about itself. Which consumer reads which queue is
+``var.event_sources`` (terraform/modules/idempotency_lab/queue_lesson.tf).
 """
 
 from __future__ import annotations
@@ -17,8 +14,10 @@ from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from idemlab import lessons, pictures
-from idemlab.clients import client
+from boto3.dynamodb.conditions import Attr
+
+from idemlab import functions, lessons, settings
+from idemlab.clients import client, resource
 
 # How long to wait for Lambda to pause or resume a mapping. On AWS a mapping can take
 # a while to reach Disabled; the embedded backend gets there within a long poll (1 s).
@@ -26,13 +25,18 @@ STATE_CHANGE_SECONDS = 120
 UNITS_BOOKED_IN = 1000  # plenty: the lesson is about duplicates, not running out
 
 
+# The order line and its business key, as the producer and the consumers define them.
+fulfilment_orders = functions.load(settings.ROOT / "functions" / "order_fulfilment", "fulfilment.orders")
+
+
 def line(order_id: str, sku: str, number: int = 1, quantity: int = 1) -> dict:
-    """An order line, as the producer sends it (functions/order_fulfilment/fulfilment/orders.py)."""
-    return {"order_id": order_id, "line": number, "sku": sku, "quantity": quantity}
+    """An order line, as the producer sends it."""
+    return fulfilment_orders.OrderLine(order_id, number, sku, quantity).as_dict()
 
 
 def business_key(order_line: dict) -> str:
-    return f"{order_line['order_id']}#{order_line['line']}"
+    """One reservation per order line, whichever message carried it (a reservation row holds its line too)."""
+    return fulfilment_orders.parse(order_line).business_key
 
 
 @dataclass
@@ -67,33 +71,19 @@ class Orders:
     def __init__(self, stack: dict):
         self.stack = stack
         self.sqs = client("sqs")
-        self.dynamodb = client("dynamodb")
         self.lambda_ = client("lambda")
-
-    # -- the warehouse -----------------------------------------------------------------
 
     def book_in(self, sku: str, units: int = UNITS_BOOKED_IN) -> None:
         """Make `sku` reservable: until then every line for it fails (StockUnavailable)."""
-        self.dynamodb.put_item(TableName=self.stack["tables"]["stock"], Item={"sku": {"S": sku}, "available": {"N": str(units)}})
+        resource("dynamodb").Table(self.stack["tables"]["stock"]).put_item(Item={"sku": sku, "available": units})
 
     def reservation_rows(self, scenario: Scenario) -> list[dict]:
         """Every reservation made for the scenario's orders, oldest first."""
-        pages = self.dynamodb.get_paginator("scan").paginate(
-            TableName=self.stack["tables"]["reservations"],
-            FilterExpression="begins_with(order_id, :prefix)",
-            ExpressionAttributeValues={":prefix": {"S": scenario.prefix + "-"}},
-            ConsistentRead=True,
-        )
+        mine = Attr("order_id").begins_with(scenario.prefix + "-")
         rows = [
-            {
-                "key": f"{item['order_id']['S']}#{item['line']['N']}",
-                "at": float(item["reserved_at"]["N"]),
-                "receive_count": int(item["receive_count"]["N"]),
-                "message_id": item["message_id"]["S"],
-                "consumer": item["consumer"]["S"],
-            }
-            for page in pages
-            for item in page["Items"]
+            {"key": business_key(item), "at": float(item["reserved_at"]), "receive_count": int(item["receive_count"]),
+             "message_id": item["message_id"], "consumer": item["consumer"]}
+            for item in lessons.scan(self.stack["tables"]["reservations"], FilterExpression=mine)
         ]
         return sorted(rows, key=lambda row: row["at"])
 
@@ -101,18 +91,17 @@ class Orders:
         """Reservations per business key (order id # line)."""
         return Counter(row["key"] for row in self.reservation_rows(scenario))
 
-    # -- the queues --------------------------------------------------------------------
-
     def url(self, queue: str) -> str:
         return self.stack["queues"][queue]
 
     def send(self, queue: str, *order_lines: dict, group: str | None = None) -> list[str]:
         """One SendMessage per line, as a producer does; returns the message ids SQS gave."""
-        ids = []
-        for order_line in order_lines:
+        def one(order_line: dict) -> str:
             extra = {"MessageGroupId": group or order_line["order_id"]} if queue.endswith("fifo") else {}
-            ids.append(self.sqs.send_message(QueueUrl=self.url(queue), MessageBody=json.dumps(order_line), **extra)["MessageId"])
-        return ids
+            sent = self.sqs.send_message(QueueUrl=self.url(queue), MessageBody=json.dumps(order_line), **extra)
+            return sent["MessageId"]
+
+        return [one(order_line) for order_line in order_lines]
 
     def depth(self, queue: str) -> int:
         """Messages on the queue, visible or in flight."""
@@ -131,18 +120,29 @@ class Orders:
         """Messages on `queue` now beyond what it held at `mark` (from `depths()`)."""
         return self.depth(queue) - mark[queue]
 
+    def receive(self, queue: str, wait_seconds: int = 0, visibility: int = 30) -> list[dict]:
+        """One ReceiveMessage (up to 10 messages, hidden for ``visibility`` s), with every attribute."""
+        return self.sqs.receive_message(
+            QueueUrl=self.url(queue), MaxNumberOfMessages=10, WaitTimeSeconds=wait_seconds,
+            VisibilityTimeout=visibility, MessageSystemAttributeNames=["All"], MessageAttributeNames=["All"],
+        ).get("Messages", [])
+
+    def release(self, queue: str, receipt_handles: list[str]) -> None:
+        """Make received messages visible again at once."""
+        for handle in receipt_handles:
+            self.sqs.change_message_visibility(QueueUrl=self.url(queue), ReceiptHandle=handle, VisibilityTimeout=0)
+
     def _receive_all(self, queue: str) -> list[dict]:
         """Every message on the queue now, received (hidden for 30 s) batch after batch."""
-        messages, receive = [], {"QueueUrl": self.url(queue), "MaxNumberOfMessages": 10, "VisibilityTimeout": 30}
-        while batch := self.sqs.receive_message(**receive).get("Messages"):
+        messages = []
+        while batch := self.receive(queue):
             messages += batch
         return messages
 
     def peek(self, queue: str) -> list[dict]:
         """The order lines waiting on a queue (received and made visible again at once)."""
         messages = self._receive_all(queue)
-        for handle in (message["ReceiptHandle"] for message in messages):
-            self.sqs.change_message_visibility(QueueUrl=self.url(queue), ReceiptHandle=handle, VisibilityTimeout=0)
+        self.release(queue, [message["ReceiptHandle"] for message in messages])
         return [json.loads(message["Body"]) for message in messages]
 
     def redrive(self, dead_letter_queue: str, queue: str) -> list[dict]:
@@ -158,8 +158,6 @@ class Orders:
             self.sqs.send_message(QueueUrl=self.url(queue), MessageBody=message["Body"])
             self.sqs.delete_message(QueueUrl=self.url(dead_letter_queue), ReceiptHandle=message["ReceiptHandle"])
         return [json.loads(message["Body"]) for message in moved]
-
-    # -- the consumers -----------------------------------------------------------------
 
     def mapping(self, queue: str) -> dict:
         arn = self.stack["queue_arns"][queue]
@@ -184,16 +182,15 @@ class Orders:
 
     def _set_state(self, uuid_: str, enabled: bool) -> None:
         wanted = "Enabled" if enabled else "Disabled"
-        deadline = time.monotonic() + STATE_CHANGE_SECONDS
-        while True:
-            state = self.lambda_.get_event_source_mapping(UUID=uuid_)["State"]
-            if state == wanted:
-                return
-            if state in ("Enabled", "Disabled"):  # not already changing: ask
+
+        def state() -> str:
+            now = self.lambda_.get_event_source_mapping(UUID=uuid_)["State"]
+            if now in ("Enabled", "Disabled") and now != wanted:  # not already changing: ask
                 self.lambda_.update_event_source_mapping(UUID=uuid_, Enabled=enabled)
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"mapping {uuid_} is still {state}, not {wanted}, after {STATE_CHANGE_SECONDS} s")
-            time.sleep(0.2)
+            return now
+
+        if (now := lessons.poll(state, STATE_CHANGE_SECONDS, 0.2, until=wanted.__eq__)) != wanted:
+            raise TimeoutError(f"mapping {uuid_} is still {now}, not {wanted}, after {STATE_CHANGE_SECONDS} s")
 
     def wait_until(self, condition, timeout: float, what: str):
         """Poll `condition` until it returns something true; TimeoutError names `what`."""
@@ -201,33 +198,25 @@ class Orders:
             return value
         raise TimeoutError(f"{what}: not seen within {timeout:.0f} s")
 
+    def _attribute(self, queue: str, name: str) -> str:
+        return self.sqs.get_queue_attributes(QueueUrl=self.url(queue), AttributeNames=[name])["Attributes"][name]
+
     def visibility_timeout(self, queue: str) -> int:
-        attributes = self.sqs.get_queue_attributes(QueueUrl=self.url(queue), AttributeNames=["VisibilityTimeout"])["Attributes"]
-        return int(attributes["VisibilityTimeout"])
+        return int(self._attribute(queue, "VisibilityTimeout"))
 
     def max_receive_count(self, queue: str) -> int:
-        attributes = self.sqs.get_queue_attributes(QueueUrl=self.url(queue), AttributeNames=["RedrivePolicy"])["Attributes"]
-        return int(json.loads(attributes["RedrivePolicy"])["maxReceiveCount"])
+        return int(json.loads(self._attribute(queue, "RedrivePolicy"))["maxReceiveCount"])
 
 
 def draw_timeline(orders: Orders, scenario: Scenario, title: str | None = None):
     """One row per order line: a dot per reservation (labelled with the delivery's
-    ApproximateReceiveCount), and the events the lesson noted (DLQ, redrive)."""
-    rows = orders.reservation_rows(scenario)
-    keys = sorted({row["key"] for row in rows} | {key for _, key, _ in scenario.events})
-    y = {key: i for i, key in enumerate(keys)}
-    axes = pictures.axes(None, 8, 0.6 + 0.5 * max(1, len(keys)))
-    for row in rows:
-        x = row["at"] - scenario.started
-        axes.scatter(x, y[row["key"]], color="tab:blue", zorder=3)
-        axes.annotate(f"#{row['receive_count']}", (x, y[row["key"]]), textcoords="offset points", xytext=(4, 6), fontsize=8)
-    for at, key, what in scenario.events:
-        axes.scatter(at - scenario.started, y[key], marker="x", color="tab:red", zorder=3)
-        axes.annotate(what, (at - scenario.started, y[key]), textcoords="offset points", xytext=(4, -12), fontsize=8, color="tab:red")
-    pictures.lanes(
-        axes, [key.removeprefix(scenario.prefix + "-") for key in keys],
-        "seconds since the first send (dots: reservations, #n: the delivery's receive count)", title or scenario.name,
-    )
+    ApproximateReceiveCount), and a cross per event the lesson noted (DLQ, redrive)."""
+    marks = [(row["at"], row["key"], f"#{row['receive_count']}", True) for row in orders.reservation_rows(scenario)]
+    marks = [(at - scenario.started, key.removeprefix(scenario.prefix + "-"), label, outcome)
+             for at, key, label, outcome in marks + [(at, key, what, False) for at, key, what in scenario.events]]
+    xlabel = "seconds since the first send (dots: reservations, #n: the delivery's receive count)"
+    lanes = sorted({lane for _, lane, _, _ in marks})
+    axes, _ = lessons.draw_lanes(marks, xlabel, title or scenario.name, lanes=lanes, width=8)
     axes.grid(axis="x", alpha=0.3)
     axes.figure.tight_layout()
     return axes.figure

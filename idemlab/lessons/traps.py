@@ -1,10 +1,9 @@
-"""Lesson 7 plumbing: deploy the keyed checkout with a chosen key and record lifetime,
-deliver to it, count charges in the ledger.
+"""Lesson 7 plumbing (notebook 07 and ``idemlab.exercises.lesson7``): deploy the keyed checkout
+with a chosen key and record lifetime, deliver to it, count charges in the ledger.
 
-``notebooks/07_keys_and_record_lifetime.ipynb`` and ``idemlab.exercises.lesson7`` use
-it. A variant is a real Lambda function: the ``checkout_keyed`` handler from the
-checkout zip (Powertools bundled), created beside the stack's ``checkout_powertools``
-with its role and environment, plus the variant's own settings. ``remove`` deletes it.
+A variant is a real Lambda function: the ``checkout_keyed`` handler from the checkout zip
+(Powertools bundled), created beside the stack's ``checkout_powertools`` with its role and
+environment, plus the variant's own settings. ``remove`` deletes it.
 """
 
 from __future__ import annotations
@@ -17,8 +16,7 @@ from dataclasses import dataclass
 
 from idemlab import build, lessons
 from idemlab.barrier import all_at_once
-from idemlab.clients import client
-from idemlab.lessons.checkout import FUNCTION_DIR, Ledger
+from idemlab.lessons.checkout import FUNCTION_DIR, Checkout
 
 HANDLER = "checkout_keyed.handler"
 # The deployed function whose role and environment a variant borrows: it may already
@@ -35,7 +33,6 @@ DAY = 24 * 60 * 60
 # SQS keeps a message at most 1,209,600 s (14 days): MessageRetentionPeriod in
 # https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html
 DLQ_MAX_RETENTION_SECONDS = 14 * DAY
-
 
 # The function answered a delivery with an error (FunctionError).
 DeliveryFailed = lessons.FunctionFailed
@@ -54,7 +51,7 @@ class Variant:
         return {
             "IDEMPOTENCY_KEY_JMESPATH": self.key,
             "IDEMPOTENCY_EXPIRES_AFTER_SECONDS": str(self.expires_after_seconds),
-            "PASS_KEY_DOWNSTREAM": "true" if self.pass_key_downstream else "false",
+            "PASS_KEY_DOWNSTREAM": str(self.pass_key_downstream).lower(),
         }
 
 
@@ -86,13 +83,11 @@ def checkout_zip() -> bytes:
     return build.zip_bytes({**build.source_files(FUNCTION_DIR), **build.bundled_files()})
 
 
-class KeyedCheckouts:
-    """Variants of the keyed checkout on the learner's backend, and the ledger that counts them."""
+class KeyedCheckouts(Checkout):
+    """The checkout scenario plus variants of the keyed checkout, deployed on the learner's backend."""
 
     def __init__(self, stack: dict):
-        self.stack = stack
-        self._lambda = client("lambda", retries={"total_max_attempts": 1}, read_timeout=90, max_pool_connections=32)
-        self.ledger = Ledger(stack["tables"]["ledger"])
+        super().__init__(stack)
         self.deployed: dict[str, str] = {}
 
     def deploy(self, variant: Variant) -> str:
@@ -106,7 +101,7 @@ class KeyedCheckouts:
         return self._create(label, HANDLER_TEMPLATE_FUNCTION, code, handler, {})
 
     def _create(self, label: str, template_key: str, code: bytes, handler: str, variables: dict[str, str]) -> str:
-        template = self._lambda.get_function_configuration(FunctionName=self.stack["functions"][template_key])
+        template = self._lambda.get_function_configuration(FunctionName=self.functions[template_key])
         name = f"{template['FunctionName'][:40]}-{label}"[:64]
         settings = {key: template[key] for key in ("Role", "Runtime", "Timeout", "MemorySize")}
         settings.update(Handler=handler, Environment={"Variables": {**template["Environment"]["Variables"], **variables}})
@@ -114,22 +109,19 @@ class KeyedCheckouts:
             self._lambda.create_function(FunctionName=name, Code={"ZipFile": code}, **settings)
             self._lambda.get_waiter("function_active_v2").wait(FunctionName=name)
         except self._lambda.exceptions.ResourceConflictException:
-            self._lambda.update_function_code(FunctionName=name, ZipFile=code)
-            self._lambda.get_waiter("function_updated_v2").wait(FunctionName=name)
-            self._lambda.update_function_configuration(FunctionName=name, **settings)
-            self._lambda.get_waiter("function_updated_v2").wait(FunctionName=name)
+            for update in (lambda: self._lambda.update_function_code(FunctionName=name, ZipFile=code),
+                           lambda: self._lambda.update_function_configuration(FunctionName=name, **settings)):
+                update()
+                self._lambda.get_waiter("function_updated_v2").wait(FunctionName=name)
         self.deployed[label] = name
         return name
 
     def send(self, variant: Variant | str, event: dict) -> dict:
         """One synchronous delivery to the variant; its answer (outcome, charge id)."""
-        return lessons.invoke(self._lambda, self.deployed[variant if isinstance(variant, str) else variant.name], event)
+        return lessons.invoke(self._lambda, self.deployed[getattr(variant, "name", variant)], event)
 
     def send_together(self, variant: Variant | str, events: list[dict]) -> list[dict]:
         return all_at_once([lambda e=e: self.send(variant, e) for e in events], join_seconds=None)
-
-    def charges(self, order_id: str) -> int:
-        return self.ledger.count(order_id)
 
     def remove(self) -> list[str]:
         """Delete every variant this object deployed (they are not part of the Terraform stack)."""

@@ -1,4 +1,8 @@
-"""Lesson 1 plumbing (notebook 01): run the vehicle-registration workflows, count rows, draw the result."""
+"""Lesson 1 plumbing (notebook 01): run the vehicle-registration workflows, count rows, draw the result.
+
+``kind`` is ``"naive"`` or ``"idempotent"``: the workflow ``vehicle_registration_<kind>`` and
+its table (``TABLE_KEYS``) in ``stack``, the ``lab`` output (docs/DESIGN.md).
+"""
 
 from __future__ import annotations
 
@@ -9,42 +13,43 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer
+from boto3.dynamodb.conditions import Attr
 
 from idemlab import clients, functions, lessons, pictures, settings
 
 FUNCTION_DIR = settings.ROOT / "functions" / "vehicle_registration"
-_DESERIALIZE = TypeDeserializer().deserialize
-
 
 # A module of the Lambda code (``"notify"``, ``"registration.vin"``), imported in-process.
 import_function_module = functools.partial(functions.load, FUNCTION_DIR)
 
-
 # A published VIN with a valid check digit (its ninth character, X, stands for 10).
 VALID_VIN = "1M8GDM9AXKP042788"
 STOLEN_VIN = "1FTFW1E53MFA00001"  # on the RMV check's stolen list, check digit valid
+MALFORMED = "MalformedRequestError"
 
 # Each malformed request, and the error the workflow fails with. Nothing may be written.
 MALFORMED_REQUESTS: dict[str, tuple[object, str]] = {
-    "missing VIN": ({"request_id": "bad-1", "owner": "Ada"}, "MalformedRequestError"),
-    "VIN is a number": ({"request_id": "bad-2", "vin": 11111111111111111, "owner": "Ada"}, "MalformedRequestError"),
-    "owner is a list": ({"request_id": "bad-3", "vin": VALID_VIN, "owner": ["Ada"]}, "MalformedRequestError"),
-    "request_id is null": ({"request_id": None, "vin": VALID_VIN, "owner": "Ada"}, "MalformedRequestError"),
-    "blank owner": ({"request_id": "bad-5", "vin": VALID_VIN, "owner": "  "}, "MalformedRequestError"),
-    "misspelt field": (
-        {"request_id": "bad-6", "vin": VALID_VIN, "owner": "Ada", "fault_injektion": {}}, "MalformedRequestError"
-    ),
+    "missing VIN": ({"request_id": "bad-1", "owner": "Ada"}, MALFORMED),
+    "VIN is a number": ({"request_id": "bad-2", "vin": 11111111111111111, "owner": "Ada"}, MALFORMED),
+    "owner is a list": ({"request_id": "bad-3", "vin": VALID_VIN, "owner": ["Ada"]}, MALFORMED),
+    "request_id is null": ({"request_id": None, "vin": VALID_VIN, "owner": "Ada"}, MALFORMED),
+    "blank owner": ({"request_id": "bad-5", "vin": VALID_VIN, "owner": "  "}, MALFORMED),
+    "misspelt field": ({"request_id": "bad-6", "vin": VALID_VIN, "owner": "Ada", "fault_injektion": {}}, MALFORMED),
     "fault count is a string": (
         {"request_id": "bad-7", "vin": VALID_VIN, "owner": "Ada", "fault_injection": {"notify_failures": "1"}},
-        "MalformedRequestError",
+        MALFORMED,
     ),
-    "request is an array": ([VALID_VIN], "MalformedRequestError"),
+    "request is an array": ([VALID_VIN], MALFORMED),
     "VIN check digit wrong": ({"request_id": "bad-9", "vin": "1M8GDM9A1KP042788", "owner": "Ada"}, "InvalidVinError"),
     "VIN too short": ({"request_id": "bad-10", "vin": "1M8GDM9AXKP04278", "owner": "Ada"}, "InvalidVinError"),
     "VIN with O": ({"request_id": "bad-11", "vin": "1M8GDM9AXKP04278O", "owner": "Ada"}, "InvalidVinError"),
     "stolen vehicle": ({"request_id": "bad-12", "vin": STOLEN_VIN, "owner": "Ada"}, "StolenVehicleError"),
 }
+
+TABLE_KEYS = {"naive": "vehicles_naive", "idempotent": "vehicles"}
+KINDS = tuple(TABLE_KEYS)
+POLL_SECONDS = 0.1  # an execution of this workflow takes about 0.1-2 s on a warm backend
+WAIT_SECONDS = 60  # covers cold workers on a busy 2-core CI machine, plus the 1 s Retry interval
 
 
 def new_request(owner: str = "Ada Lovelace", vin: str = VALID_VIN, notify_failures: int = 0) -> dict:
@@ -53,16 +58,6 @@ def new_request(owner: str = "Ada Lovelace", vin: str = VALID_VIN, notify_failur
     if notify_failures:
         request["fault_injection"] = {"notify_failures": notify_failures}
     return request
-
-
-# ---------------------------------------------------------------------------------------
-# Running the deployed workflows. ``stack`` is the ``lab`` output map (docs/DESIGN.md).
-
-KINDS = ("naive", "idempotent")
-WORKFLOW_KEYS = {"naive": "vehicle_registration_naive", "idempotent": "vehicle_registration_idempotent"}
-TABLE_KEYS = {"naive": "vehicles_naive", "idempotent": "vehicles"}
-POLL_SECONDS = 0.1  # an execution of this workflow takes about 0.1-2 s on a warm backend
-WAIT_SECONDS = 60  # covers cold workers on a busy 2-core CI machine, plus the 1 s Retry interval
 
 
 @dataclass(frozen=True)
@@ -86,11 +81,11 @@ class Execution:
             return self.cause
 
 
-def _deployed(stack: dict, kind: str, keys: dict[str, str]) -> str:
-    """The kind's workflow or table (``keys`` is WORKFLOW_KEYS or TABLE_KEYS) in the stack."""
+def _deployed(stack: dict, kind: str) -> tuple[str, str]:
+    """The kind's workflow (its ARN) and table (its name) in ``stack``."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    return stack["state_machines" if keys is WORKFLOW_KEYS else "tables"][keys[kind]]
+    return stack["state_machines"][f"vehicle_registration_{kind}"], stack["tables"][TABLE_KEYS[kind]]
 
 
 def start(stack: dict, kind: str, request: object) -> str:
@@ -104,10 +99,8 @@ def start(stack: dict, kind: str, request: object) -> str:
     request_id = request.get("request_id") if isinstance(request, dict) else None
     # A unique name per execution: the same request sent twice is two executions.
     name = re.sub(r"[^A-Za-z0-9_-]", "-", f"{str(request_id or 'request')[:40]}-{uuid.uuid4().hex[:12]}")
-    started = clients.client("stepfunctions").start_execution(
-        stateMachineArn=_deployed(stack, kind, WORKFLOW_KEYS), name=name, input=json.dumps(request)
-    )
-    return started["executionArn"]
+    sfn, (workflow, _) = clients.client("stepfunctions"), _deployed(stack, kind)
+    return sfn.start_execution(stateMachineArn=workflow, name=name, input=json.dumps(request))["executionArn"]
 
 
 def run(stack: dict, kind: str, request: object, sfn: Any = None) -> Execution:
@@ -119,36 +112,33 @@ def run(stack: dict, kind: str, request: object, sfn: Any = None) -> Execution:
     one; an asynchronous start (``start``) makes them too, but cannot be asked for its result.
     """
     sfn = sfn or clients.client("stepfunctions")
-    ended = sfn.start_sync_execution(stateMachineArn=_deployed(stack, kind, WORKFLOW_KEYS), input=json.dumps(request))
+    ended = sfn.start_sync_execution(stateMachineArn=_deployed(stack, kind)[0], input=json.dumps(request))
     output = json.loads(ended["output"]) if ended.get("output") else None
     return Execution(ended["executionArn"], ended["status"], output, ended.get("error"), ended.get("cause"))
 
 
 def wait_for_rows(stack: dict, kind: str, request_id: str, count: int, timeout: float = WAIT_SECONDS) -> list[dict]:
     """The rows of a request once there are at least ``count`` (an asynchronous execution's effect)."""
-    return lessons.poll(
-        lambda: rows(stack, kind, request_id), timeout, POLL_SECONDS, until=lambda found: len(found) >= count
-    )
+    enough = lambda found: len(found) >= count  # noqa: E731
+    return lessons.poll(lambda: rows(stack, kind, request_id), timeout, POLL_SECONDS, until=enough)
 
 
 def outline(stack: dict, kind: str) -> None:
     """Print the deployed workflow's states, the function each task runs, and its Retry."""
-    arn = _deployed(stack, kind, WORKFLOW_KEYS)
-    described = clients.client("stepfunctions").describe_state_machine(stateMachineArn=arn)
+    described = clients.client("stepfunctions").describe_state_machine(stateMachineArn=_deployed(stack, kind)[0])
     print(f"{described['name']} ({described['type']})")
-    _print_states(json.loads(described["definition"]), depth=1)
 
+    def states(definition: dict, pad: str) -> None:
+        for name, state in definition["States"].items():
+            runs = f" runs {state['Resource'].rsplit(':', 1)[-1]}" if "Resource" in state else ""
+            print(f"{pad}{name}: {state['Type']}{runs}")
+            for retry in state.get("Retry", []):
+                errors, more = ", ".join(retry["ErrorEquals"]), retry.get("MaxAttempts", 3)
+                print(f"{pad}    Retry on {errors}: up to {more} more attempts")
+            for branch in state.get("Branches", []):
+                states(branch, pad + "    ")
 
-def _print_states(definition: dict, depth: int) -> None:
-    pad = "    " * depth
-    for name, state in definition["States"].items():
-        runs = f" runs {state['Resource'].rsplit(':', 1)[-1]}" if "Resource" in state else ""
-        print(f"{pad}{name}: {state['Type']}{runs}")
-        for retry in state.get("Retry", []):
-            errors = ", ".join(retry["ErrorEquals"])
-            print(f"{pad}    Retry on {errors}: up to {retry.get('MaxAttempts', 3)} more attempts")
-        for branch in state.get("Branches", []):
-            _print_states(branch, depth + 1)
+    states(json.loads(described["definition"]), "    ")
 
 
 def show_source(module: str) -> None:
@@ -156,28 +146,19 @@ def show_source(module: str) -> None:
     print((FUNCTION_DIR / f"{module}.py").read_text())
 
 
-# ---------------------------------------------------------------------------------------
-# Looking at the tables.
-
-
 def rows(stack: dict, kind: str, request_id: str | None = None) -> list[dict]:
     """The registrations in the kind's table, for one request id or all of them."""
-    dynamodb = clients.client("dynamodb")
-    scan: dict = {"TableName": _deployed(stack, kind, TABLE_KEYS), "ConsistentRead": True}
-    if request_id is not None:
-        scan.update(FilterExpression="request_id = :r", ExpressionAttributeValues={":r": {"S": request_id}})
-    found = []
-    for page in dynamodb.get_paginator("scan").paginate(**scan):
-        found += [{name: _DESERIALIZE(value) for name, value in item.items()} for item in page["Items"]]
-    return found
+    where = {} if request_id is None else {"FilterExpression": Attr("request_id").eq(request_id)}
+    return lessons.scan(_deployed(stack, kind)[1], **where)
 
 
 def notify_attempts(stack: dict, request_id: str) -> int:
     """How often the notify step ran for a request with injected faults (0 if none)."""
     faults = import_function_module("registration.faults")
-    key = {"fault_key": {"S": faults.fault_key(faults.NOTIFY, request_id)}}
-    item = clients.client("dynamodb").get_item(TableName=stack["tables"]["faults"], Key=key, ConsistentRead=True).get("Item")
-    return int(item[faults.ATTEMPTS]["N"]) if item else 0
+    table = clients.resource("dynamodb").Table(stack["tables"]["faults"])
+    key = {"fault_key": faults.fault_key(faults.NOTIFY, request_id)}
+    item = table.get_item(Key=key, ConsistentRead=True).get("Item")
+    return int(item[faults.ATTEMPTS]) if item else 0
 
 
 def show(registrations: list[dict]) -> None:
@@ -187,29 +168,19 @@ def show(registrations: list[dict]) -> None:
     print(f"({len(registrations)} row{'s' if len(registrations) != 1 else ''})")
 
 
-# ---------------------------------------------------------------------------------------
-# The picture of what the two ways of running one request twice leave behind.
-
-SCENARIOS = ("same request twice", "notify failed once")
-
-
 def chart(counts: dict[str, dict[str, int]]) -> Any:
-    """Grouped bars: rows per logical request, naive vs idempotent, per scenario."""
+    """Grouped bars: rows per logical request, naive vs idempotent, per scenario (``counts[kind][scenario]``)."""
     from matplotlib.ticker import MaxNLocator
 
-    ax = pictures.axes(None, 6, 3.2)
-    width = 0.38
+    ax, width, scenarios = pictures.axes(None, 6, 3.2), 0.38, list(counts[KINDS[0]])
     for offset, kind in zip((-width / 2, width / 2), KINDS):
-        values = [counts[kind][scenario] for scenario in SCENARIOS]
-        bars = ax.bar([i + offset for i in range(len(SCENARIOS))], values, width, label=kind)
-        ax.bar_label(bars)
+        heights = [counts[kind][scenario] for scenario in scenarios]
+        ax.bar_label(ax.bar([i + offset for i in range(len(scenarios))], heights, width, label=kind))
     ax.axhline(1, color="grey", linestyle=":", linewidth=1)
-    ax.set_xticks(range(len(SCENARIOS)), SCENARIOS)
-    ax.set_ylabel("rows for one request")
-    ax.set_ylim(0, max(max(c.values()) for c in counts.values()) + 1)
+    ax.set_xticks(range(len(scenarios)), scenarios)
+    top = max(max(c.values()) for c in counts.values()) + 1
+    ax.set(ylabel="rows for one request", ylim=(0, top), title="One logical request, run twice")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # rows come whole
-    ax.set_title("One logical request, run twice")
     ax.legend()
     ax.figure.tight_layout()
     return ax.figure
-
