@@ -88,9 +88,12 @@ variables {
   prefix = "tftest"
 }
 
-run "workflows_are_logged_and_express_where_designed" {
+# The module as designed (default inputs), applied once and checked by every assertion
+# below: each run of the mocked stack plans the whole module, so they share one.
+run "the_module_as_designed" {
   command = apply
 
+  # Workflows are logged, and Express where designed.
   assert {
     condition     = aws_sfn_state_machine.this["vehicle_registration_naive"].type == "EXPRESS" && aws_sfn_state_machine.this["vehicle_registration_idempotent"].type == "EXPRESS"
     error_message = "The vehicle registration workflows must be EXPRESS (at-least-once: the lesson depends on it)."
@@ -107,11 +110,8 @@ run "workflows_are_logged_and_express_where_designed" {
     ])
     error_message = "Every workflow logs ALL with execution data to a log group ARN ending in ':*'."
   }
-}
 
-run "tables_are_encrypted_recoverable_and_on_demand" {
-  command = apply
-
+  # Tables are encrypted, recoverable and on demand.
   assert {
     condition = alltrue([for t in aws_dynamodb_table.this :
       t.server_side_encryption[0].enabled && t.billing_mode == "PAY_PER_REQUEST"
@@ -144,11 +144,8 @@ run "tables_are_encrypted_recoverable_and_on_demand" {
     )
     error_message = "The sweeper finds stuck requests by Query on by_status_lease (status, lease_expires_at), not by Scan."
   }
-}
 
-run "every_async_path_has_a_dead_letter_queue" {
-  command = apply
-
+  # Every asynchronous path has a dead-letter queue.
   assert {
     condition     = length(aws_lambda_function_event_invoke_config.this) == length(aws_lambda_function.this)
     error_message = "Every function needs an asynchronous invoke config."
@@ -175,11 +172,8 @@ run "every_async_path_has_a_dead_letter_queue" {
     condition     = alltrue([for q in aws_sqs_queue.dead_letter : q.sqs_managed_sse_enabled])
     error_message = "Every dead-letter queue is encrypted."
   }
-}
 
-run "alarms_watch_every_dlq_and_stuck_requests" {
-  command = apply
-
+  # Alarms watch every dead-letter queue and stuck requests.
   assert {
     condition     = toset(keys(aws_cloudwatch_metric_alarm.dlq_not_empty)) == toset(keys(aws_sqs_queue.dead_letter))
     error_message = "Every dead-letter queue has a not-empty alarm."
@@ -196,11 +190,8 @@ run "alarms_watch_every_dlq_and_stuck_requests" {
     condition     = aws_cloudwatch_metric_alarm.stuck_processing.namespace == output.stuck_metric.namespace && aws_cloudwatch_metric_alarm.stuck_processing.metric_name == output.stuck_metric.name
     error_message = "The stuck-PROCESSING alarm watches the metric the sweeper is told to publish."
   }
-}
 
-run "iam_is_least_privilege" {
-  command = apply
-
+  # IAM is least privilege.
   assert {
     condition     = keys(aws_iam_role.function) == keys(aws_lambda_function.this) && length(distinct([for r in aws_iam_role.function : r.name])) == length(aws_lambda_function.this)
     error_message = "Every function has a role of its own."
@@ -231,11 +222,8 @@ run "iam_is_least_privilege" {
     condition     = !contains(flatten([for s in jsondecode(aws_iam_role_policy.function["checkout_naive"].policy).Statement : s.Resource]), aws_dynamodb_table.this["ledger"].arn)
     error_message = "A checkout reaches the ledger only through card_processor."
   }
-}
 
-run "outputs_follow_the_design" {
-  command = apply
-
+  # Outputs follow the design.
   assert {
     condition = toset(keys(output.lab)) == toset([
       "region", "tables", "functions", "function_arns", "state_machines", "queues", "queue_arns",
@@ -247,6 +235,46 @@ run "outputs_follow_the_design" {
   assert {
     condition     = alltrue([for name in values(output.lab.tables) : startswith(name, "tftest-")])
     error_message = "Every name carries the prefix."
+  }
+
+  # Workflow roles may trace with X-Ray.
+  assert {
+    condition = alltrue([for p in aws_iam_role_policy.workflow :
+      length(setsubtract(
+        ["xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules", "xray:GetSamplingTargets"],
+        flatten([for s in jsondecode(p.policy).Statement : s.Action if s.Effect == "Allow" && contains(flatten([s.Resource]), "*")]),
+      )) == 0
+    ])
+    error_message = "A traced state machine's role needs xray:PutTraceSegments, PutTelemetryRecords, GetSamplingRules and GetSamplingTargets on \"*\"."
+  }
+
+  # Queue consumers poll only their own queue.
+  assert {
+    condition = alltrue([for key, e in var.event_sources :
+      aws_lambda_event_source_mapping.sqs[key].event_source_arn == aws_sqs_queue.work[e.queue].arn &&
+      contains(aws_lambda_event_source_mapping.sqs[key].function_response_types, "ReportBatchItemFailures") == e.report_batch_item_failures
+    ])
+    error_message = "Each mapping reads its own queue and reports batch item failures exactly where the consumer returns them."
+  }
+
+  assert {
+    condition = alltrue([for key, e in var.event_sources :
+      aws_sqs_queue.work[e.queue].visibility_timeout_seconds >= 6 * aws_lambda_function.this[e.function].timeout
+    ])
+    error_message = "Every mapped queue's visibility timeout is at least six times its function's timeout."
+  }
+
+  assert {
+    condition = alltrue([for key, p in aws_iam_role_policy.function : alltrue([
+      for s in jsondecode(p.policy).Statement : toset(flatten([s.Resource])) == toset([for e in values(var.event_sources) : aws_sqs_queue.work[e.queue].arn if e.function == key])
+      if contains(flatten([s.Action]), "sqs:ReceiveMessage")
+    ])])
+    error_message = "A function may receive only from the queues mapped to it."
+  }
+
+  assert {
+    condition     = aws_sqs_queue.work["orders_fifo"].fifo_queue && aws_sqs_queue.work["orders_fifo"].content_based_deduplication && aws_sqs_queue.dead_letter["orders_fifo_dlq"].fifo_queue
+    error_message = "The FIFO queue deduplicates by content, and its dead-letter queue is FIFO too."
   }
 }
 
@@ -273,20 +301,6 @@ run "a_recovery_period_dynamodb_refuses_is_refused" {
   }
 
   expect_failures = [var.personal_data_recovery_days]
-}
-
-run "workflow_roles_may_trace_with_x_ray" {
-  command = plan
-
-  assert {
-    condition = alltrue([for p in aws_iam_role_policy.workflow :
-      length(setsubtract(
-        ["xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules", "xray:GetSamplingTargets"],
-        flatten([for s in jsondecode(p.policy).Statement : s.Action if s.Effect == "Allow" && contains(flatten([s.Resource]), "*")]),
-      )) == 0
-    ])
-    error_message = "A traced state machine's role needs xray:PutTraceSegments, PutTelemetryRecords, GetSamplingRules and GetSamplingTargets on \"*\"."
-  }
 }
 
 run "role_names_carry_the_region_and_fit_iam" {
@@ -336,38 +350,6 @@ run "a_bad_prefix_is_refused" {
   }
 
   expect_failures = [var.prefix]
-}
-
-run "queue_consumers_poll_only_their_own_queue" {
-  command = apply
-
-  assert {
-    condition = alltrue([for key, e in var.event_sources :
-      aws_lambda_event_source_mapping.sqs[key].event_source_arn == aws_sqs_queue.work[e.queue].arn &&
-      contains(aws_lambda_event_source_mapping.sqs[key].function_response_types, "ReportBatchItemFailures") == e.report_batch_item_failures
-    ])
-    error_message = "Each mapping reads its own queue and reports batch item failures exactly where the consumer returns them."
-  }
-
-  assert {
-    condition = alltrue([for key, e in var.event_sources :
-      aws_sqs_queue.work[e.queue].visibility_timeout_seconds >= 6 * aws_lambda_function.this[e.function].timeout
-    ])
-    error_message = "Every mapped queue's visibility timeout is at least six times its function's timeout."
-  }
-
-  assert {
-    condition = alltrue([for key, p in aws_iam_role_policy.function : alltrue([
-      for s in jsondecode(p.policy).Statement : toset(flatten([s.Resource])) == toset([for e in values(var.event_sources) : aws_sqs_queue.work[e.queue].arn if e.function == key])
-      if contains(flatten([s.Action]), "sqs:ReceiveMessage")
-    ])])
-    error_message = "A function may receive only from the queues mapped to it."
-  }
-
-  assert {
-    condition     = aws_sqs_queue.work["orders_fifo"].fifo_queue && aws_sqs_queue.work["orders_fifo"].content_based_deduplication && aws_sqs_queue.dead_letter["orders_fifo_dlq"].fifo_queue
-    error_message = "The FIFO queue deduplicates by content, and its dead-letter queue is FIFO too."
-  }
 }
 
 # The lesson maps are typed inputs: what AWS or the module itself would refuse later stops
