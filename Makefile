@@ -19,7 +19,7 @@ install: $(VENV)/.installed ## create .venv with the pinned dependencies
 
 # The venvs are filled by uv (pinned, installed by pip into a venv of its own): the same
 # packages as pip would install, resolved and unpacked in a few seconds instead of a minute
-# of pip's CPU. .venv keeps pip, which `make up BACKEND=localstack` may use for the LocalStack CLI.
+# of pip's CPU. .venv is seeded with pip, which `make up BACKEND=localstack` may use for the LocalStack CLI.
 UV_VERSION := 0.13.8
 UV := .lab/uv/bin/uv
 # Packages are copied from uv's cache (it may sit on another filesystem than the clone).
@@ -31,7 +31,7 @@ $(UV):
 	.lab/uv/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 
 $(VENV)/.installed: pyproject.toml | $(UV)
-	$(PYTHON) -m venv $(VENV)
+	$(UV) venv --quiet --seed --allow-existing --python $(PYTHON) $(VENV)
 	$(UV) pip install --quiet --python $(PY) -e '.[test]'
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
@@ -44,7 +44,7 @@ $(VENV)/.installed-lab: $(VENV)/.installed
 tools: $(TOOLS)/.installed ## install checkov in a venv of its own (its pins clash with ours)
 
 $(TOOLS)/.installed: | $(UV)
-	$(UV) venv --quiet --python $(PYTHON) $(TOOLS)
+	$(UV) venv --quiet --allow-existing --python $(PYTHON) $(TOOLS)
 	$(UV) pip install --quiet --python $(TOOLS)/bin/python checkov==3.3.30
 	touch $@
 
