@@ -38,8 +38,6 @@ import sys
 import threading
 import time
 
-from moto.core.utils import unix_time_millis
-
 from idemlab.embedded.patching import every, replace_once, wrap
 
 # SQS's FIFO deduplication interval (SendMessage API reference, MessageDeduplicationId).
@@ -307,6 +305,8 @@ def _receive_in_group_order(original, self, queue_name, count, wait_seconds_time
     visibility at one instant (_visible_at_the_pass), or one that comes back between the
     release and moto's loop would be released by that loop, out of order, after all.
     """
+    from moto.core.utils import unix_time_millis  # the clock moto's Message.visible reads
+
     queue = self.get_queue(queue_name)
     if not queue.fifo_queue:
         return original(self, queue_name, count, wait_seconds_timeout, visibility_timeout, message_attribute_names)
