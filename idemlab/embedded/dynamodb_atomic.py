@@ -22,12 +22,11 @@ from moto.dynamodb.responses import DynamoHandler, DynamoResult
 from idemlab.embedded.patching import wrap
 
 _LOCK = threading.RLock()
-# Requests served, by action: the cost benchmarks count calls here, at the backend,
-# rather than estimating them from the client side.
-REQUEST_COUNTS: Counter = Counter()
-# ... and by the table each one named, so the bench measures which requests are a
-# handler's own, which are its fault probes and which the charge it protects.
-REQUEST_COUNTS_BY_TABLE: dict[str, Counter] = defaultdict(Counter)
+# Requests served, by the table each one named and by action: the cost benchmarks count
+# calls here, at the backend, rather than estimating them from the client side, and the
+# tables tell which requests are a handler's own, which its fault probes and which the
+# charge it protects.
+REQUEST_COUNTS: dict[str, Counter] = defaultdict(Counter)
 
 
 def install(serialise_outside_lock: bool = False, item_rollback: bool = False) -> None:
@@ -46,8 +45,7 @@ def install(serialise_outside_lock: bool = False, item_rollback: bool = False) -
         self.idemlab_locked = True
         try:
             action = self.get_endpoint_name(self.headers) or "unknown"
-            REQUEST_COUNTS[action] += 1
-            REQUEST_COUNTS_BY_TABLE[table_names(getattr(self, "params", None) or {})][action] += 1
+            REQUEST_COUNTS[table_names(getattr(self, "params", None) or {})][action] += 1
             return original(self)
         finally:
             if self.idemlab_locked:  # unless `serialized` let it go already
@@ -177,7 +175,5 @@ def table_names(params: dict) -> str:
 def counts() -> dict:
     """A consistent copy of the counters (taken under the request lock)."""
     with _LOCK:
-        return {
-            "dynamodb": dict(REQUEST_COUNTS),
-            "dynamodb_by_table": {table: dict(by_action) for table, by_action in REQUEST_COUNTS_BY_TABLE.items()},
-        }
+        by_table = {table: dict(by_action) for table, by_action in REQUEST_COUNTS.items()}
+        return {"dynamodb": dict(sum(REQUEST_COUNTS.values(), Counter())), "dynamodb_by_table": by_table}
