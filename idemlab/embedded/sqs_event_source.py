@@ -68,15 +68,12 @@ def failed_item_ids(payload: bytes, batch_ids: set[str]) -> set[str] | None:
         response = json.loads(payload) if payload.strip() else None
     except ValueError:
         return None
-    if isinstance(response, dict):
-        response = response.get("batchItemFailures")
-    elif response:
+    if response and not isinstance(response, dict):
         return None
-    if not response:
-        return set()
-    if not isinstance(response, list):
+    failures = (response or {}).get("batchItemFailures") or []
+    if not isinstance(failures, list):
         return None
-    failed = {item.get("itemIdentifier") if isinstance(item, dict) else None for item in response}
+    failed = {item.get("itemIdentifier") if isinstance(item, dict) else None for item in failures}
     return failed if all(isinstance(i, str) and i in batch_ids for i in failed) else None
 
 
@@ -120,12 +117,9 @@ class MappingPoller:
         self.stopped = threading.Event()
 
     def collect(self) -> list[dict]:
-        """Up to BatchSize messages, gathered within the batching window.
-
-        The window opens with the first message: an idle queue is long-polled, and a
-        batch is invoked when it is full or the window has passed (FIFO: at once).
-        """
-        batch_size = int(self.mapping.batch_size or DEFAULT_BATCH_SIZE)
+        """Up to BatchSize messages: an idle queue is long-polled, the batching window opens
+        with the first message, and the batch is full or the window over (FIFO: at once)."""
+        batch_size = int(self.mapping.batch_size)  # moto's default for SQS is Lambda's, 10
         window = 0 if self.fifo else int(self.mapping.max_batch_window or 0)
         batch: list[dict] = []
         deadline = None
@@ -152,11 +146,7 @@ class MappingPoller:
         return batch
 
     def run_once(self) -> None:
-        """Invoke the function with one batch, then delete what it processed.
-
-        A throttle, a runtime failure, a function error or an invalid partial batch
-        response deletes nothing: the whole batch comes back after its visibility timeout.
-        """
+        """Invoke the function with one batch, then delete what it processed (see above)."""
         if not (batch := self.collect()):
             return
         event = {"Records": [lambda_record(m, self.mapping.event_source_arn, self.region) for m in batch]}
@@ -295,13 +285,10 @@ def _receive_in_group_order(original, self, queue_name, count, wait_seconds_time
             received = original(self, queue_name, count, 0, visibility_timeout, names)
         finally:
             _pass.now = None
-        if received or time.monotonic() >= deadline:
+        if received or (left := deadline - time.monotonic()) <= 0:
             return received
-        with queue._messages_lock:
-            if not queue._messages:  # an empty queue: wait for a send (it notifies), not for the clock
-                queue._messages_lock.wait(max(0.0, deadline - time.monotonic()))
-                continue
-        time.sleep(FIFO_POLL_SECONDS)
+        with queue._messages_lock:  # an empty queue: wait for a send (it notifies), not for the clock
+            queue._messages_lock.wait(min(FIFO_POLL_SECONDS, left) if queue._messages else left)
 
 
 # The instant the running FIFO pass judges visibility by (per thread; None outside a pass).
