@@ -73,20 +73,17 @@ def valid_schedule_expression(expression: str) -> bool:
     return False
 
 
-def _validated(original, self, *args, **kwargs):
-    from moto.scheduler.exceptions import ValidationException
-
-    expression = kwargs.get("schedule_expression")
-    if expression is not None and not valid_schedule_expression(expression):
-        raise ValidationException(f"Invalid Schedule Expression {expression}.")
-    return original(self, *args, **kwargs)
-
-
 def install() -> None:
     """Patch moto's Scheduler in this process; calling it again does nothing."""
-    from moto.scheduler.exceptions import ScheduleExists
+    from moto.scheduler.exceptions import ScheduleExists, ValidationException
     from moto.scheduler.models import EventBridgeSchedulerBackend
+
+    def validated(original, self, *args, **kwargs):
+        expression = kwargs.get("schedule_expression")
+        if expression is not None and not valid_schedule_expression(expression):
+            raise ValidationException(f"Invalid Schedule Expression {expression}.")
+        return original(self, *args, **kwargs)
 
     ScheduleExists.code = 409  # ConflictException, as AWS answers a duplicate name
     for action in ("create_schedule", "update_schedule"):
-        wrap(EventBridgeSchedulerBackend, action)(_validated)
+        wrap(EventBridgeSchedulerBackend, action)(validated)

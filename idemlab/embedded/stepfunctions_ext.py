@@ -129,10 +129,10 @@ def validate_state_machine_definition(self: StepFunctionResponse) -> ActionResul
 
     try:
         StepFunctionsParserBackend._validate_definition(self._get_param("definition"))
+        diagnostics = []
     except Exception as exc:  # the parser's InvalidDefinition, whatever its wording
-        diagnostic = {"severity": "ERROR", "code": "SCHEMA_VALIDATION_FAILED", "message": str(exc)[:1000]}
-        return ActionResult({"result": "FAIL", "diagnostics": [diagnostic], "truncated": False})
-    return ActionResult({"result": "OK", "diagnostics": [], "truncated": False})
+        diagnostics = [{"severity": "ERROR", "code": "SCHEMA_VALIDATION_FAILED", "message": str(exc)[:1000]}]
+    return ActionResult({"result": "FAIL" if diagnostics else "OK", "diagnostics": diagnostics, "truncated": False})
 
 
 def list_state_machine_versions(self: StepFunctionResponse) -> ActionResult:
