@@ -33,12 +33,9 @@ from moto.stepfunctions.responses import StepFunctionResponse
 
 from idemlab.embedded.patching import wrap
 
-NOT_FOR_THIS_TYPE = "This operation is not supported by this type of state machine"
 
-
-class StateMachineTypeNotSupported(AWSError):
-    TYPE = "StateMachineTypeNotSupported"
-    STATUS = 400
+def _type_not_supported() -> AWSError:
+    return AWSError("This operation is not supported by this type of state machine", "StateMachineTypeNotSupported")
 
 
 def _is_express(state_machine) -> bool:
@@ -55,7 +52,7 @@ def _start(self: StepFunctionResponse, sync: bool):
     name, execution_input = self._get_param("name") or str(uuid.uuid4()), self._get_param("input", if_none="{}")
     if not _is_express(state_machine):
         if sync:
-            raise StateMachineTypeNotSupported(NOT_FOR_THIS_TYPE)
+            raise _type_not_supported()
         return backend.start_execution(arn, name, execution_input)
     # Imported here: the ASL parser takes about a second to import, and the server
     # must be ready in under two.
@@ -89,8 +86,7 @@ def _start(self: StepFunctionResponse, sync: bool):
 
 
 def start_execution(self: StepFunctionResponse) -> ActionResult:
-    execution = _start(self, sync=False)
-    return ActionResult({"executionArn": execution.execution_arn, "startDate": execution.start_date})
+    return ActionResult(_start(self, sync=False).to_start_output())
 
 
 def start_sync_execution(self: StepFunctionResponse) -> ActionResult:
@@ -107,7 +103,7 @@ def _refuse_express_execution(action, self: StepFunctionResponse):
 
 def _list_executions_standard_only(action, self: StepFunctionResponse):
     if _is_express(self.stepfunction_backend.describe_state_machine(self._get_param("stateMachineArn"))):
-        raise StateMachineTypeNotSupported(NOT_FOR_THIS_TYPE)
+        raise _type_not_supported()
     return action(self)
 
 
