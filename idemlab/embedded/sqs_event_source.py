@@ -1,23 +1,22 @@
 """SQS -> Lambda event source mappings that behave as Lambda's pollers do.
 
-moto 5.2.5 invokes the function inside SendMessage itself, once per message
-(moto/sqs/models.py `Queue.add_message`, moto/awslambda/models.py `send_sqs_batch`): no
-batches or batching window, `ApproximateReceiveCount` always "1", a failed message
-visible again at once, `batchItemFailures` ignored; and its FIFO deduplication forgets
-an id once the message is deleted. Here instead:
+moto 5.2.5 invokes the function inside SendMessage, once per message (moto/sqs/models.py
+`Queue.add_message`, moto/awslambda/models.py `send_sqs_batch`): no batches or batching
+window, `ApproximateReceiveCount` always "1", a failed message visible again at once,
+`batchItemFailures` ignored; and its FIFO deduplication forgets an id once the message
+is deleted. Here instead:
 
 - SendMessage only stores the message. FIFO deduplication remembers every id for five
-  minutes, deleted or not ("Amazon SQS continues tracking the deduplication ID even
-  after the message has been received and deleted": SQS developer guide,
-  FIFO-key-terms.html), per queue or per message group (DeduplicationScope).
+  minutes, deleted or not (SQS developer guide, FIFO-key-terms.html), per queue or per
+  message group (DeduplicationScope).
 - One poller thread per enabled mapping receives through this server's own SQS API (so
   receive counts, visibility timeouts, FIFO group locks and the redrive after
   maxReceiveCount apply), gathers up to BatchSize messages within
   MaximumBatchingWindowInSeconds (FIFO: one receive, no window), and invokes the function
   through the Invoke path, so concurrency limits apply.
-- Success deletes the batch; a function error or a throttle deletes nothing (the batch
-  comes back after the visibility timeout); with ReportBatchItemFailures only the listed
-  messages stay, and a malformed response fails the whole batch (Lambda developer guide,
+- Success deletes the batch; a function error, a throttle or an invalid partial batch
+  response deletes nothing (the batch comes back after the visibility timeout); with
+  ReportBatchItemFailures only the listed messages stay (Lambda developer guide,
   services-sqs-errorhandling.html).
 - A FIFO group is locked only while one of its messages is in flight, so a failed group
   comes back whole and in order; a mapping being disabled reports "Disabling" until its
