@@ -43,7 +43,8 @@ _CRON_FIELDS = (
 
 
 def _cron_field(values: str, special: str | None) -> str:
-    """A comma list of `*`, values and ranges, each with an optional /step (above zero)."""
+    """A comma list of `*`, values and ranges, each with an optional /step above zero; a
+    day field (with specials) may be `?` instead, and is captured for the `?` rule."""
     item = rf"(?:\*|(?:{values})(?:-(?:{values}))?)(?:/0*[1-9]\d*)?"
     if special is None:
         return rf"(?:{item}(?:,{item})*)"
