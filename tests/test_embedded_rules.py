@@ -14,6 +14,7 @@ def test_rate_expressions_are_read_in_seconds():
     assert rate_seconds("rate(5 minutes)") == 300
     assert rate_seconds("rate(2 hours)") == 7200
     assert rate_seconds("cron(0 12 * * ? *)") is None
+    assert rate_seconds("rate(0 minutes)") is None, "AWS refuses a rate of zero; it must not fire every pass"
 
 
 @pytest.mark.timeout(60)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import threading
+import types
 from collections import Counter, defaultdict
 
 from moto.dynamodb import models as dynamodb_models
@@ -21,12 +22,11 @@ from moto.dynamodb.responses import DynamoHandler, DynamoResult
 from idemlab.embedded.patching import wrap
 
 _LOCK = threading.RLock()
-# Requests served, by action: the cost benchmarks count calls here, at the backend,
-# rather than estimating them from the client side.
-REQUEST_COUNTS: Counter = Counter()
-# ... and by the table each one named, so the bench measures which requests are a
-# handler's own, which are its fault probes and which the charge it protects.
-REQUEST_COUNTS_BY_TABLE: dict[str, Counter] = defaultdict(Counter)
+# Requests served, by the table each one named and by action: the cost benchmarks count
+# calls here, at the backend, rather than estimating them from the client side, and the
+# tables tell which requests are a handler's own, which its fault probes and which the
+# charge it protects.
+REQUEST_COUNTS: dict[str, Counter] = defaultdict(Counter)
 
 
 def install(serialise_outside_lock: bool = False, item_rollback: bool = False) -> None:
@@ -45,8 +45,7 @@ def install(serialise_outside_lock: bool = False, item_rollback: bool = False) -
         self.idemlab_locked = True
         try:
             action = self.get_endpoint_name(self.headers) or "unknown"
-            REQUEST_COUNTS[action] += 1
-            REQUEST_COUNTS_BY_TABLE[table_names(getattr(self, "params", None) or {})][action] += 1
+            REQUEST_COUNTS[table_names(getattr(self, "params", None) or {})][action] += 1
             return original(self)
         finally:
             if self.idemlab_locked:  # unless `serialized` let it go already
@@ -75,17 +74,15 @@ def install_unreadable_conditions() -> None:
     from moto.dynamodb.comparisons import ConditionExpressionParser
     from moto.dynamodb.exceptions import InvalidConditionExpression
 
-    @wrap(ConditionExpressionParser, "_lookup_expression_attribute_value")
-    def value(original, self, name):
-        if name not in (self.expression_attribute_values or {}):
-            raise InvalidConditionExpression(f"An expression attribute value used in expression is not defined; attribute value: {name}")
-        return original(self, name)
+    for kind, used_in in (("value", "expression"), ("name", "the document path")):
 
-    @wrap(ConditionExpressionParser, "_lookup_expression_attribute_name")
-    def name(original, self, name):
-        if name not in (self.expression_attribute_names or {}):
-            raise InvalidConditionExpression(f"An expression attribute name used in the document path is not defined; attribute name: {name}")
-        return original(self, name)
+        @wrap(ConditionExpressionParser, f"_lookup_expression_attribute_{kind}")
+        def lookup(original, self, name, kind=kind, used_in=used_in):
+            try:
+                return original(self, name)
+            except (KeyError, TypeError):  # not in the request's map, or no map at all
+                message = f"An expression attribute {kind} used in {used_in} is not defined; attribute {kind}: {name}"
+                raise InvalidConditionExpression(message) from None
 
     @wrap(ConditionExpressionParser, "_assert")
     def syntax(original, self, condition, message, nodes):
@@ -100,18 +97,10 @@ def install_unreadable_conditions() -> None:
 _ROLLING_BACK_ITEMS = threading.local()
 
 
-class _TablesKeptWhole:
-    """moto.dynamodb.models' `copy` module, but for the deep copy of a whole Table while
-    `_ROLLING_BACK_ITEMS` is set on the calling thread."""
-
-    def __getattr__(self, name: str):
-        return getattr(copy, name)
-
-    @staticmethod
-    def deepcopy(value, memo=None):
-        if isinstance(value, Table) and getattr(_ROLLING_BACK_ITEMS, "on", False):
-            return value
-        return copy.deepcopy(value, memo)
+def _deepcopy(value, memo=None):
+    """moto.dynamodb.models' copy.deepcopy, but a whole Table is kept as it is while `_ROLLING_BACK_ITEMS` is on."""
+    keep = isinstance(value, Table) and getattr(_ROLLING_BACK_ITEMS, "on", False)
+    return value if keep else copy.deepcopy(value, memo)
 
 
 def install_item_rollback() -> None:
@@ -122,9 +111,9 @@ def install_item_rollback() -> None:
     cancelled: a cost that grows with the table, paid by every transaction, under the
     request lock. Under that lock nothing else writes meanwhile, so the items the actions
     name are all a cancelled transaction can have changed; those are copied (or noted
-    absent) before it runs and put back if it raises. A table with a stream keeps moto's
-    whole-table backup, which takes back its stream records too."""
-    dynamodb_models.copy = _TablesKeptWhole()
+    absent) before it runs and put back if it raises (an empty sort-key group left behind
+    is what moto's own reads leave too, and no read sees it)."""
+    dynamodb_models.copy = types.SimpleNamespace(deepcopy=_deepcopy)  # the only use that module makes of `copy`
 
     @wrap(DynamoDBBackend, "transact_write_items")
     def transact_write_items(original, self, transact_items):
@@ -136,43 +125,39 @@ def install_item_rollback() -> None:
             return original(self, transact_items)
         except BaseException:
             for table, hash_key, range_key, item in reversed(kept):
-                _put_back(table, hash_key, range_key, item)
+                where, key = (table.items, hash_key) if range_key is None else (table.items[hash_key], range_key)
+                if item is None:
+                    where.pop(key, None)
+                else:
+                    where[key] = item
             raise
         finally:
             _ROLLING_BACK_ITEMS.on = False
 
 
 def _items_named(backend, transact_items) -> list | None:
-    """(table, hash key, range key, copy of the item or None) for each
-    action's item; None if a table named has a stream. An action whose key moto cannot
-    read is skipped: moto refuses that action without writing it."""
+    """(table, hash key, range key, copy of the item or None) for each action's item. None
+    leaves moto's whole-table backup in charge: if a table named has a stream (that backup
+    takes back its stream records too), or an action's key cannot be read (moto refuses
+    that action as it reaches it, and cancels the transaction)."""
     kept = []
-    for action in transact_items if isinstance(transact_items, list) else []:
-        for kind, request in action.items() if isinstance(action, dict) else []:
-            table = backend.tables.get(request.get("TableName")) if isinstance(request, dict) else None
-            if table is None:
-                continue
-            if table.stream_shard is not None:
-                return None
-            try:
-                hash_key, range_key = backend.get_keys_value(table, request["Item"] if kind == "Put" else request["Key"])
-            except Exception:
-                continue
-            stored = table.items.get(hash_key)  # .get: the table's defaultdict grows no entry
-            if range_key is not None:
-                stored = stored.get(range_key) if stored is not None else None
-            kept.append((table, hash_key, range_key, copy.deepcopy(stored)))
+    try:
+        for action in transact_items:
+            for kind, request in action.items():
+                table = backend.tables.get(request["TableName"])
+                if table is None:  # moto refuses the action
+                    continue
+                if table.stream_shard is not None:
+                    return None
+                keys = request["Item"] if kind == "Put" else request["Key"]
+                hash_key, range_key = backend.get_keys_value(table, keys)
+                stored = table.items.get(hash_key)  # .get: the table's defaultdict grows no entry
+                if range_key is not None and stored is not None:
+                    stored = stored.get(range_key)
+                kept.append((table, hash_key, range_key, copy.deepcopy(stored)))
+    except Exception:
+        return None
     return kept
-
-
-def _put_back(table, hash_key, range_key, item) -> None:
-    """The item as it was before the transaction (an empty sort-key group left behind is
-    what moto's own reads leave too, and no read sees it)."""
-    where, key = (table.items, hash_key) if range_key is None else (table.items[hash_key], range_key)
-    if item is None:
-        where.pop(key, None)
-    else:
-        where[key] = item
 
 
 def table_names(params: dict) -> str:
@@ -190,7 +175,5 @@ def table_names(params: dict) -> str:
 def counts() -> dict:
     """A consistent copy of the counters (taken under the request lock)."""
     with _LOCK:
-        return {
-            "dynamodb": dict(REQUEST_COUNTS),
-            "dynamodb_by_table": {table: dict(by_action) for table, by_action in REQUEST_COUNTS_BY_TABLE.items()},
-        }
+        by_table = {table: dict(by_action) for table, by_action in REQUEST_COUNTS.items()}
+        return {"dynamodb": dict(sum(REQUEST_COUNTS.values(), Counter())), "dynamodb_by_table": by_table}

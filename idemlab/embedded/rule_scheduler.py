@@ -11,7 +11,6 @@ so the function's retries apply), with the target's `Input` or the scheduled eve
 from __future__ import annotations
 
 import json
-import re
 import sys
 import threading
 import time
@@ -19,29 +18,9 @@ import uuid
 from datetime import datetime, timezone
 
 from idemlab.embedded.patching import every
+from idemlab.embedded.scheduler_ext import rate_seconds
 
-RATE = re.compile(r"^rate\((\d+)\s+(minute|minutes|hour|hours|day|days)\)$")
-UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
 POLL_SECONDS = 1.0
-
-
-def rate_seconds(expression: str) -> int | None:
-    match = RATE.match(expression or "")
-    return int(match.group(1)) * UNIT_SECONDS[match.group(2).rstrip("s")] if match else None
-
-
-def scheduled_event(rule_arn: str, account: str, region: str) -> dict:
-    return {
-        "version": "0",
-        "id": str(uuid.uuid4()),
-        "detail-type": "Scheduled Event",
-        "source": "aws.events",
-        "account": account,
-        "time": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "region": region,
-        "resources": [rule_arn],
-        "detail": {},
-    }
 
 
 class RuleScheduler:
@@ -70,12 +49,23 @@ class RuleScheduler:
         return fired
 
     def _fire(self, rule: dict) -> None:
-        account = rule["Arn"].split(":")[4]
+        scheduled_event = {
+            "version": "0",
+            "id": str(uuid.uuid4()),
+            "detail-type": "Scheduled Event",
+            "source": "aws.events",
+            "account": rule["Arn"].split(":")[4],
+            "time": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "region": self._region,
+            "resources": [rule["Arn"]],
+            "detail": {},
+        }
         for target in self._events.list_targets_by_rule(Rule=rule["Name"]).get("Targets", []):
             if ":lambda:" not in target["Arn"]:
-                print(f"embedded: rule {rule['Name']}: target {target['Arn']} is not a Lambda function, skipped", file=sys.stderr)
+                skipped = f"embedded: rule {rule['Name']}: target {target['Arn']} is not a Lambda function, skipped"
+                print(skipped, file=sys.stderr)
                 continue
-            payload = target.get("Input") or json.dumps(scheduled_event(rule["Arn"], account, self._region))
+            payload = target.get("Input") or json.dumps(scheduled_event)
             self._lambda.invoke(FunctionName=target["Arn"], InvocationType="Event", Payload=payload.encode())
 
     def start(self) -> "RuleScheduler":

@@ -25,49 +25,39 @@ from datetime import datetime
 from idemlab.embedded.patching import wrap
 
 _AT = re.compile(r"at\((\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\)")
-_RATE = re.compile(r"rate\(([1-9][0-9]*) (minute|minutes|hour|hours|day|days)\)")
-_CRON = re.compile(r"cron\(([^()]*)\)")
+RATE = re.compile(r"rate\(([1-9][0-9]*) (minute|minutes|hour|hours|day|days)\)")
+_UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
 
-_MONTHS = {name: n for n, name in enumerate("JAN FEB MAR APR MAY JUN JUL AUG SEP OCT NOV DEC".split(), start=1)}
-_WEEKDAYS = {name: n for n, name in enumerate("SUN MON TUE WED THU FRI SAT".split(), start=1)}
-_DAY = r"([1-7]|SUN|MON|TUE|WED|THU|FRI|SAT)"
-# Each cron field: its range, its names, and what it accepts besides values, ranges and
-# steps (in the two day fields: the last day L, the weekday nearest n nW, the nth weekday d#n).
+_WEEKDAYS = "SUN|MON|TUE|WED|THU|FRI|SAT"
+# Each cron field: its values (numbers may have leading zeros), then what it accepts
+# besides values, ranges and steps: in the two day fields, `?` (the whole field), the
+# last day L, the weekday nearest n nW, the last weekday dL and the nth weekday d#n.
 _CRON_FIELDS = (
-    (0, 59, {}, None),  # minutes
-    (0, 23, {}, None),  # hours
-    (1, 31, {}, re.compile(r"L|LW|([1-9]|[12][0-9]|3[01])W")),  # day of month
-    (1, 12, _MONTHS, None),  # month
-    (1, 7, _WEEKDAYS, re.compile(rf"L|{_DAY}L|{_DAY}#[1-5]")),  # day of week
-    (1970, 2199, {}, None),  # year
+    (r"0*[1-5]?\d", None),  # minutes 0-59
+    (r"0*(?:1?\d|2[0-3])", None),  # hours 0-23
+    (r"0*(?:[1-9]|[12]\d|3[01])", r"L|LW|(?:[1-9]|[12]\d|3[01])W"),  # day of month 1-31
+    (r"0*(?:[1-9]|1[0-2])|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC", None),  # month 1-12
+    (rf"0*[1-7]|{_WEEKDAYS}", rf"L|(?:[1-7]|{_WEEKDAYS})(?:L|#[1-5])"),  # day of week 1-7
+    (r"0*(?:19[7-9]\d|2[01]\d\d)", None),  # year 1970-2199
 )
 
 
-def _field(text: str, low: int, high: int, names: dict[str, int], special: re.Pattern | None) -> bool:
-    """A cron field: a comma list of `*`, values, ranges, each with an optional /step."""
-    if text == "?":  # only a day field may be left open
-        return special is not None
-
-    def value(item: str) -> bool:
-        return item in names or (item.isdigit() and low <= int(item) <= high)
-
-    for item in text.split(","):
-        if special is not None and special.fullmatch(item):
-            continue
-        base, slash, step = item.partition("/")
-        first, dash, last = base.partition("-")
-        if slash and not (step.isdigit() and int(step) > 0):
-            return False
-        if base != "*" and not (value(first) and (not dash or value(last))):
-            return False
-    return True
+def _cron_field(values: str, special: str | None) -> str:
+    """A comma list of `*`, values and ranges, each with an optional /step above zero; a
+    day field (with specials) may be `?` instead, and is captured for the `?` rule."""
+    item = rf"(?:\*|(?:{values})(?:-(?:{values}))?)(?:/0*[1-9]\d*)?"
+    if special is None:
+        return rf"(?:{item}(?:,{item})*)"
+    return rf"(\?|(?:{special}|{item})(?:,(?:{special}|{item}))*)"
 
 
-def _cron(fields: str) -> bool:
-    parts = fields.split(" ")
-    if len(parts) != 6 or (parts[2] == "?") == (parts[4] == "?"):
-        return False  # six fields, and exactly one of the two day fields is left open
-    return all(_field(part, *spec) for part, spec in zip(parts, _CRON_FIELDS))
+_CRON = re.compile(r"cron\(" + " ".join(_cron_field(*field) for field in _CRON_FIELDS) + r"\)")
+
+
+def rate_seconds(expression: str) -> int | None:
+    """The period of a `rate(...)` expression, in seconds; None for any other."""
+    match = RATE.fullmatch(expression or "")
+    return int(match.group(1)) * _UNIT_SECONDS[match.group(2).rstrip("s")] if match else None
 
 
 def valid_schedule_expression(expression: str) -> bool:
@@ -77,27 +67,24 @@ def valid_schedule_expression(expression: str) -> bool:
         except ValueError:
             return False
         return True
-    if match := _RATE.fullmatch(expression):
+    if match := RATE.fullmatch(expression):
         return (match.group(1) == "1") == (not match.group(2).endswith("s"))
-    if match := _CRON.fullmatch(expression):
-        return _cron(match.group(1))
+    if match := _CRON.fullmatch(expression):  # exactly one of the two day fields is `?`
+        return (match.group(1) == "?") != (match.group(2) == "?")
     return False
-
-
-def _validated(original, self, *args, **kwargs):
-    from moto.scheduler.exceptions import ValidationException
-
-    expression = kwargs.get("schedule_expression")
-    if expression is not None and not valid_schedule_expression(expression):
-        raise ValidationException(f"Invalid Schedule Expression {expression}.")
-    return original(self, *args, **kwargs)
 
 
 def install() -> None:
     """Patch moto's Scheduler in this process; calling it again does nothing."""
-    from moto.scheduler.exceptions import ScheduleExists
+    from moto.scheduler.exceptions import ScheduleExists, ValidationException
     from moto.scheduler.models import EventBridgeSchedulerBackend
+
+    def validated(original, self, *args, **kwargs):
+        expression = kwargs.get("schedule_expression")
+        if expression is not None and not valid_schedule_expression(expression):
+            raise ValidationException(f"Invalid Schedule Expression {expression}.")
+        return original(self, *args, **kwargs)
 
     ScheduleExists.code = 409  # ConflictException, as AWS answers a duplicate name
     for action in ("create_schedule", "update_schedule"):
-        wrap(EventBridgeSchedulerBackend, action)(_validated)
+        wrap(EventBridgeSchedulerBackend, action)(validated)

@@ -1,23 +1,22 @@
 """SQS -> Lambda event source mappings that behave as Lambda's pollers do.
 
-moto 5.2.5 invokes the function inside SendMessage itself, once per message
-(moto/sqs/models.py `Queue.add_message`, moto/awslambda/models.py `send_sqs_batch`): no
-batches or batching window, `ApproximateReceiveCount` always "1", a failed message
-visible again at once, `batchItemFailures` ignored; and its FIFO deduplication forgets
-an id once the message is deleted. Here instead:
+moto 5.2.5 invokes the function inside SendMessage, once per message (moto/sqs/models.py
+`Queue.add_message`, moto/awslambda/models.py `send_sqs_batch`): no batches or batching
+window, `ApproximateReceiveCount` always "1", a failed message visible again at once,
+`batchItemFailures` ignored; and its FIFO deduplication forgets an id once the message
+is deleted. Here instead:
 
 - SendMessage only stores the message. FIFO deduplication remembers every id for five
-  minutes, deleted or not ("Amazon SQS continues tracking the deduplication ID even
-  after the message has been received and deleted": SQS developer guide,
-  FIFO-key-terms.html), per queue or per message group (DeduplicationScope).
+  minutes, deleted or not (SQS developer guide, FIFO-key-terms.html), per queue or per
+  message group (DeduplicationScope).
 - One poller thread per enabled mapping receives through this server's own SQS API (so
   receive counts, visibility timeouts, FIFO group locks and the redrive after
   maxReceiveCount apply), gathers up to BatchSize messages within
   MaximumBatchingWindowInSeconds (FIFO: one receive, no window), and invokes the function
   through the Invoke path, so concurrency limits apply.
-- Success deletes the batch; a function error or a throttle deletes nothing (the batch
-  comes back after the visibility timeout); with ReportBatchItemFailures only the listed
-  messages stay, and a malformed response fails the whole batch (Lambda developer guide,
+- Success deletes the batch; a function error, a throttle or an invalid partial batch
+  response deletes nothing (the batch comes back after the visibility timeout); with
+  ReportBatchItemFailures only the listed messages stay (Lambda developer guide,
   services-sqs-errorhandling.html).
 - A FIFO group is locked only while one of its messages is in flight, so a failed group
   comes back whole and in order; a mapping being disabled reports "Disabling" until its
@@ -30,10 +29,9 @@ and scales them, ScalingConfig), and no FilterCriteria.
 from __future__ import annotations
 
 import base64
-import hashlib
 import itertools
-import math
 import json
+import math
 import sys
 import threading
 import time
@@ -42,11 +40,10 @@ from idemlab.embedded.patching import every, replace_once, wrap
 
 # SQS's FIFO deduplication interval (SendMessage API reference, MessageDeduplicationId).
 DEDUPLICATION_SECONDS = 300
-# Lambda's defaults for SQS mappings (services-sqs-parameters.html).
-DEFAULT_BATCH_SIZE = 10
-MAX_FIFO_BATCH_SIZE = 10
+# Lambda's default BatchSize and its limits (services-sqs-parameters.html): 10 on a FIFO
+# queue, 10,000 on a standard one; ReceiveMessage returns at most 10 messages a call.
+DEFAULT_BATCH_SIZE = MAX_FIFO_BATCH_SIZE = MAX_RECEIVE = 10
 MAX_BATCH_SIZE = 10_000
-MAX_RECEIVE = 10  # ReceiveMessage returns at most 10 messages per call
 # A long poll of one second: an idle mapping costs one request a second, a new message is
 # picked up at once, and one that becomes visible again within about a second.
 LONG_POLL_SECONDS = 1
@@ -55,7 +52,6 @@ LONG_POLL_SECONDS = 1
 FIFO_POLL_SECONDS = 0.05
 # How often the supervisor looks for mappings created, enabled, disabled or deleted.
 SUPERVISE_SECONDS = 0.5
-REPORT_BATCH_ITEM_FAILURES = "ReportBatchItemFailures"
 
 
 def failed_item_ids(payload: bytes, batch_ids: set[str]) -> set[str] | None:
@@ -71,26 +67,34 @@ def failed_item_ids(payload: bytes, batch_ids: set[str]) -> set[str] | None:
         response = json.loads(payload) if payload.strip() else None
     except ValueError:
         return None
-    if isinstance(response, dict):
-        response = response.get("batchItemFailures")
-    elif response:
+    if response and not isinstance(response, dict):
         return None
-    if not response:
-        return set()
-    if not isinstance(response, list):
+    failures = (response or {}).get("batchItemFailures") or []
+    if not isinstance(failures, list):
         return None
-    failed = {item.get("itemIdentifier") if isinstance(item, dict) else None for item in response}
+    failed = {item.get("itemIdentifier") if isinstance(item, dict) else None for item in failures}
     return failed if all(isinstance(i, str) and i in batch_ids for i in failed) else None
 
 
 def lambda_record(message: dict, queue_arn: str, region: str) -> dict:
-    """One SQS message as Lambda hands it to a function (with-sqs.html, example event)."""
+    """One SQS message as Lambda hands it to a function (with-sqs.html, example event):
+    attribute keys in camel case, binary values in base64."""
+
+    def attribute(value: dict) -> dict:
+        return {
+            **({"stringValue": value["StringValue"]} if "StringValue" in value else {}),
+            **({"binaryValue": base64.b64encode(value["BinaryValue"]).decode()} if "BinaryValue" in value else {}),
+            "stringListValues": value.get("StringListValues", []),
+            "binaryListValues": [base64.b64encode(item).decode() for item in value.get("BinaryListValues", [])],
+            "dataType": value["DataType"],
+        }
+
     record = {
         "messageId": message["MessageId"],
         "receiptHandle": message["ReceiptHandle"],
         "body": message["Body"],
         "attributes": dict(message.get("Attributes") or {}),
-        "messageAttributes": {name: _lambda_attribute(v) for name, v in message.get("MessageAttributes", {}).items()},
+        "messageAttributes": {name: attribute(v) for name, v in message.get("MessageAttributes", {}).items()},
         "md5OfBody": message["MD5OfBody"],
         "eventSource": "aws:sqs",
         "eventSourceARN": queue_arn,
@@ -101,49 +105,29 @@ def lambda_record(message: dict, queue_arn: str, region: str) -> dict:
     return record
 
 
-def _lambda_attribute(value: dict) -> dict:
-    """A message attribute as Lambda shows it: keys in camel case, binary values in base64."""
-    attribute = {"stringValue": value["StringValue"]} if "StringValue" in value else {}
-    if "BinaryValue" in value:
-        attribute["binaryValue"] = base64.b64encode(value["BinaryValue"]).decode()
-    return {
-        **attribute,
-        "stringListValues": value.get("StringListValues", []),
-        "binaryListValues": [base64.b64encode(item).decode() for item in value.get("BinaryListValues", [])],
-        "dataType": value["DataType"],
-    }
-
-
 class MappingPoller:
     """Polls one queue for one mapping and invokes its function, one batch at a time."""
 
     def __init__(self, mapping, sqs, invoke, endpoint_url: str):
-        self.uuid = mapping.uuid
-        self.mapping = mapping
-        self.sqs = sqs
-        self.invoke = invoke
+        self.mapping, self.sqs, self.invoke = mapping, sqs, invoke
         _, _, _, self.region, account, name = mapping.event_source_arn.split(":", 5)
-        self.queue_arn = mapping.event_source_arn
         self.queue_url = f"{endpoint_url}/{account}/{name}"
         self.fifo = name.endswith(".fifo")
         self.stopped = threading.Event()
 
     def collect(self) -> list[dict]:
-        """Up to BatchSize messages, gathered within the batching window.
-
-        The window opens with the first message: an idle queue is long-polled, and a
-        batch is invoked when it is full or the window has passed (FIFO: at once).
-        """
-        batch_size = int(self.mapping.batch_size or DEFAULT_BATCH_SIZE)
+        """Up to BatchSize messages: an idle queue is long-polled, the batching window opens
+        with the first message, and the batch is full or the window over (FIFO: at once)."""
+        batch_size = int(self.mapping.batch_size)  # moto's default for SQS is Lambda's, 10
         window = 0 if self.fifo else int(self.mapping.max_batch_window or 0)
         batch: list[dict] = []
         deadline = None
         while not self.stopped.is_set():
-            wait = LONG_POLL_SECONDS if deadline is None else max(0, min(LONG_POLL_SECONDS, math.ceil(deadline - time.monotonic())))
+            left = LONG_POLL_SECONDS if deadline is None else math.ceil(deadline - time.monotonic())
             messages = self.sqs.receive_message(
                 QueueUrl=self.queue_url,
                 MaxNumberOfMessages=min(MAX_RECEIVE, batch_size - len(batch)),
-                WaitTimeSeconds=wait,
+                WaitTimeSeconds=max(0, min(LONG_POLL_SECONDS, left)),
                 MessageAttributeNames=["All"],
                 MessageSystemAttributeNames=["All"],
             ).get("Messages", [])
@@ -153,8 +137,7 @@ class MappingPoller:
             batch = [m for m in batch if m["MessageId"] not in fresh] + messages
             if not batch:
                 return []
-            if deadline is None:
-                deadline = time.monotonic() + window
+            deadline = deadline or time.monotonic() + window
             if len(batch) >= batch_size or time.monotonic() >= deadline:
                 break
             if not messages:
@@ -162,58 +145,52 @@ class MappingPoller:
         return batch
 
     def run_once(self) -> None:
-        """Invoke the function with one batch, then delete what it processed.
-
-        A throttle, a runtime failure, a function error or an invalid partial batch
-        response deletes nothing: the whole batch comes back after its visibility timeout.
-        """
-        batch = self.collect()
-        if not batch:
+        """Invoke the function with one batch, then delete what it processed (see above)."""
+        if not (batch := self.collect()):
             return
-        event = {"Records": [lambda_record(m, self.queue_arn, self.region) for m in batch]}
+        event = {"Records": [lambda_record(m, self.mapping.event_source_arn, self.region) for m in batch]}
         try:
             result = self.invoke(self.mapping.function_arn, json.dumps(event).encode())
         except Exception:  # a throttle, or the runtime failing
             return
-        if result.function_error:
+        reports = "ReportBatchItemFailures" in (self.mapping.function_response_types or [])
+        keep = failed_item_ids(result.payload, {m["MessageId"] for m in batch}) if reports else set()
+        if result.function_error or keep is None:
             return
-        keep: set[str] | None = set()
-        if REPORT_BATCH_ITEM_FAILURES in (self.mapping.function_response_types or []):
-            keep = failed_item_ids(result.payload, {m["MessageId"] for m in batch})
-            if keep is None:
-                return
-        deleted = [m for m in batch if m["MessageId"] not in keep]
-        for start in range(0, len(deleted), MAX_RECEIVE):
-            chunk = deleted[start : start + MAX_RECEIVE]
-            entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)]
-            self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
+        done = [m for m in batch if m["MessageId"] not in keep]
+        entries = [{"Id": m["MessageId"], "ReceiptHandle": m["ReceiptHandle"]} for m in done]
+        for start in range(0, len(entries), MAX_RECEIVE):
+            self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=entries[start : start + MAX_RECEIVE])
 
     def loop(self) -> None:
-        _polling.add(self.uuid)
+        _polling.add(self.mapping.uuid)
         try:
             while not self.stopped.is_set():
                 try:
                     self.run_once()
                 except Exception as exc:  # the queue went away, or the server is stopping
                     if not self.stopped.is_set():
-                        print(f"embedded: SQS mapping {self.uuid}: {exc}", file=sys.stderr)
+                        print(f"embedded: SQS mapping {self.mapping.uuid}: {exc}", file=sys.stderr)
                         self.stopped.wait(LONG_POLL_SECONDS)
         finally:
-            _polling.discard(self.uuid)
+            _polling.discard(self.mapping.uuid)
 
 
 class SqsEventSources:
     """Starts a poller for each enabled SQS mapping, stops it when the mapping goes."""
 
     def __init__(self, client_factory, invoke, endpoint_url: str):
-        self._client_factory = client_factory
-        self._invoke = invoke
-        self._endpoint_url = endpoint_url
+        self._client_factory, self._invoke, self._endpoint_url = client_factory, invoke, endpoint_url
         self._pollers: dict[str, MappingPoller] = {}
         self._stop = threading.Event()
 
     def supervise_once(self) -> None:
-        wanted = {m.uuid: m for m in _sqs_mappings() if m.enabled not in (False, "false", "False")}
+        from moto.awslambda.models import lambda_backends
+
+        backends = [backend for regions in list(lambda_backends.values()) for backend in list(regions.values())]
+        mappings = [m for backend in backends for m in list(backend._event_source_mappings.values())]
+        enabled = [m for m in mappings if _is_sqs(m.event_source_arn) and m.enabled not in (False, "false", "False")]
+        wanted = {m.uuid: m for m in enabled}
         for uuid in set(self._pollers) - set(wanted):
             self._pollers.pop(uuid).stopped.set()
         for uuid in set(wanted) - set(self._pollers):
@@ -235,29 +212,20 @@ def _is_sqs(arn: str) -> bool:
     return arn.split(":")[2] == "sqs"
 
 
-def _sqs_mappings() -> list:
-    from moto.awslambda.models import lambda_backends
-
-    backends = [backend for regions in list(lambda_backends.values()) for backend in list(regions.values())]
-    mappings = [m for backend in backends for m in list(backend._event_source_mappings.values())]
-    return [m for m in mappings if _is_sqs(m.event_source_arn)]
-
-
 # -- moto patches --------------------------------------------------------------------
 
 # Mappings whose poller is still running: one being disabled finishes the batch in hand
 # first, and until then its State is "Disabling", as Lambda reports it.
 _polling: set[str] = set()
+_CATCHING_UP = {("Disabled", True): "Disabling", ("Enabled", False): "Enabling"}
 
 
 def _mapping_state(original, self) -> dict:
     """EventSourceMapping.get_configuration: "Disabling" and "Enabling" while the poller catches up."""
     config = original(self)
-    if _is_sqs(self.event_source_arn):
-        if config.get("State") == "Disabled" and self.uuid in _polling:
-            config["State"] = "Disabling"
-        elif config.get("State") == "Enabled" and self.uuid not in _polling:
-            config["State"] = "Enabling"
+    state = (config.get("State"), self.uuid in _polling)
+    if _is_sqs(self.event_source_arn) and state in _CATCHING_UP:
+        config["State"] = _CATCHING_UP[state]
     return config
 
 
@@ -265,35 +233,32 @@ _sequence = itertools.count(int(time.time() * 1000) * 1000)
 
 
 def _add_message(self, message) -> None:
-    """Replacement for moto's Queue.add_message: store (or deduplicate), never invoke."""
-    # A message that was received before is one SQS moves to this (dead-letter) queue
-    # after maxReceiveCount, not a new send: it is never deduplicated.
-    moved = message.approximate_receive_count > 0
-    if self.fifo_queue:
-        if message.deduplication_id is None and self.attributes.get("ContentBasedDeduplication") == "true":
-            message.deduplication_id = hashlib.sha256(message.body.encode()).hexdigest()
-        if message.deduplication_id is not None:
+    """Replacement for moto's Queue.add_message: store (or deduplicate), never invoke.
+
+    The deduplication id is moto's send_message's (content-based ones too). A message
+    that was received before is one SQS moves to this (dead-letter) queue after
+    maxReceiveCount, not a new send: it is never deduplicated."""
+    with self._messages_lock:
+        if self.fifo_queue and message.deduplication_id is not None:
             per_group = self.attributes.get("DeduplicationScope") == "messageGroup"
             key = (message.group_id if per_group else None, message.deduplication_id)
             seen = self.__dict__.setdefault("_idemlab_deduplication", {})
             now = time.time()
-            with self._messages_lock:
-                for old in [k for k, (at, _) in seen.items() if now - at >= DEDUPLICATION_SECONDS]:
-                    del seen[old]
-                if key in seen and not moved:
-                    # Accepted, not delivered; the caller is told the first copy's id
-                    # (as LocalStack's SQS does: services/sqs/models.py, FifoQueue.put).
-                    message.id = seen[key][1]
-                    return
-                seen.setdefault(key, (now, message.id))
-        if not message.sequence_number:
+            for old in [k for k, (at, _) in seen.items() if now - at >= DEDUPLICATION_SECONDS]:
+                del seen[old]
+            if key in seen and not message.approximate_receive_count:
+                # Accepted, not delivered; the caller is told the first copy's id
+                # (as LocalStack's SQS does: services/sqs/models.py, FifoQueue.put).
+                message.id = seen[key][1]
+                return
+            seen.setdefault(key, (now, message.id))
+        if self.fifo_queue and not message.sequence_number:
             message.sequence_number = str(next(_sequence)).rjust(20, "0")
-    with self._messages_lock:
         self._messages.append(message)
         self._messages_lock.notify_all()
 
 
-def _receive_in_group_order(original, self, queue_name, count, wait_seconds_timeout, visibility_timeout, message_attribute_names=None):
+def _receive_in_group_order(original, self, queue_name, count, wait_seconds_timeout, visibility_timeout, names=None):
     """A FIFO group is locked only while one of its messages is in flight.
 
     moto treats a message whose visibility timeout ran out as still in flight until its
@@ -309,23 +274,20 @@ def _receive_in_group_order(original, self, queue_name, count, wait_seconds_time
 
     queue = self.get_queue(queue_name)
     if not queue.fifo_queue:
-        return original(self, queue_name, count, wait_seconds_timeout, visibility_timeout, message_attribute_names)
+        return original(self, queue_name, count, wait_seconds_timeout, visibility_timeout, names)
     deadline = time.monotonic() + (wait_seconds_timeout or 0)
     while True:
         _pass.now = unix_time_millis()
         try:
             for message in [m for m in queue.pending_messages if m.visible]:
                 queue.pending_messages.discard(message)
-            received = original(self, queue_name, count, 0, visibility_timeout, message_attribute_names)
+            received = original(self, queue_name, count, 0, visibility_timeout, names)
         finally:
             _pass.now = None
-        if received or time.monotonic() >= deadline:
+        if received or (left := deadline - time.monotonic()) <= 0:
             return received
-        with queue._messages_lock:
-            if not queue._messages:  # an empty queue: wait for a send (it notifies), not for the clock
-                queue._messages_lock.wait(max(0.0, deadline - time.monotonic()))
-                continue
-        time.sleep(FIFO_POLL_SECONDS)
+        with queue._messages_lock:  # an empty queue: wait for a send (it notifies), not for the clock
+            queue._messages_lock.wait(min(FIFO_POLL_SECONDS, left) if queue._messages else left)
 
 
 # The instant the running FIFO pass judges visibility by (per thread; None outside a pass).

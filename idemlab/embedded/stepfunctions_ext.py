@@ -1,23 +1,21 @@
 """Step Functions that execute, plus the three actions moto lacks, minus what AWS refuses.
 
 - moto runs ASL only when `stepfunctions.execute_state_machine` is on; we turn it on.
-- StartSyncExecution (EXPRESS only): runs the execution on the request thread and
-  answers with its outcome, as AWS does.
+- StartSyncExecution (EXPRESS only) runs the execution on the request thread and answers
+  with its outcome, as AWS does.
 - ValidateStateMachineDefinition and ListStateMachineVersions: the AWS provider for
   Terraform calls both when it plans or reads a state machine; unanswered, an apply
   retries for minutes.
 - StartExecution without a name: AWS names the execution with a fresh UUID (StartExecution
-  API reference, `name`). moto's executing backend used the name `None`, so a second
-  unnamed start failed with ExecutionAlreadyExists: a false deduplication.
-- Express executions, as AWS keeps them: an ARN of the shape
+  API reference, `name`); moto named it `None`, so a second unnamed start failed with
+  ExecutionAlreadyExists, a false deduplication.
+- Express executions as AWS keeps them: ARNs of the shape
   `arn:aws:states:<region>:<account>:express:<machine>:<name>:<id>`, no name
-  deduplication (two starts with one name run twice: "Execution guarantees" page of the
-  Step Functions developer guide), and nothing to read back. DescribeExecution,
-  StopExecution and GetExecutionHistory refuse an Express execution with InvalidArn, and
-  ListExecutions refuses an EXPRESS machine with StateMachineTypeNotSupported; the codes
-  and messages are those AWS answered in the recordings of LocalStack's
-  tests/aws/services/stepfunctions/v2/test_sfn_api_express.py (v4.14.0). Results of an
-  Express execution are read from StartSyncExecution or from what the execution did.
+  deduplication ("Execution guarantees", Step Functions developer guide), nothing to
+  read back: DescribeExecution, StopExecution and GetExecutionHistory answer InvalidArn,
+  ListExecutions on an EXPRESS machine StateMachineTypeNotSupported, with the codes and
+  messages AWS answered in the recordings of LocalStack's
+  tests/aws/services/stepfunctions/v2/test_sfn_api_express.py (v4.14.0).
 """
 
 from __future__ import annotations
@@ -35,12 +33,9 @@ from moto.stepfunctions.responses import StepFunctionResponse
 
 from idemlab.embedded.patching import wrap
 
-NOT_FOR_THIS_TYPE = "This operation is not supported by this type of state machine"
 
-
-class StateMachineTypeNotSupported(AWSError):
-    TYPE = "StateMachineTypeNotSupported"
-    STATUS = 400
+def _type_not_supported() -> AWSError:
+    return AWSError("This operation is not supported by this type of state machine", "StateMachineTypeNotSupported")
 
 
 def _is_express(state_machine) -> bool:
@@ -48,19 +43,21 @@ def _is_express(state_machine) -> bool:
     return getattr(state_machine, "type", "STANDARD") == "EXPRESS"
 
 
-def _start_express(self: StepFunctionResponse, state_machine, sync: bool):
-    """Start an Express execution; a sync one runs to its end on this thread.
-
-    It is not kept on the state machine: AWS neither deduplicates Express names nor
-    answers any read of an Express execution.
-    """
+def _start(self: StepFunctionResponse, sync: bool):
+    """Start an execution (a UUID names it when the request does not); an Express one
+    as AWS keeps it, and a sync one (Express only) run to its end on this thread."""
+    backend = self.stepfunction_backend
+    arn = self._get_param("stateMachineArn")
+    state_machine = backend.describe_state_machine(arn)  # AWS's StateMachineDoesNotExist
+    name, execution_input = self._get_param("name") or str(uuid.uuid4()), self._get_param("input", if_none="{}")
+    if not _is_express(state_machine):
+        if sync:
+            raise _type_not_supported()
+        return backend.start_execution(arn, name, execution_input)
     # Imported here: the ASL parser takes about a second to import, and the server
     # must be ready in under two.
     from moto.stepfunctions.parser.backend.execution import Execution, SyncExecution
 
-    backend = self.stepfunction_backend
-    name = self._get_param("name") or str(uuid.uuid4())
-    execution_input = self._get_param("input", if_none="{}")
     try:
         json.loads(execution_input)
     except ValueError as exc:
@@ -84,44 +81,18 @@ def _start_express(self: StepFunctionResponse, state_machine, sync: bool):
         trace_header=None,
         activity_store={},
     )
-    execution.start()
+    execution.start()  # not kept on the state machine: AWS answers no read of an Express execution
     return execution
 
 
 def start_execution(self: StepFunctionResponse) -> ActionResult:
-    """StartExecution: a UUID when no name is given; Express executions kept as AWS keeps them."""
-    arn = self._get_param("stateMachineArn")
-    backend = self.stepfunction_backend
-    state_machine = backend.describe_state_machine(arn)
-    if _is_express(state_machine):
-        execution = _start_express(self, state_machine, sync=False)
-    else:
-        name = self._get_param("name") or str(uuid.uuid4())
-        execution = backend.start_execution(arn, name, self._get_param("input", if_none="{}"))
-    return ActionResult({"executionArn": execution.execution_arn, "startDate": execution.start_date})
+    return ActionResult(_start(self, sync=False).to_start_output())
 
 
 def start_sync_execution(self: StepFunctionResponse) -> ActionResult:
-    arn = self._get_param("stateMachineArn")
-    state_machine = self.stepfunction_backend.describe_state_machine(arn)  # AWS's StateMachineDoesNotExist
-    if not _is_express(state_machine):
-        raise StateMachineTypeNotSupported(NOT_FOR_THIS_TYPE)
-    execution = _start_express(self, state_machine, sync=True)
-    response = {
-        "executionArn": execution.execution_arn,
-        "stateMachineArn": arn,
-        "name": execution.name,
-        "startDate": execution.start_date,
-        "stopDate": execution.stop_date,
-        "status": execution.sync_execution_status.value,
-        "input": self._get_param("input", if_none="{}"),
-        "inputDetails": {"included": True},
-        "billingDetails": {"billedMemoryUsedInMB": 64, "billedDurationInMilliseconds": 100},
-    }
-    if execution.output is not None:
-        response.update(output=json.dumps(execution.output, separators=(",", ":")), outputDetails={"included": True})
-    response.update({key: getattr(execution, key) for key in ("error", "cause") if getattr(execution, key) is not None})
-    return ActionResult(response)
+    output = _start(self, sync=True).to_start_sync_execution_output()  # moto's parser renders it
+    # billingDetails as AWS answered in LocalStack's recording (test_sfn_api_express.snapshot.json, v4.14.0).
+    return ActionResult({**output, "billingDetails": {"billedMemoryUsedInMB": 64, "billedDurationInMilliseconds": 100}})
 
 
 def _refuse_express_execution(action, self: StepFunctionResponse):
@@ -132,7 +103,7 @@ def _refuse_express_execution(action, self: StepFunctionResponse):
 
 def _list_executions_standard_only(action, self: StepFunctionResponse):
     if _is_express(self.stepfunction_backend.describe_state_machine(self._get_param("stateMachineArn"))):
-        raise StateMachineTypeNotSupported(NOT_FOR_THIS_TYPE)
+        raise _type_not_supported()
     return action(self)
 
 
@@ -141,10 +112,10 @@ def validate_state_machine_definition(self: StepFunctionResponse) -> ActionResul
 
     try:
         StepFunctionsParserBackend._validate_definition(self._get_param("definition"))
+        diagnostics = []
     except Exception as exc:  # the parser's InvalidDefinition, whatever its wording
-        diagnostic = {"severity": "ERROR", "code": "SCHEMA_VALIDATION_FAILED", "message": str(exc)[:1000]}
-        return ActionResult({"result": "FAIL", "diagnostics": [diagnostic], "truncated": False})
-    return ActionResult({"result": "OK", "diagnostics": [], "truncated": False})
+        diagnostics = [{"severity": "ERROR", "code": "SCHEMA_VALIDATION_FAILED", "message": str(exc)[:1000]}]
+    return ActionResult({"result": "FAIL" if diagnostics else "OK", "diagnostics": diagnostics, "truncated": False})
 
 
 def list_state_machine_versions(self: StepFunctionResponse) -> ActionResult:
@@ -159,7 +130,6 @@ def install() -> None:
     for action in ("describe_execution", "stop_execution", "get_execution_history"):
         wrap(StepFunctionResponse, action)(_refuse_express_execution)
     wrap(StepFunctionResponse, "list_executions")(_list_executions_standard_only)
-    StepFunctionResponse.start_execution = start_execution
-    StepFunctionResponse.start_sync_execution = start_sync_execution
-    StepFunctionResponse.validate_state_machine_definition = validate_state_machine_definition
-    StepFunctionResponse.list_state_machine_versions = list_state_machine_versions
+    added = (start_execution, start_sync_execution, validate_state_machine_definition, list_state_machine_versions)
+    for action in added:
+        setattr(StepFunctionResponse, action.__name__, action)
