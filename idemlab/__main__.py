@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
             elapsed = time.monotonic() - started
             print(f"{args.command}ed '{args.prefix}' on {settings.backend()} in {elapsed:.1f} s")
         elif args.command == "plan":
-            print(stack.plan_text(prefix=args.prefix))
+            print(stack.plan(prefix=args.prefix)[1])
         else:
             print(json.dumps(stack.outputs(prefix=args.prefix), indent=2, sort_keys=True))
     except (backend.BackendError, stack.StackError, ValueError) as exc:

@@ -46,13 +46,6 @@ class StackError(Exception):
     """Terraform failed, or the stack asked for does not exist."""
 
 
-def _backend(backend: str | None) -> str:
-    chosen = backend or settings.backend()
-    if chosen not in settings.BACKENDS:
-        raise ValueError(f"backend {chosen!r} is not one of {', '.join(settings.BACKENDS)}")
-    return chosen
-
-
 def stack_name(prefix: str = "lab", backend: str | None = None) -> str:
     """The name of a stack's working copy and outputs file: prefix, backend and where it lives.
 
@@ -61,7 +54,7 @@ def stack_name(prefix: str = "lab", backend: str | None = None) -> str:
     """
     if not isinstance(prefix, str) or not PREFIX_PATTERN.match(prefix):
         raise ValueError(f"prefix {prefix!r} must be 1-20 characters of a-z, 0-9 and '-', starting with a letter")
-    chosen = _backend(backend)
+    chosen = settings.backend(backend)
     where = settings.region()
     if chosen != "aws":
         url = urlparse(settings.endpoint_url() or "")
@@ -153,7 +146,7 @@ class _Stack:
 
     def __init__(self, prefix: str, backend: str | None):
         self.name = stack_name(prefix, backend)  # checks both
-        self.backend = _backend(backend)
+        self.backend = settings.backend(backend)
         self.dir = WORKING_COPIES / self.name
         self.env = terraform_env(self.backend)
         self.runner = [_executable("terraform")] if self.backend == "aws" else [sys.executable, _executable("tflocal")]
@@ -231,21 +224,16 @@ def outputs(prefix: str = "lab", backend: str | None = None) -> dict:
     return json.loads(path.read_text())
 
 
-def plan_is_empty(prefix: str = "lab", backend: str | None = None, rebuild: bool = True) -> bool:
-    """True when Terraform would change nothing: the deployed stack matches the code.
+def plan(prefix: str = "lab", backend: str | None = None, rebuild: bool = True) -> tuple[bool, str]:
+    """Whether Terraform would change nothing (the deployed stack matches the code), and its plan.
 
     rebuild=False plans with the zips of the last apply, so the answer is about Terraform,
     the provider and the backend only, not about sources edited since.
     """
     with _prepared(prefix, backend, rebuild) as stack:
         # -detailed-exitcode: 0 = no changes, 2 = changes, 1 = error.
-        return stack.change("plan", "-detailed-exitcode", ok=(0, 2))[0] == 0
-
-
-def plan_text(prefix: str = "lab", backend: str | None = None, rebuild: bool = True) -> str:
-    """The full plan output, for reading what a non-empty plan wants to change."""
-    with _prepared(prefix, backend, rebuild) as stack:
-        return stack.change("plan")[1]
+        code, text = stack.change("plan", "-detailed-exitcode", ok=(0, 2))
+        return code == 0, text
 
 
 def destroy(prefix: str = "lab", backend: str | None = None) -> None:
