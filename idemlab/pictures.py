@@ -13,7 +13,6 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from idemlab import functions, settings
 
@@ -70,15 +69,11 @@ def _box(ax, x: float, y: float, name: str, colour: str, fontsize: int) -> None:
 # ---------------------------------------------------------------- graphs: workflows, states, the stack
 
 
-def workflow_files() -> dict[str, Path]:
-    """Every ASL file of the module, by its name without ``.asl.json``."""
+def workflows() -> dict[str, dict]:
+    """Every ASL definition of the module, by its file name without ``.asl.json``. The files
+    parse as they are: Terraform's ${...} placeholders sit inside JSON strings."""
     paths = sorted(settings.MODULE_DIR.glob("workflows/*.asl.json"))
-    return {path.name.removesuffix(".asl.json"): path for path in paths}
-
-
-def load_asl(path: Path) -> dict:
-    """An ASL file as it is: Terraform's ${...} placeholders sit inside JSON strings."""
-    return json.loads(Path(path).read_text())
+    return {path.name.removesuffix(".asl.json"): json.loads(path.read_text()) for path in paths}
 
 
 def asl_graph(definition: dict, title: str = "", graph: Graph | None = None) -> Graph:
@@ -103,7 +98,7 @@ def asl_graph(definition: dict, title: str = "", graph: Graph | None = None) -> 
 
 def workflow_graph(name: str) -> Graph:
     """The graph of one of the module's workflows (``account_deletion``, ...)."""
-    return asl_graph(load_asl(workflow_files()[name]), title=f"{name} (from {name}.asl.json)")
+    return asl_graph(workflows()[name], title=f"{name} (from {name}.asl.json)")
 
 
 def request_states(transitions=None) -> Graph:
