@@ -36,9 +36,9 @@ def client(service: str, endpoint_url: str | None = None, **config: object):
     return boto3.client(service, endpoint_url=url, region_name=settings.region(), config=Config(**options))
 
 
-def resource(service: str, endpoint_url: str | None = None):
+def resource(service: str):
     """A boto3 resource (``Table`` and friends) for ``service`` on the selected backend."""
-    return boto3.resource(service, endpoint_url=endpoint(endpoint_url), region_name=settings.region())
+    return boto3.resource(service, endpoint_url=endpoint(), region_name=settings.region())
 
 
 def wait_for_execution(execution_arn: str, timeout: float, poll_seconds: float = 0.1, sfn=None) -> dict:

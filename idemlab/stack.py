@@ -54,11 +54,8 @@ def stack_name(prefix: str = "lab", backend: str | None = None) -> str:
     """
     if not isinstance(prefix, str) or not PREFIX_PATTERN.match(prefix):
         raise ValueError(f"prefix {prefix!r} must be 1-20 characters of a-z, 0-9 and '-', starting with a letter")
-    chosen = settings.backend(backend)
-    where = settings.region()
-    if chosen != "aws":
-        url = urlparse(settings.endpoint_url() or "")
-        where = f"{url.hostname}-{url.port or 80}-{where}"
+    chosen, url = settings.backend(backend), urlparse(settings.endpoint_url() or "")
+    where = settings.region() if chosen == "aws" else f"{url.hostname}-{url.port or 80}-{settings.region()}"
     return re.sub(r"[^a-z0-9-]", "-", f"{prefix}-{chosen}-{where}".lower())
 
 
