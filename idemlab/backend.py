@@ -24,6 +24,7 @@ from idemlab.embedded.server import READY_TIMEOUT_SECONDS, health, port_in_use
 
 LOCALSTACK_READY_SECONDS = 180  # first start pulls the image; later starts take seconds
 COMPOSE_FILE = settings.ROOT / "docker-compose.yml"
+LOCALSTACK_CLI = Path(sys.executable).with_name("localstack")  # from the pinned `localstack` extra, when installed
 
 
 class BackendError(Exception):
@@ -155,11 +156,6 @@ class Launcher:
     logs: str  # the command that shows LocalStack's log, for the one-line errors
 
 
-def localstack_cli() -> Path:
-    """The LocalStack CLI of this environment (the pinned `localstack` extra)."""
-    return Path(sys.executable).with_name("localstack")
-
-
 def localstack_cli_requirement() -> list[str]:
     """The `localstack` extra of pyproject.toml, which pins the CLI."""
     extras = tomllib.loads((settings.ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
@@ -187,7 +183,7 @@ def localstack_launcher(env: dict[str, str] | None = None) -> Launcher:
         "MAIN_CONTAINER_NAME": service["container_name"],  # also what `wait` and `stop` look for
         "GATEWAY_LISTEN": f"{host}:{host_port}",
     }
-    cli = str(localstack_cli())
+    cli = str(LOCALSTACK_CLI)
     up = [cli, "start", "--detached", "--no-banner", "-e", f"GATEWAY_LISTEN=:{container_port}"]
     for name, value in service["environment"].items():
         if value:
@@ -214,13 +210,13 @@ def localstack_up() -> str:
     if _localstack_health(url):
         return f"LocalStack already running on {url}, reusing it"
     launcher = localstack_launcher()
-    if launcher.wait and not localstack_cli().exists():
+    if launcher.wait and not LOCALSTACK_CLI.exists():
         requirement = localstack_cli_requirement()
         print(f"Docker Compose plugin not found: installing the LocalStack CLI ({', '.join(requirement)})",
               file=sys.stderr)
         code, last = _run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                            *requirement])
-        if code != 0 or not localstack_cli().exists():
+        if code != 0 or not LOCALSTACK_CLI.exists():
             raise BackendError(f"installing the LocalStack CLI failed: {last}; install the Compose plugin, "
                                "or pip install -e '.[localstack]'")
     code, last = _run(launcher.up, launcher.env)
@@ -239,7 +235,7 @@ def localstack_up() -> str:
 
 def localstack_down() -> str:
     launcher = localstack_launcher()
-    if launcher.wait and not localstack_cli().exists():
+    if launcher.wait and not LOCALSTACK_CLI.exists():
         return "LocalStack is not running (the LocalStack CLI that would have started it is not installed)"
     code, last = _run(launcher.down, launcher.env)
     if code != 0 and "found none" in last:  # the CLI's "no such container"
