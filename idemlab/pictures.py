@@ -39,6 +39,9 @@ class Graph:
     edges: list[tuple[str, str, str, str]] = field(default_factory=list)
     start: str | None = None
 
+    def edge_set(self) -> set[tuple[str, str, str]]:
+        return {(src, dst, kind) for src, dst, kind, _ in self.edges}
+
 
 def axes(ax, width: float, height: float):
     """``ax``, or the axes of a new figure ``width`` by ``height`` inches."""

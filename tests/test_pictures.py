@@ -120,7 +120,7 @@ def test_a_workflow_uses_the_functions_workflows_tf_binds_to_it():
     names = ["rmv_check", "write_vehicle_naive", "write_vehicle_idempotent", "notify"]
     machines = ["vehicle_registration_naive", "vehicle_registration_idempotent"]
     graph = pictures.architecture({"state_machines": dict.fromkeys(machines), "functions": dict.fromkeys(names)})
-    assert {(m, f) for m, f, kind, _ in graph.edges if kind == "uses"} == {
+    assert {(m, f) for m, f, kind in graph.edge_set() if kind == "uses"} == {
         *[(machine, function) for machine in machines for function in ("rmv_check", "notify")],
         ("vehicle_registration_naive", "write_vehicle_naive"),
         ("vehicle_registration_idempotent", "write_vehicle_idempotent"),
