@@ -18,6 +18,7 @@ import tomllib
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from idemlab import settings
 from idemlab.embedded.server import READY_TIMEOUT_SECONDS, health, port_in_use
@@ -56,7 +57,7 @@ class Daemon:
             return None
         return pid
 
-    def start(self, command: list[str], ready, seconds: float, env: dict[str, str] | None = None) -> int:
+    def start(self, command: list[str], ready: Callable[[], object], seconds: float, env: dict | None = None) -> int:
         """Run ``command`` in a session of its own (it outlives `make up`), logging to ``log``;
         once ``ready()`` while it still runs, record and return its pid."""
         settings.STATE_DIR.mkdir(parents=True, exist_ok=True)
@@ -102,8 +103,8 @@ def firer_up() -> str:
     if pid := FIRER.pid():
         return f"scheduler firer already running (pid {pid}); log {FIRER.log}"
     settled = time.monotonic() + 0.5  # still running half a second later: up
-    command, env = [sys.executable, "-m", "idemlab.background.scheduler_firer"], {**os.environ}
-    env["AWS_ENDPOINT_URL"] = settings.endpoint_url()
+    command = [sys.executable, "-m", "idemlab.background.scheduler_firer"]
+    env = {**os.environ, "AWS_ENDPOINT_URL": settings.endpoint_url()}
     pid = FIRER.start(command, lambda: time.monotonic() > settled, 5, env)
     return f"scheduler firer up (pid {pid}); log {FIRER.log}"
 

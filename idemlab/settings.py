@@ -26,7 +26,7 @@ def backend(chosen: str | None = None) -> str:
     answers, else embedded."""
     chosen = (chosen or os.environ.get("BACKEND", "")).strip().lower()
     if chosen and chosen not in BACKENDS:
-        raise ValueError(f"backend {chosen!r} is not one of {', '.join(BACKENDS)} (BACKEND= or backend=)")
+        raise ValueError(f"backend {chosen!r} is not one of {', '.join(BACKENDS)}")
     if chosen:
         return chosen
     try:
