@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 
 from idemlab import backend, settings, stack
 
@@ -20,16 +19,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=["up", "down", "status", "deploy", "plan", "destroy", "outputs"])
     parser.add_argument("--prefix", default="lab", help="name prefix of the stack (default: lab)")
     args = parser.parse_args(argv)
-    started = time.monotonic()
     try:
         if args.command in ("up", "down", "status"):
             getattr(backend, args.command)()
         elif args.command in ("deploy", "destroy"):
             getattr(stack, args.command)(prefix=args.prefix)
-            elapsed = time.monotonic() - started
-            print(f"{args.command}ed '{args.prefix}' on {settings.backend()} in {elapsed:.1f} s")
+            print(f"{args.command}ed '{args.prefix}' on {settings.backend()}")  # deploy says how long its apply took
         elif args.command == "plan":
-            print(stack.plan_text(prefix=args.prefix))
+            print(stack.plan(prefix=args.prefix)[1])
         else:
             print(json.dumps(stack.outputs(prefix=args.prefix), indent=2, sort_keys=True))
     except (backend.BackendError, stack.StackError, ValueError) as exc:

@@ -5,6 +5,7 @@ where the log is.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -17,14 +18,14 @@ import tomllib
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from idemlab import settings
-from idemlab.embedded.server import EmbeddedBackend, health, port_in_use
+from idemlab.embedded.server import READY_TIMEOUT_SECONDS, health, port_in_use
 
 LOCALSTACK_READY_SECONDS = 180  # first start pulls the image; later starts take seconds
 COMPOSE_FILE = settings.ROOT / "docker-compose.yml"
-PYPROJECT = settings.ROOT / "pyproject.toml"
-LOCALSTACK_CLI_EXTRA = "localstack"  # the optional extra of pyproject.toml that pins the CLI
+LOCALSTACK_CLI = Path(sys.executable).with_name("localstack")  # from the pinned `localstack` extra, when installed
 
 
 class BackendError(Exception):
@@ -56,6 +57,24 @@ class Daemon:
             return None
         return pid
 
+    def start(self, command: list[str], ready: Callable[[], object], seconds: float, env: dict | None = None) -> int:
+        """Run ``command`` in a session of its own (it outlives `make up`), logging to ``log``;
+        once ``ready()`` while it still runs, record and return its pid."""
+        settings.STATE_DIR.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "ab") as log:
+            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                       env=env, start_new_session=True)
+        deadline = time.monotonic() + seconds
+        while process.poll() is None and not ready():
+            if time.monotonic() > deadline:
+                process.kill()
+                raise BackendError(f"{self.title} did not answer within {seconds} s; log {self.log}")
+            time.sleep(0.05)
+        if process.poll() is not None:
+            raise BackendError(f"{self.title} exited with code {process.returncode}; log {self.log}")
+        self.pid_file.write_text(str(process.pid))
+        return process.pid
+
     def stop(self) -> str:
         pid = self.pid()
         self.pid_file.unlink(missing_ok=True)
@@ -81,38 +100,25 @@ FIRER = Daemon("scheduler-firer", "scheduler firer")
 
 def firer_up() -> str:
     """Start the schedule firer against the selected endpoint, unless it runs already."""
-    pid = FIRER.pid()
-    if pid:
+    if pid := FIRER.pid():
         return f"scheduler firer already running (pid {pid}); log {FIRER.log}"
-    settings.STATE_DIR.mkdir(parents=True, exist_ok=True)
+    settled = time.monotonic() + 0.5  # still running half a second later: up
+    command = [sys.executable, "-m", "idemlab.background.scheduler_firer"]
     env = {**os.environ, "AWS_ENDPOINT_URL": settings.endpoint_url()}
-    with open(FIRER.log, "ab") as log:
-        command = [sys.executable, "-m", "idemlab.background.scheduler_firer"]
-        process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True
-        )
-    time.sleep(0.5)
-    if process.poll() is not None:
-        raise BackendError(f"scheduler firer exited with code {process.returncode}; log {FIRER.log}")
-    FIRER.pid_file.write_text(str(process.pid))
-    return f"scheduler firer up (pid {process.pid}); log {FIRER.log}"
+    pid = FIRER.start(command, lambda: time.monotonic() > settled, 5, env)
+    return f"scheduler firer up (pid {pid}); log {FIRER.log}"
 
 
 def embedded_up() -> str:
     port, log = settings.port(), EMBEDDED.log
     url = f"http://127.0.0.1:{port}"
-    pid = EMBEDDED.pid()
-    if pid and health(url):
+    if (pid := EMBEDDED.pid()) and health(url):
         return f"embedded backend already running on {url} (pid {pid}), reusing it; log {log}"
     if port_in_use(port):
         raise BackendError(f"port {port} is busy with another program (LocalStack? set LAB_PORT or stop it); log {log}")
-    settings.STATE_DIR.mkdir(parents=True, exist_ok=True)
-    try:
-        server = EmbeddedBackend(port=port, log_path=log).start(detach=True)
-    except RuntimeError as exc:
-        raise BackendError(str(exc)) from exc
-    EMBEDDED.pid_file.write_text(str(server.process.pid))
-    return f"embedded backend up on {url} (pid {server.process.pid}); log {log}"
+    command = [sys.executable, "-m", "idemlab.embedded", "--port", str(port)]
+    pid = EMBEDDED.start(command, lambda: health(url, timeout=0.5), READY_TIMEOUT_SECONDS)
+    return f"embedded backend up on {url} (pid {pid}); log {log}"
 
 
 def _localstack_health(url: str) -> dict | None:
@@ -132,14 +138,11 @@ def compose_service(env: dict[str, str] | None = None) -> dict:
     """The localstack service of docker-compose.yml, with variables substituted from env."""
     import yaml  # PyYAML comes with moto[server]
 
-    env = dict(os.environ) if env is None else env
     service = yaml.safe_load(COMPOSE_FILE.read_text())["services"]["localstack"]
-    return {
-        "container_name": interpolate(service["container_name"], env),
-        "image": interpolate(service["image"], env),
-        "environment": {name: interpolate(value, env) for name, value in service["environment"].items()},
-        "ports": [interpolate(port, env) for port in service["ports"]],
-    }
+    sub = functools.partial(interpolate, env=dict(os.environ) if env is None else env)
+    return {"container_name": sub(service["container_name"]), "image": sub(service["image"]),
+            "environment": {name: sub(value) for name, value in service["environment"].items()},
+            "ports": [sub(port) for port in service["ports"]]}
 
 
 @dataclass(frozen=True)
@@ -154,14 +157,10 @@ class Launcher:
     logs: str  # the command that shows LocalStack's log, for the one-line errors
 
 
-def localstack_cli() -> Path:
-    """The LocalStack CLI of this environment (the pinned `localstack` extra)."""
-    return Path(sys.executable).with_name("localstack")
-
-
 def localstack_cli_requirement() -> list[str]:
-    with open(PYPROJECT, "rb") as handle:
-        return tomllib.load(handle)["project"]["optional-dependencies"][LOCALSTACK_CLI_EXTRA]
+    """The `localstack` extra of pyproject.toml, which pins the CLI."""
+    extras = tomllib.loads((settings.ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    return extras["localstack"]
 
 
 def localstack_launcher(env: dict[str, str] | None = None) -> Launcher:
@@ -170,14 +169,10 @@ def localstack_launcher(env: dict[str, str] | None = None) -> Launcher:
     env = dict(os.environ) if env is None else env
     if not shutil.which("docker", path=env.get("PATH")):
         raise BackendError("Docker is not installed (no `docker` on PATH); install Docker, or use BACKEND=embedded")
-    try:
-        version = subprocess.run(["docker", "compose", "version"], capture_output=True, env=env, timeout=20)
-        compose_present = version.returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        compose_present = False
-    if compose_present:
+    if _run(["docker", "compose", "version"], env, timeout=20)[0] == 0:
         compose = ["docker", "compose", "-f", str(COMPOSE_FILE)]
-        return Launcher("docker compose", compose + ["up", "-d"], None, compose + ["down"], env, "docker compose logs localstack")
+        logs = "docker compose logs localstack"
+        return Launcher("docker compose", compose + ["up", "-d"], None, compose + ["down"], env, logs)
     service = compose_service(env)
     # "127.0.0.1:4566:4566": the CLI binds the host side of every port to GATEWAY_LISTEN's
     # address, as compose does; inside the container LocalStack must listen on all
@@ -189,7 +184,7 @@ def localstack_launcher(env: dict[str, str] | None = None) -> Launcher:
         "MAIN_CONTAINER_NAME": service["container_name"],  # also what `wait` and `stop` look for
         "GATEWAY_LISTEN": f"{host}:{host_port}",
     }
-    cli = str(localstack_cli())
+    cli = str(LOCALSTACK_CLI)
     up = [cli, "start", "--detached", "--no-banner", "-e", f"GATEWAY_LISTEN=:{container_port}"]
     for name, value in service["environment"].items():
         if value:
@@ -201,9 +196,12 @@ def localstack_launcher(env: dict[str, str] | None = None) -> Launcher:
     return Launcher("LocalStack CLI", up, wait, [cli, "stop"], cli_env, "localstack logs")
 
 
-def _run(command: list[str], env: dict[str, str] | None = None) -> tuple[int, str]:
+def _run(command: list[str], env: dict[str, str] | None = None, timeout: float | None = None) -> tuple[int, str]:
     """Exit code, and the last non-blank line of stderr (or stdout) for a one-line error."""
-    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as exc:  # not there, or no answer
+        return -1, str(exc)
     lines = [line.strip() for line in (done.stderr or done.stdout or "").splitlines() if line.strip()]
     return done.returncode, lines[-1] if lines else "no output"
 
@@ -213,14 +211,15 @@ def localstack_up() -> str:
     if _localstack_health(url):
         return f"LocalStack already running on {url}, reusing it"
     launcher = localstack_launcher()
-    if launcher.wait and not localstack_cli().exists():
+    if launcher.wait and not LOCALSTACK_CLI.exists():
         requirement = localstack_cli_requirement()
-        print(f"Docker Compose plugin not found: installing the LocalStack CLI ({', '.join(requirement)})", file=sys.stderr)
-        code, last = _run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *requirement])
-        if code != 0 or not localstack_cli().exists():
-            raise BackendError(
-                f"installing the LocalStack CLI failed: {last}; install the Compose plugin, or pip install -e '.[localstack]'"
-            )
+        print(f"Docker Compose plugin not found: installing the LocalStack CLI ({', '.join(requirement)})",
+              file=sys.stderr)
+        code, last = _run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                           *requirement])
+        if code != 0 or not LOCALSTACK_CLI.exists():
+            raise BackendError(f"installing the LocalStack CLI failed: {last}; install the Compose plugin, "
+                               "or pip install -e '.[localstack]'")
     code, last = _run(launcher.up, launcher.env)
     if code != 0:
         raise BackendError(f"{launcher.tool} failed to start LocalStack: {last}; log: {launcher.logs}")
@@ -237,7 +236,7 @@ def localstack_up() -> str:
 
 def localstack_down() -> str:
     launcher = localstack_launcher()
-    if launcher.wait and not localstack_cli().exists():
+    if launcher.wait and not LOCALSTACK_CLI.exists():
         return "LocalStack is not running (the LocalStack CLI that would have started it is not installed)"
     code, last = _run(launcher.down, launcher.env)
     if code != 0 and "found none" in last:  # the CLI's "no such container"
@@ -253,7 +252,7 @@ def aws_up() -> str:
     try:
         identity = clients.client("sts").get_caller_identity()
     except Exception as exc:  # no or expired credentials: say so in one line
-        raise BackendError(f"AWS credentials do not work ({exc}); configure them (aws configure / AWS_PROFILE)") from exc
+        raise BackendError(f"AWS credentials do not work ({exc}); configure them (aws configure, AWS_PROFILE)") from exc
     return f"AWS account {identity['Account']} in {settings.region()} (nothing to start)"
 
 

@@ -7,6 +7,7 @@ same thing everywhere.
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any, Callable
 
@@ -40,6 +41,5 @@ def all_at_once(calls: list[Callable[[], Any]], join_seconds: float | None = 60,
     return answers
 
 
-def settled(calls: list[Callable[[], Any]]) -> list[Any]:
-    """Each call's answer or the exception it raised, waiting for every call to end."""
-    return all_at_once(calls, join_seconds=None, capture_errors=True)
+# Each call's answer or the exception it raised, waiting for every call to end.
+settled = functools.partial(all_at_once, join_seconds=None, capture_errors=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import boto3
@@ -14,7 +15,9 @@ def endpoint(endpoint_url: str | None = None) -> str | None:
     """``endpoint_url``, else the backend's (None on AWS). Emulators take any key, so with an
     endpoint dummy keys are set: without any, boto3 stops at "Unable to locate credentials"."""
     if url := endpoint_url or settings.endpoint_url():
-        settings.use_local_credentials()
+        for name, value in (("AWS_ACCESS_KEY_ID", "test"), ("AWS_SECRET_ACCESS_KEY", "test"),
+                            ("AWS_DEFAULT_REGION", settings.region()), ("AWS_REGION", settings.region())):
+            os.environ.setdefault(name, value)
     return url
 
 
@@ -33,9 +36,9 @@ def client(service: str, endpoint_url: str | None = None, **config: object):
     return boto3.client(service, endpoint_url=url, region_name=settings.region(), config=Config(**options))
 
 
-def resource(service: str, endpoint_url: str | None = None):
+def resource(service: str):
     """A boto3 resource (``Table`` and friends) for ``service`` on the selected backend."""
-    return boto3.resource(service, endpoint_url=endpoint(endpoint_url), region_name=settings.region())
+    return boto3.resource(service, endpoint_url=endpoint(), region_name=settings.region())
 
 
 def wait_for_execution(execution_arn: str, timeout: float, poll_seconds: float = 0.1, sfn=None) -> dict:

@@ -61,22 +61,7 @@ def _take(names: set[str]) -> dict[str, ModuleType]:
     return {name: sys.modules.pop(name) for name in list(sys.modules) if name.split(".")[0] in names}
 
 
-# --- what the Terraform module gives a function: its tables' keys and its environment ---
-
-
-def table_keys(*keys: str) -> dict[str, str]:
-    """The hash key of each named table (string-keyed, no sort key), from ``tables.tf``."""
-    tables = module_default("tables.tf", "tables")
-    if unknown := sorted(set(keys) - set(tables)):
-        raise KeyError(f"no table {', '.join(unknown)} in tables.tf")
-    if composite := sorted(key for key in keys if "range_key" in tables[key] or "types" in tables[key]):
-        raise ValueError(f"{', '.join(composite)} has a sort key or typed attributes: read its whole entry")
-    return {key: tables[key]["hash_key"] for key in keys}
-
-
-def tables_of(*function_keys: str) -> set[str]:
-    """The table keys these functions name in ``functions.tf``."""
-    return {table for key in function_keys for table in spec(key).get("tables", {})}
+# --- what the Terraform module gives a function: its environment ---
 
 
 def environment(function_key: str, tables: dict[str, str], functions: dict[str, str] | None = None) -> dict[str, str]:

@@ -13,7 +13,6 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from idemlab import functions, settings
 
@@ -73,16 +72,11 @@ def _box(ax, x: float, y: float, name: str, colour: str, fontsize: int) -> None:
 # ---------------------------------------------------------------- graphs: workflows, states, the stack
 
 
-def workflow_files() -> dict[str, Path]:
-    """Every ASL file of the module, by its name without ``.asl.json``."""
+def workflows() -> dict[str, dict]:
+    """Every ASL definition of the module, by its file name without ``.asl.json``. The files
+    parse as they are: Terraform's ${...} placeholders sit inside JSON strings."""
     paths = sorted(settings.MODULE_DIR.glob("workflows/*.asl.json"))
-    return {path.name.removesuffix(".asl.json"): path for path in paths}
-
-
-def load_asl(path: Path) -> dict:
-    # Terraform fills ${...} placeholders in; they sit inside JSON strings, so the
-    # template parses as it is.
-    return json.loads(Path(path).read_text())
+    return {path.name.removesuffix(".asl.json"): json.loads(path.read_text()) for path in paths}
 
 
 def asl_graph(definition: dict, title: str = "", graph: Graph | None = None) -> Graph:
@@ -107,7 +101,7 @@ def asl_graph(definition: dict, title: str = "", graph: Graph | None = None) -> 
 
 def workflow_graph(name: str) -> Graph:
     """The graph of one of the module's workflows (``account_deletion``, ...)."""
-    return asl_graph(load_asl(workflow_files()[name]), title=f"{name} (from {name}.asl.json)")
+    return asl_graph(workflows()[name], title=f"{name} (from {name}.asl.json)")
 
 
 def request_states(transitions=None) -> Graph:
@@ -138,10 +132,8 @@ def architecture(outputs: dict) -> Graph:
     graph = Graph(title="The deployed lab (from the stack's `lab` outputs)")
     deployed = {kind: outputs.get(kind) or {} for kind in KINDS[1:]}
     group = f"schedules: {outputs['schedule_group']}" if outputs.get("schedule_group") else None
-    if group:
-        graph.nodes[group] = "schedule_group"
-    for kind, names in deployed.items():
-        # An alarm shares its key with the queue it watches: name it apart.
+    graph.nodes.update({group: "schedule_group"} if group else {})
+    for kind, names in deployed.items():  # an alarm shares its key with the queue it watches: named apart
         graph.nodes.update({f"alarm {key}" if kind == "alarms" else key: kind for key in sorted(names)})
     declared = functions.module_default("workflows.tf", "workflows")
     iam = (settings.MODULE_DIR / "iam.tf").read_text()
@@ -150,8 +142,7 @@ def architecture(outputs: dict) -> Graph:
     for machine in sorted(deployed["state_machines"]):
         invokes = declared.get(machine, {}).get("invokes", [])
         graph.edges += [(machine, function, "uses", "") for function in invokes if function in deployed["functions"]]
-        if group and machine in scheduled:
-            graph.edges.append((group, machine, "starts", ""))
+        graph.edges += [(group, machine, "starts", "")] if group and machine in scheduled else []
     watched = sorted(set(deployed["alarms"]) & set(deployed["queues"]))
     graph.edges += [(f"alarm {key}", key, "watches", "") for key in watched]
     return graph
@@ -175,13 +166,11 @@ def draw_graph(graph: Graph, ax=None, positions: dict[str, tuple] | None = None,
         loop = src == dst  # a retry, or a write that keeps the status: a small loop right of the box
         tail, head = ((x1 + 0.25, y1 - 0.12), (x1 + 0.25, y1 + 0.12)) if loop else ((x1, y1), (x2, y2))
         bend, shrink = (-1.6, 2) if loop else (0.0 if abs(x2 - x1) < 0.01 else 0.15, 12)
-        arrow = ax.annotate("", xy=head, xytext=tail, arrowprops={
+        ax.annotate("", xy=head, xytext=tail, gid=f"edge:{src}->{dst}:{kind}", arrowprops={
             "arrowstyle": "->", "shrinkA": shrink, "shrinkB": shrink, "color": colour, "linestyle": linestyle,
             "connectionstyle": f"arc3,rad={bend}",
         })
-        arrow.set_gid(f"edge:{src}->{dst}:{kind}")
-        if label:
-            # On the curve: halfway to the arc's control point, so two opposite arrows part.
+        if label:  # on the curve, halfway to the arc's control point, so two opposite arrows part
             x, y = (x1 + 0.45, y1) if loop else ((x1 + x2 + bend * (y2 - y1)) / 2, (y1 + y2 - bend * (x2 - x1)) / 2)
             ax.text(x, y, label, fontsize=6, color=colour, ha="left" if loop else "center", va="center")
     xs, ys = zip(*positions.values())
@@ -196,13 +185,12 @@ def draw_graph(graph: Graph, ax=None, positions: dict[str, tuple] | None = None,
 
 
 def _layered_positions(graph: Graph) -> dict[str, tuple[float, float]]:
-    """A row per depth from the start (breadth first), centred."""
+    """A row per depth from the start (breadth first, not along error paths), centred; what
+    only an error path reaches goes in a column on the right."""
     depth: dict[str, int] = {}
-    frontier, level = [graph.start] if graph.start else [], 0
+    frontier = [graph.start] if graph.start else []
     while frontier:
-        depth.update(dict.fromkeys(frontier, level))
-        level += 1
-        # Error paths (Catch) do not set the depth: they are drawn to the side.
+        depth.update(dict.fromkeys(frontier, max(depth.values(), default=-1) + 1))
         frontier = list(dict.fromkeys(
             dst for src, dst, kind, _ in graph.edges
             if src in frontier and kind != "catch" and dst in graph.nodes and dst not in depth
@@ -211,10 +199,8 @@ def _layered_positions(graph: Graph) -> dict[str, tuple[float, float]]:
     positions = {
         node: (2.2 * (i - (len(row) - 1) / 2), -float(y)) for y, row in enumerate(rows) for i, node in enumerate(row)
     }
-    # What only an error path reaches (and what follows it) goes in a column on the right.
-    side = [node for node in graph.nodes if node not in depth]
     right = max((x for x, _ in positions.values()), default=0.0) + 2.6
-    for i, node in enumerate(side):
+    for i, node in enumerate(node for node in graph.nodes if node not in depth):
         positions[node] = (right + 2.2 * (i % 2), -1.0 - 1.2 * (i // 2) - 0.5 * (i % 2))
     return positions
 
@@ -271,19 +257,17 @@ def sequence(spec: dict) -> list[tuple[str, str, str]]:
 
 def draw_sequence(spec: dict, ax=None):
     """Lifelines for the participants, one arrow per message, top to bottom."""
-    messages = sequence(spec)
-    column = {name: i for i, name in enumerate(spec["participants"])}
+    messages, column = sequence(spec), {name: i for i, name in enumerate(spec["participants"])}
     ax = axes(ax, 9, 0.45 * len(messages) + 1.4)
     bottom = -(len(messages) + 0.5)
     for name, x in column.items():
         _box(ax, x, 0.6, name, "#dbe9f6", fontsize=9)
-        ax.plot([x, x], [0.3, bottom], color="grey", linewidth=0.8)
+    ax.vlines(list(column.values()), bottom, 0.3, color="grey", linewidth=0.8)
     for n, (sender, receiver, what) in enumerate(messages):
-        y = -(n + 0.5)
-        arrow = ax.annotate("", xy=(column[receiver], y), xytext=(column[sender], y),
-                            arrowprops={"arrowstyle": "->", "color": "tab:red" if "second" in what else "black"})
-        arrow.set_gid(f"message:{n}:{sender}->{receiver}:{what}")
-        ax.text((column[sender] + column[receiver]) / 2, y + 0.12, what, ha="center", fontsize=7)
+        ax.annotate("", xy=(column[receiver], -(n + 0.5)), xytext=(column[sender], -(n + 0.5)),
+                    gid=f"message:{n}:{sender}->{receiver}:{what}",
+                    arrowprops={"arrowstyle": "->", "color": "tab:red" if "second" in what else "black"})
+        ax.text((column[sender] + column[receiver]) / 2, 0.12 - (n + 0.5), what, ha="center", fontsize=7)
     ax.set(xlim=(-0.7, len(column) - 0.3), ylim=(bottom - 0.2, 1.0))
     ax.set_axis_off()
     ax.set_title(spec.get("title", ""), fontsize=10)

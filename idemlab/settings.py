@@ -21,12 +21,12 @@ def region() -> str:
     return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
 
 
-def backend() -> str:
-    """The selected backend: $BACKEND, else LocalStack when a Docker engine (not just the
-    client) answers, else embedded."""
-    chosen = os.environ.get("BACKEND", "").strip().lower()
+def backend(chosen: str | None = None) -> str:
+    """``chosen``, else $BACKEND, else LocalStack when a Docker engine (not just the client)
+    answers, else embedded."""
+    chosen = (chosen or os.environ.get("BACKEND", "")).strip().lower()
     if chosen and chosen not in BACKENDS:
-        raise ValueError(f"BACKEND={chosen!r} is not one of {', '.join(BACKENDS)}")
+        raise ValueError(f"backend {chosen!r} is not one of {', '.join(BACKENDS)}")
     if chosen:
         return chosen
     try:
@@ -44,10 +44,3 @@ def endpoint_url() -> str | None:
     """The endpoint every client uses; None on AWS (the SDK's own endpoints)."""
     return os.environ.get("AWS_ENDPOINT_URL") or (None if backend() == "aws" else f"http://127.0.0.1:{port()}")
 
-
-def use_local_credentials() -> None:
-    """Emulators accept any key; set dummy ones so the SDK never looks further."""
-    here = region()
-    for name, value in (("AWS_ACCESS_KEY_ID", "test"), ("AWS_SECRET_ACCESS_KEY", "test"),
-                        ("AWS_DEFAULT_REGION", here), ("AWS_REGION", here)):
-        os.environ.setdefault(name, value)

@@ -1,11 +1,9 @@
 """Deploy the Terraform root to the selected backend, and read what it created.
 
-``deploy()`` builds the zips (into the working copy), then runs ``tflocal`` (embedded, LocalStack) or plain
-``terraform`` (AWS) in a working copy of ``terraform/`` of its own under
-``.lab/terraform/<name>/``, one per (endpoint, prefix): state and tflocal's override file
-stay there, so deploys to different endpoints or prefixes never collide. After an apply
-the ``lab`` output is saved to ``.lab/outputs/<name>.json``, which ``outputs()`` reads
-without Terraform (notebooks call it).
+``deploy()`` builds the zips and runs ``tflocal`` (embedded, LocalStack) or ``terraform`` (AWS)
+in a working copy of ``terraform/`` under ``.lab/terraform/<name>/``, one per (endpoint,
+prefix): state and tflocal's override file stay there, so deploys never collide. The ``lab``
+output is saved to ``.lab/outputs/<name>.json``, which ``outputs()`` reads without Terraform.
 """
 
 from __future__ import annotations
@@ -32,9 +30,11 @@ PLUGIN_CACHE = settings.STATE_DIR / "plugin-cache"
 AWS_PROVIDER = "registry.terraform.io/hashicorp/aws"
 # Where a provider mirror is looked for, after $TF_PROVIDER_MIRROR: Terraform's own
 # implied mirror folders, then any folder directly under /opt (images often unpack one there).
-MIRROR_CANDIDATES = ("~/.terraform.d/plugins", "~/.local/share/terraform/plugins", "/usr/local/share/terraform/plugins", "/usr/share/terraform/plugins", "/opt/*")
+MIRROR_CANDIDATES = ("~/.terraform.d/plugins", "~/.local/share/terraform/plugins", "/usr/local/share/terraform/plugins",
+                     "/usr/share/terraform/plugins", "/opt/*")
 # Not copied into a working copy: Terraform's own files and what only the module's tests use.
-COPY_IGNORED = (".terraform", ".terraform.lock.hcl", "terraform.tfstate*", "*.tfplan", "localstack_providers_override.tf", "tests", "examples")
+COPY_IGNORED = (".terraform", ".terraform.lock.hcl", "terraform.tfstate*", "*.tfplan",
+                "localstack_providers_override.tf", "tests", "examples")
 OUTPUT_TAIL_LINES = 40
 # Most resources wait on the provider's fixed polls (5 s and more), not on the server: run
 # them all at once rather than Terraform's default ten.
@@ -46,13 +46,6 @@ class StackError(Exception):
     """Terraform failed, or the stack asked for does not exist."""
 
 
-def _backend(backend: str | None) -> str:
-    chosen = backend or settings.backend()
-    if chosen not in settings.BACKENDS:
-        raise ValueError(f"backend {chosen!r} is not one of {', '.join(settings.BACKENDS)}")
-    return chosen
-
-
 def stack_name(prefix: str = "lab", backend: str | None = None) -> str:
     """The name of a stack's working copy and outputs file: prefix, backend and where it lives.
 
@@ -61,11 +54,8 @@ def stack_name(prefix: str = "lab", backend: str | None = None) -> str:
     """
     if not isinstance(prefix, str) or not PREFIX_PATTERN.match(prefix):
         raise ValueError(f"prefix {prefix!r} must be 1-20 characters of a-z, 0-9 and '-', starting with a letter")
-    chosen = _backend(backend)
-    where = settings.region()
-    if chosen != "aws":
-        url = urlparse(settings.endpoint_url() or "")
-        where = f"{url.hostname}-{url.port or 80}-{where}"
+    chosen, url = settings.backend(backend), urlparse(settings.endpoint_url() or "")
+    where = settings.region() if chosen == "aws" else f"{url.hostname}-{url.port or 80}-{settings.region()}"
     return re.sub(r"[^a-z0-9-]", "-", f"{prefix}-{chosen}-{where}".lower())
 
 
@@ -104,23 +94,19 @@ def terraform_env(backend: str) -> dict[str, str]:
     build.write_if_changed(CLI_CONFIG, cli_config_text(provider_mirror()).encode())
     # TF_INPUT=0 says -input=false to every command; CHECKPOINT_DISABLE: no version check
     # against checkpoint-api.hashicorp.com.
-    env = {**os.environ, "TF_CLI_CONFIG_FILE": str(CLI_CONFIG), "TF_IN_AUTOMATION": "1", "TF_INPUT": "0"}
-    env["CHECKPOINT_DISABLE"] = "1"
-    env.setdefault("AWS_DEFAULT_REGION", settings.region())
+    env = {"AWS_DEFAULT_REGION": settings.region(), **os.environ, "TF_CLI_CONFIG_FILE": str(CLI_CONFIG),
+           "TF_IN_AUTOMATION": "1", "TF_INPUT": "0", "CHECKPOINT_DISABLE": "1"}
     # On AWS: the AWS provider honours AWS_ENDPOINT_URL too; a value left over from a local
     # backend would send a real deploy to an emulator. Locally: no profile, dummy keys.
-    for name in ("AWS_ENDPOINT_URL", "S3_HOSTNAME") if backend == "aws" else ("AWS_PROFILE", "CUSTOMIZE_ACCESS_KEY"):
-        env.pop(name, None)
-    if backend != "aws":
-        url = settings.endpoint_url()
-        env.update(
-            AWS_ENDPOINT_URL=url,
-            # tflocal's default S3 host (s3.localhost.localstack.cloud) needs public DNS;
-            # the endpoint's own host name does not, and makes tflocal use path-style S3.
-            S3_HOSTNAME=urlparse(url).hostname or "localhost",
-            AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test", DISABLE_DEPRECATION_NOTICE="1",
-        )
-    return env
+    dropped = ("AWS_ENDPOINT_URL", "S3_HOSTNAME") if backend == "aws" else ("AWS_PROFILE", "CUSTOMIZE_ACCESS_KEY")
+    env = {name: value for name, value in env.items() if name not in dropped}
+    if backend == "aws":
+        return env
+    url = settings.endpoint_url()
+    # tflocal's default S3 host (s3.localhost.localstack.cloud) needs public DNS; the endpoint's
+    # own host name does not, and makes tflocal use path-style S3.
+    return env | {"AWS_ENDPOINT_URL": url, "S3_HOSTNAME": urlparse(url).hostname or "localhost",
+                  "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "DISABLE_DEPRECATION_NOTICE": "1"}
 
 
 def _executable(name: str) -> str:
@@ -153,7 +139,7 @@ class _Stack:
 
     def __init__(self, prefix: str, backend: str | None):
         self.name = stack_name(prefix, backend)  # checks both
-        self.backend = _backend(backend)
+        self.backend = settings.backend(backend)
         self.dir = WORKING_COPIES / self.name
         self.env = terraform_env(self.backend)
         self.runner = [_executable("terraform")] if self.backend == "aws" else [sys.executable, _executable("tflocal")]
@@ -185,9 +171,7 @@ class _Stack:
         """Refresh the configuration files, keeping state and .terraform; zips built from the
         sources now, or (rebuild=False) the ones the last apply used."""
         self.dir.mkdir(parents=True, exist_ok=True)
-        # *.tf includes an override file a killed tflocal left behind; tflocal refuses to start
-        # while one exists.
-        for old in self.dir.glob("*.tf"):
+        for old in self.dir.glob("*.tf"):  # with an override file a killed tflocal left: tflocal refuses one
             old.unlink()
         shutil.rmtree(self.dir / "modules", ignore_errors=True)
         shutil.copytree(TERRAFORM_SOURCE, self.dir, ignore=shutil.ignore_patterns(*COPY_IGNORED), dirs_exist_ok=True)
@@ -231,21 +215,16 @@ def outputs(prefix: str = "lab", backend: str | None = None) -> dict:
     return json.loads(path.read_text())
 
 
-def plan_is_empty(prefix: str = "lab", backend: str | None = None, rebuild: bool = True) -> bool:
-    """True when Terraform would change nothing: the deployed stack matches the code.
+def plan(prefix: str = "lab", backend: str | None = None, rebuild: bool = True) -> tuple[bool, str]:
+    """Whether Terraform would change nothing (the deployed stack matches the code), and its plan.
 
     rebuild=False plans with the zips of the last apply, so the answer is about Terraform,
     the provider and the backend only, not about sources edited since.
     """
     with _prepared(prefix, backend, rebuild) as stack:
         # -detailed-exitcode: 0 = no changes, 2 = changes, 1 = error.
-        return stack.change("plan", "-detailed-exitcode", ok=(0, 2))[0] == 0
-
-
-def plan_text(prefix: str = "lab", backend: str | None = None, rebuild: bool = True) -> str:
-    """The full plan output, for reading what a non-empty plan wants to change."""
-    with _prepared(prefix, backend, rebuild) as stack:
-        return stack.change("plan")[1]
+        code, text = stack.change("plan", "-detailed-exitcode", ok=(0, 2))
+        return code == 0, text
 
 
 def destroy(prefix: str = "lab", backend: str | None = None) -> None:

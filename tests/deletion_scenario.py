@@ -101,7 +101,7 @@ def _environment(stack: dict, private: dict) -> dict[str, str]:
 
 def step_retries() -> int:
     """How many times the ASL retries a failed deletion step (its States.ALL Retry)."""
-    asl = pictures.load_asl(pictures.workflow_files()["account_deletion"])
+    asl = pictures.workflows()["account_deletion"]
     return next(r["MaxAttempts"] for r in asl["States"]["DeleteIdentity"]["Retry"] if r["ErrorEquals"] == ["States.ALL"])
 
 

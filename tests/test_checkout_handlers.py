@@ -20,6 +20,7 @@ import pytest
 
 import checkout_in_process as in_process
 from idemlab import build, functions
+from terraform_tables import table_keys
 from idemlab.clients import client
 from idemlab.lessons import checkout as lab2
 
@@ -41,7 +42,7 @@ def tables(backend, lambda_role):
     card processor deployed as a Lambda function over them."""
     dynamodb = client("dynamodb")
     suffix = uuid.uuid4().hex[:8]
-    keys = functions.table_keys(*functions.tables_of("card_processor", *lab2.FUNCTION_KEYS))
+    keys = table_keys("card_processor", *lab2.FUNCTION_KEYS)
     names = {key: f"inproc-{key}-{suffix}" for key in keys}
     for key, hash_key in keys.items():
         dynamodb.create_table(

@@ -145,10 +145,10 @@ def test_the_environment_read_from_functions_tf_is_what_the_deployed_function_ha
 
 
 def test_the_table_keys_read_from_tables_tf_are_the_deployed_tables_keys(stack):
-    from idemlab import functions
     from idemlab.clients import client
+    from terraform_tables import table_keys
 
-    keys = functions.table_keys(*functions.tables_of("card_processor", *lab2.FUNCTION_KEYS))
+    keys = table_keys("card_processor", *lab2.FUNCTION_KEYS)
     dynamodb = client("dynamodb")
     deployed = {key: dynamodb.describe_table(TableName=stack["tables"][key])["Table"]["KeySchema"] for key in keys}
     assert deployed == {key: [{"AttributeName": hash_key, "KeyType": "HASH"}] for key, hash_key in keys.items()}

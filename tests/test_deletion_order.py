@@ -11,7 +11,7 @@ from idemlab.lessons.deletion import import_function_module
 
 state = import_function_module("deletion_state")
 naive = import_function_module("naive_deletion_worker")
-ASL = pictures.load_asl(pictures.workflow_files()["account_deletion"])
+ASL = pictures.workflows()["account_deletion"]
 
 
 def task_order(asl: dict) -> list[str]:

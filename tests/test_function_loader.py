@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from idemlab import functions, settings
+from terraform_tables import table_keys
 
 FOLDERS = settings.ROOT / "functions"
 
@@ -44,10 +45,10 @@ def test_an_unknown_module_is_refused_by_name():
 
 
 def test_facts_from_the_terraform_module_refuse_what_they_cannot_answer():
-    with pytest.raises(KeyError, match="no table nope in tables.tf"):
-        functions.table_keys("nope")
+    with pytest.raises(KeyError, match="no function 'nope' in functions.tf"):
+        table_keys("nope")
     with pytest.raises(ValueError, match="user_records has a sort key"):
-        functions.table_keys("user_records")
+        table_keys("delete_records")
     with pytest.raises(KeyError, match="checkout_naive needs the names of card_processor"):
         functions.environment("checkout_naive", {})
     assert functions.environment("checkout_naive", {}, {"card_processor": "cp"}) == {"CARD_PROCESSOR_FUNCTION": "cp"}

@@ -16,6 +16,7 @@ from checkout_in_process import environment
 from idemlab import build, functions
 from idemlab.lessons import checkout as lab2
 from idemlab.testing import Crash, DuplicateEffectError, Handler
+from terraform_tables import table_keys
 
 CODE = Path(__file__).resolve().parents[1] / "functions" / "checkout"
 ROUNDS = 20
@@ -25,7 +26,7 @@ RACE_WINDOW_MS = 20  # the hand-rolled check-to-charge pause (the request's own 
 @pytest.fixture
 def ledger(idemlab):
     """The checkout's tables, and the card processor deployed as its own function."""
-    keys = functions.table_keys(*functions.tables_of("card_processor", *lab2.FUNCTION_KEYS))
+    keys = table_keys("card_processor", *lab2.FUNCTION_KEYS)
     names = {key: idemlab.make_table(f"dogfood-{key}", key=hash_key).name for key, hash_key in keys.items()}
     # As deployed: its own handler, not the plugin's (whose answer wraps the handler's).
     card_processor = f"dogfood-card-processor-{uuid.uuid4().hex[:8]}"

@@ -12,8 +12,9 @@ import uuid
 import boto3
 import pytest
 
-from idemlab import functions, settings
+from idemlab import settings
 from idemlab.lessons.vehicles import MALFORMED_REQUESTS, VALID_VIN, import_function_module, new_request
+from terraform_tables import table_keys
 
 rmv_check = import_function_module("rmv_check")
 write_naive = import_function_module("write_vehicle_naive")
@@ -21,7 +22,7 @@ write_idempotent = import_function_module("write_vehicle_idempotent")
 notify = import_function_module("notify")
 errors = import_function_module("registration.errors")
 
-TABLE_KEYS = functions.table_keys(*functions.tables_of("write_vehicle_naive", "write_vehicle_idempotent", "notify"))
+TABLE_KEYS = table_keys("write_vehicle_naive", "write_vehicle_idempotent", "notify")
 
 
 @pytest.fixture
