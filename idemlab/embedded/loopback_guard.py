@@ -25,14 +25,18 @@ import sys
 from urllib.parse import urlsplit
 
 FORBIDDEN_BODY = b'{"message": "Forbidden: the embedded backend answers only loopback clients"}'
+FORBIDDEN_HEADERS = [("Content-Type", "application/json"), ("Content-Length", str(len(FORBIDDEN_BODY)))]
 
 
 @functools.lru_cache(maxsize=256)  # a pure function of the text, asked on every request
 def is_loopback_name(host: str) -> bool:
-    """Whether a host name (no port) names this machine's loopback interface."""
-    host = host.strip().rstrip(".").lower()
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
+    """Whether a host name, with or without a port (`127.0.0.1:4566`, `[::1]:4566`), names loopback."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        host = host[1:].split("]", 1)[0]
+    elif host.count(":") == 1:
+        host = host.rsplit(":", 1)[0]
+    host = host.rstrip(".")
     if host == "localhost" or host.endswith(".localhost"):  # RFC 6761: always loopback
         return True
     try:
@@ -41,25 +45,13 @@ def is_loopback_name(host: str) -> bool:
         return False
 
 
-def _host_name(host_header: str) -> str:
-    """`Host` without its port: `127.0.0.1:4566` -> 127.0.0.1, `[::1]:4566` -> [::1]."""
-    if host_header.startswith("["):
-        return host_header.split("]", 1)[0] + "]"
-    return host_header.rsplit(":", 1)[0] if host_header.count(":") == 1 else host_header
-
-
-def loopback_origin(origin: str) -> bool:
-    parts = urlsplit(origin)
-    return parts.scheme in ("http", "https") and bool(parts.hostname) and is_loopback_name(parts.hostname)
-
-
 def refusal(environ: dict, check_host: bool = True) -> str | None:
     """Why this request must be refused, or None."""
-    host = environ.get("HTTP_HOST")
-    if check_host and host is not None and not is_loopback_name(_host_name(host)):
+    host, origin = environ.get("HTTP_HOST"), environ.get("HTTP_ORIGIN")
+    if check_host and host is not None and not is_loopback_name(host):
         return f"Host {host!r} is not a loopback name"
-    origin = environ.get("HTTP_ORIGIN")
-    if origin is not None and not loopback_origin(origin):
+    parts = urlsplit(origin) if origin is not None else None
+    if parts and (parts.scheme not in ("http", "https") or not is_loopback_name(parts.hostname or "")):
         return f"Origin {origin!r} is not a loopback origin"
     return None
 
@@ -69,10 +61,11 @@ def guard(app, check_host: bool = True):
 
     def guarded(environ, start_response):
         reason = refusal(environ, check_host)
-        if reason is not None:
-            print(f"embedded: refused {environ.get('REQUEST_METHOD')} {environ.get('PATH_INFO')}: {reason}", file=sys.stderr, flush=True)
-            start_response("403 Forbidden", [("Content-Type", "application/json"), ("Content-Length", str(len(FORBIDDEN_BODY)))])
-            return [FORBIDDEN_BODY]
-        return app(environ, start_response)
+        if reason is None:
+            return app(environ, start_response)
+        request = f"{environ.get('REQUEST_METHOD')} {environ.get('PATH_INFO')}"
+        print(f"embedded: refused {request}: {reason}", file=sys.stderr, flush=True)
+        start_response("403 Forbidden", list(FORBIDDEN_HEADERS))
+        return [FORBIDDEN_BODY]
 
     return guarded
