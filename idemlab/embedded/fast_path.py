@@ -6,14 +6,9 @@ most of each request outside DynamoDB: looking up the backend for the request's 
 one global lock), routing through a Flask app, listing the handler class's methods with
 `inspect` on every call, and opening a TCP connection and a thread per request (the
 werkzeug development server closes every connection). None of that changes an answer.
-So, with the fast path on (the default; IDEMLAB_FAST_PATH=0 turns it off, for the bench's
-before/after comparison), `app_and_handler` remembers each host name's backend (a pure
-function of the name and moto's static URL patterns) and each handler class's method
-names, and installs what the functions below describe: the hot DynamoDB actions and
-Lambda's Invoke sent straight to moto's own handlers (short_paths) with a lighter request
-object where werkzeug's would find nothing (_LiteRequest), kept-alive connections whose
-plain requests are read in one pass (keep_alive_handler), JSON errors without moto's
-discarded XML (lean_json_errors) and condition parses reused (cached_condition_parses).
+So with the fast path on (the default; IDEMLAB_FAST_PATH=0 turns it off, for the bench's
+before/after comparison) each host's backend and each class's method names are looked up
+once (both pure functions of their input), and the functions below each remove one cost.
 
 Measured with the same boto3-signed requests sent as raw HTTP (bench/embedded.py), the
 server's own CPU per PutItem went from ~1.2-1.4 ms (plain moto) to ~0.25 ms; a boto3
@@ -38,17 +33,14 @@ from wsgiref.headers import Headers
 from idemlab.embedded.patching import replace_once, wrap
 
 FAST_PATH_VARIABLE = "IDEMLAB_FAST_PATH"
-DYNAMODB_TARGET_PREFIX = "DynamoDB_20120810."
-# The actions the lessons' handlers and workflows call on every delivery.
-HOT_DYNAMODB_ACTIONS = frozenset({"PutItem", "GetItem", "UpdateItem", "DeleteItem", "Query", "TransactWriteItems"})
+# The actions the lessons' handlers and workflows call on every delivery, as X-Amz-Target names them.
+HOT_DYNAMODB_ACTIONS = ("PutItem", "GetItem", "UpdateItem", "DeleteItem", "Query", "TransactWriteItems")
+HOT_DYNAMODB_TARGETS = frozenset(f"DynamoDB_20120810.{action}" for action in HOT_DYNAMODB_ACTIONS)
 # Lambda's Invoke API: POST /2015-03-31/functions/{FunctionName}/invocations
 INVOKE_PATH = re.compile(r"^/2015-03-31/functions/(?P<name>[^/]+)/invocations$")
-# An idle keep-alive connection (and its thread) is closed after this long.
-KEEP_ALIVE_IDLE_SECONDS = 120
-# Headers that send a request to the standard library's parser and werkzeug's environ.
-UNPLAIN_HEADERS = ("transfer-encoding", "expect")
-# What a JSON-protocol request to `/` carries that werkzeug's Request would work out for
-# moto: these content types are never form data, so its form, files and values are empty.
+KEEP_ALIVE_IDLE_SECONDS = 120  # an idle kept-alive connection (and its thread) closes after this long
+UNPLAIN_HEADERS = ("transfer-encoding", "expect")  # they take werkzeug's route (keep_alive_handler)
+# Never form data: werkzeug's Request would find no form, files or values in these.
 JSON_CONTENT_TYPES = ("application/x-amz-json-1.0", "application/x-amz-json-1.1")
 _PLAIN_HOST = re.compile(r"^[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$")
 
@@ -130,10 +122,11 @@ def cached_condition_parses() -> None:
         return isinstance(node, AttributeValue)
 
     def parse(original, self):
-        expression, names, values = self.condition_expression, self.expression_attribute_names, self.expression_attribute_values
+        expression, names = self.condition_expression, self.expression_attribute_names
+        values = self.expression_attribute_values
         if not (
-            expression and isinstance(expression, str) and isinstance(names or {}, dict) and isinstance(values or {}, dict)
-            and all(isinstance(name, str) for name in (names or {}).values())
+            isinstance(expression, str) and expression and isinstance(names or {}, dict)
+            and isinstance(values or {}, dict) and all(isinstance(name, str) for name in (names or {}).values())
             and all(isinstance(value, dict) and len(value) == 1 for value in (values or {}).values())
         ):
             return original(self)
@@ -143,7 +136,8 @@ def cached_condition_parses() -> None:
         if entry is None:
             op = original(self)  # moto's parse of the request's own values, errors and all
             slots = {name: object() for name in values or ()}
-            placeholder = ConditionExpressionParser(expression, names, {name: {kind: slots[name]} for name, kind in types or ()})
+            placeholders = {name: {kind: slots[name]} for name, kind in types or ()}
+            placeholder = ConditionExpressionParser(expression, names, placeholders)
             if len(parses) >= 1024:
                 parses.clear()
             tree, holders = original(placeholder), set()
@@ -160,25 +154,18 @@ def cached_condition_parses() -> None:
 
 
 def short_paths(app):
-    """WSGI middleware: hot DynamoDB actions and Lambda Invoke to moto's handlers directly,
-    the rest to ``app``.
-
-    Taken only for what moto's route would send to the same handler, with the same
-    normalised request: a POST to `/` whose target is a hot DynamoDB action and whose
-    signature names DynamoDB (to `DynamoHandler`: moto's models, condition evaluation,
-    errors and serialisation all stay), or a POST to a function's `invocations` path signed
-    for Lambda (to `LambdaResponse`, whose `invoke` lambda_api.py replaces with the real
-    runtime). Requests with an `Origin` (browsers) keep moto's route and its CORS handling.
-    """
+    """WSGI middleware: what moto's route would send to DynamoHandler or LambdaResponse goes
+    to it directly, with the same normalised request; the rest to ``app``. That is a POST
+    to `/` whose target is a hot DynamoDB action and whose signature names DynamoDB (moto's
+    models, condition evaluation, errors and serialisation all stay), or a POST to a
+    function's `invocations` path signed for Lambda (whose `invoke` lambda_api.py replaces
+    with the real runtime). Requests with an `Origin` (browsers) keep moto's route and CORS."""
     from botocore.exceptions import ClientError
     from moto.awslambda.responses import LambdaResponse
-    from moto.core.request import Request
     from moto.dynamodb.responses import DynamoHandler
     from moto.moto_api import recorder
+    from moto.moto_server.werkzeug_app import BackendRequest  # the request class of moto's own route
     from werkzeug.wrappers import Response
-
-    class ServerRequest(Request):
-        from_wsgi_server = True  # as moto's BackendRequest: the server supplies Date
 
     def short(environ, start_response):
         if environ.get("REQUEST_METHOD") != "POST" or "HTTP_ORIGIN" in environ:
@@ -187,16 +174,11 @@ def short_paths(app):
             service = environ["HTTP_AUTHORIZATION"].split(",")[0].split()[1].split("/")[3].lower()
         except (KeyError, IndexError):
             return app(environ, start_response)
-        target, invoke = environ.get("HTTP_X_AMZ_TARGET", ""), None
-        if (
-            service == "dynamodb"
-            and target.startswith(DYNAMODB_TARGET_PREFIX)
-            and target[len(DYNAMODB_TARGET_PREFIX) :] in HOT_DYNAMODB_ACTIONS
-            and environ.get("PATH_INFO") == "/"
-        ):
-            handler, request = DynamoHandler(), _lite_request(environ, recorder) or ServerRequest(environ)
+        target, invoke = environ.get("HTTP_X_AMZ_TARGET"), None
+        if service == "dynamodb" and target in HOT_DYNAMODB_TARGETS and environ.get("PATH_INFO") == "/":
+            handler, request = DynamoHandler(), _lite_request(environ, recorder) or BackendRequest(environ)
         elif service == "lambda" and (invoke := INVOKE_PATH.match(environ.get("PATH_INFO", ""))):
-            handler, request = LambdaResponse(), ServerRequest(environ)
+            handler, request = LambdaResponse(), BackendRequest(environ)
             handler._get_action = lambda: "Invoke"  # what moto's router finds for this path
         else:
             return app(environ, start_response)
@@ -219,24 +201,19 @@ def short_paths(app):
 
 
 def keep_alive_handler():
-    """moto's request handler (its header handling kept), serving HTTP/1.1 keep-alive.
-
-    werkzeug's development server always answers `Connection: close`. This handler reads
-    a plain HTTP/1.1 request's line and headers in one pass (parse_request), its body whole
-    (by Content-Length), buffers the response, sends its length, and keeps the connection
-    for the client's next request. Any other request (HTTP/1.0, a malformed line, folded
-    or underscored header names, Transfer-Encoding, Expect) gets the standard library's
-    parser and werkzeug's own route, and its connection closes after it.
-    """
+    """moto's request handler (its header handling kept), serving HTTP/1.1 keep-alive, which
+    werkzeug's development server never does: a plain HTTP/1.1 request's line and headers
+    are read in one pass, its body whole (by Content-Length), and its buffered answer sent
+    with its length in one write. Any other request (HTTP/1.0, a malformed line, folded or
+    underscored header names, Transfer-Encoding, Expect) gets the standard library's parser
+    and werkzeug's own route, which closes the connection after it."""
     from moto.core.request import PRESERVED_HEADER_NAMES_ENVIRON_KEY
     from moto.moto_server.werkzeug_app import MotoRequestHandler
 
     class KeepAliveRequestHandler(MotoRequestHandler):
         protocol_version = "HTTP/1.1"
         timeout = KEEP_ALIVE_IDLE_SECONDS
-        # Kept-alive connections meet Nagle's algorithm and delayed ACKs (~40 ms a
-        # request): send each answer at once, in one write.
-        disable_nagle_algorithm = True
+        disable_nagle_algorithm = True  # else Nagle's algorithm meets delayed ACKs: ~40 ms a kept-alive request
         plain: list[tuple[str, str]] | None = None  # a plain request's headers, read in one pass
 
         def log_request(self, code="-", size="-") -> None:
@@ -260,7 +237,10 @@ def keep_alive_handler():
                     return False
                 lines.append(header)
             fields = [header.decode("latin-1").partition(":") for header in lines]
-            if all(c and n and n == n.strip() and "_" not in n and n.lower() not in UNPLAIN_HEADERS for n, c, _ in fields):
+            if all(
+                colon and name and name == name.strip() and "_" not in name and name.lower() not in UNPLAIN_HEADERS
+                for name, colon, _ in fields
+            ):
                 self.plain = [(name, value.strip(" \t\r\n")) for name, _, value in fields]
                 self.headers = Headers(self.plain)
             else:  # the standard parser's reading of the same lines
@@ -275,9 +255,9 @@ def keep_alive_handler():
                 return super().make_environ()
             server, address = self.server, self.server.server_address
             environ = {
-                "wsgi.version": (1, 0), "wsgi.url_scheme": "http", "wsgi.input": self.rfile, "wsgi.errors": sys.stderr,
-                "wsgi.multithread": server.multithread, "wsgi.multiprocess": server.multiprocess, "wsgi.run_once": False,
-                "werkzeug.socket": self.connection, "SERVER_SOFTWARE": self.server_version, "SCRIPT_NAME": "",
+                "wsgi.version": (1, 0), "wsgi.url_scheme": "http", "wsgi.input": self.rfile, "wsgi.run_once": False,
+                "wsgi.multithread": server.multithread, "wsgi.multiprocess": server.multiprocess, "SCRIPT_NAME": "",
+                "wsgi.errors": sys.stderr, "werkzeug.socket": self.connection, "SERVER_SOFTWARE": self.server_version,
                 "REQUEST_METHOD": self.command, "QUERY_STRING": query, "REQUEST_URI": self.path, "RAW_URI": self.path,
                 "PATH_INFO": unquote(path).encode().decode("latin-1"),  # werkzeug's: its UTF-8 as latin-1 text
                 "REMOTE_ADDR": self.client_address[0], "REMOTE_PORT": self.client_address[1],
@@ -288,8 +268,7 @@ def keep_alive_handler():
                 key = name.upper().replace("-", "_")
                 if key not in ("CONTENT_TYPE", "CONTENT_LENGTH"):
                     key = "HTTP_" + key
-                    if key in environ:
-                        value = f"{environ[key]},{value}"
+                    value = f"{environ[key]},{value}" if key in environ else value
                 environ[key] = value
             return environ
 
@@ -306,11 +285,11 @@ def keep_alive_handler():
                 self.close_connection = True
                 return
             environ["wsgi.input"] = io.BytesIO(body)
-            answer: dict = {}
+            answer: list = []  # status and headers
             chunks: list[bytes] = []
 
             def start_response(status, headers, exc_info=None):  # nothing is sent before the app returns
-                answer.update(status=status, headers=headers)
+                answer[:] = status, headers
                 return chunks.append
 
             try:
@@ -320,21 +299,16 @@ def keep_alive_handler():
                 finally:
                     if hasattr(result, "close"):
                         result.close()
-            except Exception as exc:  # as werkzeug: log it, answer 500
-                if self.server.passthrough_errors:
-                    raise
+            except Exception as exc:  # as werkzeug: log it, answer 500 (and close)
                 print(f"embedded: error on {self.command} {self.path}: {exc!r}", file=sys.stderr, flush=True)
-                answer = {"status": "500 INTERNAL SERVER ERROR", "headers": [("Content-Type", "text/plain")]}
-                chunks = [b"Internal Server Error"]
-                self.close_connection = True
-            payload = b"".join(chunks)
-            code_text, _, reason = answer["status"].partition(" ")
-            code = int(code_text)
-            self.send_response(code, reason)
-            for name, value in answer["headers"]:
+                return self.send_error(500)
+            (status, headers), payload = answer, b"".join(chunks)
+            code = int(status[:3])
+            self.send_response(code, status[4:])
+            for name, value in headers:
                 self.send_header(name, value)
             bodiless = self.command == "HEAD" or 100 <= code < 200 or code in (204, 304)
-            if not bodiless and "content-length" not in {name.lower() for name, _ in answer["headers"]}:
+            if not bodiless and "content-length" not in {name.lower() for name, _ in headers}:
                 self.send_header("Content-Length", str(len(payload)))
             if self.close_connection:
                 self.send_header("Connection", "close")
@@ -361,7 +335,8 @@ class _LiteRequest:
         from werkzeug.datastructures import CombinedMultiDict, ImmutableMultiDict
 
         self.environ, self.method, self.headers = environ, environ["REQUEST_METHOD"], EnvironHeaders(environ)
-        self.content_type, self.data, self.raw_url = environ.get("CONTENT_TYPE"), body, f"http://{environ['HTTP_HOST']}/"
+        self.content_type, self.data = environ.get("CONTENT_TYPE"), body
+        self.raw_url = f"http://{environ['HTTP_HOST']}/"
         self.form = self.files = ImmutableMultiDict()
         self.values = CombinedMultiDict([ImmutableMultiDict(), self.form])
 

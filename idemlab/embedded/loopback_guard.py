@@ -3,15 +3,12 @@
 moto's server answers any request that reaches its port. It echoes any `Origin` back in
 its CORS answers, so a page on any web site can call it from the learner's browser
 (cross-site requests), and it ignores `Host`, so a site whose name is re-pointed at
-127.0.0.1 can read the answers too (DNS rebinding). Either way a web page could create a
-Lambda function here and run its code on the laptop. So every request is refused with
-403, before moto sees it and without any CORS allowance, when:
-
-- its `Host` is not a loopback name (`localhost`, `*.localhost`, `127.x.x.x`, `[::1]`,
-  any port): a rebinding site sends its own name;
-- it has an `Origin` that is not a loopback one: browsers send `Origin` on cross-site
-  and CORS requests, while boto3, Terraform, the Lambda workers and Step Functions send
-  none.
+127.0.0.1 can read the answers too (DNS rebinding): a web page could create a Lambda
+function here and run its code on the laptop. So a request gets 403, before moto sees it
+and without any CORS allowance, when its `Host` is not a loopback name (`localhost`,
+`*.localhost`, `127.x.x.x`, `[::1]`, any port: a rebinding site sends its own name), or
+when it has an `Origin` that is not a loopback one (browsers send `Origin` on cross-site
+and CORS requests; boto3, Terraform, the Lambda workers and Step Functions send none).
 
 `--allow-remote` (see server.py) serves other machines on purpose: the `Host` check is
 then off (they reach the server under its network name), the `Origin` check stays.

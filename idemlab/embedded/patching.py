@@ -45,10 +45,8 @@ def wrap(owner: type, name: str):
 
 
 def every(seconds: float, action, name: str) -> threading.Event:
-    """Call `action` every `seconds` on a daemon thread until the returned event is set.
-
-    A call that fails is reported, and the next one comes as planned.
-    """
+    """Call `action` every `seconds` on a daemon thread until the returned event is set;
+    a call that fails is reported, and the next one comes as planned."""
     stop = threading.Event()
 
     def loop() -> None:

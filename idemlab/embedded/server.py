@@ -1,14 +1,13 @@
 """Start, report and stop the embedded backend.
 
-`python -m idemlab.embedded --port 4566` serves in the foreground (what `make up`
-launches in the background); `EmbeddedBackend(port).start()` does the same from
-Python and returns only when the server answers (what the tests use).
+`python -m idemlab.embedded --port 4566` serves in the foreground (`make up` runs it in
+the background); `EmbeddedBackend(port).start()` starts it as a child process and returns
+once it answers (what the tests use).
 
 The server runs uploaded Lambda code, so it serves this machine only: it binds to
-loopback, and refuses requests whose Host or Origin is not a loopback one (see
-loopback_guard.py). `--allow-remote` (or IDEMLAB_ALLOW_REMOTE=1) lets it bind to another
-address, for a lab served from a VM or container to its host; anyone who reaches that
-address can then run code on this machine.
+loopback, and refuses requests whose Host or Origin is not a loopback one (loopback_guard.py).
+`--allow-remote` (or IDEMLAB_ALLOW_REMOTE=1) binds to another address, for a lab served
+from a VM or container to its host: anyone who reaches it can then run code here.
 """
 
 from __future__ import annotations
@@ -42,9 +41,9 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+def port_in_use(port: int) -> bool:
     with socket.socket() as probe:
-        return probe.connect_ex((host, port)) == 0
+        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 def health(url: str, timeout: float = 1.0) -> dict | None:
@@ -56,8 +55,7 @@ def health(url: str, timeout: float = 1.0) -> dict | None:
 
 
 def request_counts(url: str) -> dict:
-    """DynamoDB requests served so far (for the cost benchmarks): by action under
-    "dynamodb", by table and action under "dynamodb_by_table"."""
+    """DynamoDB requests served so far, by action ("dynamodb") and by table and action ("dynamodb_by_table")."""
     with urllib.request.urlopen(url + COUNTS_PATH, timeout=5) as response:
         return json.loads(response.read())
 
@@ -76,13 +74,11 @@ class EmbeddedBackend:
     def start(self, detach: bool = False) -> "EmbeddedBackend":
         if port_in_use(self.port):
             raise RuntimeError(f"port {self.port} is already in use; see log {self.log_path}")
-        with open(self.log_path, "ab") as log:  # the child writes to its own copy
-            command = [sys.executable, "-m", "idemlab.embedded", "--port", str(self.port)]
-            environment = {**os.environ, **self.environment} if self.environment else None
-            self.process = subprocess.Popen(  # detach: `make up`'s server survives the shell that started it
-                command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=environment,
-                start_new_session=detach,
-            )
+        environment = {**os.environ, **self.environment} if self.environment else None
+        command = [sys.executable, "-m", "idemlab.embedded", "--port", str(self.port)]
+        with open(self.log_path, "ab") as log:  # the child keeps its own copy; detached, it outlives `make up`'s shell
+            streams = {"stdout": log, "stderr": subprocess.STDOUT, "stdin": subprocess.DEVNULL}
+            self.process = subprocess.Popen(command, env=environment, start_new_session=detach, **streams)
         deadline = time.monotonic() + READY_TIMEOUT_SECONDS
         while time.monotonic() < deadline:
             if health(self.url, timeout=0.5):
@@ -107,20 +103,6 @@ class EmbeddedBackend:
 
     def __exit__(self, *exc) -> None:
         self.stop()
-
-
-def _client_factory(endpoint_url: str):
-    """boto3 clients to this very server, one per service and Region, for the parts that act like AWS's own callers."""
-    import boto3
-
-    session, lock = boto3.session.Session(aws_access_key_id="test", aws_secret_access_key="test"), threading.Lock()
-
-    @functools.cache
-    def client(service: str, region: str):
-        with lock:  # a boto3 session is not thread-safe
-            return session.client(service, endpoint_url=endpoint_url, region_name=region)
-
-    return client
 
 
 def _deliverer(client, endpoint_url: str):
@@ -178,19 +160,24 @@ def serve(port: int, host: str, allow_remote: bool, lambda_concurrency: int) -> 
     # Workers and our own clients call back over loopback when bound to every address.
     endpoint_url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{port}"
 
+    import boto3
     from werkzeug.serving import make_server
 
-    from idemlab.embedded import dynamodb_atomic, fast_path, lambda_api, loopback_guard, scheduler_ext, sqs_event_source
-    from idemlab.embedded import stepfunctions_ext, terraform_compat
-    from idemlab.embedded.lambda_async import AsyncInvoker
-    from idemlab.embedded.lambda_runtime import LambdaRuntime
-    from idemlab.embedded.rule_scheduler import RuleScheduler
+    from idemlab.embedded import dynamodb_atomic, fast_path, lambda_api, lambda_async, lambda_runtime, loopback_guard
+    from idemlab.embedded import rule_scheduler, scheduler_ext, sqs_event_source, stepfunctions_ext, terraform_compat
 
-    runtime = LambdaRuntime(endpoint_url, Path(tempfile.mkdtemp(prefix="idemlab-lambda-")))
-    client = _client_factory(endpoint_url)
+    session, lock = boto3.session.Session(aws_access_key_id="test", aws_secret_access_key="test"), threading.Lock()
+
+    @functools.cache
+    def client(service: str, region: str):
+        """A boto3 client of this very server, for the parts that act like AWS's own callers."""
+        with lock:  # a boto3 session is not thread-safe
+            return session.client(service, endpoint_url=endpoint_url, region_name=region)
+
+    runtime = lambda_runtime.LambdaRuntime(endpoint_url, Path(tempfile.mkdtemp(prefix="idemlab-lambda-")))
     deliver = _deliverer(client, endpoint_url)
     limit = ConcurrencyLimit(lambda_concurrency)
-    service = lambda_api.LambdaService(runtime, lambda invoke: AsyncInvoker(invoke, deliver), limit)
+    service = lambda_api.LambdaService(runtime, lambda invoke: lambda_async.AsyncInvoker(invoke, deliver), limit)
     dynamodb_atomic.install(serialise_outside_lock=fast_path.enabled(), item_rollback=fast_path.enabled())
     lambda_api.install(service, _lookup_function)
     for module in (stepfunctions_ext, scheduler_ext, sqs_event_source, terraform_compat):
@@ -199,12 +186,9 @@ def serve(port: int, host: str, allow_remote: bool, lambda_concurrency: int) -> 
     app = loopback_guard.guard(_control_middleware(app, runtime), check_host=not allow_remote)
     server = make_server(host, port, app, threaded=True, request_handler=handler)
 
-    def stop(signum, frame):
-        threading.Thread(target=server.shutdown, daemon=True).start()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    rules = RuleScheduler(client, region=os.environ.get("AWS_DEFAULT_REGION", "us-east-1")).start()
+    for signum in (signal.SIGTERM, signal.SIGINT):  # shutdown() waits for serve_forever: call it from another thread
+        signal.signal(signum, lambda *_: threading.Thread(target=server.shutdown, daemon=True).start())
+    rules = rule_scheduler.RuleScheduler(client, region=os.environ.get("AWS_DEFAULT_REGION", "us-east-1")).start()
     event_sources = sqs_event_source.SqsEventSources(client, service.invoke_by_arn, endpoint_url).start()
     print(f"embedded: serving AWS APIs on {endpoint_url}", file=sys.stderr, flush=True)
     try:
@@ -230,13 +214,10 @@ def main(argv: list[str] | None = None) -> None:
     remote_help = f"serve other machines too (also {ALLOW_REMOTE_VARIABLE}=1): they can run code on this one"
     remote_default = os.environ.get(ALLOW_REMOTE_VARIABLE) == "1"
     parser.add_argument("--allow-remote", action="store_true", default=remote_default, help=remote_help)
-    parser.add_argument(  # argparse converts a text default with `type` too: a bad variable is refused as a bad flag is
-        "--lambda-concurrency",
-        type=_positive,
-        default=os.environ.get(LIMIT_VARIABLE) or str(DEFAULT_CONCURRENT_EXECUTIONS),
-        help=f"Lambda invocations in flight per account and Region before Invoke answers 429 "
-        f"(default: {LIMIT_VARIABLE}, else {DEFAULT_CONCURRENT_EXECUTIONS})",
-    )
+    # argparse converts a text default with `type` too: a bad variable is refused as a bad flag is.
+    limit = os.environ.get(LIMIT_VARIABLE) or str(DEFAULT_CONCURRENT_EXECUTIONS)
+    limit_help = "Lambda invocations in flight per account and Region before Invoke answers 429, default %(default)s"
+    parser.add_argument("--lambda-concurrency", type=_positive, default=limit, help=f"{limit_help} ({LIMIT_VARIABLE})")
     args = parser.parse_args(argv)
     if not (args.allow_remote or is_loopback_name(args.host)):
         reason = "the backend runs uploaded code; add --allow-remote to serve other machines"

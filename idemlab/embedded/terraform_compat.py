@@ -1,8 +1,5 @@
 """What moto answers differently from AWS in ways that make Terraform plans non-empty.
 
-``install()`` patches moto's classes in this process; it is idempotent, and the embedded
-server calls it at start (tests that run a ThreadedMotoServer in-process call it too).
-
 Found by applying the lab's Terraform root to moto 5.2.5 with the AWS provider 5.100:
 
 - SQS ``RedrivePolicy``: moto parses the JSON a client sends and serialises it again with
@@ -62,7 +59,7 @@ def _permission_over_tls(bucket, action: str, resource: str):
 
 
 def install() -> None:
-    """Patch moto in this process; calling it again does nothing."""
+    """Patch moto in this process (the server at start, tests before their in-process moto); once is enough."""
     from moto.s3.models import FakeBucket
     from moto.sqs.models import Queue
 
