@@ -4,11 +4,12 @@ moto's server answers any request that reaches its port. It echoes any `Origin` 
 its CORS answers, so a page on any web site can call it from the learner's browser
 (cross-site requests), and it ignores `Host`, so a site whose name is re-pointed at
 127.0.0.1 can read the answers too (DNS rebinding): a web page could create a Lambda
-function here and run its code on the laptop. So a request gets 403, before moto sees it
-and without any CORS allowance, when its `Host` is not a loopback name (`localhost`,
-`*.localhost`, `127.x.x.x`, `[::1]`, any port: a rebinding site sends its own name), or
-when it has an `Origin` that is not a loopback one (browsers send `Origin` on cross-site
-and CORS requests; boto3, Terraform, the Lambda workers and Step Functions send none).
+function here and run its code on the laptop. So server.py's front door answers 403,
+before moto sees the request and without any CORS allowance, when its `Host` is not a
+loopback name (`localhost`, `*.localhost`, `127.x.x.x`, `[::1]`, any port: a rebinding
+site sends its own name), or when it has an `Origin` that is not a loopback one (browsers
+send `Origin` on cross-site and CORS requests; boto3, Terraform, the Lambda workers and
+Step Functions send none).
 
 `--allow-remote` (see server.py) serves other machines on purpose: the `Host` check is
 then off (they reach the server under its network name), the `Origin` check stays.
@@ -18,11 +19,9 @@ from __future__ import annotations
 
 import functools
 import ipaddress
-import sys
 from urllib.parse import urlsplit
 
-FORBIDDEN_BODY = b'{"message": "Forbidden: the embedded backend answers only loopback clients"}'
-FORBIDDEN_HEADERS = [("Content-Type", "application/json"), ("Content-Length", str(len(FORBIDDEN_BODY)))]
+FORBIDDEN = {"message": "Forbidden: the embedded backend answers only loopback clients"}
 
 
 @functools.lru_cache(maxsize=256)  # a pure function of the text, asked on every request
@@ -51,18 +50,3 @@ def refusal(environ: dict, check_host: bool = True) -> str | None:
     if parts and (parts.scheme not in ("http", "https") or not is_loopback_name(parts.hostname or "")):
         return f"Origin {origin!r} is not a loopback origin"
     return None
-
-
-def guard(app, check_host: bool = True):
-    """WSGI middleware: answer 403 to what `refusal` names, pass the rest to `app`."""
-
-    def guarded(environ, start_response):
-        reason = refusal(environ, check_host)
-        if reason is None:
-            return app(environ, start_response)
-        request = f"{environ.get('REQUEST_METHOD')} {environ.get('PATH_INFO')}"
-        print(f"embedded: refused {request}: {reason}", file=sys.stderr, flush=True)
-        start_response("403 Forbidden", list(FORBIDDEN_HEADERS))
-        return [FORBIDDEN_BODY]
-
-    return guarded

@@ -27,7 +27,7 @@ import urllib.request
 from pathlib import Path
 
 from idemlab.embedded.lambda_concurrency import DEFAULT_CONCURRENT_EXECUTIONS, LIMIT_VARIABLE, ConcurrencyLimit
-from idemlab.embedded.loopback_guard import is_loopback_name
+from idemlab.embedded.loopback_guard import FORBIDDEN, is_loopback_name, refusal
 
 ALLOW_REMOTE_VARIABLE = "IDEMLAB_ALLOW_REMOTE"
 HEALTH_PATH = "/_idemlab/health"  # control endpoints stay off the AWS API paths
@@ -134,8 +134,9 @@ def _lookup_function(arn: str):
     return lambda_backends[account][region].get_function(arn)
 
 
-def _control_middleware(app, runtime):
-    """The control endpoints: health (with the Lambda runtime's environments) and request counts."""
+def _front_door(app, runtime, check_host: bool):
+    """WSGI middleware: 403 with no CORS allowance to what loopback_guard.refusal names, then
+    the control endpoints (health, with the Lambda runtime's environments; request counts)."""
     from idemlab.embedded import dynamodb_atomic
 
     documents = {
@@ -143,15 +144,21 @@ def _control_middleware(app, runtime):
         COUNTS_PATH: dynamodb_atomic.counts,
     }
 
-    def wrapped(environ, start_response):
-        document = documents.get(environ.get("PATH_INFO"))
-        if document is None:
-            return app(environ, start_response)
-        body = json.dumps(document()).encode()
-        start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+    def answer(start_response, status: str, document: dict) -> list[bytes]:
+        body = json.dumps(document).encode()
+        start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
         return [body]
 
-    return wrapped
+    def front(environ, start_response):
+        reason = refusal(environ, check_host)
+        if reason is not None:
+            request = f"{environ.get('REQUEST_METHOD')} {environ.get('PATH_INFO')}"
+            print(f"embedded: refused {request}: {reason}", file=sys.stderr, flush=True)
+            return answer(start_response, "403 Forbidden", FORBIDDEN)
+        document = documents.get(environ.get("PATH_INFO"))
+        return app(environ, start_response) if document is None else answer(start_response, "200 OK", document())
+
+    return front
 
 
 def serve(port: int, host: str, allow_remote: bool, lambda_concurrency: int) -> None:
@@ -163,8 +170,8 @@ def serve(port: int, host: str, allow_remote: bool, lambda_concurrency: int) -> 
     import boto3
     from werkzeug.serving import make_server
 
-    from idemlab.embedded import dynamodb_atomic, fast_path, lambda_api, lambda_async, lambda_runtime, loopback_guard
-    from idemlab.embedded import rule_scheduler, scheduler_ext, sqs_event_source, stepfunctions_ext, terraform_compat
+    from idemlab.embedded import dynamodb_atomic, fast_path, lambda_api, lambda_async, lambda_runtime, rule_scheduler
+    from idemlab.embedded import scheduler_ext, sqs_event_source, stepfunctions_ext, terraform_compat
 
     session, lock = boto3.session.Session(aws_access_key_id="test", aws_secret_access_key="test"), threading.Lock()
 
@@ -183,7 +190,7 @@ def serve(port: int, host: str, allow_remote: bool, lambda_concurrency: int) -> 
     for module in (stepfunctions_ext, scheduler_ext, sqs_event_source, terraform_compat):
         module.install()
     app, handler = fast_path.app_and_handler()  # after every install: it caches the patched classes' methods
-    app = loopback_guard.guard(_control_middleware(app, runtime), check_host=not allow_remote)
+    app = _front_door(app, runtime, check_host=not allow_remote)
     server = make_server(host, port, app, threaded=True, request_handler=handler)
 
     for signum in (signal.SIGTERM, signal.SIGINT):  # shutdown() waits for serve_forever: call it from another thread
