@@ -218,10 +218,14 @@ def keep_alive_handler():
 
         def log_request(self, code="-", size="-") -> None:
             """Only server errors. werkzeug writes a line to the log for every request
-            (~40 us each, and the bulk of a test run's log); the loopback guard logs its
-            refusals itself, and an AWS error is in the answer the client got."""
+            (~40 us each, and the bulk of a test run's log); server.py's front door logs
+            its refusals itself, and an AWS error is in the answer the client got."""
             if str(code).startswith("5"):
                 super().log_request(code, size)
+
+        def log_error(self, format: str, *args) -> None:
+            if not format.startswith("Request timed out"):  # an idle kept-alive connection, closed as planned
+                super().log_error(format, *args)
 
         def parse_request(self) -> bool:
             line, self.plain = self.raw_requestline, None
