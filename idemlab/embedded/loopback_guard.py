@@ -25,12 +25,12 @@ FORBIDDEN = {"message": "Forbidden: the embedded backend answers only loopback c
 
 
 @functools.lru_cache(maxsize=256)  # a pure function of the text, asked on every request
-def is_loopback_name(host: str) -> bool:
-    """Whether a host name, with or without a port (`127.0.0.1:4566`, `[::1]:4566`), names loopback."""
+def is_loopback_name(host: str, port: bool = False) -> bool:
+    """Whether a host name names loopback; with `port`, a `Host` value (`127.0.0.1:4566`, `[::1]:4566`)."""
     host = host.strip().lower()
-    if host.startswith("["):
+    if host.startswith("[") and (port or host.endswith("]")):
         host = host[1:].split("]", 1)[0]
-    elif host.count(":") == 1:
+    elif port and host.count(":") == 1:
         host = host.rsplit(":", 1)[0]
     host = host.rstrip(".")
     if host == "localhost" or host.endswith(".localhost"):  # RFC 6761: always loopback
@@ -44,7 +44,7 @@ def is_loopback_name(host: str) -> bool:
 def refusal(environ: dict, check_host: bool = True) -> str | None:
     """Why this request must be refused, or None."""
     host, origin = environ.get("HTTP_HOST"), environ.get("HTTP_ORIGIN")
-    if check_host and host is not None and not is_loopback_name(host):
+    if check_host and host is not None and not is_loopback_name(host, port=True):
         return f"Host {host!r} is not a loopback name"
     parts = urlsplit(origin) if origin is not None else None
     if parts and (parts.scheme not in ("http", "https") or not is_loopback_name(parts.hostname or "")):
