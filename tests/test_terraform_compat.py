@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 import json
-import socket
 
 import boto3
 import pytest
 from botocore.exceptions import ClientError
 
 from idemlab.embedded import terraform_compat
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+from idemlab.embedded.server import free_port
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +17,7 @@ def moto_url():
     from moto.server import ThreadedMotoServer
 
     terraform_compat.install()
-    port = _free_port()
+    port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     yield f"http://127.0.0.1:{port}"

@@ -15,13 +15,11 @@ import threading
 MARK = "_idemlab"
 
 
-def replace_once(owner: type, name: str, replacement) -> bool:
-    """Set ``owner.name`` to `replacement` unless an earlier install did; True if done now."""
-    if getattr(getattr(owner, name, None), MARK, False):
-        return False
-    setattr(replacement, MARK, True)
-    setattr(owner, name, replacement)
-    return True
+def replace_once(owner: type, name: str, replacement) -> None:
+    """Set ``owner.name`` to `replacement` unless an earlier install did."""
+    if not getattr(getattr(owner, name, None), MARK, False):
+        setattr(replacement, MARK, True)
+        setattr(owner, name, replacement)
 
 
 def wrap(owner: type, name: str):
@@ -47,10 +45,8 @@ def wrap(owner: type, name: str):
 
 
 def every(seconds: float, action, name: str) -> threading.Event:
-    """Call `action` every `seconds` on a daemon thread until the returned event is set.
-
-    A call that fails is reported, and the next one comes as planned.
-    """
+    """Call `action` every `seconds` on a daemon thread until the returned event is set;
+    a call that fails is reported, and the next one comes as planned."""
     stop = threading.Event()
 
     def loop() -> None:

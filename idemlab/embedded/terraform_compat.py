@@ -1,8 +1,5 @@
 """What moto answers differently from AWS in ways that make Terraform plans non-empty.
 
-``install()`` patches moto's classes in this process; it is idempotent, and the embedded
-server calls it at start (tests that run a ThreadedMotoServer in-process call it too).
-
 Found by applying the lab's Terraform root to moto 5.2.5 with the AWS provider 5.100:
 
 - SQS ``RedrivePolicy``: moto parses the JSON a client sends and serialises it again with
@@ -15,12 +12,9 @@ Found by applying the lab's Terraform root to moto 5.2.5 with the AWS provider 5
   reaches its emulator over plain HTTP on loopback only; we evaluate ``aws:SecureTransport``
   as a TLS request would: such a Deny never applies, such an Allow always does.
 
-Slow applies that are not moto's doing (the provider waits the same on AWS) are avoided
-in the module itself (terraform/modules/idempotency_lab/, whose comments say how): queue
-policies inline (the provider polls each queue about 25 s until six reads match, and a
-separate policy resource as long again), functions created from S3 rather than
-``filename`` (one at a time under a global lock: 95 s for 18), and no
-``aws_s3_bucket_lifecycle_configuration`` (5 s reads until two agree: 55 s per apply).
+Slow applies that are not moto's doing (the provider waits as long on AWS) are avoided in
+the module itself (terraform/modules/idempotency_lab/; its comments say how): inline queue
+policies, functions created from S3, no ``aws_s3_bucket_lifecycle_configuration``.
 """
 
 from __future__ import annotations
@@ -45,8 +39,8 @@ def _as_if_over_tls(statement: dict) -> dict | None:
     flags = condition["Bool"] if isinstance(condition, dict) and set(condition) == {"Bool"} else None
     if not isinstance(flags, dict) or set(flags) != {SECURE_TRANSPORT}:
         return statement
-    values = flags[SECURE_TRANSPORT] if isinstance(flags[SECURE_TRANSPORT], list) else [flags[SECURE_TRANSPORT]]
-    if "true" not in [str(v).lower() for v in values]:
+    values = flags[SECURE_TRANSPORT]
+    if "true" not in [str(value).lower() for value in (values if isinstance(values, list) else [values])]:
         return None
     return {key: value for key, value in statement.items() if key != "Condition"}
 
@@ -57,17 +51,15 @@ def _permission_over_tls(bucket, action: str, resource: str):
 
     if bucket.policy is None:
         return PermissionResult.NEUTRAL
-    document = json.loads(bucket.policy.decode() if isinstance(bucket.policy, bytes) else bucket.policy)
+    document = json.loads(bucket.policy)  # bytes or text
     statements = document.get("Statement", [])
     statements = statements if isinstance(statements, list) else [statements]
-    decided = [kept for kept in (_as_if_over_tls(s) for s in statements) if kept is not None]
-    if not decided:
-        return PermissionResult.NEUTRAL
+    decided = [kept for kept in map(_as_if_over_tls, statements) if kept is not None]
     return IAMPolicy(json.dumps({**document, "Statement": decided})).is_action_permitted(action, resource)
 
 
 def install() -> None:
-    """Patch moto in this process; calling it again does nothing."""
+    """Patch moto in this process (the server at start, tests before their in-process moto); once is enough."""
     from moto.s3.models import FakeBucket
     from moto.sqs.models import Queue
 
