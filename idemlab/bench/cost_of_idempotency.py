@@ -25,9 +25,6 @@ QUICK = {"samples": 8, "copies": 4, "rounds": 2}
 # The notebook's version: enough to show every count, short enough for a 60 s CI budget
 # (plus the deploy to its own backend).
 SHORT = {"samples": 2, "copies": 2, "rounds": 1}
-# A backend shared with other work (the tests') also runs the lessons' leftovers (retried
-# events, the sweeper restarting stuck deletions): a sample needs this long of quiet on either side.
-SHARED_BACKEND_GUARD_SECONDS = 0.2
 
 
 def measure_on_own_backend(samples: int, copies: int, rounds: int, prefix: str = "bench") -> dict:

@@ -22,9 +22,10 @@ intervals resample whole rounds (see intervals.py).
 from __future__ import annotations
 
 import json
+import statistics
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 
 from idemlab.barrier import all_at_once
@@ -36,7 +37,7 @@ from idemlab.lessons.checkout import Ledger
 
 # Requests a measured handler can make. Anything else in a difference (the sweeper's
 # Query, fired by its schedule) came from something else running on the backend at
-# that moment: the sample is taken again (see also StrategyBench's guard_seconds).
+# that moment: the sample is taken again on a fresh request (see StrategyBench.undisturbed).
 HANDLER_ACTIONS = frozenset({"GetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"})
 MAX_TRIES = 5
 # New execution environments started at once while warming up (see start_environments).
@@ -54,51 +55,31 @@ class Sample:
     request_key: str | None  # the checkout's idempotency key (the ledger's reference)
 
 
-def _by_action(counts: Counter) -> str:
-    """Requests by action, whichever table they named, as sorted JSON."""
-    return json.dumps(Counter(action for _, action in counts.elements()), sort_keys=True)
-
-
-@dataclass
-class Delivery:
-    """The samples of one delivery shape of one strategy."""
-
-    samples: list[Sample] = field(default_factory=list)
-    discarded: int = 0  # samples taken again because something else used DynamoDB
-
-    def summary(self) -> dict:
-        samples, count, per_sample = self.samples, len(self.samples), len(self.samples[0].seconds)
-        by_table: dict[str, dict] = {}
-        for (table, action), n in sorted(sum((s.counts for s in samples), Counter()).items()):
-            by_table.setdefault(table, {})[action] = n / count
-        wall, seen = sum(s.wall_seconds for s in samples), Counter(_by_action(s.counts) for s in samples)
-        return {
-            "samples": count, "invocations_per_sample": per_sample, "calls_by_table_per_sample": by_table,
-            "calls_seen": [[json.loads(calls), n] for calls, n in seen.most_common()],
-            "effects_per_sample": sum(s.effects for s in samples) / count,
-            "latency_ms": percentiles([t for s in samples for t in s.seconds]),
-            "throughput_per_s": count * per_sample / wall if wall else None,
-            # Per round, for the report's intervals: each invocation's latency, and the
-            # round's invocations per second.
-            "round_latencies_ms": [[round(t * 1000, 3) for t in s.seconds] for s in samples],
-            "round_throughput_per_s": [per_sample / s.wall_seconds for s in samples if s.wall_seconds],
-            "discarded_samples": self.discarded,
-        }
+def summary(samples: list[Sample]) -> dict:
+    """The samples of one delivery shape of one strategy, per sample and per round."""
+    count, per_sample, wall = len(samples), len(samples[0].seconds), sum(s.wall_seconds for s in samples)
+    by_table: dict[str, dict] = {}
+    for (table, action), n in sorted(sum((s.counts for s in samples), Counter()).items()):
+        by_table.setdefault(table, {})[action] = n / count
+    return {
+        "samples": count, "invocations_per_sample": per_sample, "calls_by_table_per_sample": by_table,
+        "effects_per_sample": sum(s.effects for s in samples) / count,
+        "latency_ms": percentiles([t for s in samples for t in s.seconds]),
+        "throughput_per_s": count * per_sample / wall if wall else None,
+        # Per round, for the report's intervals: each invocation's latency, and the
+        # round's invocations per second.
+        "round_latencies_ms": [[round(t * 1000, 3) for t in s.seconds] for s in samples],
+        "round_throughput_per_s": [per_sample / s.wall_seconds for s in samples if s.wall_seconds],
+    }
 
 
 class StrategyBench:
     """The deployed stack, its Lambda client and the backend's request counter."""
 
-    def __init__(self, outputs: dict, endpoint_url: str | None, guard_seconds: float = 0.0):
+    def __init__(self, outputs: dict, endpoint_url: str | None):
         """``endpoint_url`` None: AWS (`make bench BACKEND=aws`), which has no request
-        counter like the embedded backend's: latency and throughput only, no counts.
-
-        ``guard_seconds`` > 0 on a backend shared with other work (the tests'): each
-        sample then starts after that long without a DynamoDB request and is taken again
-        if one arrives within that long after it, so a workflow the sweeper restarts
-        meanwhile is not counted as the strategy's."""
-        self.outputs, self.endpoint_url, self.guard_seconds = outputs, endpoint_url, guard_seconds
-        self.counting = endpoint_url is not None
+        counter like the embedded backend's: latency and throughput only, no counts."""
+        self.outputs, self.endpoint_url, self.counting = outputs, endpoint_url, endpoint_url is not None
         self._table_keys = {name: key for key, name in outputs["tables"].items()}
         # One attempt per call: an SDK retry would be a duplicate delivery we did not ask for.
         retries = {"total_max_attempts": 1}
@@ -138,10 +119,6 @@ class StrategyBench:
             raise RuntimeError(f"{function_key} failed during the bench: {body}")
         return elapsed, None if response.get("FunctionError") else body
 
-    def _quiet_since(self, counts: Counter) -> bool:
-        time.sleep(self.guard_seconds)
-        return self.counted() == counts
-
     def _together(self, function_key: str, events: list[dict], check: bool = True) -> tuple[list, float]:
         """Invoke once per event, all released at the same moment; (round trip, answer)s and wall time."""
 
@@ -153,19 +130,21 @@ class StrategyBench:
         wall = max(start + elapsed for start, (elapsed, _) in timed) - min(start for start, _ in timed)
         return [result for _, result in timed], wall
 
+    def undisturbed(self, before: Counter, after: Counter) -> bool:
+        """Whether the requests counted between ``before`` and ``after`` are all a handler's."""
+        return all(action in HANDLER_ACTIONS for _, action in after - before)
+
     def _try(self, strategy: Strategy, events: list[dict]) -> Sample | None:
         """Invoke ``events`` together, counting around them; None if the count was disturbed."""
-        if self.guard_seconds:
-            self.wait_until_quiet(self.guard_seconds)
         before = self.counted()
         results, wall = self._together(strategy.function, events)
         after = self.counted()
-        counts = after - before
-        if (self.guard_seconds and not self._quiet_since(after)) or any(a not in HANDLER_ACTIONS for _, a in counts):
+        if not self.undisturbed(before, after):
             return None
         outcomes = [answer.get("outcome") if isinstance(answer, dict) else None for _, answer in results]
         effects = sum(1 for outcome in outcomes if strategy.effect in (ROW, outcome)) if strategy.effect else 0
-        return Sample(counts, [elapsed for elapsed, _ in results], effects, wall, events[0].get("idempotency_key"))
+        seconds = [elapsed for elapsed, _ in results]
+        return Sample(after - before, seconds, effects, wall, events[0].get("idempotency_key"))
 
     def start_environments(self, strategy: Strategy, copies: int) -> list[float]:
         """``copies`` warm environments (fresh requests, not counted), so no copy waits on a cold start.
@@ -186,28 +165,25 @@ class StrategyBench:
                     break
         return cold
 
-    def take(self, strategy: Strategy, shapes: list[tuple[Delivery, int]]) -> None:
+    def take(self, strategy: Strategy, shapes: list[tuple[list[Sample], int]]) -> None:
         """On one fresh request, a sample of ``copies`` events released together for each
-        (delivery, copies) in turn: [(first, 1), (duplicate, 1)] or [(together, copies)].
+        (samples, copies) in turn: [(first, 1), (duplicate, 1)] or [(together, copies)].
 
-        A disturbed count discards the samples taken so far (a duplicate needs its first) and
+        A disturbed count drops the samples taken so far (a duplicate needs its first) and
         starts again on a new request: the disturbed try's invocations ran, and re-sending
         its events would add their charges, rows and claims to that request's ledger.
         """
         for _ in range(MAX_TRIES):
             event_for, taken, copy = new_delivery(strategy, self.outputs), [], 0
-            for delivery, copies in shapes:
-                sample = self._try(strategy, [event_for(copy + n) for n in range(copies)])
+            for _, copies in shapes:
+                taken.append(self._try(strategy, [event_for(copy + n) for n in range(copies)]))
                 copy += copies
-                if sample is None:
+                if taken[-1] is None:
                     break
-                taken.append(sample)
-            if len(taken) == len(shapes):
-                for (delivery, _), sample in zip(shapes, taken):
-                    delivery.samples.append(sample)
+            else:
+                for (samples, _), sample in zip(shapes, taken):
+                    samples.append(sample)
                 return
-            for delivery, _ in shapes[: len(taken) + 1]:
-                delivery.discarded += 1
         busy = f"DynamoDB was busy with other work in {MAX_TRIES} tries; run the bench alone"
         raise RuntimeError(f"{strategy.key}: {busy}")
 
@@ -217,12 +193,20 @@ class StrategyBench:
         charge = {"amount": 1999, "currency": "EUR"}
         self.invoke("card_processor", charge | {"reference": f"bench-warm-{time.time_ns()}"})
         self.wait_until_quiet()
-        seen: Counter = Counter()
+        seen = []
         for _ in range(samples):
             before = self.counted()
             self.invoke("card_processor", charge | {"reference": f"bench-processor-{time.time_ns()}"})
-            seen[_by_action(self.counted() - before)] += 1
-        return json.loads(seen.most_common(1)[0][0])
+            seen.append(tuple(sorted(Counter(action for _, action in (self.counted() - before).elements()).items())))
+        return dict(statistics.mode(seen))
+
+    def ledger_disagreements(self, samples: list[Sample]) -> dict:
+        """Requests whose reported charges differ from the ledger's entries: {key: [reported, ledger]}."""
+        reported: Counter = Counter()
+        for sample in samples:
+            reported[sample.request_key] += sample.effects
+        ledger = Ledger(self.outputs["tables"]["ledger"], self._dynamodb).charges(reported)
+        return {key: [reported[key], ledger[key]] for key in reported if reported[key] != ledger[key]}
 
 
 def run(bench: StrategyBench, samples: int, copies: int, rounds: int, strategies=STRATEGIES) -> dict:
@@ -234,28 +218,17 @@ def run(bench: StrategyBench, samples: int, copies: int, rounds: int, strategies
     # on a cold start. The first warm-up step's round trips are the cold starts.
     cold = {strategy.key: bench.start_environments(strategy, copies) for strategy in strategies}
     bench.wait_until_quiet()
-    measured = {s.key: {delivery: Delivery() for delivery in DELIVERIES} for s in strategies}
+    measured: dict = {s.key: {delivery: [] for delivery in DELIVERIES} for s in strategies}
     # Round by round, every strategy once, in a rotating order (never one strategy's block).
-    for number in range(samples):
-        for strategy in round_order(strategies, number):
-            deliveries = measured[strategy.key]
-            bench.take(strategy, [(deliveries["first"], 1), (deliveries["duplicate"], 1)])
-    for number in range(rounds):
-        for strategy in round_order(strategies, number):
-            bench.take(strategy, [(measured[strategy.key]["concurrent"], copies)])
+    for count, shapes in ((samples, (("first", 1), ("duplicate", 1))), (rounds, (("concurrent", copies),))):
+        for number in range(count):
+            for strategy in round_order(strategies, number):
+                bench.take(strategy, [(measured[strategy.key][delivery], n) for delivery, n in shapes])
     for strategy in strategies:
-        deliveries, cold_seconds = measured[strategy.key], cold[strategy.key]
-        results[strategy.key] = {delivery: shape.summary() for delivery, shape in deliveries.items()}
+        taken, cold_seconds = measured[strategy.key], cold[strategy.key]
+        results[strategy.key] = {delivery: summary(kept) for delivery, kept in taken.items()}
         results[strategy.key]["cold_start_ms"] = percentiles(cold_seconds) | {"samples": len(cold_seconds)}
         if strategy.effect == CHARGE:
-            results[strategy.key]["ledger_disagreements"] = _ledger_disagreements(bench, deliveries.values())
+            kept = [sample for delivery in taken.values() for sample in delivery]
+            results[strategy.key]["ledger_disagreements"] = bench.ledger_disagreements(kept)
     return results
-
-
-def _ledger_disagreements(bench: StrategyBench, deliveries) -> dict:
-    """Requests whose reported charges differ from the ledger's entries: {key: [reported, ledger]}."""
-    reported: Counter = Counter()
-    for sample in (sample for delivery in deliveries for sample in delivery.samples):
-        reported[sample.request_key] += sample.effects
-    ledger = Ledger(bench.outputs["tables"]["ledger"], bench._dynamodb).charges(reported)
-    return {key: [reported[key], ledger[key]] for key in reported if reported[key] != ledger[key]}
