@@ -14,7 +14,7 @@ import pytest
 
 from idemlab import settings
 from idemlab.clients import client
-from idemlab.bench import strategies, strategy_report, strategy_runs
+from idemlab.bench import cost_of_idempotency, strategies, strategy_report
 
 pytestmark = pytest.mark.stack
 
@@ -23,7 +23,7 @@ COPIES = 4  # enough for a race and for refused claims; the bench itself uses 16
 ROUNDS = 1
 
 
-class SharedBackendBench(strategy_runs.StrategyBench):
+class SharedBackendBench(cost_of_idempotency.StrategyBench):
     """The bench on the suite's shared backend, which also runs other tests' leftovers
     (retried events, the sweeper restarting stuck deletions): each sample starts after
     GUARD_SECONDS without a DynamoDB request and is taken again if one arrives within as
@@ -43,7 +43,7 @@ class SharedBackendBench(strategy_runs.StrategyBench):
 @pytest.fixture(scope="module")
 def result(stack):
     bench = SharedBackendBench(stack, settings.endpoint_url())
-    return strategy_report.report(strategy_runs.run(bench, SAMPLES, COPIES, ROUNDS))
+    return strategy_report.report(cost_of_idempotency.run(bench, SAMPLES, COPIES, ROUNDS))
 
 
 def rows(result, *keys):
@@ -152,7 +152,7 @@ def test_a_handler_without_fault_probes_is_counted_as_it_runs_not_as_modelled(cl
     # fault check that changes) is neither charged for probes it did not make nor off its minimum.
     bench = SharedBackendBench(claim_without_faults, settings.endpoint_url())
     claim = strategies.BY_KEY["deletion_claim"]
-    result = strategy_report.report(strategy_runs.run(bench, samples=1, copies=3, rounds=1, strategies=[claim]))
+    result = strategy_report.report(cost_of_idempotency.run(bench, samples=1, copies=3, rounds=1, strategies=[claim]))
     row = result["strategies"]["deletion_claim"]
     for delivery in strategy_report.DELIVERIES:
         assert row[delivery]["probes"] == {}, f"{delivery}: {row[delivery]}"
