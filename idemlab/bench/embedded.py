@@ -130,57 +130,30 @@ def serve_canned(port: int) -> None:
             threading.Thread(target=connection, args=(listener.accept()[0],), daemon=True).start()
 
 
-class RawConnection:
-    """Sends a request's bytes and reads its answer to the end: HTTP/1.1 keep-alive while
-    the server keeps the connection, a new one after it answers `Connection: close`."""
-
-    def __init__(self, url: str):
-        host, port = url.split("//", 1)[1].rsplit(":", 1)
-        self.address, self.sock, self.reader = (host, int(port)), None, None
-
-    def send(self, request: bytes) -> int:
-        """The answer's status code."""
-        if self.sock is None:
-            self.sock = socket.create_connection(self.address, timeout=30)
-            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self.reader = self.sock.makefile("rb")
-        try:
-            self.sock.sendall(request)
-            status = self.reader.readline()
-        except ConnectionError:
-            status = b""
-        if not status:  # closed between requests without saying so: unanswered, so sent again
-            self.close()
-            return self.send(request)
-        if _rest_of_message(self.reader).get(b"connection", b"").lower() == b"close":
-            self.close()
-        return int(status.split(b" ", 2)[1])
-
-    def close(self) -> None:
-        if self.sock is not None:
-            self.reader.close()
-            self.sock.close()
-        self.sock = self.reader = None
-
-
-def _recording_client(url: str):
-    """A boto3 client whose requests are recorded, as the bytes it would send, and
-    answered with an empty document without being sent."""
-    client, recorded, host = _client("dynamodb", url), [], url.split("//", 1)[1]
-
-    def record(request, **_):
-        body = request.body if isinstance(request.body, bytes) else (request.body or "").encode()
-        headers = "".join(
-            f"{name}: {value.decode() if isinstance(value, bytes) else value}\r\n"
-            for name, value in request.headers.items()
-            if name.lower() not in ("host", "content-length")
-        )
-        head = f"POST / HTTP/1.1\r\nHost: {host}\r\n{headers}Content-Length: {len(body)}\r\n\r\n"
-        recorded.append(head.encode() + body)
-        return AWSResponse(request.url, 200, {}, SimpleNamespace(stream=lambda **_: iter([b"{}"])))
-
-    client.meta.events.register("before-send.dynamodb", record)
-    return client, recorded
+def _send_raw(url: str, requests: list[bytes]) -> list[int]:
+    """Each request's bytes sent and its answer read to the end; their status codes. HTTP/1.1
+    keep-alive while the server keeps the connection, a new one after it answers `Connection: close`."""
+    host, port = url.split("//", 1)[1].rsplit(":", 1)
+    statuses, connection = [], None
+    for request in requests:
+        status = b""
+        while not status:  # a connection closed between requests without saying so: the request is sent again
+            if connection is None:
+                connection = socket.create_connection((host, int(port)), timeout=30)
+                connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                reader = connection.makefile("rb")
+            with contextlib.suppress(ConnectionError):
+                connection.sendall(request)
+                status = reader.readline()
+            if not status or _rest_of_message(reader).get(b"connection", b"").lower() == b"close":
+                reader.close()
+                connection.close()
+                connection = None
+        statuses.append(int(status.split(b" ", 2)[1]))
+    if connection is not None:
+        reader.close()
+        connection.close()
+    return statuses
 
 
 class DynamoTarget:
@@ -209,31 +182,45 @@ class DynamoTarget:
         with contextlib.suppress(client.exceptions.ConditionalCheckFailedException):  # a refusal is an answer too
             client.put_item(**put)
 
+    def _recorded(self, operation: str, threads: int, per_thread: int) -> list[bytes]:
+        """The calls of ``rate``, as the bytes boto3 would send: built and signed, answered
+        with an empty document without being sent."""
+        recorder, recorded, host = _client("dynamodb", self.url), [], self.url.split("//", 1)[1]
+
+        def record(request, **_):
+            body = request.body if isinstance(request.body, bytes) else (request.body or "").encode()
+            headers = "".join(
+                f"{name}: {value.decode() if isinstance(value, bytes) else value}\r\n"
+                for name, value in request.headers.items()
+                if name.lower() not in ("host", "content-length")
+            )
+            head = f"POST / HTTP/1.1\r\nHost: {host}\r\n{headers}Content-Length: {len(body)}\r\n\r\n"
+            recorded.append(head.encode() + body)
+            return AWSResponse(request.url, 200, {}, SimpleNamespace(stream=lambda **_: iter([b"{}"])))
+
+        recorder.meta.events.register("before-send.dynamodb", record)
+        for n, i in itertools.product(range(threads), range(per_thread)):
+            self.call(recorder, operation, n, i)
+        return recorded
+
     def rate(self, pool: ThreadPoolExecutor, raw: bool, operation: str, threads: int, calls: int) -> float:
         """Calls per second from ``threads`` threads: through boto3, or (raw) the same calls
         built and signed by boto3 first, then sent as raw HTTP, where every answer must be
         200 or a refused condition."""
         per_thread = max(1, calls // threads)
-        if raw:
-            recorder, requests = _recording_client(self.url)
-            for n, i in itertools.product(range(threads), range(per_thread)):
-                self.call(recorder, operation, n, i)
-            connections = [RawConnection(self.url) for _ in range(threads)]
+        requests = self._recorded(operation, threads, per_thread) if raw else []
 
         def work(n: int) -> list:
             if raw:
-                return [connections[n].send(request) for request in requests[n * per_thread : (n + 1) * per_thread]]
+                return _send_raw(self.url, requests[n * per_thread : (n + 1) * per_thread])
             return [self.call(self.clients[n], operation, n, i) for i in range(per_thread)]
 
         started = time.perf_counter()
         answers = [answer for batch in pool.map(work, range(threads)) for answer in batch]
         elapsed = time.perf_counter() - started
-        if raw:
-            for connection in connections:
-                connection.close()
-            unexpected = {a for a in answers if a != 200 and not (a == 400 and operation == "conditional PutItem")}
-            if unexpected:
-                raise RuntimeError(f"{operation} answered {sorted(unexpected)} on {self.url}")
+        unexpected = {a for a in answers if raw and a != 200 and not (a == 400 and operation == "conditional PutItem")}
+        if unexpected:
+            raise RuntimeError(f"{operation} answered {sorted(unexpected)} on {self.url}")
         return len(answers) / elapsed
 
 

@@ -73,12 +73,11 @@ def report(raw: dict) -> dict:
             shape, theirs = measured[delivery], naive and naive[delivery]
             row[delivery] = part = attribute(strategy, measured, delivery, raw["copies"])
             part["latency_ms"] = shape["latency_ms"]
-            part["p50_ratio_to_naive"] = theirs and ratio_interval(shape["round_latencies_ms"], theirs["round_latencies_ms"])
+            part["p50_ratio_to_naive"] = theirs and ratio_interval(*(s["round_latencies_ms"] for s in (shape, theirs)))
             if delivery == "concurrent":
                 part["throughput_per_s"] = shape["throughput_per_s"]
-                part["throughput_ratio_to_naive"] = theirs and ratio_interval(
-                    *(per_round(s["round_throughput_per_s"]) for s in (shape, theirs)), statistics.fmean
-                )
+                throughputs = (per_round(s["round_throughput_per_s"]) for s in (shape, theirs))
+                part["throughput_ratio_to_naive"] = theirs and ratio_interval(*throughputs, statistics.fmean)
         row |= {key: measured[key] for key in ("cold_start_ms", "ledger_disagreements") if key in measured}
         rows[strategy.key] = row
     processor, copies = raw["processor_calls_per_charge"], raw["copies"]
