@@ -1,24 +1,21 @@
 """The cost of idempotency: each strategy's handler run on a deployed stack, and what it costs.
 
-`make bench`'s section (``measure_on_own_backend``) and notebook 05's short version
-(``short_run``) deploy the stack to a fresh embedded backend, measure every strategy and
-stop the backend, whatever backend the learner uses (never calling the learner's): the
-requests are counted where they are served, and only the embedded backend has such a
-counter. `make bench BACKEND=aws` runs the same on AWS, uncounted (``run``).
+`make bench` (``measure_on_own_backend``) and notebook 05 (``short_run``) deploy the stack to
+an embedded backend started for them, never the learner's: only the embedded backend
+counts requests where they are served. `make bench BACKEND=aws` runs the same uncounted.
 
-Every measured thing runs alone: the backend's DynamoDB request counter is read before
-and after it, so the difference is that thing's requests, by action and by the table
-each named (the report tells a handler's own requests from its fault probes and the
-charge it protects by their table). Latency is the Invoke round trip seen by the caller
-(HTTP, the execution environment, and for a checkout the nested call to the card processor).
+Every measured thing runs alone: the backend's DynamoDB request counter is read before and
+after it, so the difference is its requests, by action and by the table each named (the
+report tells a handler's own requests from its fault probes and the charge it protects by
+their table). Latency is the Invoke round trip seen by the caller (HTTP, the execution
+environment, and for a checkout the nested call to the card processor).
 
-Three shapes of delivery per strategy: first (a fresh request, one invocation), duplicate
-(the same request again, after the first has answered) and concurrent (``copies``
-identical invocations released together, one first delivery and ``copies - 1``
-duplicates racing it, on environments already started). Strategies are measured
-interleaved, never in blocks: every strategy's environments are started first (their
-cold starts recorded apart), then each round takes one sample of every strategy, in a
-rotating order, so the report's intervals resample whole rounds (see intervals.py).
+Three shapes of delivery: first (a fresh request), duplicate (the same request again, after
+the first has answered) and concurrent (``copies`` identical invocations released together
+on environments already started: a first delivery and ``copies - 1`` duplicates racing it).
+Strategies are measured interleaved, never in blocks: every strategy's environments are
+started first (their cold starts recorded apart), then each round takes one sample of every
+strategy, in a rotating order, so the report's intervals resample whole rounds (intervals.py).
 """
 
 from __future__ import annotations
@@ -106,16 +103,12 @@ class StrategyBench:
         """Requests served so far, by (table, action); the table by its key in the outputs."""
         if not self.counting:
             return Counter()
-        served = request_counts(self.endpoint_url)["dynamodb_by_table"]
-        keys = self._table_keys
-        return Counter({(keys.get(t, t), a): n for t, by_action in served.items() for a, n in by_action.items()})
+        served = request_counts(self.endpoint_url)["dynamodb_by_table"].items()
+        return Counter({(self._table_keys.get(t, t), a): n for t, by_action in served for a, n in by_action.items()})
 
     def wait_until_quiet(self, quiet_seconds: float = QUIET_SECONDS, timeout: float = 10.0) -> None:
-        """Return once DynamoDB has served nothing for ``quiet_seconds`` (or after ``timeout``).
-
-        Asynchronous work still running on the backend (a retried event, the sweeper)
-        would otherwise land in the first samples' counts.
-        """
+        """Return once DynamoDB has served nothing for ``quiet_seconds`` (or after ``timeout``): work
+        still running on the backend (a retried event, the sweeper) would land in the next counts."""
         deadline, last = time.monotonic() + timeout, self.counted()
         while self.counting and time.monotonic() < deadline:
             time.sleep(quiet_seconds)
@@ -159,8 +152,8 @@ class StrategyBench:
             return None
         outcomes = [answer.get("outcome") if isinstance(answer, dict) else None for _, answer in results]
         effects = sum(1 for outcome in outcomes if strategy.effect in (ROW, outcome)) if strategy.effect else 0
-        seconds = [elapsed for elapsed, _ in results]
-        return Sample(after - before, seconds, effects, wall, events[0].get("idempotency_key"))
+        seconds, key = [elapsed for elapsed, _ in results], events[0].get("idempotency_key")
+        return Sample(after - before, seconds, effects, wall, key)
 
     def start_environments(self, strategy: Strategy, copies: int) -> list[float]:
         """``copies`` warm environments (fresh requests, not counted), so no copy waits on a cold start.

@@ -2,29 +2,26 @@
 
 - DynamoDB: PutItem, GetItem and conditional PutItem round trips per second, from 1 and
   8 client threads, on servers started side by side: plain moto (moto's own
-  ThreadedMotoServer), the embedded backend with its fast path off (IDEMLAB_FAST_PATH=0:
-  the request path before the fast path) and with it on. Every server is warmed first
-  (table created, clients connected, a round untimed); then each round gives every
-  server the same batch, in an order that rotates from round to round.
-- Lambda: the warm Invoke round trip (HTTP, worker process, JSON both ways) with the fast
-  path off and on, next to calling the same handler in this process, in rounds
-  interleaved the same way; cold starts (a new function's first invoke) apart. Plain moto
-  cannot run a handler without Docker, so it has no Lambda row.
+  ThreadedMotoServer) and the embedded backend with its fast path off (IDEMLAB_FAST_PATH=0:
+  the request path before the fast path) and on. Each server is warmed first (table
+  created, clients connected, a round untimed).
+- Lambda: the warm Invoke round trip (HTTP, worker process, JSON both ways), fast path
+  off and on, next to calling the same handler in this process; cold starts (a new
+  function's first invoke) apart. Plain moto cannot run a handler without Docker.
 
-DynamoDB is seen two ways, interleaved in the same rounds:
+DynamoDB is seen two ways, in the same rounds:
 - boto3: what a learner's code experiences. boto3 spends about half a millisecond of CPU
-  of its own on every call (building, signing, sending and parsing it), so this view
-  has a ceiling: the same calls against a server that answers at once with a canned
-  reply ("boto3 alone") are as fast as any server could make them; its ratio to plain
-  moto, printed too, is the most any server can show here.
+  of its own on every call (building, signing, sending and parsing it), so this view has a
+  ceiling: the same calls against a server that answers at once with a canned reply
+  ("boto3 alone"); its ratio to plain moto is the most any server can show here.
 - raw HTTP: what each server can serve. The same requests, built and signed by boto3
-  before the clock starts, are sent as bytes over a socket (keep-alive where the server
-  keeps the connection, a new connection per request where it closes it, as plain moto
-  does) and each answer is read to its end: the client costs ~20 us a request, so the
-  server is what is timed. A speed-up claimed for a server is read here; the boto3 view
-  says how much of it a learner's code can feel, and its ceiling column why not more.
+  before the clock starts, are sent as bytes over a socket and each answer is read to its
+  end: the client costs ~20 us a request, so the server is what is timed. A speed-up
+  claimed for a server is read here; the boto3 view says how much of it a learner's code
+  can feel, and its ceiling column why not more.
 
-Every ratio comes with its 95 % bootstrap interval over the rounds (intervals.py).
+Every round gives every server the same batch, in an order that rotates from round to
+round, and every ratio comes with its 95 % bootstrap interval over the rounds (intervals.py).
 """
 
 from __future__ import annotations
