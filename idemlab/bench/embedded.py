@@ -184,15 +184,9 @@ class DynamoTarget:
         with an empty document without being sent."""
         recorder, recorded, host = _client("dynamodb", self.url), [], self.url.split("//", 1)[1]
 
-        def record(request, **_):
-            body = request.body if isinstance(request.body, bytes) else (request.body or "").encode()
-            headers = "".join(
-                f"{name}: {value.decode() if isinstance(value, bytes) else value}\r\n"
-                for name, value in request.headers.items()
-                if name.lower() not in ("host", "content-length")
-            )
-            head = f"POST / HTTP/1.1\r\nHost: {host}\r\n{headers}Content-Length: {len(body)}\r\n\r\n"
-            recorded.append(head.encode() + body)
+        def record(request, **_):  # the signed headers hold all but Host; a DynamoDB body is JSON bytes
+            headers = "".join(f"{k}: {v if isinstance(v, str) else v.decode()}\r\n" for k, v in request.headers.items())
+            recorded.append(f"POST / HTTP/1.1\r\nHost: {host}\r\n{headers}\r\n".encode() + request.body)
             return AWSResponse(request.url, 200, {}, SimpleNamespace(stream=lambda **_: iter([b"{}"])))
 
         recorder.meta.events.register("before-send.dynamodb", record)
