@@ -38,15 +38,15 @@ import time
 import uuid
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from types import SimpleNamespace
 
-import boto3
 from botocore.awsrequest import AWSResponse
-from botocore.config import Config
 
 from idemlab.bench.intervals import difference_interval, difference_text, per_round, percentiles, ratio_interval
 from idemlab.bench.intervals import ratio_text, round_order
 from idemlab.bench.strategy_report import markdown
+from idemlab.clients import client
 from idemlab.embedded.fast_path import FAST_PATH_VARIABLE
 from idemlab.embedded.server import EmbeddedBackend, free_port, port_in_use
 
@@ -70,11 +70,8 @@ CANNED_CODE = "from idemlab.bench.embedded import serve_canned\nserve_canned({po
 CANNED_ANSWER = b'{"Table": {"TableStatus": "ACTIVE"}}'
 
 
-def _client(service: str, url: str | None):
-    """A client of one server, one attempt a call; url None: AWS, with the caller's own credentials and Region."""
-    local = dict(endpoint_url=url, region_name="us-east-1", aws_access_key_id="test", aws_secret_access_key="test")
-    config = Config(max_pool_connections=16, retries={"max_attempts": 1})
-    return boto3.client(service, config=config, **(local if url else {}))
+# A client of one server (url None: AWS, when the run is `--backend aws`), one attempt a call.
+_client = partial(client, max_pool_connections=16, retries={"max_attempts": 1})
 
 
 @contextlib.contextmanager
