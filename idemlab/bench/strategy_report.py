@@ -1,19 +1,15 @@
 """From counted requests to the answer a team wants: the cost of each strategy.
 
-Each delivery's counted requests are split by purpose:
-- effect: the business write the strategy protects (the card processor's ledger write
-  per charge, measured on its own; the naive writer's row);
-- lab probes: the fault-injection reads that only this lab's handlers make;
-- own: everything else, the strategy's price; compared with its minimum, action by
-  action, and every difference is named with its reason.
-The backend counts each request under the table it named, so the split is measured:
-the effect is what went to the strategy's effect table (the ledger, the naive rows), the
-probes what went to the faults table, and the charges are checked against the ledger's
-entries. Nothing here models how many requests a handler's code makes.
-Then dollars per million invocations (all requests, and the strategy's own share),
-latency and throughput against the naive handler of the same lesson: each ratio with its
-95 % bootstrap interval over the interleaved rounds, and "no measurable difference at
-this sample size" instead of a ratio when that interval contains 1 (intervals.py).
+Each delivery's requests are split by purpose, by the table each one named (the backend
+counts them so: nothing here models how many requests a handler's code makes):
+- effect: the business write the strategy protects, what reached its effect table (the
+  card processor's ledger write per charge, checked against the ledger; the naive rows);
+- lab probes: the fault-injection reads only this lab's handlers make (the faults table);
+- own: everything else, the strategy's price, compared with its minimum action by action,
+  every difference named with its reason.
+Then dollars per million invocations (all requests, and the strategy's own share), and
+latency and throughput against the naive handler of the same lesson, each ratio with its
+95 % bootstrap interval over the interleaved rounds, or no ratio at all (intervals.py).
 """
 
 from __future__ import annotations
@@ -35,8 +31,7 @@ def _minus(a: dict, b: dict) -> dict:
 
 
 def attribute(strategy: Strategy, measured: dict, delivery: str, copies: int) -> dict:
-    """One delivery's requests (per sample: one invocation, or one round of ``copies``) by
-    purpose, each purpose from the requests counted on its own tables."""
+    """One delivery's requests by purpose, per sample (one invocation, or one round of ``copies``)."""
     shape = measured[delivery]
     by_table, invocations = shape["calls_by_table_per_sample"], shape["invocations_per_sample"]
     calls = _minus(sum((Counter(table_calls) for table_calls in by_table.values()), Counter()), {})
