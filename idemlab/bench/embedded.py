@@ -55,6 +55,7 @@ THREADS = (1, 8)
 OPERATIONS = ("PutItem", "GetItem", "conditional PutItem")
 PLAIN, SLOW, FAST = "plain moto", "embedded, fast path off", "embedded, fast path on"
 CEILING, DIRECT = "boto3 alone (canned answer)", "in-process call"
+BOTO3, RAW = "dynamodb_calls_per_s", "dynamodb_raw_calls_per_s"  # the two views, by their key in the results
 # Full run: rounds of calls per server; quick: enough rounds for an interval, fewer calls.
 FULL = {"rounds": 20, "calls": 160, "invocations": 200}
 QUICK = {"rounds": 8, "calls": 48, "invocations": 40}
@@ -213,12 +214,12 @@ class DynamoTarget:
 
 
 def dynamodb_rounds(urls: dict[str, str | None], rounds: int, calls: int, raw: tuple[str, ...] = ()) -> dict:
-    """{"boto3": {operation: {threads: {server: [calls/s per round]}}}, "raw": the same, sent
-    as raw HTTP to the servers named in ``raw``}: servers and both views interleaved round
-    by round; threads as strings (JSON's keys). The tables are deleted after (AWS bills them)."""
+    """{BOTO3: {operation: {threads: {server: [calls/s per round]}}}, RAW: the same, sent as
+    raw HTTP to the servers named in ``raw``}: servers and both views interleaved round by
+    round; threads as strings (JSON's keys). The tables are deleted after (AWS bills them)."""
     targets = {name: DynamoTarget(url) for name, url in urls.items()}
     contenders = [(name, False) for name in urls] + [(name, True) for name in raw]
-    results: dict = {view: {op: {str(t): {} for t in THREADS} for op in OPERATIONS} for view in ("boto3", "raw")}
+    results: dict = {view: {op: {str(t): {} for t in THREADS} for op in OPERATIONS} for view in (BOTO3, RAW)}
     try:
         with ThreadPoolExecutor(max_workers=max(THREADS)) as pool:
             for number in range(-1, rounds):  # round -1 warms up connections, code paths, items; not kept
@@ -227,7 +228,7 @@ def dynamodb_rounds(urls: dict[str, str | None], rounds: int, calls: int, raw: t
                     for name, is_raw in round_order(contenders, number):
                         rate = targets[name].rate(pool, is_raw, operation, threads, size)
                         if number >= 0:
-                            by_server = results["raw" if is_raw else "boto3"][operation][str(threads)]
+                            by_server = results[RAW if is_raw else BOTO3][operation][str(threads)]
                             by_server.setdefault(name, []).append(rate)
     finally:
         for target in targets.values():
@@ -239,13 +240,12 @@ def aws_dynamodb(quick: bool = False) -> dict:
     """`make bench BACKEND=aws`: the same DynamoDB rounds on a real on-demand table (created
     here, deleted after), from this machine: the anchor for the emulators' numbers."""
     sizes = QUICK if quick else FULL
-    rates = dynamodb_rounds({"AWS": None}, sizes["rounds"], sizes["calls"])["boto3"]
-    return {"sizes": sizes, "dynamodb_calls_per_s": rates}
+    return {"sizes": sizes, BOTO3: dynamodb_rounds({"AWS": None}, sizes["rounds"], sizes["calls"])[BOTO3]}
 
 
 def aws_table(results: dict) -> str:
     sizes, rows = results["sizes"], []
-    for operation, by_threads in results["dynamodb_calls_per_s"].items():
+    for operation, by_threads in results[BOTO3].items():
         for threads, by_server in by_threads.items():
             rates = by_server["AWS"]
             spread = f"{statistics.fmean(rates):.0f} ({min(rates):.0f}-{max(rates):.0f})"
@@ -303,8 +303,7 @@ def run(quick: bool = False) -> dict:
         urls = {PLAIN: plain, SLOW: slow.url, FAST: fast.url, CEILING: canned}
         dynamodb = dynamodb_rounds(urls, sizes["rounds"], sizes["calls"], raw=(PLAIN, SLOW, FAST))
         lam = lambda_rounds({SLOW: slow.url, FAST: fast.url}, sizes["invocations"])
-    views = {"dynamodb_calls_per_s": dynamodb["boto3"], "dynamodb_raw_calls_per_s": dynamodb["raw"]}
-    return {"sizes": sizes, **views, "lambda": lam}
+    return {"sizes": sizes, **dynamodb, "lambda": lam}
 
 
 def _dynamodb_table(rates: dict) -> str:
@@ -332,13 +331,13 @@ def table(results: dict) -> str:
     lines = [
         f"DynamoDB round trips per second through boto3, what a learner's code sees (mean of {sizes['rounds']} "
         f"interleaved rounds of {sizes['calls']} calls per server)\n",
-        _dynamodb_table(results["dynamodb_calls_per_s"]),
+        _dynamodb_table(results[BOTO3]),
     ]
-    if results.get("dynamodb_raw_calls_per_s"):
+    if results.get(RAW):
         lines += [
             "\nDynamoDB requests per second each server serves, sent as raw HTTP (the same requests signed by boto3 "
             "beforehand; the client costs ~20 us a request), in the same rounds\n",
-            _dynamodb_table(results["dynamodb_raw_calls_per_s"]),
+            _dynamodb_table(results[RAW]),
         ]
     ms = {name: per_round([s * 1000 for s in samples]) for name, samples in warm.items()}
     on, off = difference_interval(ms[FAST], ms[DIRECT]), difference_interval(ms[SLOW], ms[DIRECT])
