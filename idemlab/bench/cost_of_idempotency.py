@@ -36,7 +36,7 @@ from idemlab.bench.strategies import CHARGE, DELIVERIES, ROW, STRATEGIES, Strate
 from idemlab.clients import client
 from idemlab.embedded.server import EmbeddedBackend, request_counts
 from idemlab.lessons.checkout import Ledger
-from idemlab.testing.lab import aws_environment
+from idemlab.testing.lab import LOCAL_VARIABLES, aws_environment
 
 # Samples per strategy and delivery, copies released together, rounds of them. The full
 # run gives p99 from 40 invocations per cell (nearest rank: the slowest) and fits, with
@@ -248,8 +248,7 @@ def measure_on_own_backend(samples: int, copies: int, rounds: int, prefix: str =
     with EmbeddedBackend() as backend:
         # The harness (and Terraform) point at this backend for the duration, then at the learner's again.
         pointed = {"AWS_ENDPOINT_URL": backend.url, "BACKEND": "embedded", "LAB_PORT": str(backend.port)}
-        credentials = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
-        with aws_environment(pointed | credentials | {"AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1"}):
+        with aws_environment(pointed | LOCAL_VARIABLES):  # and the dummy keys and Region
             try:
                 outputs = stack.deploy(prefix=prefix)
                 return run(StrategyBench(outputs, backend.url), samples, copies, rounds)
