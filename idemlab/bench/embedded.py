@@ -127,7 +127,8 @@ def serve_canned(port: int) -> None:
 
 def _send_raw(url: str, requests: list[bytes]) -> list[int]:
     """Each request's bytes sent and its answer read to the end; their status codes. HTTP/1.1
-    keep-alive while the server keeps the connection, a new one after it answers `Connection: close`."""
+    keep-alive while the server keeps the connection, a new one after it answers `Connection: close`
+    (as plain moto does)."""
     host, port = url.split("//", 1)[1].rsplit(":", 1)
     statuses, connection = [], None
     for request in requests:
