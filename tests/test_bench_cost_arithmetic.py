@@ -25,7 +25,7 @@ def test_a_failed_conditional_write_is_priced_like_any_write():
 
 
 def test_a_transaction_costs_two_write_units_per_item():
-    assert prices.request_units({"TransactWriteItems": 1}, items_per_transaction=2) == (0, 4)
+    assert prices.request_units({"TransactWriteItems": 1}) == (0, 2 * prices.ITEMS_PER_TRANSACTION)
 
 
 def test_powertools_first_delivery_dollars_add_up():

@@ -9,7 +9,7 @@ import platform
 from datetime import datetime, timezone
 
 from idemlab import settings, stack
-from idemlab.bench import cost_of_idempotency, embedded, strategy_report, strategy_runs
+from idemlab.bench import cost_of_idempotency, embedded, strategy_report
 
 RESULTS_DIR = settings.STATE_DIR / "bench"
 
@@ -41,8 +41,8 @@ def main() -> None:
         # uncounted: AWS has no per-action request counter that answers within a sample
         # (CloudWatch's consumed-capacity metrics arrive minutes later, per table), so the
         # request counts stay the embedded run's: they come from the handlers' code, the same everywhere.
-        bench = strategy_runs.StrategyBench(stack.outputs(backend="aws"), endpoint_url=None)
-        strategies["report"] = result = strategy_report.report(strategy_runs.run(bench, **sizes))
+        bench = cost_of_idempotency.StrategyBench(stack.outputs(backend="aws"), endpoint_url=None)
+        strategies["report"] = result = strategy_report.report(cost_of_idempotency.run(bench, **sizes))
     else:
         results["embedded_backend"] = embedded.run(args.quick)
         print("Embedded backend against plain moto, fast path off and on")

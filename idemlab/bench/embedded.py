@@ -2,29 +2,26 @@
 
 - DynamoDB: PutItem, GetItem and conditional PutItem round trips per second, from 1 and
   8 client threads, on servers started side by side: plain moto (moto's own
-  ThreadedMotoServer), the embedded backend with its fast path off (IDEMLAB_FAST_PATH=0:
-  the request path before the fast path) and with it on. Every server is warmed first
-  (table created, clients connected, a round untimed); then each round gives every
-  server the same batch, in an order that rotates from round to round.
-- Lambda: the warm Invoke round trip (HTTP, worker process, JSON both ways) with the fast
-  path off and on, next to calling the same handler in this process, in rounds
-  interleaved the same way; cold starts (a new function's first invoke) apart. Plain moto
-  cannot run a handler without Docker, so it has no Lambda row.
+  ThreadedMotoServer) and the embedded backend with its fast path off (IDEMLAB_FAST_PATH=0:
+  the request path before the fast path) and on. Each server is warmed first (table
+  created, clients connected, a round untimed).
+- Lambda: the warm Invoke round trip (HTTP, worker process, JSON both ways), fast path
+  off and on, next to calling the same handler in this process; cold starts (a new
+  function's first invoke) apart. Plain moto cannot run a handler without Docker.
 
-DynamoDB is seen two ways, interleaved in the same rounds:
+DynamoDB is seen two ways, in the same rounds:
 - boto3: what a learner's code experiences. boto3 spends about half a millisecond of CPU
-  of its own on every call (building, signing, sending and parsing it), so this view
-  has a ceiling: the same calls against a server that answers at once with a canned
-  reply ("boto3 alone") are as fast as any server could make them; its ratio to plain
-  moto, printed too, is the most any server can show here.
+  of its own on every call (building, signing, sending and parsing it), so this view has a
+  ceiling: the same calls against a server that answers at once with a canned reply
+  ("boto3 alone"); its ratio to plain moto is the most any server can show here.
 - raw HTTP: what each server can serve. The same requests, built and signed by boto3
-  before the clock starts, are sent as bytes over a socket (keep-alive where the server
-  keeps the connection, a new connection per request where it closes it, as plain moto
-  does) and each answer is read to its end: the client costs ~20 us a request, so the
-  server is what is timed. A speed-up claimed for a server is read here; the boto3 view
-  says how much of it a learner's code can feel, and its ceiling column why not more.
+  before the clock starts, are sent as bytes over a socket and each answer is read to its
+  end: the client costs ~20 us a request, so the server is what is timed. A speed-up
+  claimed for a server is read here; the boto3 view says how much of it a learner's code
+  can feel, and its ceiling column why not more.
 
-Every ratio comes with its 95 % bootstrap interval over the rounds (intervals.py).
+Every round gives every server the same batch, in an order that rotates from round to
+round, and every ratio comes with its 95 % bootstrap interval over the rounds (intervals.py).
 """
 
 from __future__ import annotations
@@ -41,15 +38,15 @@ import time
 import uuid
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from types import SimpleNamespace
 
-import boto3
 from botocore.awsrequest import AWSResponse
-from botocore.config import Config
 
 from idemlab.bench.intervals import difference_interval, difference_text, per_round, percentiles, ratio_interval
 from idemlab.bench.intervals import ratio_text, round_order
 from idemlab.bench.strategy_report import markdown
+from idemlab.clients import client
 from idemlab.embedded.fast_path import FAST_PATH_VARIABLE
 from idemlab.embedded.server import EmbeddedBackend, free_port, port_in_use
 
@@ -58,6 +55,7 @@ THREADS = (1, 8)
 OPERATIONS = ("PutItem", "GetItem", "conditional PutItem")
 PLAIN, SLOW, FAST = "plain moto", "embedded, fast path off", "embedded, fast path on"
 CEILING, DIRECT = "boto3 alone (canned answer)", "in-process call"
+BOTO3, RAW = "dynamodb_calls_per_s", "dynamodb_raw_calls_per_s"  # the two views, by their key in the results
 # Full run: rounds of calls per server; quick: enough rounds for an interval, fewer calls.
 FULL = {"rounds": 20, "calls": 160, "invocations": 200}
 QUICK = {"rounds": 8, "calls": 48, "invocations": 40}
@@ -73,11 +71,8 @@ CANNED_CODE = "from idemlab.bench.embedded import serve_canned\nserve_canned({po
 CANNED_ANSWER = b'{"Table": {"TableStatus": "ACTIVE"}}'
 
 
-def _client(service: str, url: str | None):
-    """A client of one server, one attempt a call; url None: AWS, with the caller's own credentials and Region."""
-    local = dict(endpoint_url=url, region_name="us-east-1", aws_access_key_id="test", aws_secret_access_key="test")
-    config = Config(max_pool_connections=16, retries={"max_attempts": 1})
-    return boto3.client(service, config=config, **(local if url else {}))
+# A client of one server (url None: AWS, when the run is `--backend aws`), one attempt a call.
+_client = partial(client, max_pool_connections=16, retries={"max_attempts": 1})
 
 
 @contextlib.contextmanager
@@ -130,57 +125,31 @@ def serve_canned(port: int) -> None:
             threading.Thread(target=connection, args=(listener.accept()[0],), daemon=True).start()
 
 
-class RawConnection:
-    """Sends a request's bytes and reads its answer to the end: HTTP/1.1 keep-alive while
-    the server keeps the connection, a new one after it answers `Connection: close`."""
-
-    def __init__(self, url: str):
-        host, port = url.split("//", 1)[1].rsplit(":", 1)
-        self.address, self.sock, self.reader = (host, int(port)), None, None
-
-    def send(self, request: bytes) -> int:
-        """The answer's status code."""
-        if self.sock is None:
-            self.sock = socket.create_connection(self.address, timeout=30)
-            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self.reader = self.sock.makefile("rb")
-        try:
-            self.sock.sendall(request)
-            status = self.reader.readline()
-        except ConnectionError:
-            status = b""
-        if not status:  # closed between requests without saying so: unanswered, so sent again
-            self.close()
-            return self.send(request)
-        if _rest_of_message(self.reader).get(b"connection", b"").lower() == b"close":
-            self.close()
-        return int(status.split(b" ", 2)[1])
-
-    def close(self) -> None:
-        if self.sock is not None:
-            self.reader.close()
-            self.sock.close()
-        self.sock = self.reader = None
-
-
-def _recording_client(url: str):
-    """A boto3 client whose requests are recorded, as the bytes it would send, and
-    answered with an empty document without being sent."""
-    client, recorded, host = _client("dynamodb", url), [], url.split("//", 1)[1]
-
-    def record(request, **_):
-        body = request.body if isinstance(request.body, bytes) else (request.body or "").encode()
-        headers = "".join(
-            f"{name}: {value.decode() if isinstance(value, bytes) else value}\r\n"
-            for name, value in request.headers.items()
-            if name.lower() not in ("host", "content-length")
-        )
-        head = f"POST / HTTP/1.1\r\nHost: {host}\r\n{headers}Content-Length: {len(body)}\r\n\r\n"
-        recorded.append(head.encode() + body)
-        return AWSResponse(request.url, 200, {}, SimpleNamespace(stream=lambda **_: iter([b"{}"])))
-
-    client.meta.events.register("before-send.dynamodb", record)
-    return client, recorded
+def _send_raw(url: str, requests: list[bytes]) -> list[int]:
+    """Each request's bytes sent and its answer read to the end; their status codes. HTTP/1.1
+    keep-alive while the server keeps the connection, a new one after it answers `Connection: close`
+    (as plain moto does)."""
+    host, port = url.split("//", 1)[1].rsplit(":", 1)
+    statuses, connection = [], None
+    for request in requests:
+        status = b""
+        while not status:  # a connection closed between requests without saying so: the request is sent again
+            if connection is None:
+                connection = socket.create_connection((host, int(port)), timeout=30)
+                connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                reader = connection.makefile("rb")
+            with contextlib.suppress(ConnectionError):
+                connection.sendall(request)
+                status = reader.readline()
+            if not status or _rest_of_message(reader).get(b"connection", b"").lower() == b"close":
+                reader.close()
+                connection.close()
+                connection = None
+        statuses.append(int(status.split(b" ", 2)[1]))
+    if connection is not None:
+        reader.close()
+        connection.close()
+    return statuses
 
 
 class DynamoTarget:
@@ -209,41 +178,49 @@ class DynamoTarget:
         with contextlib.suppress(client.exceptions.ConditionalCheckFailedException):  # a refusal is an answer too
             client.put_item(**put)
 
+    def _recorded(self, operation: str, threads: int, per_thread: int) -> list[bytes]:
+        """The calls of ``rate``, as the bytes boto3 would send: built and signed, answered
+        with an empty document without being sent."""
+        recorder, recorded, host = _client("dynamodb", self.url), [], self.url.split("//", 1)[1]
+
+        def record(request, **_):  # the signed headers hold all but Host; a DynamoDB body is JSON bytes
+            headers = "".join(f"{k}: {v if isinstance(v, str) else v.decode()}\r\n" for k, v in request.headers.items())
+            recorded.append(f"POST / HTTP/1.1\r\nHost: {host}\r\n{headers}\r\n".encode() + request.body)
+            return AWSResponse(request.url, 200, {}, SimpleNamespace(stream=lambda **_: iter([b"{}"])))
+
+        recorder.meta.events.register("before-send.dynamodb", record)
+        for n, i in itertools.product(range(threads), range(per_thread)):
+            self.call(recorder, operation, n, i)
+        return recorded
+
     def rate(self, pool: ThreadPoolExecutor, raw: bool, operation: str, threads: int, calls: int) -> float:
         """Calls per second from ``threads`` threads: through boto3, or (raw) the same calls
         built and signed by boto3 first, then sent as raw HTTP, where every answer must be
         200 or a refused condition."""
         per_thread = max(1, calls // threads)
-        if raw:
-            recorder, requests = _recording_client(self.url)
-            for n, i in itertools.product(range(threads), range(per_thread)):
-                self.call(recorder, operation, n, i)
-            connections = [RawConnection(self.url) for _ in range(threads)]
+        requests = self._recorded(operation, threads, per_thread) if raw else []
 
         def work(n: int) -> list:
             if raw:
-                return [connections[n].send(request) for request in requests[n * per_thread : (n + 1) * per_thread]]
+                return _send_raw(self.url, requests[n * per_thread : (n + 1) * per_thread])
             return [self.call(self.clients[n], operation, n, i) for i in range(per_thread)]
 
         started = time.perf_counter()
         answers = [answer for batch in pool.map(work, range(threads)) for answer in batch]
         elapsed = time.perf_counter() - started
-        if raw:
-            for connection in connections:
-                connection.close()
-            unexpected = {a for a in answers if a != 200 and not (a == 400 and operation == "conditional PutItem")}
-            if unexpected:
-                raise RuntimeError(f"{operation} answered {sorted(unexpected)} on {self.url}")
+        unexpected = {a for a in answers if raw and a != 200 and not (a == 400 and operation == "conditional PutItem")}
+        if unexpected:
+            raise RuntimeError(f"{operation} answered {sorted(unexpected)} on {self.url}")
         return len(answers) / elapsed
 
 
 def dynamodb_rounds(urls: dict[str, str | None], rounds: int, calls: int, raw: tuple[str, ...] = ()) -> dict:
-    """{"boto3": {operation: {threads: {server: [calls/s per round]}}}, "raw": the same, sent
-    as raw HTTP to the servers named in ``raw``}: servers and both views interleaved round
-    by round; threads as strings (JSON's keys). The tables are deleted after (AWS bills them)."""
+    """{BOTO3: {operation: {threads: {server: [calls/s per round]}}}, RAW: the same, sent as
+    raw HTTP to the servers named in ``raw``}: servers and both views interleaved round by
+    round; threads as strings (JSON's keys). The tables are deleted after (AWS bills them)."""
     targets = {name: DynamoTarget(url) for name, url in urls.items()}
     contenders = [(name, False) for name in urls] + [(name, True) for name in raw]
-    results: dict = {view: {op: {str(t): {} for t in THREADS} for op in OPERATIONS} for view in ("boto3", "raw")}
+    results: dict = {view: {op: {str(t): {} for t in THREADS} for op in OPERATIONS} for view in (BOTO3, RAW)}
     try:
         with ThreadPoolExecutor(max_workers=max(THREADS)) as pool:
             for number in range(-1, rounds):  # round -1 warms up connections, code paths, items; not kept
@@ -252,7 +229,7 @@ def dynamodb_rounds(urls: dict[str, str | None], rounds: int, calls: int, raw: t
                     for name, is_raw in round_order(contenders, number):
                         rate = targets[name].rate(pool, is_raw, operation, threads, size)
                         if number >= 0:
-                            by_server = results["raw" if is_raw else "boto3"][operation][str(threads)]
+                            by_server = results[RAW if is_raw else BOTO3][operation][str(threads)]
                             by_server.setdefault(name, []).append(rate)
     finally:
         for target in targets.values():
@@ -264,13 +241,12 @@ def aws_dynamodb(quick: bool = False) -> dict:
     """`make bench BACKEND=aws`: the same DynamoDB rounds on a real on-demand table (created
     here, deleted after), from this machine: the anchor for the emulators' numbers."""
     sizes = QUICK if quick else FULL
-    rates = dynamodb_rounds({"AWS": None}, sizes["rounds"], sizes["calls"])["boto3"]
-    return {"sizes": sizes, "dynamodb_calls_per_s": rates}
+    return {"sizes": sizes, BOTO3: dynamodb_rounds({"AWS": None}, sizes["rounds"], sizes["calls"])[BOTO3]}
 
 
 def aws_table(results: dict) -> str:
     sizes, rows = results["sizes"], []
-    for operation, by_threads in results["dynamodb_calls_per_s"].items():
+    for operation, by_threads in results[BOTO3].items():
         for threads, by_server in by_threads.items():
             rates = by_server["AWS"]
             spread = f"{statistics.fmean(rates):.0f} ({min(rates):.0f}-{max(rates):.0f})"
@@ -328,8 +304,7 @@ def run(quick: bool = False) -> dict:
         urls = {PLAIN: plain, SLOW: slow.url, FAST: fast.url, CEILING: canned}
         dynamodb = dynamodb_rounds(urls, sizes["rounds"], sizes["calls"], raw=(PLAIN, SLOW, FAST))
         lam = lambda_rounds({SLOW: slow.url, FAST: fast.url}, sizes["invocations"])
-    views = {"dynamodb_calls_per_s": dynamodb["boto3"], "dynamodb_raw_calls_per_s": dynamodb["raw"]}
-    return {"sizes": sizes, **views, "lambda": lam}
+    return {"sizes": sizes, **dynamodb, "lambda": lam}
 
 
 def _dynamodb_table(rates: dict) -> str:
@@ -357,13 +332,13 @@ def table(results: dict) -> str:
     lines = [
         f"DynamoDB round trips per second through boto3, what a learner's code sees (mean of {sizes['rounds']} "
         f"interleaved rounds of {sizes['calls']} calls per server)\n",
-        _dynamodb_table(results["dynamodb_calls_per_s"]),
+        _dynamodb_table(results[BOTO3]),
     ]
-    if results.get("dynamodb_raw_calls_per_s"):
+    if results.get(RAW):
         lines += [
             "\nDynamoDB requests per second each server serves, sent as raw HTTP (the same requests signed by boto3 "
             "beforehand; the client costs ~20 us a request), in the same rounds\n",
-            _dynamodb_table(results["dynamodb_raw_calls_per_s"]),
+            _dynamodb_table(results[RAW]),
         ]
     ms = {name: per_round([s * 1000 for s in samples]) for name, samples in warm.items()}
     on, off = difference_interval(ms[FAST], ms[DIRECT]), difference_interval(ms[SLOW], ms[DIRECT])

@@ -109,6 +109,5 @@ def percentiles(seconds: Sequence[float]) -> dict:
 def round_order(contenders: Sequence, round_number: int) -> list:
     """The contenders in this round's order: rotated by one each round, so each goes
     first, second, ... equally often over a whole number of cycles."""
-    items = list(contenders)
-    shift = round_number % len(items) if items else 0
-    return items[shift:] + items[:shift]
+    shift = round_number % max(len(contenders), 1)
+    return [*contenders[shift:], *contenders[:shift]]

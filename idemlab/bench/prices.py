@@ -24,23 +24,25 @@ USD_PER_MILLION_READ_UNITS = 0.125
 # granted ones. Every read in the lab's handlers is strongly consistent
 # (ConsistentRead=True), because an idempotency check that may read a stale "no record"
 # is no check: 1 unit, not 0.5.
-UNITS_PER_REQUEST = {"GetItem": (1, 0), "PutItem": (0, 1), "UpdateItem": (0, 1), "DeleteItem": (0, 1)}
-# A transactional write costs 2 units per item. The counter sees requests, not items, so
-# the caller says how many items each transaction holds (the card processor's: key + ledger).
-TRANSACTION_WRITE_UNITS_PER_ITEM = 2
+# A transactional write costs 2 units per item. The counter sees requests, not items: the
+# only transaction in the lab (the card processor's) writes 2 items, its key and its ledger entry.
+TRANSACTION_WRITE_UNITS_PER_ITEM, ITEMS_PER_TRANSACTION = 2, 2
+UNITS_PER_REQUEST = {
+    "GetItem": (1, 0), "PutItem": (0, 1), "UpdateItem": (0, 1), "DeleteItem": (0, 1),
+    "TransactWriteItems": (0, ITEMS_PER_TRANSACTION * TRANSACTION_WRITE_UNITS_PER_ITEM),
+}
 
 
 class UnpricedAction(ValueError):
     """A counted action whose request units depend on data the counter does not see."""
 
 
-def request_units(calls: Mapping[str, float], items_per_transaction: int = 2) -> tuple[float, float]:
+def request_units(calls: Mapping[str, float]) -> tuple[float, float]:
     """(read units, write units) for ``calls`` (requests by action, per invocation or in total)."""
-    units = {**UNITS_PER_REQUEST, "TransactWriteItems": (0, items_per_transaction * TRANSACTION_WRITE_UNITS_PER_ITEM)}
-    unpriced = [action for action, count in calls.items() if count and action not in units]
+    unpriced = [action for action, count in calls.items() if count and action not in UNITS_PER_REQUEST]
     if unpriced:  # Query and Scan are billed by the bytes they read: refuse to guess.
         raise UnpricedAction(f"no unit price for {unpriced[0]}; add it to idemlab/bench/prices.py with its reason")
-    return tuple(sum(count * units[action][i] for action, count in calls.items() if count) for i in (0, 1))
+    return tuple(sum(count * UNITS_PER_REQUEST[action][i] for action, count in calls.items() if count) for i in (0, 1))
 
 
 def usd_per_million_invocations(calls_per_invocation: Mapping[str, float]) -> float:
@@ -50,8 +52,6 @@ def usd_per_million_invocations(calls_per_invocation: Mapping[str, float]) -> fl
 
 
 def citation() -> str:
-    write, read = USD_PER_MILLION_WRITE_UNITS, USD_PER_MILLION_READ_UNITS
-    return (
-        f"on-demand, {TABLE_CLASS} table class, {REGION}: ${write} per million write units, ${read} per million read "
-        f"units ({SOURCE}, taken {PRICES_TAKEN_ON}; check the current page)"
-    )
+    write, read, where = USD_PER_MILLION_WRITE_UNITS, USD_PER_MILLION_READ_UNITS, f"{TABLE_CLASS} table class, {REGION}"
+    taken = f"({SOURCE}, taken {PRICES_TAKEN_ON}; check the current page)"
+    return f"on-demand, {where}: ${write} per million write units, ${read} per million read units {taken}"

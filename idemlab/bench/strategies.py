@@ -1,14 +1,10 @@
 """The strategies the cost bench compares, and what each one needs at the least.
 
-One entry per deployed handler: the naive and idempotent writers of lesson 1, the four
-checkouts of lesson 2 (naive, hand-rolled, Powertools, Powertools with its local cache)
-and the claim step of lesson 3. For each, the DynamoDB requests the strategy itself
-must make, by action, on a first delivery and on a duplicate, and why that is the least
-(``why_minimum``; notebook 05 and strategy_report.minimums_table show them as a table).
-
-The business effect a strategy protects and the lab's fault-injection probes are
-measured apart, by the table each request named (strategy_report.py): no count of them
-is written here, so a change to a fault check shows in the numbers.
+One entry per deployed handler (lesson 1's two writers, lesson 2's four checkouts, lesson
+3's claim step): the DynamoDB requests the strategy itself must make, by action, on a first
+delivery and on a duplicate, and why that is the least (``why_minimum``). The effect it
+protects and the lab's fault probes are measured by the table each request named
+(strategy_report.py), never counted here: a change to a fault check shows in the numbers.
 """
 
 from __future__ import annotations
@@ -104,11 +100,8 @@ BY_KEY = {strategy.key: strategy for strategy in STRATEGIES}
 
 
 def new_delivery(strategy: Strategy, outputs: dict) -> Callable[[int], dict]:
-    """A fresh request for ``strategy``; call the result with a copy number for its event.
-
-    Every copy of a delivery is the same request. For the claim step a copy is another
-    worker (its own execution name as ``owner``) reaching the same deletion request.
-    """
+    """A fresh request for ``strategy``; call the result with a copy number for its event: every
+    copy is the same request (for the claim step, another worker reaching the same deletion)."""
     tag = uuid.uuid4().hex[:12]
     if strategy.lesson == ACCOUNT_DELETION:
         # Written before the counting starts, through lesson 3's own code (a SCHEDULED request).

@@ -1,19 +1,15 @@
 """From counted requests to the answer a team wants: the cost of each strategy.
 
-Each delivery's counted requests are split by purpose:
-- effect: the business write the strategy protects (the card processor's ledger write
-  per charge, measured on its own; the naive writer's row);
-- lab probes: the fault-injection reads that only this lab's handlers make;
-- own: everything else, the strategy's price; compared with its minimum, action by
-  action, and every difference is named with its reason.
-The backend counts each request under the table it named, so the split is measured:
-the effect is what went to the strategy's effect table (the ledger, the naive rows), the
-probes what went to the faults table, and the charges are checked against the ledger's
-entries. Nothing here models how many requests a handler's code makes.
-Then dollars per million invocations (all requests, and the strategy's own share),
-latency and throughput against the naive handler of the same lesson: each ratio with its
-95 % bootstrap interval over the interleaved rounds, and "no measurable difference at
-this sample size" instead of a ratio when that interval contains 1 (intervals.py).
+Each delivery's requests are split by purpose, by the table each one named (the backend
+counts them so: nothing here models how many requests a handler's code makes):
+- effect: the business write the strategy protects, what reached its effect table (the
+  card processor's ledger write per charge, checked against the ledger; the naive rows);
+- lab probes: the fault-injection reads only this lab's handlers make (the faults table);
+- own: everything else, the strategy's price, compared with its minimum action by action,
+  every difference named with its reason.
+Then dollars per million invocations (all requests, and the strategy's own share), and
+latency and throughput against the naive handler of the same lesson, each ratio with its
+95 % bootstrap interval over the interleaved rounds, or no ratio at all (intervals.py).
 """
 
 from __future__ import annotations
@@ -35,8 +31,7 @@ def _minus(a: dict, b: dict) -> dict:
 
 
 def attribute(strategy: Strategy, measured: dict, delivery: str, copies: int) -> dict:
-    """One delivery's requests (per sample: one invocation, or one round of ``copies``) by
-    purpose, each purpose from the requests counted on its own tables."""
+    """One delivery's requests by purpose, per sample (one invocation, or one round of ``copies``)."""
     shape = measured[delivery]
     by_table, invocations = shape["calls_by_table_per_sample"], shape["invocations_per_sample"]
     calls = _minus(sum((Counter(table_calls) for table_calls in by_table.values()), Counter()), {})
@@ -68,26 +63,20 @@ def report(raw: dict) -> dict:
         row = {"lesson": strategy.lesson, "label": strategy.label, "pattern": strategy.pattern}
         row["compared_with"] = strategy.compared_with
         for delivery in DELIVERIES:
+            # Ratios to naive round by round (the rounds were interleaved): p50 latency over
+            # each round's invocations, and the mean of the rounds' throughputs.
             shape, theirs = measured[delivery], naive and naive[delivery]
             row[delivery] = part = attribute(strategy, measured, delivery, raw["copies"])
             part["latency_ms"] = shape["latency_ms"]
-            part["p50_ratio_to_naive"] = _versus(shape, theirs, "round_latencies_ms")
+            part["p50_ratio_to_naive"] = theirs and ratio_interval(*(s["round_latencies_ms"] for s in (shape, theirs)))
             if delivery == "concurrent":
                 part["throughput_per_s"] = shape["throughput_per_s"]
-                part["throughput_ratio_to_naive"] = _versus(shape, theirs, "round_throughput_per_s")
+                throughputs = (per_round(s["round_throughput_per_s"]) for s in (shape, theirs))
+                part["throughput_ratio_to_naive"] = theirs and ratio_interval(*throughputs, statistics.fmean)
         row |= {key: measured[key] for key in ("cold_start_ms", "ledger_disagreements") if key in measured}
         rows[strategy.key] = row
     processor, copies = raw["processor_calls_per_charge"], raw["copies"]
     return {"copies": copies, "processor_calls_per_charge": processor, "prices": prices.citation(), "strategies": rows}
-
-
-def _versus(shape: dict, naive: dict | None, field: str) -> dict | None:
-    """The strategy's p50 latency, or mean throughput, over naive's, round by round (the rounds were interleaved)."""
-    if not naive:
-        return None
-    if field == "round_latencies_ms":  # each round's invocations
-        return ratio_interval(shape[field], naive[field])
-    return ratio_interval(per_round(shape[field]), per_round(naive[field]), statistics.fmean)
 
 
 def calls_text(calls: dict, signed: bool = False) -> str:
@@ -176,17 +165,13 @@ def minimums_table() -> str:
     return markdown("lesson|strategy|pattern|first delivery|duplicate|why", "|---|---|---|---|---|---|", rows)
 
 
-def _tick(row: dict) -> str:
-    """A short two- or three-line axis label: the lesson's first word, then the strategy."""
-    return row["lesson"].split()[0] + "\n" + row["label"].replace(", ", ",\n")
-
-
 def chart(result: dict, path: Path) -> Path:
     """Requests per invocation by purpose, next to the minimum; latency and throughput ratios."""
     import numpy as np
     from matplotlib.figure import Figure  # no pyplot: files only, the bench runs headless
 
     rows, copies = list(result["strategies"].values()), result["copies"]
+    compared = [r for r in rows if r["compared_with"]]
     fig = Figure(figsize=(15, 5.5))
     calls_ax, ratio_ax = fig.subplots(1, 2)
     # Three bars per strategy: first delivery, duplicate, one of the copies sent together.
@@ -202,10 +187,6 @@ def chart(result: dict, path: Path) -> Path:
             bottom += per_invocation[purpose]
         calls_ax.scatter(x, per_invocation["minimum"], marker="_", s=300, color="black", zorder=3,
                          label="minimum (own)" if first else None)
-    calls_ax.set_xticks(range(len(rows)), [_tick(r) for r in rows], fontsize=8)
-    calls_ax.set_title("Requests counted at the backend, by purpose")
-    calls_ax.set_ylabel(f"DynamoDB requests per invocation\n(bars: first, duplicate, {copies} together)")
-    compared = [r for r in rows if r["compared_with"]]
     series = (
         ("first p50", "first", "p50_ratio_to_naive"),
         ("duplicate p50", "duplicate", "p50_ratio_to_naive"),
@@ -219,10 +200,17 @@ def chart(result: dict, path: Path) -> Path:
         errors = np.abs(np.array([[v["low"] for v in found], [v["high"] for v in found]]) - heights)
         ratio_ax.bar(np.arange(len(compared)) + (n - 1) * 0.27, heights, 0.27, label=label, yerr=errors, capsize=3)
     ratio_ax.axhline(1.0, color="black", linewidth=0.8)
-    ratio_ax.set_xticks(range(len(compared)), [_tick(r) for r in compared], fontsize=8)
-    ratio_ax.set_ylabel("idempotent / naive of the same lesson")
-    ratio_ax.set_title("Latency and throughput against naive (1 = same; whiskers: 95 % interval)")
-    for ax in (calls_ax, ratio_ax):
+    axes = (
+        (calls_ax, rows, "Requests counted at the backend, by purpose",
+         f"DynamoDB requests per invocation\n(bars: first, duplicate, {copies} together)"),
+        (ratio_ax, compared, "Latency and throughput against naive (1 = same; whiskers: 95 % interval)",
+         "idempotent / naive of the same lesson"),
+    )
+    for ax, shown, title, ylabel in axes:
+        # Two- or three-line labels: the lesson's first word, then the strategy.
+        ticks = [r["lesson"].split()[0] + "\n" + r["label"].replace(", ", ",\n") for r in shown]
+        ax.set_xticks(range(len(shown)), ticks, fontsize=8)
+        ax.set(title=title, ylabel=ylabel)
         ax.legend(fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
