@@ -14,9 +14,9 @@ from urllib.parse import unquote
 from moto.awslambda.models import LambdaBackend, LambdaFunction, lambda_backends
 from moto.awslambda.responses import LambdaResponse
 
-from idemlab.embedded.lambda_async import AsyncInvoker, AsyncPolicy, QueuedEvent
+from idemlab.embedded.lambda_async import AsyncInvoker, QueuedEvent
 from idemlab.embedded.lambda_concurrency import ConcurrencyLimit, Throttled
-from idemlab.embedded.lambda_runtime import FunctionVersion, LambdaRuntime, lambda_error
+from idemlab.embedded.lambda_runtime import LambdaRuntime, lambda_error
 from idemlab.embedded.patching import replace_once, wrap
 
 MAX_SYNC_RESPONSE_BYTES = 6 * 1024 * 1024  # Lambda's synchronous payload limit
@@ -35,25 +35,14 @@ class LambdaService:
 
     def invoke_function(self, fn: LambdaFunction, payload: bytes):
         """Run one invocation; raises Throttled past a concurrency limit, before running."""
-        reserved_total = _reserved_total(lambda_backends[fn.account_id][fn.region])
-        with self.concurrency.lease(fn.function_arn, _reserved(fn), reserved_total):
-            return self.runtime.invoke(FunctionVersion.from_moto(fn), fn.code_bytes, payload)
+        with self.concurrency.lease(fn, lambda_backends[fn.account_id][fn.region].list_functions()):
+            return self.runtime.invoke(fn, payload)
 
     def invoke_by_arn(self, function_arn: str, payload: bytes):
         return self.invoke_function(self.backend_lookup(function_arn), payload)
 
 
 _service: LambdaService | None = None
-
-
-def _reserved(fn: LambdaFunction) -> int | None:
-    reserved = getattr(fn, "reserved_concurrency", None)  # PutFunctionConcurrency; 0 stops it
-    return None if reserved is None else int(reserved)
-
-
-def _reserved_total(backend: LambdaBackend) -> int:
-    """The concurrency reserved by all functions of one account and Region."""
-    return sum(_reserved(fn) or 0 for fn in backend.list_functions())
 
 
 def _invoke(self: LambdaResponse):
@@ -67,46 +56,43 @@ def _invoke(self: LambdaResponse):
     if invocation_type == "DryRun":
         return 204, {**headers, "status": "204"}, ""
     if invocation_type == "Event":
-        event = QueuedEvent(function_arn=fn.function_arn, payload=payload, policy=AsyncPolicy.from_moto(fn))
-        _service.invoker.submit(event)
+        _service.invoker.submit(event := QueuedEvent.from_moto(fn, payload))
         return 202, {**headers, "status": "202", REQUEST_ID: event.request_id}, ""
 
     try:
         result = _service.invoke_function(fn, payload)
     except Throttled as throttled:  # Lambda's 429, with the fields AWS sends
-        body = json.dumps({"Reason": throttled.reason, "Type": "User", "message": "Rate Exceeded."})
+        body = json.dumps({"Reason": str(throttled), "Type": "User", "message": "Rate Exceeded."})
         return 429, dict(THROTTLE_HEADERS), body
     headers[REQUEST_ID] = result.request_id  # also the requestId of an error payload
-    body = result.payload
-    if len(body) > MAX_SYNC_RESPONSE_BYTES:
-        body = lambda_error("Function.ResponseSizeTooLarge", "Response payload size exceeded maximum allowed payload size (6291556 bytes).")
-        result.function_error = "Unhandled"
+    if len(result.payload) > MAX_SYNC_RESPONSE_BYTES:
+        message = "Response payload size exceeded maximum allowed payload size (6291556 bytes)."
+        result = lambda_error("Function.ResponseSizeTooLarge", message)
     if result.function_error:
         headers["X-Amz-Function-Error"] = result.function_error
-    return 200, headers, body
+    return 200, headers, result.payload
 
 
 def _keep_dead_letter_config() -> None:
     """moto drops a function's DeadLetterConfig; keep it, and describe it back."""
+    LambdaFunction.idemlab_dead_letter_config = None
 
     @wrap(LambdaBackend, "create_function")
     def create_function(original, self, spec):
         fn = original(self, spec)
-        fn.idemlab_dead_letter_config = spec.get("DeadLetterConfig") or None
+        fn.idemlab_dead_letter_config = spec.get("DeadLetterConfig")
         return fn
 
     @wrap(LambdaFunction, "update_configuration")
     def update_configuration(original, self, config_updates):
-        if "DeadLetterConfig" in config_updates:
-            self.idemlab_dead_letter_config = config_updates["DeadLetterConfig"] or None
+        self.idemlab_dead_letter_config = config_updates.get("DeadLetterConfig", self.idemlab_dead_letter_config)
         return original(self, config_updates)
 
     @wrap(LambdaFunction, "get_configuration")
     def get_configuration(original, self, *args, **kwargs):
         config = original(self, *args, **kwargs)
-        dead_letter = getattr(self, "idemlab_dead_letter_config", None)
-        if dead_letter and dead_letter.get("TargetArn"):
-            config["DeadLetterConfig"] = dead_letter
+        if (self.idemlab_dead_letter_config or {}).get("TargetArn"):
+            config["DeadLetterConfig"] = self.idemlab_dead_letter_config
         return config
 
 
@@ -135,7 +121,7 @@ def _get_account_settings(self: LambdaResponse):
             "CodeSizeUnzipped": 262144000,
             "CodeSizeZipped": 52428800,
             "ConcurrentExecutions": limit,
-            "UnreservedConcurrentExecutions": max(0, limit - _reserved_total(self.backend)),
+            "UnreservedConcurrentExecutions": _service.concurrency.unreserved(functions),
         },
         "AccountUsage": {"TotalCodeSize": code_size, "FunctionCount": len(functions)},
     }

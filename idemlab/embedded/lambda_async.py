@@ -43,36 +43,35 @@ THROTTLE_MAX_DELAY_SECONDS = 300.0
 
 
 @dataclass
-class AsyncPolicy:
-    max_retry_attempts: int = DEFAULT_MAX_RETRY_ATTEMPTS
-    max_event_age_seconds: int = DEFAULT_MAX_EVENT_AGE_SECONDS
-    on_success_arn: str | None = None
-    on_failure_arn: str | None = None
-    dead_letter_arn: str | None = None
-
-    @classmethod
-    def from_moto(cls, fn) -> "AsyncPolicy":
-        policy = cls(dead_letter_arn=(getattr(fn, "idemlab_dead_letter_config", None) or {}).get("TargetArn"))
-        if fn.event_invoke_config:
-            config = fn.event_invoke_config[-1].config  # moto appends on update; the last wins
-            policy.max_retry_attempts = int(config.get("MaximumRetryAttempts", policy.max_retry_attempts))
-            policy.max_event_age_seconds = int(config.get("MaximumEventAgeInSeconds", policy.max_event_age_seconds))
-            destinations = config.get("DestinationConfig") or {}
-            policy.on_success_arn = (destinations.get("OnSuccess") or {}).get("Destination")
-            policy.on_failure_arn = (destinations.get("OnFailure") or {}).get("Destination")
-        return policy
-
-
-@dataclass
 class QueuedEvent:
+    """One asynchronous invocation, with its function's async config as it was when queued."""
+
     function_arn: str
     payload: bytes
-    policy: AsyncPolicy
+    max_retry_attempts: int
+    max_event_age_seconds: int
+    on_success_arn: str | None
+    on_failure_arn: str | None
+    dead_letter_arn: str | None
     request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     enqueued_at: float = field(default_factory=time.time)
     attempts: int = 0
     throttles: int = 0
     last_result: InvokeResult | None = None  # of the last attempt that ran
+
+    @classmethod
+    def from_moto(cls, fn, payload: bytes) -> "QueuedEvent":
+        config = fn.event_invoke_config[-1].config if fn.event_invoke_config else {}  # moto appends; the last wins
+        destinations = config.get("DestinationConfig") or {}
+        return cls(
+            fn.function_arn,
+            payload,
+            int(config.get("MaximumRetryAttempts", DEFAULT_MAX_RETRY_ATTEMPTS)),
+            int(config.get("MaximumEventAgeInSeconds", DEFAULT_MAX_EVENT_AGE_SECONDS)),
+            (destinations.get("OnSuccess") or {}).get("Destination"),
+            (destinations.get("OnFailure") or {}).get("Destination"),
+            (fn.idemlab_dead_letter_config or {}).get("TargetArn"),  # kept by lambda_api.py
+        )
 
     def age(self) -> float:
         return time.time() - self.enqueued_at
@@ -89,42 +88,38 @@ class AsyncInvoker:
 
     def submit(self, event: QueuedEvent) -> None:
         if not self._closed:
-            self._pool.submit(self._attempt_logged, event)
-
-    def _attempt_logged(self, event: QueuedEvent) -> None:
-        # The pool would swallow an exception; a lost event must at least be visible.
-        try:
-            self._attempt(event)
-        except Exception as exc:
-            print(f"embedded: async event {event.request_id} for {event.function_arn} lost: {exc!r}", file=sys.stderr, flush=True)
+            self._pool.submit(self._attempt, event)
 
     def shutdown(self) -> None:
         self._closed = True  # a retry timer still pending finds it closed, and does nothing
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _attempt(self, event: QueuedEvent) -> None:
-        if event.age() >= event.policy.max_event_age_seconds:  # it waited too long: never run it
-            self._finish(event, event.last_result, "EventAgeExceeded")
-            return
+        try:
+            self._run(event)
+        except Exception as exc:  # the pool would swallow it; a lost event must at least be visible
+            print(f"embedded: async event {event.request_id} for {event.function_arn} lost: {exc!r}", file=sys.stderr)
+
+    def _run(self, event: QueuedEvent) -> None:
+        max_age = event.max_event_age_seconds
+        if event.age() >= max_age:  # it waited too long: never run it
+            return self._finish(event, event.last_result, "EventAgeExceeded")
         try:
             result = self._invoke(event.function_arn, event.payload)
         except Throttled:
             event.throttles += 1
             backoff = min(THROTTLE_FIRST_DELAY_SECONDS * 2 ** (event.throttles - 1), THROTTLE_MAX_DELAY_SECONDS)
-            remaining = event.policy.max_event_age_seconds - event.age()
-            self._retry_later(event, max(0.0, min(backoff, remaining)))  # wake up when it expires at the latest
-            return
+            return self._retry_later(event, max(0.0, min(backoff, max_age - event.age())))  # or when it expires
         except Exception as exc:  # the function was deleted meanwhile: give up like Lambda
-            result = InvokeResult(lambda_error(type(exc).__name__, str(exc)), "Unhandled")
+            result = lambda_error(type(exc).__name__, str(exc))
         event.attempts += 1
         event.last_result = result
+        delay = RETRY_BASE_DELAY_SECONDS * event.attempts
         if result.function_error is None:
             self._finish(event, result, "Success")
-            return
-        delay = RETRY_BASE_DELAY_SECONDS * event.attempts
-        if event.attempts > event.policy.max_retry_attempts:
+        elif event.attempts > event.max_retry_attempts:
             self._finish(event, result, "RetriesExhausted")
-        elif event.age() + delay > event.policy.max_event_age_seconds:
+        elif event.age() + delay > max_age:
             self._finish(event, result, "EventAgeExceeded")
         else:
             self._retry_later(event, delay)
@@ -135,18 +130,14 @@ class AsyncInvoker:
         timer.start()
 
     def _finish(self, event: QueuedEvent, result: InvokeResult | None, condition: str) -> None:
-        target = event.policy.on_success_arn if condition == "Success" else event.policy.on_failure_arn
+        target = event.on_success_arn if condition == "Success" else event.on_failure_arn
         if target:
             self._deliver(target, json.dumps(self._record(event, result, condition)), {})
-        elif condition != "Success" and event.policy.dead_letter_arn:
+        elif condition != "Success" and event.dead_letter_arn:
             # A DLQ receives the original event, with the error in message attributes.
-            error = json.loads(result.payload or b"{}") if result else {}
-            attributes = {
-                "RequestID": event.request_id,
-                "ErrorCode": "200",
-                "ErrorMessage": str(error.get("errorMessage", ""))[:256],
-            }
-            self._deliver(event.policy.dead_letter_arn, event.payload.decode() or "{}", attributes)
+            message = str((json.loads(result.payload or b"{}") if result else {}).get("errorMessage", ""))[:256]
+            attributes = {"RequestID": event.request_id, "ErrorCode": "200", "ErrorMessage": message}
+            self._deliver(event.dead_letter_arn, event.payload.decode() or "{}", attributes)
 
     @staticmethod
     def _record(event: QueuedEvent, result: InvokeResult | None, condition: str) -> dict:

@@ -34,11 +34,10 @@ ACCOUNT_LIMIT = "ConcurrentInvocationLimitExceeded"
 
 
 class Throttled(Exception):
-    """The invocation would exceed a concurrency limit; Lambda refuses it before running it."""
+    """The invocation would exceed a concurrency limit; Lambda refuses it before running it.
 
-    def __init__(self, reason: str):
-        super().__init__("Rate Exceeded.")
-        self.reason = reason
+    Its argument is the Reason Lambda answers.
+    """
 
 
 class ConcurrencyLimit:
@@ -51,18 +50,17 @@ class ConcurrencyLimit:
         # (account, region) for the functions sharing the unreserved rest.
         self._running: Counter = Counter()
 
-    @contextmanager
-    def lease(self, function_arn: str, reserved: int | None, reserved_total: int):
-        """Hold one unit of concurrency while the body runs, or raise Throttled.
+    def unreserved(self, functions) -> int:
+        """The limit less the concurrency reserved by `functions` (moto's, of one account and Region)."""
+        return max(0, self.limit - sum(int(fn.reserved_concurrency or 0) for fn in functions))
 
-        `reserved` is this function's reserved concurrency (None: it has none);
-        `reserved_total` the sum reserved by all functions of its account and Region.
-        """
-        _, _, _, region, account, _ = function_arn.split(":", 5)
-        if reserved is not None:
-            scope, limit, reason = function_arn, reserved, RESERVED_LIMIT
+    @contextmanager
+    def lease(self, fn, functions):
+        """Hold one unit of concurrency for moto function `fn` while the body runs, or raise Throttled."""
+        if fn.reserved_concurrency is not None:  # PutFunctionConcurrency; 0 stops the function
+            scope, limit, reason = fn.function_arn, int(fn.reserved_concurrency), RESERVED_LIMIT
         else:
-            scope, limit, reason = (account, region), self.limit - reserved_total, ACCOUNT_LIMIT
+            scope, limit, reason = (fn.account_id, fn.region), self.unreserved(functions), ACCOUNT_LIMIT
         with self._lock:
             if self._running[scope] >= limit:
                 raise Throttled(reason)
