@@ -15,7 +15,7 @@ from __future__ import annotations
 import io
 import json
 import os
-import queue
+import select
 import shutil
 import subprocess
 import sys
@@ -89,31 +89,25 @@ class ExecutionEnvironment:
         }
         worker, pipe = [sys.executable, "-m", "idemlab.embedded.lambda_worker"], subprocess.PIPE
         self.process = subprocess.Popen(worker, stdin=pipe, stdout=pipe, cwd=code_dir, env=env, text=True)
-        self.replies: queue.Queue[dict | None] = queue.Queue()
         self.last_used = time.monotonic()
-        threading.Thread(target=self._read_replies, daemon=True).start()
-
-    def _read_replies(self) -> None:
-        for line in self.process.stdout:
-            self.replies.put(json.loads(line))
-        self.replies.put(None)  # end of file: the worker is gone
 
     def reply(self, request_id: str, timeout: float, timed_out: tuple[str, str]) -> InvokeResult | None:
-        """The worker's next reply as a result, None for "ready"; past `timeout` the worker is
-        killed and the result is the error `timed_out` (type, message)."""
-        try:
-            reply = self.replies.get(timeout=timeout)
-        except queue.Empty:
+        """The worker's next reply (one line: it answers one request at a time) as a result,
+        None for "ready"; past `timeout` the worker is killed and the result is the error
+        `timed_out` (type, message)."""
+        readable, _, _ = select.select([self.process.stdout], [], [], timeout)
+        line = self.process.stdout.readline() if readable else None
+        self.last_used = time.monotonic()
+        if line is None:
             self.kill()
             return lambda_error(*timed_out)
-        finally:
-            self.last_used = time.monotonic()
-        if reply is None:
+        if not line:  # end of file: the worker is gone
             # The wording AWS answered in the recordings of LocalStack's test_lambda_handler_exit
             # (sys.exit(0): no reason) and test_lambda_runtime_wrapper_not_found (exit status 127).
             code = self.process.wait()
             reason = f"with error: exit status {code}" if code else "without providing a reason"
             return lambda_error("Runtime.ExitError", f"RequestId: {request_id} Error: Runtime exited {reason}")
+        reply = json.loads(line)
         if "error" in reply:
             return InvokeResult(json.dumps(reply["error"]).encode(), "Unhandled")
         return InvokeResult(reply["result"].encode()) if "result" in reply else None
@@ -125,7 +119,7 @@ class ExecutionEnvironment:
         try:
             self.process.stdin.write(json.dumps(request) + "\n")
             self.process.stdin.flush()
-        except OSError:  # the worker is gone: its reader reports the end of its output
+        except OSError:  # the worker is gone: reply() reads the end of its output
             pass
         message = f"RequestId: {request_id} Error: Task timed out after {self.timeout:.2f} seconds"
         return self.reply(request_id, self.timeout, ("Sandbox.Timedout", message))
@@ -158,18 +152,16 @@ class LambdaRuntime:
         with self._lock:
             pool = self._idle[version_of(fn)]
             environment = pool.pop() if pool else None
-        result = None
+        failure = None
         if environment is None:
             environment = ExecutionEnvironment(fn, self._code_dir(fn), self.endpoint_url)
-            result = environment.reply(request_id, INIT_TIMEOUT_SECONDS, ("Runtime.InitTimeout", "Init timed out"))
-            if result is not None:  # the handler could not be loaded: the environment is unusable
+            with self._lock:
+                self._all.add(environment)
+            failure = environment.reply(request_id, INIT_TIMEOUT_SECONDS, ("Runtime.InitTimeout", "Init timed out"))
+            if failure:  # the handler could not be loaded: the environment is unusable
                 environment.kill()
-            else:
-                with self._lock:
-                    self._all.add(environment)
-        if result is None:
-            result = environment.invoke(payload, request_id)
-            self._release(environment)
+        result = failure or environment.invoke(payload, request_id)
+        self._release(environment)
         result.request_id = request_id
         return result
 
