@@ -174,6 +174,19 @@ def test_unknown_function_is_a_resource_not_found_error(backend):
         lam.invoke(FunctionName="no-such-function", Payload=b"{}")
 
 
+def test_payload_that_is_not_json_is_refused_before_anything_runs(make_function):
+    # Invoke API reference: InvalidRequestContentException, "The request body could not be parsed as JSON".
+    name = make_function("def handler(event, context):\n    return 1\n")
+    lam = clients.client("lambda")
+    before = set(health(os.environ["AWS_ENDPOINT_URL"])["lambda_environments"])
+    for invocation_type in ("RequestResponse", "Event", "DryRun"):
+        with pytest.raises(lam.exceptions.InvalidRequestContentException) as refused:
+            lam.invoke(FunctionName=name, InvocationType=invocation_type, Payload=b"{'order': 7}")
+        assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+        assert refused.value.response["Error"]["Message"].startswith("Could not parse request body into json")
+    assert set(health(os.environ["AWS_ENDPOINT_URL"])["lambda_environments"]) <= before, "no environment may start"
+
+
 def test_broken_handler_module_reports_an_import_error(make_function):
     name = make_function("import not_a_module_anywhere\ndef handler(event, context):\n    return 1\n")
     payload, error = invoke(name, {})

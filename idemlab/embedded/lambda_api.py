@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from urllib.parse import unquote
 
+from moto.awslambda.exceptions import LambdaClientError
 from moto.awslambda.models import LambdaBackend, LambdaFunction, lambda_backends
 from moto.awslambda.responses import LambdaResponse
 
@@ -51,6 +52,11 @@ def _invoke(self: LambdaResponse):
     fn = self.backend.get_function(function_name, self._get_param("qualifier"))  # raises AWS's 404 error
     invocation_type = self.headers.get("X-Amz-Invocation-Type", "RequestResponse")
     payload = self.body if isinstance(self.body, bytes) else (self.body or "").encode()
+    try:
+        json.loads(payload or b"{}")
+    except ValueError as exc:  # Invoke API reference: "The request body could not be parsed as JSON"
+        message = f"Could not parse request body into json: Could not parse payload into json: {exc}"
+        raise LambdaClientError("InvalidRequestContentException", message) from exc
     headers = {"content-type": "application/json", "X-Amz-Executed-Version": "$LATEST"}
 
     if invocation_type == "DryRun":
