@@ -50,7 +50,6 @@ def _invoke(self: LambdaResponse):
     """Replacement for LambdaResponse.invoke (the Invoke API)."""
     function_name = unquote(self.path.rsplit("/", 2)[-2])
     fn = self.backend.get_function(function_name, self._get_param("qualifier"))  # raises AWS's 404 error
-    invocation_type = self.headers.get("X-Amz-Invocation-Type", "RequestResponse")
     payload = self.body if isinstance(self.body, bytes) else (self.body or "").encode()
     try:
         json.loads(payload or b"{}")
@@ -58,13 +57,12 @@ def _invoke(self: LambdaResponse):
         message = f"Could not parse request body into json: Could not parse payload into json: {exc}"
         raise LambdaClientError("InvalidRequestContentException", message) from exc
     headers = {"content-type": "application/json", "X-Amz-Executed-Version": "$LATEST"}
-
+    invocation_type = self.headers.get("X-Amz-Invocation-Type", "RequestResponse")
     if invocation_type == "DryRun":
         return 204, {**headers, "status": "204"}, ""
     if invocation_type == "Event":
         _service.invoker.submit(event := QueuedEvent.from_moto(fn, payload))
         return 202, {**headers, "status": "202", REQUEST_ID: event.request_id}, ""
-
     try:
         result = _service.invoke_function(fn, payload)
     except Throttled as throttled:  # Lambda's 429, with the fields AWS sends

@@ -7,14 +7,13 @@ function's dead-letter queue. Retry delays scale with LAMBDA_RETRY_BASE_DELAY (s
 the same knob LocalStack has): AWS waits about 1 and then 2 minutes, a workshop cannot.
 
 The event's age is checked before every attempt: an event that grew too old while it
-waited (in the queue, throttled, or in a retry delay) is not invoked but discarded, to
-the on-failure destination with the condition EventAgeExceeded. After a failed attempt,
-Lambda looks ahead: when the next retry would come too late it discards the event at
-once, without waiting (what AWS did in the recording of LocalStack's
-test_lambda_destinations.py::test_maxeventage, v4.14.0). A throttled attempt (no
-concurrency left) is not an attempt: the event goes back to the queue and is tried
-again with a growing delay, as the "Asynchronous invocation" page of the Lambda
-developer guide describes, until it is too old.
+waited (queued, throttled or between retries) is discarded unrun, to the on-failure
+destination with the condition EventAgeExceeded. After a failed attempt, Lambda looks
+ahead: when the next retry would come too late it discards the event at once (what AWS
+did in the recording of LocalStack's test_lambda_destinations.py::test_maxeventage,
+v4.14.0). A throttled attempt (no concurrency left) is not an attempt: the event is
+tried again with a growing delay until it is too old (the Lambda developer guide,
+"Asynchronous invocation").
 """
 
 from __future__ import annotations
@@ -49,12 +48,11 @@ class QueuedEvent:
     function_arn: str
     payload: bytes
     max_retry_attempts: int
-    max_event_age_seconds: int
+    expires_at: float  # time.time() past MaximumEventAgeInSeconds
     on_success_arn: str | None
     on_failure_arn: str | None
     dead_letter_arn: str | None
     request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    enqueued_at: float = field(default_factory=time.time)
     attempts: int = 0
     throttles: int = 0
     last_result: InvokeResult | None = None  # of the last attempt that ran
@@ -67,14 +65,11 @@ class QueuedEvent:
             fn.function_arn,
             payload,
             int(config.get("MaximumRetryAttempts", DEFAULT_MAX_RETRY_ATTEMPTS)),
-            int(config.get("MaximumEventAgeInSeconds", DEFAULT_MAX_EVENT_AGE_SECONDS)),
+            time.time() + int(config.get("MaximumEventAgeInSeconds", DEFAULT_MAX_EVENT_AGE_SECONDS)),
             (destinations.get("OnSuccess") or {}).get("Destination"),
             (destinations.get("OnFailure") or {}).get("Destination"),
             (fn.idemlab_dead_letter_config or {}).get("TargetArn"),  # kept by lambda_api.py
         )
-
-    def age(self) -> float:
-        return time.time() - self.enqueued_at
 
 
 class AsyncInvoker:
@@ -101,15 +96,15 @@ class AsyncInvoker:
             print(f"embedded: async event {event.request_id} for {event.function_arn} lost: {exc!r}", file=sys.stderr)
 
     def _run(self, event: QueuedEvent) -> None:
-        max_age = event.max_event_age_seconds
-        if event.age() >= max_age:  # it waited too long: never run it
+        if time.time() >= event.expires_at:  # it waited too long: never run it
             return self._finish(event, event.last_result, "EventAgeExceeded")
         try:
             result = self._invoke(event.function_arn, event.payload)
         except Throttled:
             event.throttles += 1
             backoff = min(THROTTLE_FIRST_DELAY_SECONDS * 2 ** (event.throttles - 1), THROTTLE_MAX_DELAY_SECONDS)
-            return self._retry_later(event, max(0.0, min(backoff, max_age - event.age())))  # or when it expires
+            remaining = event.expires_at - time.time()  # wake up when it expires at the latest
+            return self._retry_later(event, max(0.0, min(backoff, remaining)))
         except Exception as exc:  # the function was deleted meanwhile: give up like Lambda
             result = lambda_error(type(exc).__name__, str(exc))
         event.attempts += 1
@@ -119,7 +114,7 @@ class AsyncInvoker:
             self._finish(event, result, "Success")
         elif event.attempts > event.max_retry_attempts:
             self._finish(event, result, "RetriesExhausted")
-        elif event.age() + delay > max_age:
+        elif time.time() + delay > event.expires_at:
             self._finish(event, result, "EventAgeExceeded")
         else:
             self._retry_later(event, delay)
@@ -130,33 +125,21 @@ class AsyncInvoker:
         timer.start()
 
     def _finish(self, event: QueuedEvent, result: InvokeResult | None, condition: str) -> None:
+        """Send the invocation record to the destination for `condition`, else a failed event to the DLQ."""
         target = event.on_success_arn if condition == "Success" else event.on_failure_arn
-        if target:
-            self._deliver(target, json.dumps(self._record(event, result, condition)), {})
+        if target:  # the record Lambda sends to a destination (no response when the event never ran)
+            context = {"requestId": event.request_id, "functionArn": f"{event.function_arn}:$LATEST",
+                       "condition": condition, "approximateInvokeCount": event.attempts}
+            now = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            record = {"version": "1.0", "timestamp": now, "requestContext": context}
+            record["requestPayload"] = json.loads(event.payload or b"{}")  # lambda_api.py let only JSON in
+            if result is not None:
+                response = {"statusCode": 200, "executedVersion": "$LATEST", "functionError": result.function_error}
+                record["responseContext"] = {key: value for key, value in response.items() if value is not None}
+                record["responsePayload"] = json.loads(result.payload)
+            self._deliver(target, json.dumps(record), {})
         elif condition != "Success" and event.dead_letter_arn:
             # A DLQ receives the original event, with the error in message attributes.
             message = str((json.loads(result.payload or b"{}") if result else {}).get("errorMessage", ""))[:256]
             attributes = {"RequestID": event.request_id, "ErrorCode": "200", "ErrorMessage": message}
             self._deliver(event.dead_letter_arn, event.payload.decode() or "{}", attributes)
-
-    @staticmethod
-    def _record(event: QueuedEvent, result: InvokeResult | None, condition: str) -> dict:
-        """The invocation record Lambda sends to a destination (no response if it never ran)."""
-        record = {
-            "version": "1.0",
-            "timestamp": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-            "requestContext": {
-                "requestId": event.request_id,
-                "functionArn": f"{event.function_arn}:$LATEST",
-                "condition": condition,
-                "approximateInvokeCount": event.attempts,
-            },
-            "requestPayload": json.loads(event.payload or b"{}"),  # lambda_api.py let only JSON in
-        }
-        if result is not None:
-            record["responseContext"] = {"statusCode": 200, "executedVersion": "$LATEST"}
-            if result.function_error is not None:
-                record["responseContext"]["functionError"] = result.function_error
-            record["responsePayload"] = json.loads(result.payload)
-        return record
-

@@ -2,15 +2,12 @@
 
 Lambda counts the invocations in flight per account and Region. A function with
 reserved concurrency (PutFunctionConcurrency) runs at most that many at once, and the
-others share what is left of the account's limit. Past either, Invoke answers 429
-TooManyRequestsException with Reason ReservedFunctionConcurrentInvocationLimitExceeded
-(the function's own limit) or ConcurrentInvocationLimitExceeded (the account's): Invoke
-API reference, and the error AWS answered in the recordings of LocalStack's
-tests/aws/services/lambda_/test_lambda.py (v4.14.0): message "Rate Exceeded.", Type
-"User", HTTP 429.
-
-Here each invocation in flight is a process on the learner's machine, so the account
-limit is also what keeps a burst of invokes from starting hundreds of them.
+others share what is left of the account's limit. Past either, Invoke answers HTTP 429
+TooManyRequestsException, message "Rate Exceeded.", Type "User", with the Reason below
+(Invoke API reference, and what AWS answered in the recordings of LocalStack's
+tests/aws/services/lambda_/test_lambda.py, v4.14.0). Here each invocation in flight is
+a process on the learner's machine, so the account limit also keeps a burst of invokes
+from starting hundreds of them.
 """
 
 from __future__ import annotations
@@ -26,28 +23,20 @@ from contextlib import contextmanager
 # client loaded, measured with Python 3.11) to about 2 GB. AWS's own default is 1,000;
 # a new account's can be much lower.
 DEFAULT_CONCURRENT_EXECUTIONS = 40
-# The same knob LocalStack has, so one setting works on both emulators.
-LIMIT_VARIABLE = "LAMBDA_LIMITS_CONCURRENT_EXECUTIONS"
-
-RESERVED_LIMIT = "ReservedFunctionConcurrentInvocationLimitExceeded"
-ACCOUNT_LIMIT = "ConcurrentInvocationLimitExceeded"
+LIMIT_VARIABLE = "LAMBDA_LIMITS_CONCURRENT_EXECUTIONS"  # LocalStack's knob: one setting for both emulators
 
 
 class Throttled(Exception):
-    """The invocation would exceed a concurrency limit; Lambda refuses it before running it.
-
-    Its argument is the Reason Lambda answers.
-    """
+    """Past a concurrency limit: Lambda refuses the invocation before running it. Its argument is the Reason."""
 
 
 class ConcurrencyLimit:
-    """Invocations in flight, per function and per account and Region."""
+    """Invocations in flight: by function ARN for a function with reserved concurrency, else
+    by account and Region, where the functions share the limit less what the others reserve."""
 
     def __init__(self, limit: int = DEFAULT_CONCURRENT_EXECUTIONS):
         self.limit = limit
         self._lock = threading.Lock()
-        # In flight by function ARN (functions with reserved concurrency) or by
-        # (account, region) for the functions sharing the unreserved rest.
         self._running: Counter = Counter()
 
     def unreserved(self, functions) -> int:
@@ -57,10 +46,12 @@ class ConcurrencyLimit:
     @contextmanager
     def lease(self, fn, functions):
         """Hold one unit of concurrency for moto function `fn` while the body runs, or raise Throttled."""
-        if fn.reserved_concurrency is not None:  # PutFunctionConcurrency; 0 stops the function
-            scope, limit, reason = fn.function_arn, int(fn.reserved_concurrency), RESERVED_LIMIT
-        else:
-            scope, limit, reason = (fn.account_id, fn.region), self.unreserved(functions), ACCOUNT_LIMIT
+        if fn.reserved_concurrency is None:
+            scope, limit = (fn.account_id, fn.region), self.unreserved(functions)
+            reason = "ConcurrentInvocationLimitExceeded"
+        else:  # PutFunctionConcurrency; 0 stops the function
+            scope, limit = fn.function_arn, int(fn.reserved_concurrency)
+            reason = "ReservedFunctionConcurrentInvocationLimitExceeded"
         with self._lock:
             if self._running[scope] >= limit:
                 raise Throttled(reason)
