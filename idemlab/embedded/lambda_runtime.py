@@ -23,7 +23,6 @@ import threading
 import time
 import uuid
 import zipfile
-from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,9 +35,6 @@ INIT_TIMEOUT_SECONDS = 30
 # is unpublished; minutes is the commonly observed order), by a timer: a learner who
 # stops invoking gets the processes back.
 IDLE_SECONDS = float(os.environ.get("IDEMLAB_LAMBDA_IDLE_SECONDS", "300"))
-# Environments kept warm per function version; more may run at once, the surplus is
-# stopped when it finishes.
-MAX_IDLE_PER_VERSION = 32
 
 # Host variables a Python process needs to start; nothing else of the host leaks in.
 _HOST_VARIABLES = ("PATH", "LANG", "LC_ALL", "HOME", "TMPDIR", "SYSTEMROOT")
@@ -134,24 +130,25 @@ class ExecutionEnvironment:
 
 
 class LambdaRuntime:
-    """Execution environments: all of them, and the idle ones pooled by function version."""
+    """Execution environments: all of them, and the idle ones, ready for their function version."""
 
     def __init__(self, endpoint_url: str, work_dir: Path):
         self.endpoint_url = endpoint_url
         self.work_dir = Path(work_dir)
-        self._idle: dict[tuple, list[ExecutionEnvironment]] = defaultdict(list)
         self._all: set[ExecutionEnvironment] = set()
+        self._idle: list[ExecutionEnvironment] = []  # the most recently used last
         self._lock = threading.Lock()
         self._code_lock = threading.Lock()
         self._stopped = every(min(30.0, max(0.2, IDLE_SECONDS / 4)), self._reap_idle, "lambda reaper")
 
     def invoke(self, fn, payload: bytes) -> InvokeResult:
-        """Invoke moto function `fn` in a warm environment, else in a new one."""
-        request_id = str(uuid.uuid4())
-        self._reap_idle()  # so what the pool holds is alive
+        """Invoke moto function `fn` in a warm environment of its version, else in a new one."""
+        request_id, version = str(uuid.uuid4()), version_of(fn)
+        self._reap_idle()  # so the idle environments are alive
         with self._lock:
-            pool = self._idle[version_of(fn)]
-            environment = pool.pop() if pool else None
+            environment = next((e for e in reversed(self._idle) if e.version == version), None)
+            if environment is not None:
+                self._idle.remove(environment)
         failure = None
         if environment is None:
             environment = ExecutionEnvironment(fn, self._code_dir(fn), self.endpoint_url)
@@ -161,7 +158,12 @@ class LambdaRuntime:
             if failure:  # the handler could not be loaded: the environment is unusable
                 environment.kill()
         result = failure or environment.invoke(payload, request_id)
-        self._release(environment)
+        with self._lock:
+            if environment.alive() and not self._stopped.is_set():
+                self._idle.append(environment)
+            else:
+                self._all.discard(environment)
+                environment.kill()
         result.request_id = request_id
         return result
 
@@ -173,30 +175,20 @@ class LambdaRuntime:
     def shutdown(self) -> None:
         self._stopped.set()
         with self._lock:
-            environments = list(self._all)
+            for environment in self._all:
+                environment.kill()
             self._all.clear()
             self._idle.clear()
-        for environment in environments:
-            environment.kill()
         shutil.rmtree(self.work_dir / "code", ignore_errors=True)
-
-    def _release(self, environment: ExecutionEnvironment) -> None:
-        with self._lock:
-            pool = self._idle.get(environment.version)
-            if environment.alive() and pool is not None and len(pool) < MAX_IDLE_PER_VERSION:
-                return pool.append(environment)
-            self._all.discard(environment)
-        environment.kill()
 
     def _reap_idle(self) -> None:
         """Stop the environments idle for IDLE_SECONDS (those of replaced versions too), and dead ones."""
         now = time.monotonic()
         with self._lock:
-            for pool in self._idle.values():
-                for environment in [e for e in pool if now - e.last_used >= IDLE_SECONDS or not e.alive()]:
-                    pool.remove(environment)
-                    self._all.discard(environment)
-                    environment.kill()
+            for environment in [e for e in self._idle if now - e.last_used >= IDLE_SECONDS or not e.alive()]:
+                self._idle.remove(environment)
+                self._all.discard(environment)
+                environment.kill()
 
     def _code_dir(self, fn) -> Path:
         """The zip, extracted once per code hash (what Lambda calls /var/task)."""
