@@ -12,6 +12,7 @@ What the lessons rely on, and what this module guarantees:
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -84,20 +85,23 @@ class ExecutionEnvironment:
             "PYTHONDONTWRITEBYTECODE": "1",
         }
         worker, pipe = [sys.executable, "-m", "idemlab.embedded.lambda_worker"], subprocess.PIPE
-        self.process = subprocess.Popen(worker, stdin=pipe, stdout=pipe, cwd=code_dir, env=env, text=True)
+        self.process = subprocess.Popen(worker, bufsize=1, stdin=pipe, stdout=pipe, cwd=code_dir, env=env, text=True)
         self.last_used = time.monotonic()
 
-    def reply(self, request_id: str, timeout: float, timed_out: tuple[str, str]) -> InvokeResult | None:
-        """The worker's next reply (one line: it answers one request at a time) as a result,
-        None for "ready"; past `timeout` the worker is killed and the result is the error
-        `timed_out` (type, message)."""
+    def call(self, request_id: str, request: dict | None, timeout: float, timed_out: tuple[str, str]):
+        """Send `request` (None: wait for the worker to say it is ready), and return its one-line
+        reply as a result, None for "ready". Past `timeout` the worker is killed and the result is
+        the error `timed_out` (type, message); a worker that died is Runtime.ExitError."""
+        with contextlib.suppress(OSError):  # the worker is gone: its output ends
+            if request is not None:
+                self.process.stdin.write(json.dumps(request) + "\n")
         readable, _, _ = select.select([self.process.stdout], [], [], timeout)
         line = self.process.stdout.readline() if readable else None
         self.last_used = time.monotonic()
         if line is None:
             self.kill()
             return lambda_error(*timed_out)
-        if not line:  # end of file: the worker is gone
+        if not line:
             # The wording AWS answered in the recordings of LocalStack's test_lambda_handler_exit
             # (sys.exit(0): no reason) and test_lambda_runtime_wrapper_not_found (exit status 127).
             code = self.process.wait()
@@ -112,13 +116,8 @@ class ExecutionEnvironment:
         """Run one invocation; a timeout or a worker that died leaves the environment dead."""
         deadline_ms = int(time.time() * 1000) + self.timeout * 1000
         request = {"request_id": request_id, "payload": payload.decode() or "{}", "deadline_ms": deadline_ms}
-        try:
-            self.process.stdin.write(json.dumps(request) + "\n")
-            self.process.stdin.flush()
-        except OSError:  # the worker is gone: reply() reads the end of its output
-            pass
         message = f"RequestId: {request_id} Error: Task timed out after {self.timeout:.2f} seconds"
-        return self.reply(request_id, self.timeout, ("Sandbox.Timedout", message))
+        return self.call(request_id, request, self.timeout, ("Sandbox.Timedout", message))
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -154,7 +153,8 @@ class LambdaRuntime:
             environment = ExecutionEnvironment(fn, self._code_dir(fn), self.endpoint_url)
             with self._lock:
                 self._all.add(environment)
-            failure = environment.reply(request_id, INIT_TIMEOUT_SECONDS, ("Runtime.InitTimeout", "Init timed out"))
+            init_timeout = ("Runtime.InitTimeout", "Init timed out")
+            failure = environment.call(request_id, None, INIT_TIMEOUT_SECONDS, init_timeout)
             if failure:  # the handler could not be loaded: the environment is unusable
                 environment.kill()
         result = failure or environment.invoke(payload, request_id)
