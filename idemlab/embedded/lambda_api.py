@@ -61,7 +61,9 @@ def _invoke(self: LambdaResponse):
     if invocation_type == "DryRun":
         return 204, {**headers, "status": "204"}, ""
     if invocation_type == "Event":
-        _service.invoker.submit(event := QueuedEvent.from_moto(fn, payload))
+        config = fn.event_invoke_config[-1].config if fn.event_invoke_config else {}  # moto appends; the last wins
+        event = QueuedEvent(fn.function_arn, payload, config, (fn.idemlab_dead_letter_config or {}).get("TargetArn"))
+        _service.invoker.submit(event)
         return 202, {**headers, "status": "202", REQUEST_ID: event.request_id}, ""
     try:
         result = _service.invoke_function(fn, payload)

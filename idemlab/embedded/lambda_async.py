@@ -43,33 +43,19 @@ THROTTLE_MAX_DELAY_SECONDS = 300.0
 
 @dataclass
 class QueuedEvent:
-    """One asynchronous invocation, with its function's async config as it was when queued."""
+    """One asynchronous invocation, with its function's async settings as they were when queued."""
 
     function_arn: str
     payload: bytes
-    max_retry_attempts: int
-    expires_at: float  # time.time() past MaximumEventAgeInSeconds
-    on_success_arn: str | None
-    on_failure_arn: str | None
+    config: dict  # the function's event invoke config (PutFunctionEventInvokeConfig), {} when it has none
     dead_letter_arn: str | None
     request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     attempts: int = 0
     throttles: int = 0
     last_result: InvokeResult | None = None  # of the last attempt that ran
 
-    @classmethod
-    def from_moto(cls, fn, payload: bytes) -> "QueuedEvent":
-        config = fn.event_invoke_config[-1].config if fn.event_invoke_config else {}  # moto appends; the last wins
-        destinations = config.get("DestinationConfig") or {}
-        return cls(
-            fn.function_arn,
-            payload,
-            int(config.get("MaximumRetryAttempts", DEFAULT_MAX_RETRY_ATTEMPTS)),
-            time.time() + int(config.get("MaximumEventAgeInSeconds", DEFAULT_MAX_EVENT_AGE_SECONDS)),
-            (destinations.get("OnSuccess") or {}).get("Destination"),
-            (destinations.get("OnFailure") or {}).get("Destination"),
-            (fn.idemlab_dead_letter_config or {}).get("TargetArn"),  # kept by lambda_api.py
-        )
+    def __post_init__(self):
+        self.expires_at = time.time() + int(self.config.get("MaximumEventAgeInSeconds", DEFAULT_MAX_EVENT_AGE_SECONDS))
 
 
 class AsyncInvoker:
@@ -112,7 +98,7 @@ class AsyncInvoker:
         delay = RETRY_BASE_DELAY_SECONDS * event.attempts
         if result.function_error is None:
             self._finish(event, result, "Success")
-        elif event.attempts > event.max_retry_attempts:
+        elif event.attempts > int(event.config.get("MaximumRetryAttempts", DEFAULT_MAX_RETRY_ATTEMPTS)):
             self._finish(event, result, "RetriesExhausted")
         elif time.time() + delay > event.expires_at:
             self._finish(event, result, "EventAgeExceeded")
@@ -126,7 +112,8 @@ class AsyncInvoker:
 
     def _finish(self, event: QueuedEvent, result: InvokeResult | None, condition: str) -> None:
         """Send the invocation record to the destination for `condition`, else a failed event to the DLQ."""
-        target = event.on_success_arn if condition == "Success" else event.on_failure_arn
+        destinations = event.config.get("DestinationConfig") or {}
+        target = (destinations.get("OnSuccess" if condition == "Success" else "OnFailure") or {}).get("Destination")
         if target:  # the record Lambda sends to a destination (no response when the event never ran)
             context = {"requestId": event.request_id, "functionArn": f"{event.function_arn}:$LATEST",
                        "condition": condition, "approximateInvokeCount": event.attempts}
