@@ -79,38 +79,6 @@ def _invoke(self: LambdaResponse):
     return 200, headers, result.payload
 
 
-def _keep_dead_letter_config() -> None:
-    """moto drops a function's DeadLetterConfig; keep it, and describe it back."""
-    LambdaFunction.idemlab_dead_letter_config = None
-
-    @wrap(LambdaBackend, "create_function")
-    def create_function(original, self, spec):
-        fn = original(self, spec)
-        fn.idemlab_dead_letter_config = spec.get("DeadLetterConfig")
-        return fn
-
-    @wrap(LambdaFunction, "update_configuration")
-    def update_configuration(original, self, config_updates):
-        self.idemlab_dead_letter_config = config_updates.get("DeadLetterConfig", self.idemlab_dead_letter_config)
-        return original(self, config_updates)
-
-    @wrap(LambdaFunction, "get_configuration")
-    def get_configuration(original, self, *args, **kwargs):
-        config = original(self, *args, **kwargs)
-        if (self.idemlab_dead_letter_config or {}).get("TargetArn"):
-            config["DeadLetterConfig"] = self.idemlab_dead_letter_config
-        return config
-
-
-def _keep_invocation_request_id(original, headers, body):
-    """Answer an Invoke with the invocation's own request id, not one moto makes up."""
-    invocation = headers.get(REQUEST_ID)
-    headers, body = original(headers, body)
-    if invocation:
-        headers[REQUEST_ID] = invocation
-    return headers, body
-
-
 def _get_account_settings(self: LambdaResponse):
     """GetAccountSettings (moto has none): the limits this backend enforces.
 
@@ -142,7 +110,33 @@ def install(service: LambdaService, lookup) -> None:
     _service = service
     service.backend_lookup = lookup
     replace_once(LambdaResponse, "invoke", _invoke)
-    _keep_dead_letter_config()
-    wrap(LambdaResponse, "_enrich_response")(_keep_invocation_request_id)
     urls.url_paths.setdefault(r"{0}/(?P<api_version>[^/]+)/account-settings/?$", LambdaResponse.dispatch)
     LambdaResponse.get_account_settings = _get_account_settings
+    LambdaFunction.idemlab_dead_letter_config = None  # moto drops DeadLetterConfig: kept, and described back
+
+    @wrap(LambdaBackend, "create_function")
+    def create_function(original, self, spec):
+        fn = original(self, spec)
+        fn.idemlab_dead_letter_config = spec.get("DeadLetterConfig")
+        return fn
+
+    @wrap(LambdaFunction, "update_configuration")
+    def update_configuration(original, self, config_updates):
+        self.idemlab_dead_letter_config = config_updates.get("DeadLetterConfig", self.idemlab_dead_letter_config)
+        return original(self, config_updates)
+
+    @wrap(LambdaFunction, "get_configuration")
+    def get_configuration(original, self, *args, **kwargs):
+        config = original(self, *args, **kwargs)
+        if (self.idemlab_dead_letter_config or {}).get("TargetArn"):
+            config["DeadLetterConfig"] = self.idemlab_dead_letter_config
+        return config
+
+    @wrap(LambdaResponse, "_enrich_response")
+    def keep_invocation_request_id(original, headers, body):
+        """Answer an Invoke with the invocation's own request id, not one moto makes up."""
+        invocation = headers.get(REQUEST_ID)
+        headers, body = original(headers, body)
+        if invocation:
+            headers[REQUEST_ID] = invocation
+        return headers, body
