@@ -208,6 +208,19 @@ def test_exception_raised_while_the_module_loads_is_reported_as_itself(make_func
     assert "app.py" in payload["stackTrace"][-1]
 
 
+def test_runtime_faults_are_reported_with_the_runtime_error_types(make_function):
+    # The error types of the Python runtime (awslambdaric's bootstrap) and of Invoke's 6 MB response limit.
+    cases = {
+        "def handler(event, context):\n    return {1, 2}\n": "Runtime.MarshalError",
+        "def not_the_handler(event, context):\n    return 1\n": "Runtime.HandlerNotFound",
+        "def handler(event, context)\n    return 1\n": "Runtime.UserCodeSyntaxError",
+        "def handler(event, context):\n    return 'x' * 7_000_000\n": "Function.ResponseSizeTooLarge",
+    }
+    for source, error_type in cases.items():
+        payload, error = invoke(make_function(source), {})
+        assert (error, payload["errorType"]) == ("Unhandled", error_type), payload
+
+
 def test_handler_error_payload_carries_the_invocation_request_id(make_function):
     name = make_function("def handler(event, context):\n    raise ValueError(context.aws_request_id)\n")
     response = clients.client("lambda").invoke(FunctionName=name, Payload=b"{}")

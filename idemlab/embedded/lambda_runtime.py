@@ -107,10 +107,8 @@ class ExecutionEnvironment:
             code = self.process.wait()
             reason = f"with error: exit status {code}" if code else "without providing a reason"
             return lambda_error("Runtime.ExitError", f"RequestId: {request_id} Error: Runtime exited {reason}")
-        reply = json.loads(line)
-        if "error" in reply:
-            return InvokeResult(json.dumps(reply["error"]).encode(), "Unhandled")
-        return InvokeResult(reply["result"].encode()) if "result" in reply else None
+        kind, payload = json.loads(line)  # lambda_worker.serve's reply
+        return None if kind == "ready" else InvokeResult(payload.encode(), "Unhandled" if kind == "error" else None)
 
     def invoke(self, payload: bytes, request_id: str) -> InvokeResult:
         """Run one invocation; a timeout or a worker that died leaves the environment dead."""
@@ -123,8 +121,7 @@ class ExecutionEnvironment:
         return self.process.poll() is None
 
     def kill(self) -> None:
-        if self.alive():
-            self.process.kill()
+        self.process.kill()  # nothing happens to a process already waited for
         self.process.wait()
 
 
@@ -195,8 +192,7 @@ class LambdaRuntime:
         target = self.work_dir / "code" / fn.code_sha_256.replace("/", "_").replace("+", "-")
         with self._code_lock:
             if not target.exists():
-                staging = target.with_name(target.name + ".tmp")
-                shutil.rmtree(staging, ignore_errors=True)
+                staging = target.with_name(target.name + ".tmp")  # a failed extraction's is overwritten
                 with zipfile.ZipFile(io.BytesIO(fn.code_bytes)) as archive:
                     archive.extractall(staging)
                 staging.rename(target)

@@ -82,29 +82,29 @@ def load_handler():
 
 
 def serve() -> None:
-    protocol = os.fdopen(os.dup(1), "w", buffering=1)
+    protocol = os.fdopen(os.dup(1), "w", buffering=1)  # flushed at each line's end
     os.dup2(2, 1)  # the handler's stdout joins stderr, the backend's log
 
-    def reply(**message) -> None:
-        protocol.write(json.dumps(message) + "\n")
-        protocol.flush()
+    def reply(kind: str, document=None) -> None:
+        """One line: ["ready", "null"], or "result" or "error" with its payload as JSON text."""
+        protocol.write(json.dumps([kind, json.dumps(document)]) + "\n")
 
     handler = load_handler()
     if isinstance(handler, dict):  # the environment is unusable: report and end
-        return reply(error=handler)
-    reply(ready=os.getpid())
+        return reply("error", handler)
+    reply("ready")
     for line in sys.stdin:
         request = json.loads(line)
         request_id = request["request_id"]
         try:
             result = handler(json.loads(request["payload"]), LambdaContext(request_id, request["deadline_ms"]))
         except Exception as exc:  # a handler error is data for the caller, not a crash
-            reply(error=exception_fault(exc, request_id))
+            reply("error", exception_fault(exc, request_id))
             continue
         try:
-            reply(result=json.dumps(result))
+            reply("result", result)
         except (TypeError, ValueError) as exc:
-            reply(error=fault("Runtime.MarshalError", f"Unable to marshal response: {exc}", request_id))
+            reply("error", fault("Runtime.MarshalError", f"Unable to marshal response: {exc}", request_id))
 
 
 if __name__ == "__main__":
