@@ -87,14 +87,13 @@ def _get_account_settings(self: LambdaResponse):
     """
     functions = list(self.backend.list_functions())
     code_size = sum(int(getattr(fn, "code_size", 0) or 0) for fn in functions)
-    limit = _service.concurrency.limit
     document = {
         "AccountLimit": {
             # Lambda's published quotas for code storage and deployment package size.
             "TotalCodeSize": 80530636800,
             "CodeSizeUnzipped": 262144000,
             "CodeSizeZipped": 52428800,
-            "ConcurrentExecutions": limit,
+            "ConcurrentExecutions": _service.concurrency.limit,
             "UnreservedConcurrentExecutions": _service.concurrency.unreserved(functions),
         },
         "AccountUsage": {"TotalCodeSize": code_size, "FunctionCount": len(functions)},

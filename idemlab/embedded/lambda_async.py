@@ -1,19 +1,15 @@
 """Asynchronous invocation (InvocationType=Event), as Lambda does it.
 
-The caller gets 202 at once; the event is queued, invoked, and on error retried up to
-MaximumRetryAttempts (default 2) while younger than MaximumEventAgeInSeconds (default
-6 h). Then the record goes to the on-failure destination, or the original event to the
-function's dead-letter queue. Retry delays scale with LAMBDA_RETRY_BASE_DELAY (seconds,
-the same knob LocalStack has): AWS waits about 1 and then 2 minutes, a workshop cannot.
-
-The event's age is checked before every attempt: an event that grew too old while it
-waited (queued, throttled or between retries) is discarded unrun, to the on-failure
-destination with the condition EventAgeExceeded. After a failed attempt, Lambda looks
-ahead: when the next retry would come too late it discards the event at once (what AWS
-did in the recording of LocalStack's test_lambda_destinations.py::test_maxeventage,
-v4.14.0). A throttled attempt (no concurrency left) is not an attempt: the event is
-tried again with a growing delay until it is too old (the Lambda developer guide,
-"Asynchronous invocation").
+The caller gets 202 at once; the event is queued and invoked, and on error retried up to
+MaximumRetryAttempts (default 2) while younger than MaximumEventAgeInSeconds (default 6 h);
+then the record goes to the on-failure destination, or the event to the dead-letter queue.
+Retry delays scale with LAMBDA_RETRY_BASE_DELAY (seconds, LocalStack's knob too): AWS waits
+about 1 and then 2 minutes, a workshop cannot. An event too old when its turn comes (queued,
+throttled or between retries), or whose next retry would come too late, is discarded unrun
+with the condition EventAgeExceeded (what AWS did in the recording of LocalStack's
+test_lambda_destinations.py::test_maxeventage, v4.14.0). A throttled attempt is not an
+attempt: the event is tried again with a growing delay until it is too old (the Lambda
+developer guide, "Asynchronous invocation").
 """
 
 from __future__ import annotations
@@ -76,12 +72,6 @@ class AsyncInvoker:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _attempt(self, event: QueuedEvent) -> None:
-        try:
-            self._run(event)
-        except Exception as exc:  # the pool would swallow it; a lost event must at least be visible
-            print(f"embedded: async event {event.request_id} for {event.function_arn} lost: {exc!r}", file=sys.stderr)
-
-    def _run(self, event: QueuedEvent) -> None:
         if time.time() >= event.expires_at:  # it waited too long: never run it
             return self._finish(event, event.last_result, "EventAgeExceeded")
         try:
@@ -112,21 +102,24 @@ class AsyncInvoker:
 
     def _finish(self, event: QueuedEvent, result: InvokeResult | None, condition: str) -> None:
         """Send the invocation record to the destination for `condition`, else a failed event to the DLQ."""
-        destinations = event.config.get("DestinationConfig") or {}
-        target = (destinations.get("OnSuccess" if condition == "Success" else "OnFailure") or {}).get("Destination")
-        if target:  # the record Lambda sends to a destination (no response when the event never ran)
-            context = {"requestId": event.request_id, "functionArn": f"{event.function_arn}:$LATEST",
-                       "condition": condition, "approximateInvokeCount": event.attempts}
-            now = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-            record = {"version": "1.0", "timestamp": now, "requestContext": context}
-            record["requestPayload"] = json.loads(event.payload or b"{}")  # lambda_api.py let only JSON in
-            if result is not None:
-                response = {"statusCode": 200, "executedVersion": "$LATEST", "functionError": result.function_error}
-                record["responseContext"] = {key: value for key, value in response.items() if value is not None}
-                record["responsePayload"] = json.loads(result.payload)
-            self._deliver(target, json.dumps(record), {})
-        elif condition != "Success" and event.dead_letter_arn:
-            # A DLQ receives the original event, with the error in message attributes.
-            message = str((json.loads(result.payload or b"{}") if result else {}).get("errorMessage", ""))[:256]
-            attributes = {"RequestID": event.request_id, "ErrorCode": "200", "ErrorMessage": message}
-            self._deliver(event.dead_letter_arn, event.payload.decode() or "{}", attributes)
+        try:
+            destinations = event.config.get("DestinationConfig") or {}
+            target = (destinations.get("OnSuccess" if condition == "Success" else "OnFailure") or {}).get("Destination")
+            if target:  # the record Lambda sends to a destination (no response when the event never ran)
+                context = {"requestId": event.request_id, "functionArn": f"{event.function_arn}:$LATEST",
+                           "condition": condition, "approximateInvokeCount": event.attempts}
+                now = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+                record = {"version": "1.0", "timestamp": now, "requestContext": context}
+                record["requestPayload"] = json.loads(event.payload or b"{}")  # lambda_api.py let only JSON in
+                if result is not None:
+                    response = {"statusCode": 200, "executedVersion": "$LATEST", "functionError": result.function_error}
+                    record["responseContext"] = {key: value for key, value in response.items() if value is not None}
+                    record["responsePayload"] = json.loads(result.payload)
+                self._deliver(target, json.dumps(record), {})
+            elif condition != "Success" and event.dead_letter_arn:
+                # A DLQ receives the original event, with the error in message attributes.
+                message = str((json.loads(result.payload or b"{}") if result else {}).get("errorMessage", ""))[:256]
+                attributes = {"RequestID": event.request_id, "ErrorCode": "200", "ErrorMessage": message}
+                self._deliver(event.dead_letter_arn, event.payload.decode() or "{}", attributes)
+        except Exception as exc:  # the pool would swallow it; a lost record must at least be visible
+            print(f"embedded: async event {event.request_id} for {event.function_arn} lost: {exc!r}", file=sys.stderr)
