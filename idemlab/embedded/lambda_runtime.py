@@ -88,12 +88,17 @@ class ExecutionEnvironment:
         self.process = subprocess.Popen(worker, bufsize=1, stdin=pipe, stdout=pipe, cwd=code_dir, env=env, text=True)
         self.last_used = time.monotonic()
 
-    def call(self, request_id: str, request: dict | None, timeout: float, timed_out: tuple[str, str]):
-        """Send `request` (None: wait for the worker to say it is ready), and return its one-line
-        reply as a result, None for "ready". Past `timeout` the worker is killed and the result is
-        the error `timed_out` (type, message); a worker that died is Runtime.ExitError."""
-        with contextlib.suppress(OSError):  # the worker is gone: its output ends
-            if request is not None:
+    def call(self, request_id: str, payload: bytes | None) -> InvokeResult | None:
+        """Invoke the handler with `payload` (None: wait for the worker to say it is ready) and return
+        the worker's one-line reply as a result, None for "ready". A worker past its timeout (its
+        init's, else the function's) is killed; one that died is a Runtime.ExitError."""
+        timeout, timed_out = INIT_TIMEOUT_SECONDS, ("Runtime.InitTimeout", "Init timed out")
+        if payload is not None:
+            timeout, deadline_ms = self.timeout, int(time.time() * 1000) + self.timeout * 1000
+            message = f"RequestId: {request_id} Error: Task timed out after {timeout:.2f} seconds"
+            timed_out = ("Sandbox.Timedout", message)
+            request = {"request_id": request_id, "payload": payload.decode() or "{}", "deadline_ms": deadline_ms}
+            with contextlib.suppress(OSError):  # the worker is gone: its output ends
                 self.process.stdin.write(json.dumps(request) + "\n")
         readable, _, _ = select.select([self.process.stdout], [], [], timeout)
         line = self.process.stdout.readline() if readable else None
@@ -109,13 +114,6 @@ class ExecutionEnvironment:
             return lambda_error("Runtime.ExitError", f"RequestId: {request_id} Error: Runtime exited {reason}")
         kind, payload = json.loads(line)  # lambda_worker.serve's reply
         return None if kind == "ready" else InvokeResult(payload.encode(), "Unhandled" if kind == "error" else None)
-
-    def invoke(self, payload: bytes, request_id: str) -> InvokeResult:
-        """Run one invocation; a timeout or a worker that died leaves the environment dead."""
-        deadline_ms = int(time.time() * 1000) + self.timeout * 1000
-        request = {"request_id": request_id, "payload": payload.decode() or "{}", "deadline_ms": deadline_ms}
-        message = f"RequestId: {request_id} Error: Task timed out after {self.timeout:.2f} seconds"
-        return self.call(request_id, request, self.timeout, ("Sandbox.Timedout", message))
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -150,11 +148,10 @@ class LambdaRuntime:
             environment = ExecutionEnvironment(fn, self._code_dir(fn), self.endpoint_url)
             with self._lock:
                 self._all.add(environment)
-            init_timeout = ("Runtime.InitTimeout", "Init timed out")
-            failure = environment.call(request_id, None, INIT_TIMEOUT_SECONDS, init_timeout)
+            failure = environment.call(request_id, None)
             if failure:  # the handler could not be loaded: the environment is unusable
                 environment.kill()
-        result = failure or environment.invoke(payload, request_id)
+        result = failure or environment.call(request_id, payload)
         with self._lock:
             if environment.alive() and not self._stopped.is_set():
                 self._idle.append(environment)
