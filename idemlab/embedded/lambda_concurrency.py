@@ -1,13 +1,11 @@
 """Lambda's concurrency limits: a request past them is throttled, never run.
 
-Lambda counts the invocations in flight per account and Region. A function with
-reserved concurrency (PutFunctionConcurrency) runs at most that many at once, and the
-others share what is left of the account's limit. Past either, Invoke answers HTTP 429
-TooManyRequestsException, message "Rate Exceeded.", Type "User", with the Reason below
-(Invoke API reference, and what AWS answered in the recordings of LocalStack's
-tests/aws/services/lambda_/test_lambda.py, v4.14.0). Here each invocation in flight is
-a process on the learner's machine, so the account limit also keeps a burst of invokes
-from starting hundreds of them.
+Lambda counts the invocations in flight per account and Region. A function with reserved
+concurrency (PutFunctionConcurrency) runs at most that many at once; the others share what
+is left of the account's limit. Past either, Invoke answers HTTP 429 TooManyRequestsException,
+message "Rate Exceeded.", Type "User", with the Reason below (Invoke API reference, and what AWS
+answered in the recordings of LocalStack's tests/aws/services/lambda_/test_lambda.py, v4.14.0).
+Each invocation in flight is a process here, so the account limit also bounds the processes.
 """
 
 from __future__ import annotations

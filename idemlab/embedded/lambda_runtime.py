@@ -32,9 +32,8 @@ from idemlab.embedded.patching import every
 # Lambda gives a handler 10 s to initialise; importing boto3 and Powertools on a busy
 # 2-core machine with many cold starts at once can take longer, so be generous.
 INIT_TIMEOUT_SECONDS = 30
-# Idle environments are reclaimed after this long, as Lambda does (its exact timing
-# is unpublished; minutes is the commonly observed order), by a timer: a learner who
-# stops invoking gets the processes back.
+# Idle environments are reclaimed after this long, by a timer, as Lambda does (its timing is
+# unpublished; minutes is the commonly observed order): a learner who stops gets the processes back.
 IDLE_SECONDS = float(os.environ.get("IDEMLAB_LAMBDA_IDLE_SECONDS", "300"))
 
 # Host variables a Python process needs to start; nothing else of the host leaks in.

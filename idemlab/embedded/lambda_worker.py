@@ -19,17 +19,16 @@ import traceback
 class LambdaContext:
     """The attributes and method of the context object the Python runtime passes."""
 
+    function_name = os.environ.get("AWS_LAMBDA_FUNCTION_NAME")  # this process's environment is the function's
+    function_version = os.environ.get("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+    invoked_function_arn = os.environ.get("IDEMLAB_FUNCTION_ARN")
+    memory_limit_in_mb = int(os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"))
+    log_group_name = os.environ.get("AWS_LAMBDA_LOG_GROUP_NAME", "")
+    log_stream_name = os.environ.get("AWS_LAMBDA_LOG_STREAM_NAME", "")
     identity = client_context = None
 
     def __init__(self, request_id: str, deadline_ms: int):
-        self.aws_request_id = request_id
-        self.function_name = os.environ["AWS_LAMBDA_FUNCTION_NAME"]
-        self.function_version = os.environ.get("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-        self.invoked_function_arn = os.environ["IDEMLAB_FUNCTION_ARN"]
-        self.memory_limit_in_mb = int(os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"))
-        self.log_group_name = os.environ.get("AWS_LAMBDA_LOG_GROUP_NAME", "")
-        self.log_stream_name = os.environ.get("AWS_LAMBDA_LOG_STREAM_NAME", "")
-        self._deadline_ms = deadline_ms
+        self.aws_request_id, self._deadline_ms = request_id, deadline_ms
 
     def get_remaining_time_in_millis(self) -> int:
         return max(0, self._deadline_ms - int(time.time() * 1000))
