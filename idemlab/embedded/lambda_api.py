@@ -48,8 +48,7 @@ _service: LambdaService | None = None
 
 def _invoke(self: LambdaResponse):
     """Replacement for LambdaResponse.invoke (the Invoke API)."""
-    function_name = unquote(self.path.rsplit("/", 2)[-2])
-    fn = self.backend.get_function(function_name, self._get_param("qualifier"))  # raises AWS's 404 error
+    fn = self.backend.get_function(unquote(self.path.rsplit("/", 2)[-2]), self._get_param("qualifier"))  # or AWS's 404
     payload = self.body if isinstance(self.body, bytes) else (self.body or "").encode()
     try:
         json.loads(payload or b"{}")
@@ -80,11 +79,8 @@ def _invoke(self: LambdaResponse):
 
 
 def _get_account_settings(self: LambdaResponse):
-    """GetAccountSettings (moto has none): the limits this backend enforces.
-
-    Lesson code sizes its concurrent copies from UnreservedConcurrentExecutions, on every
-    backend; here that is the embedded limit less what functions reserve.
-    """
+    """GetAccountSettings (moto has none): the limits this backend enforces. Lesson code sizes its
+    concurrent copies from UnreservedConcurrentExecutions: here, the embedded limit less what functions reserve."""
     functions = list(self.backend.list_functions())
     code_size = sum(int(getattr(fn, "code_size", 0) or 0) for fn in functions)
     document = {

@@ -31,10 +31,6 @@ from idemlab.embedded.lambda_runtime import InvokeResult, lambda_error
 DEFAULT_MAX_RETRY_ATTEMPTS = 2  # Lambda's documented default
 DEFAULT_MAX_EVENT_AGE_SECONDS = 21600  # 6 hours, Lambda's documented default
 RETRY_BASE_DELAY_SECONDS = float(os.environ.get("LAMBDA_RETRY_BASE_DELAY", "1"))
-# Throttled events are retried after 1 s, then twice as long each time, up to 5 minutes
-# (the Lambda developer guide, "Asynchronous invocation").
-THROTTLE_FIRST_DELAY_SECONDS = 1.0
-THROTTLE_MAX_DELAY_SECONDS = 300.0
 
 
 @dataclass
@@ -78,7 +74,8 @@ class AsyncInvoker:
             result = self._invoke(event.function_arn, event.payload)
         except Throttled:
             event.throttles += 1
-            backoff = min(THROTTLE_FIRST_DELAY_SECONDS * 2 ** (event.throttles - 1), THROTTLE_MAX_DELAY_SECONDS)
+            # After 1 s, then twice as long each time, up to 5 minutes (developer guide, "Asynchronous invocation").
+            backoff = min(2.0 ** (event.throttles - 1), 300.0)
             remaining = event.expires_at - time.time()  # wake up when it expires at the latest
             return self._retry_later(event, max(0.0, min(backoff, remaining)))
         except Exception as exc:  # the function was deleted meanwhile: give up like Lambda

@@ -35,10 +35,8 @@ class LambdaContext:
 
 
 def fault(error_type: str, message: str, request_id: str = "", stack_trace: list[str] | None = None) -> dict:
-    """The error document the Python runtime sends: these four keys, in this order.
-
-    requestId is empty during init: the runtime reports an init error outside any invocation.
-    """
+    """The error document the Python runtime sends: these four keys, in this order (requestId
+    empty during init: the runtime reports an init error outside any invocation)."""
     return {"errorMessage": message, "errorType": error_type, "requestId": request_id, "stackTrace": stack_trace or []}
 
 
