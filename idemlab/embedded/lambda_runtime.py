@@ -137,9 +137,8 @@ class LambdaRuntime:
     def invoke(self, fn, payload: bytes) -> InvokeResult:
         """Invoke moto function `fn` in a warm environment of its version, else in a new one."""
         request_id, version = str(uuid.uuid4()), version_of(fn)
-        self._reap_idle()  # so the idle environments are alive
         with self._lock:
-            environment = next((e for e in reversed(self._idle) if e.version == version), None)
+            environment = next((e for e in reversed(self._idle) if e.version == version and e.alive()), None)
             if environment is not None:
                 self._idle.remove(environment)
         failure = None
