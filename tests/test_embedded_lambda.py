@@ -174,6 +174,19 @@ def test_unknown_function_is_a_resource_not_found_error(backend):
         lam.invoke(FunctionName="no-such-function", Payload=b"{}")
 
 
+def test_payload_that_is_not_json_is_refused_before_anything_runs(make_function):
+    # Invoke API reference: InvalidRequestContentException, "The request body could not be parsed as JSON".
+    name = make_function("def handler(event, context):\n    return 1\n")
+    lam = clients.client("lambda")
+    before = set(health(os.environ["AWS_ENDPOINT_URL"])["lambda_environments"])
+    for invocation_type in ("RequestResponse", "Event", "DryRun"):
+        with pytest.raises(lam.exceptions.InvalidRequestContentException) as refused:
+            lam.invoke(FunctionName=name, InvocationType=invocation_type, Payload=b"{'order': 7}")
+        assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+        assert refused.value.response["Error"]["Message"].startswith("Could not parse request body into json")
+    assert set(health(os.environ["AWS_ENDPOINT_URL"])["lambda_environments"]) <= before, "no environment may start"
+
+
 def test_broken_handler_module_reports_an_import_error(make_function):
     name = make_function("import not_a_module_anywhere\ndef handler(event, context):\n    return 1\n")
     payload, error = invoke(name, {})
@@ -193,6 +206,19 @@ def test_exception_raised_while_the_module_loads_is_reported_as_itself(make_func
     assert list(payload) == ["errorMessage", "errorType", "requestId", "stackTrace"]
     assert (payload["errorType"], payload["errorMessage"], payload["requestId"]) == ("LookupError", "no such table configured", "")
     assert "app.py" in payload["stackTrace"][-1]
+
+
+def test_runtime_faults_are_reported_with_the_runtime_error_types(make_function):
+    # The error types of the Python runtime (awslambdaric's bootstrap) and of Invoke's 6 MB response limit.
+    cases = {
+        "def handler(event, context):\n    return {1, 2}\n": "Runtime.MarshalError",
+        "def not_the_handler(event, context):\n    return 1\n": "Runtime.HandlerNotFound",
+        "def handler(event, context)\n    return 1\n": "Runtime.UserCodeSyntaxError",
+        "def handler(event, context):\n    return 'x' * 7_000_000\n": "Function.ResponseSizeTooLarge",
+    }
+    for source, error_type in cases.items():
+        payload, error = invoke(make_function(source), {})
+        assert (error, payload["errorType"]) == ("Unhandled", error_type), payload
 
 
 def test_handler_error_payload_carries_the_invocation_request_id(make_function):

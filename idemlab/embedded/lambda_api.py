@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 from urllib.parse import unquote
 
+from moto.awslambda.exceptions import LambdaClientError
 from moto.awslambda.models import LambdaBackend, LambdaFunction, lambda_backends
 from moto.awslambda.responses import LambdaResponse
 
-from idemlab.embedded.lambda_async import AsyncInvoker, AsyncPolicy, QueuedEvent
+from idemlab.embedded.lambda_async import AsyncInvoker, QueuedEvent
 from idemlab.embedded.lambda_concurrency import ConcurrencyLimit, Throttled
-from idemlab.embedded.lambda_runtime import FunctionVersion, LambdaRuntime, lambda_error
+from idemlab.embedded.lambda_runtime import LambdaRuntime, lambda_error
 from idemlab.embedded.patching import replace_once, wrap
 
 MAX_SYNC_RESPONSE_BYTES = 6 * 1024 * 1024  # Lambda's synchronous payload limit
@@ -35,9 +36,8 @@ class LambdaService:
 
     def invoke_function(self, fn: LambdaFunction, payload: bytes):
         """Run one invocation; raises Throttled past a concurrency limit, before running."""
-        reserved_total = _reserved_total(lambda_backends[fn.account_id][fn.region])
-        with self.concurrency.lease(fn.function_arn, _reserved(fn), reserved_total):
-            return self.runtime.invoke(FunctionVersion.from_moto(fn), fn.code_bytes, payload)
+        with self.concurrency.lease(fn, lambda_backends[fn.account_id][fn.region].list_functions()):
+            return self.runtime.invoke(fn, payload)
 
     def invoke_by_arn(self, function_arn: str, payload: bytes):
         return self.invoke_function(self.backend_lookup(function_arn), payload)
@@ -46,96 +46,51 @@ class LambdaService:
 _service: LambdaService | None = None
 
 
-def _reserved(fn: LambdaFunction) -> int | None:
-    reserved = getattr(fn, "reserved_concurrency", None)  # PutFunctionConcurrency; 0 stops it
-    return None if reserved is None else int(reserved)
-
-
-def _reserved_total(backend: LambdaBackend) -> int:
-    """The concurrency reserved by all functions of one account and Region."""
-    return sum(_reserved(fn) or 0 for fn in backend.list_functions())
-
-
 def _invoke(self: LambdaResponse):
     """Replacement for LambdaResponse.invoke (the Invoke API)."""
-    function_name = unquote(self.path.rsplit("/", 2)[-2])
-    fn = self.backend.get_function(function_name, self._get_param("qualifier"))  # raises AWS's 404 error
-    invocation_type = self.headers.get("X-Amz-Invocation-Type", "RequestResponse")
+    fn = self.backend.get_function(unquote(self.path.rsplit("/", 2)[-2]), self._get_param("qualifier"))  # or AWS's 404
     payload = self.body if isinstance(self.body, bytes) else (self.body or "").encode()
+    try:
+        json.loads(payload or b"{}")
+    except ValueError as exc:  # Invoke API reference: "The request body could not be parsed as JSON"
+        message = f"Could not parse request body into json: Could not parse payload into json: {exc}"
+        raise LambdaClientError("InvalidRequestContentException", message) from exc
     headers = {"content-type": "application/json", "X-Amz-Executed-Version": "$LATEST"}
-
+    invocation_type = self.headers.get("X-Amz-Invocation-Type", "RequestResponse")
     if invocation_type == "DryRun":
         return 204, {**headers, "status": "204"}, ""
     if invocation_type == "Event":
-        event = QueuedEvent(function_arn=fn.function_arn, payload=payload, policy=AsyncPolicy.from_moto(fn))
+        config = fn.event_invoke_config[-1].config if fn.event_invoke_config else {}  # moto appends; the last wins
+        event = QueuedEvent(fn.function_arn, payload, config, (fn.idemlab_dead_letter_config or {}).get("TargetArn"))
         _service.invoker.submit(event)
         return 202, {**headers, "status": "202", REQUEST_ID: event.request_id}, ""
-
     try:
         result = _service.invoke_function(fn, payload)
     except Throttled as throttled:  # Lambda's 429, with the fields AWS sends
-        body = json.dumps({"Reason": throttled.reason, "Type": "User", "message": "Rate Exceeded."})
+        body = json.dumps({"Reason": str(throttled), "Type": "User", "message": "Rate Exceeded."})
         return 429, dict(THROTTLE_HEADERS), body
     headers[REQUEST_ID] = result.request_id  # also the requestId of an error payload
-    body = result.payload
-    if len(body) > MAX_SYNC_RESPONSE_BYTES:
-        body = lambda_error("Function.ResponseSizeTooLarge", "Response payload size exceeded maximum allowed payload size (6291556 bytes).")
-        result.function_error = "Unhandled"
+    if len(result.payload) > MAX_SYNC_RESPONSE_BYTES:
+        message = "Response payload size exceeded maximum allowed payload size (6291556 bytes)."
+        result = lambda_error("Function.ResponseSizeTooLarge", message)
     if result.function_error:
         headers["X-Amz-Function-Error"] = result.function_error
-    return 200, headers, body
-
-
-def _keep_dead_letter_config() -> None:
-    """moto drops a function's DeadLetterConfig; keep it, and describe it back."""
-
-    @wrap(LambdaBackend, "create_function")
-    def create_function(original, self, spec):
-        fn = original(self, spec)
-        fn.idemlab_dead_letter_config = spec.get("DeadLetterConfig") or None
-        return fn
-
-    @wrap(LambdaFunction, "update_configuration")
-    def update_configuration(original, self, config_updates):
-        if "DeadLetterConfig" in config_updates:
-            self.idemlab_dead_letter_config = config_updates["DeadLetterConfig"] or None
-        return original(self, config_updates)
-
-    @wrap(LambdaFunction, "get_configuration")
-    def get_configuration(original, self, *args, **kwargs):
-        config = original(self, *args, **kwargs)
-        dead_letter = getattr(self, "idemlab_dead_letter_config", None)
-        if dead_letter and dead_letter.get("TargetArn"):
-            config["DeadLetterConfig"] = dead_letter
-        return config
-
-
-def _keep_invocation_request_id(original, headers, body):
-    """Answer an Invoke with the invocation's own request id, not one moto makes up."""
-    invocation = headers.get(REQUEST_ID)
-    headers, body = original(headers, body)
-    if invocation:
-        headers[REQUEST_ID] = invocation
-    return headers, body
+    return 200, headers, result.payload
 
 
 def _get_account_settings(self: LambdaResponse):
-    """GetAccountSettings (moto has none): the limits this backend enforces.
-
-    Lesson code sizes its concurrent copies from UnreservedConcurrentExecutions, on every
-    backend; here that is the embedded limit less what functions reserve.
-    """
+    """GetAccountSettings (moto has none): the limits this backend enforces. Lesson code sizes its
+    concurrent copies from UnreservedConcurrentExecutions: here, the embedded limit less what functions reserve."""
     functions = list(self.backend.list_functions())
     code_size = sum(int(getattr(fn, "code_size", 0) or 0) for fn in functions)
-    limit = _service.concurrency.limit
     document = {
         "AccountLimit": {
             # Lambda's published quotas for code storage and deployment package size.
             "TotalCodeSize": 80530636800,
             "CodeSizeUnzipped": 262144000,
             "CodeSizeZipped": 52428800,
-            "ConcurrentExecutions": limit,
-            "UnreservedConcurrentExecutions": max(0, limit - _reserved_total(self.backend)),
+            "ConcurrentExecutions": _service.concurrency.limit,
+            "UnreservedConcurrentExecutions": _service.concurrency.unreserved(functions),
         },
         "AccountUsage": {"TotalCodeSize": code_size, "FunctionCount": len(functions)},
     }
@@ -150,7 +105,33 @@ def install(service: LambdaService, lookup) -> None:
     _service = service
     service.backend_lookup = lookup
     replace_once(LambdaResponse, "invoke", _invoke)
-    _keep_dead_letter_config()
-    wrap(LambdaResponse, "_enrich_response")(_keep_invocation_request_id)
     urls.url_paths.setdefault(r"{0}/(?P<api_version>[^/]+)/account-settings/?$", LambdaResponse.dispatch)
     LambdaResponse.get_account_settings = _get_account_settings
+    LambdaFunction.idemlab_dead_letter_config = None  # moto drops DeadLetterConfig: kept, and described back
+
+    @wrap(LambdaBackend, "create_function")
+    def create_function(original, self, spec):
+        fn = original(self, spec)
+        fn.idemlab_dead_letter_config = spec.get("DeadLetterConfig")
+        return fn
+
+    @wrap(LambdaFunction, "update_configuration")
+    def update_configuration(original, self, config_updates):
+        self.idemlab_dead_letter_config = config_updates.get("DeadLetterConfig", self.idemlab_dead_letter_config)
+        return original(self, config_updates)
+
+    @wrap(LambdaFunction, "get_configuration")
+    def get_configuration(original, self, *args, **kwargs):
+        config = original(self, *args, **kwargs)
+        if (self.idemlab_dead_letter_config or {}).get("TargetArn"):
+            config["DeadLetterConfig"] = self.idemlab_dead_letter_config
+        return config
+
+    @wrap(LambdaResponse, "_enrich_response")
+    def keep_invocation_request_id(original, headers, body):
+        """Answer an Invoke with the invocation's own request id, not one moto makes up."""
+        invocation = headers.get(REQUEST_ID)
+        headers, body = original(headers, body)
+        if invocation:
+            headers[REQUEST_ID] = invocation
+        return headers, body

@@ -1,20 +1,15 @@
 """Asynchronous invocation (InvocationType=Event), as Lambda does it.
 
-The caller gets 202 at once; the event is queued, invoked, and on error retried up to
-MaximumRetryAttempts (default 2) while younger than MaximumEventAgeInSeconds (default
-6 h). Then the record goes to the on-failure destination, or the original event to the
-function's dead-letter queue. Retry delays scale with LAMBDA_RETRY_BASE_DELAY (seconds,
-the same knob LocalStack has): AWS waits about 1 and then 2 minutes, a workshop cannot.
-
-The event's age is checked before every attempt: an event that grew too old while it
-waited (in the queue, throttled, or in a retry delay) is not invoked but discarded, to
-the on-failure destination with the condition EventAgeExceeded. After a failed attempt,
-Lambda looks ahead: when the next retry would come too late it discards the event at
-once, without waiting (what AWS did in the recording of LocalStack's
-test_lambda_destinations.py::test_maxeventage, v4.14.0). A throttled attempt (no
-concurrency left) is not an attempt: the event goes back to the queue and is tried
-again with a growing delay, as the "Asynchronous invocation" page of the Lambda
-developer guide describes, until it is too old.
+The caller gets 202 at once; the event is queued and invoked, and on error retried up to
+MaximumRetryAttempts (default 2) while younger than MaximumEventAgeInSeconds (default 6 h);
+then the record goes to the on-failure destination, or the event to the dead-letter queue.
+Retry delays scale with LAMBDA_RETRY_BASE_DELAY (seconds, LocalStack's knob too): AWS waits
+about 1 and then 2 minutes, a workshop cannot. An event too old when its turn comes (queued,
+throttled or between retries), or whose next retry would come too late, is discarded unrun
+with the condition EventAgeExceeded (what AWS did in the recording of LocalStack's
+test_lambda_destinations.py::test_maxeventage, v4.14.0). A throttled attempt is not an
+attempt: the event is tried again with a growing delay until it is too old (the Lambda
+developer guide, "Asynchronous invocation").
 """
 
 from __future__ import annotations
@@ -36,46 +31,23 @@ from idemlab.embedded.lambda_runtime import InvokeResult, lambda_error
 DEFAULT_MAX_RETRY_ATTEMPTS = 2  # Lambda's documented default
 DEFAULT_MAX_EVENT_AGE_SECONDS = 21600  # 6 hours, Lambda's documented default
 RETRY_BASE_DELAY_SECONDS = float(os.environ.get("LAMBDA_RETRY_BASE_DELAY", "1"))
-# Throttled events are retried after 1 s, then twice as long each time, up to 5 minutes
-# (the Lambda developer guide, "Asynchronous invocation").
-THROTTLE_FIRST_DELAY_SECONDS = 1.0
-THROTTLE_MAX_DELAY_SECONDS = 300.0
-
-
-@dataclass
-class AsyncPolicy:
-    max_retry_attempts: int = DEFAULT_MAX_RETRY_ATTEMPTS
-    max_event_age_seconds: int = DEFAULT_MAX_EVENT_AGE_SECONDS
-    on_success_arn: str | None = None
-    on_failure_arn: str | None = None
-    dead_letter_arn: str | None = None
-
-    @classmethod
-    def from_moto(cls, fn) -> "AsyncPolicy":
-        policy = cls(dead_letter_arn=(getattr(fn, "idemlab_dead_letter_config", None) or {}).get("TargetArn"))
-        if fn.event_invoke_config:
-            config = fn.event_invoke_config[-1].config  # moto appends on update; the last wins
-            policy.max_retry_attempts = int(config.get("MaximumRetryAttempts", policy.max_retry_attempts))
-            policy.max_event_age_seconds = int(config.get("MaximumEventAgeInSeconds", policy.max_event_age_seconds))
-            destinations = config.get("DestinationConfig") or {}
-            policy.on_success_arn = (destinations.get("OnSuccess") or {}).get("Destination")
-            policy.on_failure_arn = (destinations.get("OnFailure") or {}).get("Destination")
-        return policy
 
 
 @dataclass
 class QueuedEvent:
+    """One asynchronous invocation, with its function's async settings as they were when queued."""
+
     function_arn: str
     payload: bytes
-    policy: AsyncPolicy
+    config: dict  # the function's event invoke config (PutFunctionEventInvokeConfig), {} when it has none
+    dead_letter_arn: str | None
     request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    enqueued_at: float = field(default_factory=time.time)
     attempts: int = 0
     throttles: int = 0
     last_result: InvokeResult | None = None  # of the last attempt that ran
 
-    def age(self) -> float:
-        return time.time() - self.enqueued_at
+    def __post_init__(self):
+        self.expires_at = time.time() + int(self.config.get("MaximumEventAgeInSeconds", DEFAULT_MAX_EVENT_AGE_SECONDS))
 
 
 class AsyncInvoker:
@@ -89,42 +61,33 @@ class AsyncInvoker:
 
     def submit(self, event: QueuedEvent) -> None:
         if not self._closed:
-            self._pool.submit(self._attempt_logged, event)
-
-    def _attempt_logged(self, event: QueuedEvent) -> None:
-        # The pool would swallow an exception; a lost event must at least be visible.
-        try:
-            self._attempt(event)
-        except Exception as exc:
-            print(f"embedded: async event {event.request_id} for {event.function_arn} lost: {exc!r}", file=sys.stderr, flush=True)
+            self._pool.submit(self._attempt, event)
 
     def shutdown(self) -> None:
         self._closed = True  # a retry timer still pending finds it closed, and does nothing
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _attempt(self, event: QueuedEvent) -> None:
-        if event.age() >= event.policy.max_event_age_seconds:  # it waited too long: never run it
-            self._finish(event, event.last_result, "EventAgeExceeded")
-            return
+        if time.time() >= event.expires_at:  # it waited too long: never run it
+            return self._finish(event, event.last_result, "EventAgeExceeded")
         try:
             result = self._invoke(event.function_arn, event.payload)
         except Throttled:
             event.throttles += 1
-            backoff = min(THROTTLE_FIRST_DELAY_SECONDS * 2 ** (event.throttles - 1), THROTTLE_MAX_DELAY_SECONDS)
-            remaining = event.policy.max_event_age_seconds - event.age()
-            self._retry_later(event, max(0.0, min(backoff, remaining)))  # wake up when it expires at the latest
-            return
+            # After 1 s, then twice as long each time, up to 5 minutes (developer guide, "Asynchronous invocation").
+            backoff = min(2.0 ** (event.throttles - 1), 300.0)
+            remaining = event.expires_at - time.time()  # wake up when it expires at the latest
+            return self._retry_later(event, max(0.0, min(backoff, remaining)))
         except Exception as exc:  # the function was deleted meanwhile: give up like Lambda
-            result = InvokeResult(lambda_error(type(exc).__name__, str(exc)), "Unhandled")
+            result = lambda_error(type(exc).__name__, str(exc))
         event.attempts += 1
         event.last_result = result
+        delay = RETRY_BASE_DELAY_SECONDS * event.attempts
         if result.function_error is None:
             self._finish(event, result, "Success")
-            return
-        delay = RETRY_BASE_DELAY_SECONDS * event.attempts
-        if event.attempts > event.policy.max_retry_attempts:
+        elif event.attempts > int(event.config.get("MaximumRetryAttempts", DEFAULT_MAX_RETRY_ATTEMPTS)):
             self._finish(event, result, "RetriesExhausted")
-        elif event.age() + delay > event.policy.max_event_age_seconds:
+        elif time.time() + delay > event.expires_at:
             self._finish(event, result, "EventAgeExceeded")
         else:
             self._retry_later(event, delay)
@@ -135,46 +98,25 @@ class AsyncInvoker:
         timer.start()
 
     def _finish(self, event: QueuedEvent, result: InvokeResult | None, condition: str) -> None:
-        target = event.policy.on_success_arn if condition == "Success" else event.policy.on_failure_arn
-        if target:
-            self._deliver(target, json.dumps(self._record(event, result, condition)), {})
-        elif condition != "Success" and event.policy.dead_letter_arn:
-            # A DLQ receives the original event, with the error in message attributes.
-            error = json.loads(result.payload or b"{}") if result else {}
-            attributes = {
-                "RequestID": event.request_id,
-                "ErrorCode": "200",
-                "ErrorMessage": str(error.get("errorMessage", ""))[:256],
-            }
-            self._deliver(event.policy.dead_letter_arn, event.payload.decode() or "{}", attributes)
-
-    @staticmethod
-    def _record(event: QueuedEvent, result: InvokeResult | None, condition: str) -> dict:
-        """The invocation record Lambda sends to a destination (no response if it never ran)."""
-        record = {
-            "version": "1.0",
-            "timestamp": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-            "requestContext": {
-                "requestId": event.request_id,
-                "functionArn": f"{event.function_arn}:$LATEST",
-                "condition": condition,
-                "approximateInvokeCount": event.attempts,
-            },
-            "requestPayload": _json_or_text(event.payload, {}),
-        }
-        if result is not None:
-            record["responseContext"] = {"statusCode": 200, "executedVersion": "$LATEST"}
-            if result.function_error is not None:
-                record["responseContext"]["functionError"] = result.function_error
-            record["responsePayload"] = _json_or_text(result.payload, None)
-        return record
-
-
-def _json_or_text(payload: bytes, empty):
-    """A payload as a record carries it: its JSON, else its text; `empty` when there is none."""
-    if not payload:
-        return empty
-    try:
-        return json.loads(payload)
-    except ValueError:
-        return payload.decode(errors="replace")
+        """Send the invocation record to the destination for `condition`, else a failed event to the DLQ."""
+        try:
+            destinations = event.config.get("DestinationConfig") or {}
+            target = (destinations.get("OnSuccess" if condition == "Success" else "OnFailure") or {}).get("Destination")
+            if target:  # the record Lambda sends to a destination (no response when the event never ran)
+                context = {"requestId": event.request_id, "functionArn": f"{event.function_arn}:$LATEST",
+                           "condition": condition, "approximateInvokeCount": event.attempts}
+                now = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+                record = {"version": "1.0", "timestamp": now, "requestContext": context}
+                record["requestPayload"] = json.loads(event.payload or b"{}")  # lambda_api.py let only JSON in
+                if result is not None:
+                    response = {"statusCode": 200, "executedVersion": "$LATEST", "functionError": result.function_error}
+                    record["responseContext"] = {key: value for key, value in response.items() if value is not None}
+                    record["responsePayload"] = json.loads(result.payload)
+                self._deliver(target, json.dumps(record), {})
+            elif condition != "Success" and event.dead_letter_arn:
+                # A DLQ receives the original event, with the error in message attributes.
+                message = str((json.loads(result.payload or b"{}") if result else {}).get("errorMessage", ""))[:256]
+                attributes = {"RequestID": event.request_id, "ErrorCode": "200", "ErrorMessage": message}
+                self._deliver(event.dead_letter_arn, event.payload.decode() or "{}", attributes)
+        except Exception as exc:  # the pool would swallow it; a lost record must at least be visible
+            print(f"embedded: async event {event.request_id} for {event.function_arn} lost: {exc!r}", file=sys.stderr)

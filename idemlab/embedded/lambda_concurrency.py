@@ -1,16 +1,11 @@
 """Lambda's concurrency limits: a request past them is throttled, never run.
 
-Lambda counts the invocations in flight per account and Region. A function with
-reserved concurrency (PutFunctionConcurrency) runs at most that many at once, and the
-others share what is left of the account's limit. Past either, Invoke answers 429
-TooManyRequestsException with Reason ReservedFunctionConcurrentInvocationLimitExceeded
-(the function's own limit) or ConcurrentInvocationLimitExceeded (the account's): Invoke
-API reference, and the error AWS answered in the recordings of LocalStack's
-tests/aws/services/lambda_/test_lambda.py (v4.14.0): message "Rate Exceeded.", Type
-"User", HTTP 429.
-
-Here each invocation in flight is a process on the learner's machine, so the account
-limit is also what keeps a burst of invokes from starting hundreds of them.
+Lambda counts the invocations in flight per account and Region. A function with reserved
+concurrency (PutFunctionConcurrency) runs at most that many at once; the others share what
+is left of the account's limit. Past either, Invoke answers HTTP 429 TooManyRequestsException,
+message "Rate Exceeded.", Type "User", with the Reason below (Invoke API reference, and what AWS
+answered in the recordings of LocalStack's tests/aws/services/lambda_/test_lambda.py, v4.14.0).
+Each invocation in flight is a process here, so the account limit also bounds the processes.
 """
 
 from __future__ import annotations
@@ -26,43 +21,35 @@ from contextlib import contextmanager
 # client loaded, measured with Python 3.11) to about 2 GB. AWS's own default is 1,000;
 # a new account's can be much lower.
 DEFAULT_CONCURRENT_EXECUTIONS = 40
-# The same knob LocalStack has, so one setting works on both emulators.
-LIMIT_VARIABLE = "LAMBDA_LIMITS_CONCURRENT_EXECUTIONS"
-
-RESERVED_LIMIT = "ReservedFunctionConcurrentInvocationLimitExceeded"
-ACCOUNT_LIMIT = "ConcurrentInvocationLimitExceeded"
+LIMIT_VARIABLE = "LAMBDA_LIMITS_CONCURRENT_EXECUTIONS"  # LocalStack's knob: one setting for both emulators
 
 
 class Throttled(Exception):
-    """The invocation would exceed a concurrency limit; Lambda refuses it before running it."""
-
-    def __init__(self, reason: str):
-        super().__init__("Rate Exceeded.")
-        self.reason = reason
+    """Past a concurrency limit: Lambda refuses the invocation before running it. Its argument is the Reason."""
 
 
 class ConcurrencyLimit:
-    """Invocations in flight, per function and per account and Region."""
+    """Invocations in flight: by function ARN for a function with reserved concurrency, else
+    by account and Region, where the functions share the limit less what the others reserve."""
 
     def __init__(self, limit: int = DEFAULT_CONCURRENT_EXECUTIONS):
         self.limit = limit
         self._lock = threading.Lock()
-        # In flight by function ARN (functions with reserved concurrency) or by
-        # (account, region) for the functions sharing the unreserved rest.
         self._running: Counter = Counter()
 
-    @contextmanager
-    def lease(self, function_arn: str, reserved: int | None, reserved_total: int):
-        """Hold one unit of concurrency while the body runs, or raise Throttled.
+    def unreserved(self, functions) -> int:
+        """The limit less the concurrency reserved by `functions` (moto's, of one account and Region)."""
+        return max(0, self.limit - sum(int(fn.reserved_concurrency or 0) for fn in functions))
 
-        `reserved` is this function's reserved concurrency (None: it has none);
-        `reserved_total` the sum reserved by all functions of its account and Region.
-        """
-        _, _, _, region, account, _ = function_arn.split(":", 5)
-        if reserved is not None:
-            scope, limit, reason = function_arn, reserved, RESERVED_LIMIT
-        else:
-            scope, limit, reason = (account, region), self.limit - reserved_total, ACCOUNT_LIMIT
+    @contextmanager
+    def lease(self, fn, functions):
+        """Hold one unit of concurrency for moto function `fn` while the body runs, or raise Throttled."""
+        if fn.reserved_concurrency is None:
+            scope, limit = (fn.account_id, fn.region), self.unreserved(functions)
+            reason = "ConcurrentInvocationLimitExceeded"
+        else:  # PutFunctionConcurrency; 0 stops the function
+            scope, limit = fn.function_arn, int(fn.reserved_concurrency)
+            reason = "ReservedFunctionConcurrentInvocationLimitExceeded"
         with self._lock:
             if self._running[scope] >= limit:
                 raise Throttled(reason)

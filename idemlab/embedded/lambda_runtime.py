@@ -12,10 +12,11 @@ What the lessons rely on, and what this module guarantees:
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
-import queue
+import select
 import shutil
 import subprocess
 import sys
@@ -23,7 +24,7 @@ import threading
 import time
 import uuid
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from idemlab.embedded.patching import every
@@ -31,43 +32,12 @@ from idemlab.embedded.patching import every
 # Lambda gives a handler 10 s to initialise; importing boto3 and Powertools on a busy
 # 2-core machine with many cold starts at once can take longer, so be generous.
 INIT_TIMEOUT_SECONDS = 30
-# Idle environments are reclaimed after this long, as Lambda does (its exact timing
-# is unpublished; minutes is the commonly observed order), by a timer: a learner who
-# stops invoking gets the processes back.
+# Idle environments are reclaimed after this long, by a timer, as Lambda does (its timing is
+# unpublished; minutes is the commonly observed order): a learner who stops gets the processes back.
 IDLE_SECONDS = float(os.environ.get("IDEMLAB_LAMBDA_IDLE_SECONDS", "300"))
-# Environments kept warm per function version; more may run at once, the surplus is
-# stopped when it finishes.
-MAX_IDLE_PER_VERSION = 32
 
 # Host variables a Python process needs to start; nothing else of the host leaks in.
 _HOST_VARIABLES = ("PATH", "LANG", "LC_ALL", "HOME", "TMPDIR", "SYSTEMROOT")
-
-
-@dataclass(frozen=True)
-class FunctionVersion:
-    """Everything that defines an execution environment; a change means new ones."""
-
-    arn: str
-    name: str
-    handler: str
-    timeout: int
-    memory_size: int
-    code_sha256: str
-    environment: tuple[tuple[str, str], ...]
-    region: str
-
-    @classmethod
-    def from_moto(cls, fn) -> "FunctionVersion":
-        return cls(
-            arn=fn.function_arn,
-            name=fn.function_name,
-            handler=fn.handler or "",
-            timeout=int(fn.timeout or 3),
-            memory_size=int(fn.memory_size or 128),
-            code_sha256=fn.code_sha_256,
-            environment=tuple(sorted((fn.environment_vars or {}).items())),
-            region=fn.region,
-        )
 
 
 @dataclass
@@ -77,193 +47,148 @@ class InvokeResult:
     request_id: str | None = None
 
 
-def lambda_error(error_type: str, message: str) -> bytes:
-    return json.dumps({"errorType": error_type, "errorMessage": message}).encode()
+def lambda_error(error_type: str, message: str) -> InvokeResult:
+    return InvokeResult(json.dumps({"errorType": error_type, "errorMessage": message}).encode(), "Unhandled")
 
 
-def exit_error(request_id: str, code: int) -> bytes:
-    """Lambda's report of a runtime process that ended.
-
-    The wording AWS answered in the recordings of LocalStack's test_lambda_handler_exit
-    (sys.exit(0): no reason) and test_lambda_runtime_wrapper_not_found (exit status 127).
-    """
-    reason = "Runtime exited without providing a reason" if code == 0 else f"Runtime exited with error: exit status {code}"
-    return lambda_error("Runtime.ExitError", f"RequestId: {request_id} Error: {reason}")
+def version_of(fn) -> tuple:
+    """Everything of a moto function that defines an execution environment; a change means new ones."""
+    environment = tuple(sorted((fn.environment_vars or {}).items()))
+    return fn.function_arn, fn.handler, fn.timeout, fn.memory_size, fn.code_sha_256, environment, fn.region
 
 
-@dataclass(eq=False)
 class ExecutionEnvironment:
-    version: FunctionVersion
-    process: subprocess.Popen
-    replies: "queue.Queue[dict | None]" = field(default_factory=queue.Queue)
-    last_used: float = field(default_factory=time.monotonic)
+    """A worker process (lambda_worker.py) serving one function version."""
 
-    @classmethod
-    def spawn(cls, version: FunctionVersion, code_dir: Path, endpoint_url: str) -> "ExecutionEnvironment":
+    def __init__(self, fn, code_dir: Path, endpoint_url: str):
+        self.version, self.timeout = version_of(fn), int(fn.timeout or 3)
         env = {
             **{k: os.environ[k] for k in _HOST_VARIABLES if k in os.environ},
             "AWS_ENDPOINT_URL": endpoint_url,  # as LocalStack does: boto3 in a handler finds us
-            **dict(version.environment),
-            "_HANDLER": version.handler,
+            **(fn.environment_vars or {}),
+            "_HANDLER": fn.handler or "",
             "LAMBDA_TASK_ROOT": str(code_dir),
-            "AWS_LAMBDA_FUNCTION_NAME": version.name,
+            "AWS_LAMBDA_FUNCTION_NAME": fn.function_name,
             "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
-            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(version.memory_size),
-            "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{version.name}",
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(fn.memory_size or 128),
+            "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{fn.function_name}",
             "AWS_LAMBDA_LOG_STREAM_NAME": uuid.uuid4().hex,
             "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
             "AWS_EXECUTION_ENV": "AWS_Lambda_python3",
-            "AWS_REGION": version.region,
-            "AWS_DEFAULT_REGION": version.region,
+            "AWS_REGION": fn.region,
+            "AWS_DEFAULT_REGION": fn.region,
             "AWS_ACCESS_KEY_ID": "test",
             "AWS_SECRET_ACCESS_KEY": "test",
-            "IDEMLAB_FUNCTION_ARN": version.arn,
+            "IDEMLAB_FUNCTION_ARN": fn.function_arn,
             "PYTHONUNBUFFERED": "1",
             "PYTHONDONTWRITEBYTECODE": "1",
         }
-        worker = [sys.executable, "-m", "idemlab.embedded.lambda_worker"]
-        pipe = subprocess.PIPE
-        process = subprocess.Popen(worker, stdin=pipe, stdout=pipe, cwd=code_dir, env=env, text=True)
-        environment = cls(version=version, process=process)
-        threading.Thread(target=environment._read_replies, daemon=True).start()
-        return environment
+        worker, pipe = [sys.executable, "-m", "idemlab.embedded.lambda_worker"], subprocess.PIPE
+        self.process = subprocess.Popen(worker, bufsize=1, stdin=pipe, stdout=pipe, cwd=code_dir, env=env, text=True)
+        self.last_used = time.monotonic()
 
-    def _read_replies(self) -> None:
-        for line in self.process.stdout:
-            self.replies.put(json.loads(line))
-        self.replies.put(None)  # end of file: the worker is gone
-
-    def wait_ready(self, request_id: str) -> InvokeResult | None:
-        """None when the handler is loaded; else the init error to return."""
-        try:
-            message = self.replies.get(timeout=INIT_TIMEOUT_SECONDS)
-        except queue.Empty:
-            message = {"init_error": {"errorType": "Runtime.InitTimeout", "errorMessage": "Init timed out"}}
-        if message is None:
-            return InvokeResult(exit_error(request_id, self.process.wait()), "Unhandled")
-        if "init_error" in message:
-            self.kill()
-            return InvokeResult(json.dumps(message["init_error"]).encode(), "Unhandled")
-        return None
-
-    def invoke(self, payload: bytes, request_id: str) -> InvokeResult:
-        """Run one invocation; a timeout or a worker that died leaves the environment dead."""
-        timeout = self.version.timeout
-        deadline_ms = int(time.time() * 1000) + timeout * 1000
-        request = {"request_id": request_id, "payload": payload.decode() or "{}", "deadline_ms": deadline_ms}
-        try:
-            self.process.stdin.write(json.dumps(request) + "\n")
-            self.process.stdin.flush()
-            reply = self.replies.get(timeout=timeout)
-        except (BrokenPipeError, OSError):
-            reply = None
-        except queue.Empty:
-            self.kill()
+    def call(self, request_id: str, payload: bytes | None) -> InvokeResult | None:
+        """Invoke the handler with `payload` (None: wait for the worker to say it is ready) and return
+        the worker's one-line reply as a result, None for "ready". A worker past its timeout (its
+        init's, else the function's) is killed; one that died is a Runtime.ExitError."""
+        timeout, timed_out = INIT_TIMEOUT_SECONDS, ("Runtime.InitTimeout", "Init timed out")
+        if payload is not None:
+            timeout, deadline_ms = self.timeout, int(time.time() * 1000) + self.timeout * 1000
             message = f"RequestId: {request_id} Error: Task timed out after {timeout:.2f} seconds"
-            reply = {"error": {"errorType": "Sandbox.Timedout", "errorMessage": message}}
-        finally:
-            self.last_used = time.monotonic()
-        if reply is None:
-            return InvokeResult(exit_error(request_id, self.process.wait()), "Unhandled")
-        if "error" in reply:
-            return InvokeResult(json.dumps(reply["error"]).encode(), "Unhandled")
-        return InvokeResult(reply["result"].encode())
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
+            timed_out = ("Sandbox.Timedout", message)
+            request = {"request_id": request_id, "payload": payload.decode() or "{}", "deadline_ms": deadline_ms}
+            with contextlib.suppress(OSError):  # the worker is gone: its output ends
+                self.process.stdin.write(json.dumps(request) + "\n")
+        readable, _, _ = select.select([self.process.stdout], [], [], timeout)
+        line = self.process.stdout.readline() if readable else None
+        self.last_used = time.monotonic()
+        if line is None:
+            self.kill()
+            return lambda_error(*timed_out)
+        if not line:
+            # The wording AWS answered in the recordings of LocalStack's test_lambda_handler_exit
+            # (sys.exit(0): no reason) and test_lambda_runtime_wrapper_not_found (exit status 127).
+            code = self.process.wait()
+            reason = f"with error: exit status {code}" if code else "without providing a reason"
+            return lambda_error("Runtime.ExitError", f"RequestId: {request_id} Error: Runtime exited {reason}")
+        kind, payload = json.loads(line)  # lambda_worker.serve's reply
+        return None if kind == "ready" else InvokeResult(payload.encode(), "Unhandled" if kind == "error" else None)
 
     def alive(self) -> bool:
         return self.process.poll() is None
 
     def kill(self) -> None:
-        if self.alive():
-            self.process.kill()
+        self.process.kill()  # nothing happens to a process already waited for
         self.process.wait()
 
 
 class LambdaRuntime:
-    """Pools of execution environments, one pool per function version."""
+    """Execution environments: all of them, and the idle ones, ready for their function version."""
 
     def __init__(self, endpoint_url: str, work_dir: Path):
         self.endpoint_url = endpoint_url
         self.work_dir = Path(work_dir)
-        self._idle: dict[FunctionVersion, list[ExecutionEnvironment]] = {}
-        self._all: dict[int, ExecutionEnvironment] = {}
+        self._all: set[ExecutionEnvironment] = set()
+        self._idle: list[ExecutionEnvironment] = []  # the most recently used last
         self._lock = threading.Lock()
         self._code_lock = threading.Lock()
         self._stopped = every(min(30.0, max(0.2, IDLE_SECONDS / 4)), self._reap_idle, "lambda reaper")
 
-    def invoke(self, version: FunctionVersion, code_zip: bytes, payload: bytes) -> InvokeResult:
-        request_id = str(uuid.uuid4())
-        result = environment = self._acquire(version, code_zip, request_id)
-        if isinstance(environment, ExecutionEnvironment):
-            result = environment.invoke(payload, request_id)
-            self._release(environment)
+    def invoke(self, fn, payload: bytes) -> InvokeResult:
+        """Invoke moto function `fn` in a warm environment of its version, else in a new one."""
+        request_id, version = str(uuid.uuid4()), version_of(fn)
+        with self._lock:
+            environment = next((e for e in reversed(self._idle) if e.version == version and e.alive()), None)
+            if environment is not None:
+                self._idle.remove(environment)
+        failure = None
+        if environment is None:
+            environment = ExecutionEnvironment(fn, self._code_dir(fn), self.endpoint_url)
+            with self._lock:
+                self._all.add(environment)
+            failure = environment.call(request_id, None)
+            if failure:  # the handler could not be loaded: the environment is unusable
+                environment.kill()
+        result = failure or environment.call(request_id, payload)
+        with self._lock:
+            if environment.alive() and not self._stopped.is_set():
+                self._idle.append(environment)
+            else:
+                self._all.discard(environment)
+                environment.kill()
         result.request_id = request_id
         return result
 
     def environments(self) -> list[int]:
         """PIDs of live environments (for tests and the notebooks)."""
         with self._lock:
-            return [pid for pid, env in self._all.items() if env.alive()]
+            return [environment.process.pid for environment in self._all if environment.alive()]
 
     def shutdown(self) -> None:
         self._stopped.set()
         with self._lock:
-            environments = list(self._all.values())
+            for environment in self._all:
+                environment.kill()
             self._all.clear()
             self._idle.clear()
-        for environment in environments:
-            environment.kill()
         shutil.rmtree(self.work_dir / "code", ignore_errors=True)
-
-    def _acquire(self, version: FunctionVersion, code_zip: bytes, request_id: str) -> ExecutionEnvironment | InvokeResult:
-        self._reap_idle()
-        with self._lock:
-            pool = self._idle.setdefault(version, [])
-            while pool:
-                environment = pool.pop()
-                if environment.alive():
-                    return environment
-                self._all.pop(environment.pid, None)
-        code_dir = self._code_dir(version, code_zip)
-        environment = ExecutionEnvironment.spawn(version, code_dir, self.endpoint_url)
-        failure = environment.wait_ready(request_id)
-        if failure is not None:
-            return failure
-        with self._lock:
-            self._all[environment.pid] = environment
-        return environment
-
-    def _release(self, environment: ExecutionEnvironment) -> None:
-        with self._lock:
-            pool = self._idle.get(environment.version)
-            if environment.alive() and pool is not None and len(pool) < MAX_IDLE_PER_VERSION:
-                pool.append(environment)
-                return
-            self._all.pop(environment.pid, None)
-        environment.kill()
 
     def _reap_idle(self) -> None:
         """Stop the environments idle for IDLE_SECONDS (those of replaced versions too), and dead ones."""
         now = time.monotonic()
         with self._lock:
-            for pool in self._idle.values():
-                stale = [e for e in pool if now - e.last_used >= IDLE_SECONDS or not e.alive()]
-                pool[:] = [e for e in pool if e not in stale]
-                for environment in stale:
-                    self._all.pop(environment.pid, None)
-                    environment.kill()
+            for environment in [e for e in self._idle if now - e.last_used >= IDLE_SECONDS or not e.alive()]:
+                self._idle.remove(environment)
+                self._all.discard(environment)
+                environment.kill()
 
-    def _code_dir(self, version: FunctionVersion, code_zip: bytes) -> Path:
+    def _code_dir(self, fn) -> Path:
         """The zip, extracted once per code hash (what Lambda calls /var/task)."""
-        target = self.work_dir / "code" / version.code_sha256.replace("/", "_").replace("+", "-")
+        target = self.work_dir / "code" / fn.code_sha_256.replace("/", "_").replace("+", "-")
         with self._code_lock:
             if not target.exists():
-                staging = target.with_name(target.name + ".tmp")
-                shutil.rmtree(staging, ignore_errors=True)
-                with zipfile.ZipFile(io.BytesIO(code_zip)) as archive:
+                staging = target.with_name(target.name + ".tmp")  # a failed extraction's is overwritten
+                with zipfile.ZipFile(io.BytesIO(fn.code_bytes)) as archive:
                     archive.extractall(staging)
                 staging.rename(target)
         return target

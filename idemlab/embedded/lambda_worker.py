@@ -19,40 +19,35 @@ import traceback
 class LambdaContext:
     """The attributes and method of the context object the Python runtime passes."""
 
+    function_name = os.environ.get("AWS_LAMBDA_FUNCTION_NAME")  # this process's environment is the function's
+    function_version = os.environ.get("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+    invoked_function_arn = os.environ.get("IDEMLAB_FUNCTION_ARN")
+    memory_limit_in_mb = int(os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"))
+    log_group_name = os.environ.get("AWS_LAMBDA_LOG_GROUP_NAME", "")
+    log_stream_name = os.environ.get("AWS_LAMBDA_LOG_STREAM_NAME", "")
+    identity = client_context = None
+
     def __init__(self, request_id: str, deadline_ms: int):
-        self.aws_request_id = request_id
-        self.function_name = os.environ["AWS_LAMBDA_FUNCTION_NAME"]
-        self.function_version = os.environ.get("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-        self.invoked_function_arn = os.environ["IDEMLAB_FUNCTION_ARN"]
-        self.memory_limit_in_mb = int(os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"))
-        self.log_group_name = os.environ.get("AWS_LAMBDA_LOG_GROUP_NAME", "")
-        self.log_stream_name = os.environ.get("AWS_LAMBDA_LOG_STREAM_NAME", "")
-        self.identity = None
-        self.client_context = None
-        self._deadline_ms = deadline_ms
+        self.aws_request_id, self._deadline_ms = request_id, deadline_ms
 
     def get_remaining_time_in_millis(self) -> int:
         return max(0, self._deadline_ms - int(time.time() * 1000))
 
 
-def error_payload(exc: BaseException, request_id: str, error_type: str | None = None) -> dict:
-    """The error document the Python runtime sends: these four keys, in this order."""
-    return {
-        "errorMessage": str(exc),
-        "errorType": error_type or type(exc).__name__,
-        # Empty during init: the runtime reports an init error outside any invocation.
-        "requestId": request_id,
-        # The first frame is this runtime's own; Lambda shows the frames after it.
-        "stackTrace": traceback.format_tb(exc.__traceback__.tb_next if exc.__traceback__ else None),
-    }
+def fault(error_type: str, message: str, request_id: str = "", stack_trace: list[str] | None = None) -> dict:
+    """The error document the Python runtime sends: these four keys, in this order (requestId
+    empty during init: the runtime reports an init error outside any invocation)."""
+    return {"errorMessage": message, "errorType": error_type, "requestId": request_id, "stackTrace": stack_trace or []}
 
 
-def runtime_fault(error_type: str, message: str, stack_trace: list[str] | None = None) -> dict:
-    return {"errorMessage": message, "errorType": error_type, "requestId": "", "stackTrace": stack_trace or []}
+def exception_fault(exc: BaseException, request_id: str = "") -> dict:
+    # The first frame is this runtime's own; Lambda shows the frames after it.
+    return fault(type(exc).__name__, str(exc), request_id, traceback.format_tb(exc.__traceback__.tb_next))
 
 
 def load_handler():
-    """Import the handler as the Python runtime does (awslambdaric's bootstrap._get_handler).
+    """Import the handler as the Python runtime does (awslambdaric's bootstrap._get_handler);
+    the init error's document instead when it cannot.
 
     Only an ImportError becomes Runtime.ImportModuleError, and a SyntaxError
     Runtime.UserCodeSyntaxError. Any other exception raised while the module loads is
@@ -63,61 +58,50 @@ def load_handler():
     handler = os.environ["_HANDLER"]
     module_name, dot, function_name = handler.rpartition(".")
     if not dot or not module_name:
-        raise InitError(runtime_fault("Runtime.MalformedHandlerName", f"Bad handler '{handler}': not enough values to unpack (expected 2, got 1)"))
+        message = f"Bad handler '{handler}': not enough values to unpack (expected 2, got 1)"
+        return fault("Runtime.MalformedHandlerName", message)
     sys.path.insert(0, os.environ["LAMBDA_TASK_ROOT"])
     if module_name.split(".")[0] in sys.builtin_module_names:
-        raise InitError(runtime_fault("Runtime.BuiltInModuleConflict", f"Cannot use built-in module {module_name} as a handler module"))
+        return fault("Runtime.BuiltInModuleConflict", f"Cannot use built-in module {module_name} as a handler module")
     try:
         module = importlib.import_module(module_name.replace("/", "."))
     except ImportError as exc:
-        raise InitError(runtime_fault("Runtime.ImportModuleError", f"Unable to import module '{module_name}': {exc}")) from exc
+        return fault("Runtime.ImportModuleError", f"Unable to import module '{module_name}': {exc}")
     except SyntaxError as exc:
         trace = [f'  File "{exc.filename}" Line {exc.lineno}\n    {exc.text}']
-        raise InitError(runtime_fault("Runtime.UserCodeSyntaxError", f"Syntax error in module '{module_name}': {exc}", trace)) from exc
+        return fault("Runtime.UserCodeSyntaxError", f"Syntax error in module '{module_name}': {exc}", stack_trace=trace)
     except Exception as exc:  # raised by the module's own top-level code
-        raise InitError(error_payload(exc, request_id="")) from exc
+        return exception_fault(exc)
     handler = getattr(module, function_name, None)
     if handler is None:
-        raise InitError(runtime_fault("Runtime.HandlerNotFound", f"Handler '{function_name}' missing on module '{module_name}'"))
+        return fault("Runtime.HandlerNotFound", f"Handler '{function_name}' missing on module '{module_name}'")
     return handler
 
 
-class InitError(Exception):
-    """The handler could not be loaded; the environment is unusable."""
-
-    def __init__(self, payload: dict):
-        super().__init__(payload["errorMessage"])
-        self.payload = payload
-
-
 def serve() -> None:
-    protocol = os.fdopen(os.dup(1), "w", buffering=1)
+    protocol = os.fdopen(os.dup(1), "w", buffering=1)  # flushed at each line's end
     os.dup2(2, 1)  # the handler's stdout joins stderr, the backend's log
 
-    def reply(message: dict) -> None:
-        protocol.write(json.dumps(message) + "\n")
-        protocol.flush()
+    def reply(kind: str, document=None) -> None:
+        """One line: ["ready", "null"], or "result" or "error" with its payload as JSON text."""
+        protocol.write(json.dumps([kind, json.dumps(document)]) + "\n")
 
-    try:
-        handler = load_handler()
-    except InitError as exc:
-        reply({"init_error": exc.payload})
-        return
-    reply({"ready": os.getpid()})
-
+    handler = load_handler()
+    if isinstance(handler, dict):  # the environment is unusable: report and end
+        return reply("error", handler)
+    reply("ready")
     for line in sys.stdin:
         request = json.loads(line)
-        context = LambdaContext(request["request_id"], request["deadline_ms"])
+        request_id = request["request_id"]
         try:
-            result = handler(json.loads(request["payload"]), context)
+            result = handler(json.loads(request["payload"]), LambdaContext(request_id, request["deadline_ms"]))
         except Exception as exc:  # a handler error is data for the caller, not a crash
-            reply({"error": error_payload(exc, request["request_id"])})
+            reply("error", exception_fault(exc, request_id))
             continue
         try:
-            reply({"result": json.dumps(result)})
+            reply("result", result)
         except (TypeError, ValueError) as exc:
-            fault = runtime_fault("Runtime.MarshalError", f"Unable to marshal response: {exc}")
-            reply({"error": {**fault, "requestId": request["request_id"]}})
+            reply("error", fault("Runtime.MarshalError", f"Unable to marshal response: {exc}", request_id))
 
 
 if __name__ == "__main__":
