@@ -32,7 +32,7 @@ DEFAULT_RATE_PER_SECOND = 5.0
 # one run sees each message once; what it leaves is made visible again when it ends.
 VISIBILITY_SECONDS = 300
 # A target that says the event's work already exists has, in effect, received it.
-ALREADY_DELIVERED_CODES = {"ExecutionAlreadyExists"}
+ALREADY_DELIVERED = "ExecutionAlreadyExists"
 
 
 @dataclass
@@ -119,7 +119,7 @@ def _deliver_once(target_arn: str, input_text: str, message_id: str) -> tuple[st
             deliver(target_arn, input_text, execution_name=name)
             return "delivered", ""
         except DeliveryFailed as exc:
-            if exc.code not in ALREADY_DELIVERED_CODES:
+            if exc.code != ALREADY_DELIVERED:
                 return "failed", str(exc)
             if name or _named_execution_went_on(input_text):
                 return "already_delivered", ""
@@ -137,16 +137,15 @@ def _named_execution_went_on(input_text: str) -> bool:
 
 def _queue_urls(names: list[str]) -> list[str]:
     """URLs as given, or the stack's queues by key (``deletion_dlq``); default: every ``*_dlq``."""
-    if names and all(name.startswith(("http://", "https://")) for name in names):
+    if names and all("://" in name for name in names):
         return names
     from idemlab import stack
 
     queues = stack.outputs()["queues"]
-    keys = names or sorted(key for key in queues if key.endswith("_dlq"))
-    unknown = [key for key in keys if key not in queues and not key.startswith(("http://", "https://"))]
-    if unknown:
+    urls = [queues.get(key, key) for key in names or sorted(key for key in queues if key.endswith("_dlq"))]
+    if unknown := [url for url in urls if "://" not in url]:
         raise SystemExit(f"redrive: no queue {', '.join(unknown)} in the stack; known: {', '.join(sorted(queues))}")
-    return [queues.get(key, key) for key in keys]
+    return urls
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -45,10 +45,11 @@ DEFAULT_TIMEOUT_SECONDS = 10
 # A warm-up ping holds its environment this long, so the pings sent together each
 # need an environment of their own (a cold start on this machine takes about 1 s).
 WARMUP_HOLD_SECONDS = 0.3
-# The longest a copy can take: Lambda's largest timeout (15 minutes, AWS docs:
+# No SDK retries: a retried Invoke would be one more copy than the test sent. A call waits as
+# long as a copy can take: Lambda's largest timeout (15 minutes, AWS docs:
 # lambda/latest/dg/gettingstarted-limits.html) plus the cold start the runtime allows
 # (idemlab.embedded.lambda_runtime).
-INVOKE_READ_TIMEOUT_SECONDS = 15 * 60 + 30
+CLIENT_CONFIG = Config(retries={"total_max_attempts": 1}, max_pool_connections=64, read_timeout=15 * 60 + 30)
 # Errors after which the copy's execution environment is gone.
 FATAL_ERROR_TYPES = {"Runtime.ExitError", "Sandbox.Timedout", "Runtime.InitTimeout"}
 # Errors that mean the handler never loaded: nothing to count, the test is set up wrong.
@@ -94,15 +95,12 @@ class Backend(EmbeddedBackend):
         self.role_arn = role["Role"]["Arn"]
         return self
 
-    def client(self, service: str, **config):
-        """A client for this backend (one per service and options; clients are thread-safe)."""
-        key = (service, *sorted(config.items()))
-        with self._lock:  # a session is not thread-safe
-            if key not in self._clients:
-                # No SDK retries: a retried Invoke would be one more copy than the test sent.
-                options = Config(retries={"total_max_attempts": 1}, max_pool_connections=64, **config)
-                self._clients[key] = self._session.client(service, endpoint_url=self.url, config=options)
-            return self._clients[key]
+    def client(self, service: str):
+        """A client for this backend, one per service (clients are thread-safe; a session is not)."""
+        with self._lock:
+            if service not in self._clients:
+                self._clients[service] = self._session.client(service, endpoint_url=self.url, config=CLIENT_CONFIG)
+            return self._clients[service]
 
     def table(self, name: str, *keys: str, ttl: str | None = None):
         """A new pay-per-request table of string keys (hash key, then any sort key), as a boto3 Table."""
@@ -152,7 +150,6 @@ class Lab:
         self.backend, self.url = backend, backend.url
         self.environment: dict[str, str] = {}  # passed to every function deployed
         self._tables: list[str] = []
-        self._invoker = backend.client("lambda", read_timeout=INVOKE_READ_TIMEOUT_SECONDS)
 
     def client(self, service: str):
         return self.backend.client(service)
@@ -211,7 +208,7 @@ class Lab:
         """Invoke once: copy `number`, or a warm-up ping (0); what came back, or the handler's error."""
         copy = CopyResult(number, sent=time.time())
         try:
-            response = self._invoker.invoke(FunctionName=function, Payload=payload)
+            response = self.client("lambda").invoke(FunctionName=function, Payload=payload)
         except ClientError as exc:
             error, what = exc.response["Error"], f"copy {number}" if number else "a warm-up ping"
             raise DeliveryError(f"the backend refused {what}: {error.get('Code')}: {error.get('Message')}") from exc
@@ -228,7 +225,6 @@ class Lab:
             copy.pid, copy.started, copy.ended = report["pid"], report.get("started"), report.get("ended")
             copy.result = document.get("result")
         return copy
-
 
     def assert_exactly_once(
         self, handler: Handler | str, make_event: Callable[[int], object], count_effect: Callable[[object], int],
