@@ -5,9 +5,9 @@ every Python Lambda runtime has), so the same zip runs on any backend.
 Without changing the handler under test (IDEMLAB_TESTING_HANDLER, "module.function"), it
 times each call and reports the worker's pid next to the result, for the timeline; answers
 the plugin's warm-up pings without calling the handler; and, when a crash is armed
-(IDEMLAB_TESTING_CRASH: JSON {"target", "when", "how"}), wraps the named function so that
-the copies which reach it first, as many as are armed, die there (the process exits, or
-it sleeps past the function's timeout).
+(IDEMLAB_TESTING_CRASH: a Crash as JSON), wraps the named function so that the copies
+which reach it first, as many as are armed, die there (the process exits, or it sleeps
+past the function's timeout).
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ import time
 
 HANDLER_VARIABLE = "IDEMLAB_TESTING_HANDLER"
 CRASH_VARIABLE = "IDEMLAB_TESTING_CRASH"
-# Armed crashes: an item per function (AWS_LAMBDA_FUNCTION_NAME, which every Lambda runtime
-# sets), its `armed` count set by the plugin before each delivery.
+# Armed crashes: an item per function, keyed by AWS_LAMBDA_FUNCTION_NAME (a variable every
+# Lambda runtime sets, AWS docs: lambda/latest/dg/configuration-envvars.html), its `armed`
+# count set by the plugin before each delivery.
 CRASH_TABLE = "idemlab-testing-crashes"
 WARMUP_KEY = "idemlab_testing_warmup"
 REPORT_KEY = "idemlab_testing"

@@ -59,10 +59,9 @@ INIT_ERROR_TYPES = {"Runtime.ImportModuleError", "Runtime.HandlerNotFound", "Run
 @contextlib.contextmanager
 def aws_environment(variables: dict[str, str]):
     """os.environ with `variables` set and the redirecting ones removed; restored after."""
-    with mock.patch.dict(os.environ):
+    with mock.patch.dict(os.environ, variables):
         for name in [n for n in os.environ if n in CLEARED_VARIABLES or n.startswith("AWS_ENDPOINT_URL_")]:
             del os.environ[name]
-        os.environ.update(variables)
         yield
 
 
@@ -104,18 +103,17 @@ class Backend(EmbeddedBackend):
 
     def table(self, name: str, *keys: str, ttl: str | None = None):
         """A new pay-per-request table of string keys (hash key, then any sort key), as a boto3 Table."""
-        dynamodb = self.client("dynamodb")
-        dynamodb.create_table(
-            TableName=name,
+        with self._lock:
+            dynamodb = self._session.resource("dynamodb", endpoint_url=self.url, config=CLIENT_CONFIG)
+        table = dynamodb.create_table(
+            TableName=name, BillingMode="PAY_PER_REQUEST",
             KeySchema=[{"AttributeName": key, "KeyType": kind} for key, kind in zip(keys, ("HASH", "RANGE"))],
             AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"} for key in keys],
-            BillingMode="PAY_PER_REQUEST",
         )
         if ttl:
             ttl_specification = {"Enabled": True, "AttributeName": ttl}
-            dynamodb.update_time_to_live(TableName=name, TimeToLiveSpecification=ttl_specification)
-        with self._lock:
-            return self._session.resource("dynamodb", endpoint_url=self.url).Table(name)
+            table.meta.client.update_time_to_live(TableName=name, TimeToLiveSpecification=ttl_specification)
+        return table
 
     @functools.cached_property
     def crash_table(self):
