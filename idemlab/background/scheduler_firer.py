@@ -160,8 +160,9 @@ class SchedulerFirer:
 
     def _dead_letter(self, schedule: dict, failure: DeliveryFailed, attempt: int) -> str:
         target, why = schedule["Target"], "has no dead-letter queue"
+        dlq_arn = (target.get("DeadLetterConfig") or {}).get("Arn")
         try:
-            url = queue_url(target["DeadLetterConfig"]["Arn"]) if target.get("DeadLetterConfig") else None
+            url = dlq_arn and queue_url(dlq_arn)
         except ClientError as exc:
             url, why = None, f"its dead-letter queue is unusable ({exc})"
         if not url:
