@@ -32,7 +32,7 @@ DEFAULT_RATE_PER_SECOND = 5.0
 # one run sees each message once; what it leaves is made visible again when it ends.
 VISIBILITY_SECONDS = 300
 # A target that says the event's work already exists has, in effect, received it.
-ALREADY_DELIVERED = "ExecutionAlreadyExists"
+ALREADY_DELIVERED_CODES = {"ExecutionAlreadyExists"}
 
 
 @dataclass
@@ -106,24 +106,25 @@ def run_once(queue_url: str, rate_per_second: float = DEFAULT_RATE_PER_SECOND, l
 
 
 def _deliver_once(target_arn: str, input_text: str, message_id: str) -> tuple[str, str]:
-    """("delivered" | "already_delivered" | "failed", why) for one message.
+    """("delivered" | "already_delivered" | "failed", why) for one message."""
 
-    A Scheduler event names its own execution (the universal target's Name): that name is
-    tried first. If its execution exists but ended without going on (it failed, timed out
-    or was stopped, e.g. before it could claim), the name proves nothing was done. Then, and
-    for every other target, the execution is named after the message: a message delivered
-    but not deleted (a crash in between) is refused as already delivered the next time.
-    """
-    for name in [None] * target_arn.startswith(UNIVERSAL_PREFIX) + [f"redrive-{message_id}"]:
+    def deliver_as(name: str | None) -> tuple[str, str]:
         try:
             deliver(target_arn, input_text, execution_name=name)
-            return "delivered", ""
         except DeliveryFailed as exc:
-            if exc.code != ALREADY_DELIVERED:
-                return "failed", str(exc)
-            if name or _named_execution_went_on(input_text):
-                return "already_delivered", ""
-    raise AssertionError("unreachable: the message's own name ends the loop")
+            return ("already_delivered", "") if exc.code in ALREADY_DELIVERED_CODES else ("failed", str(exc))
+        return "delivered", ""
+
+    # A Scheduler event names its own execution (the universal target's Name): that name
+    # is tried first. If its execution exists but ended without going on (it failed, timed
+    # out or was stopped, e.g. before it could claim), the name proves nothing was done.
+    if target_arn.startswith(UNIVERSAL_PREFIX):
+        outcome = deliver_as(None)
+        if outcome[0] != "already_delivered" or _named_execution_went_on(input_text):
+            return outcome
+    # Named after the message: a message delivered but not deleted (a crash in between)
+    # is refused as already delivered the next time.
+    return deliver_as(f"redrive-{message_id}")
 
 
 def _named_execution_went_on(input_text: str) -> bool:

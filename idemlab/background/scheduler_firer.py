@@ -171,9 +171,12 @@ class SchedulerFirer:
         # The attributes Scheduler puts on its dead-letter events (user guide,
         # configuring-schedule-dlq); the body is the input the target should have had.
         attributes = {
-            "ERROR_CODE": failure.code, "ERROR_MESSAGE": failure.message or failure.code,
-            "EXECUTION_ID": uuid.uuid4().hex, "RETRY_ATTEMPTS": str(attempt - 1),
-            "SCHEDULE_ARN": schedule.get("Arn", ""), "TARGET_ARN": target["Arn"],
+            "ERROR_CODE": failure.code,
+            "ERROR_MESSAGE": failure.message or failure.code,
+            "EXECUTION_ID": uuid.uuid4().hex,
+            "RETRY_ATTEMPTS": str(attempt - 1),
+            "SCHEDULE_ARN": schedule.get("Arn", ""),
+            "TARGET_ARN": target["Arn"],
         }
         clients.client("sqs").send_message(
             QueueUrl=url, MessageBody=target.get("Input") or "{}",

@@ -38,7 +38,8 @@ def install_crash(spec: dict) -> None:
     """Wrap the target function wherever a loaded module holds it."""
     import boto3  # made at init, as the handler loads: no client's cost in the timed calls
 
-    dynamodb, (target, when, how) = boto3.client("dynamodb"), (spec["target"], spec["when"], spec["how"])
+    dynamodb = boto3.client("dynamodb")
+    target, when, how = spec["target"], spec["when"], spec["how"]
 
     def crash_here() -> None:
         """Take one armed crash and die; return when none is left (another copy took it)."""

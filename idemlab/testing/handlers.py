@@ -82,11 +82,8 @@ class Handler:
         code = archive if isinstance(archive, bytes) else Path(archive).read_bytes()
         if "." not in handler:
             raise HandlerError(f"handler {handler!r} must be 'module.function'")
-        try:
-            zipfile.ZipFile(io.BytesIO(code)).testzip()
-        except zipfile.BadZipFile as exc:
-            what = "the bytes given" if isinstance(archive, bytes) else archive
-            raise HandlerError(f"{what} is not a zip file") from exc
+        if not zipfile.is_zipfile(io.BytesIO(code)):
+            raise HandlerError(f"{'the bytes given' if isinstance(archive, bytes) else archive} is not a zip file")
         return cls(code, handler)
 
     @classmethod

@@ -86,7 +86,8 @@ class Backend(EmbeddedBackend):
             super().start()
             # A session of its own, with explicit credentials and region (its config read while
             # the environment is clean): neither a profile nor boto3's default session decides.
-            self._session = boto3.session.Session("test", "test", region_name=REGION)
+            credentials = {"aws_access_key_id": "test", "aws_secret_access_key": "test"}
+            self._session = boto3.session.Session(region_name=REGION, **credentials)
             self._session._session.get_scoped_config()
             trust = {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
             policy = json.dumps({"Version": "2012-10-17", "Statement": [trust]})
@@ -104,7 +105,7 @@ class Backend(EmbeddedBackend):
     def table(self, name: str, *keys: str, ttl: str | None = None):
         """A new pay-per-request table of string keys (hash key, then any sort key), as a boto3 Table."""
         with self._lock:
-            dynamodb = self._session.resource("dynamodb", endpoint_url=self.url, config=CLIENT_CONFIG)
+            dynamodb = self._session.resource("dynamodb", endpoint_url=self.url)
         table = dynamodb.create_table(
             TableName=name, BillingMode="PAY_PER_REQUEST",
             KeySchema=[{"AttributeName": key, "KeyType": kind} for key, kind in zip(keys, ("HASH", "RANGE"))],
@@ -154,7 +155,7 @@ class Lab:
 
     def make_table(self, name: str, key: str = "pk", sort_key: str | None = None, ttl: str | None = None):
         """A pay-per-request table of string keys, deleted when the test ends; returns a boto3 Table."""
-        table = self.backend.table(name, key, *filter(None, [sort_key]), ttl=ttl)
+        table = self.backend.table(name, key, *([sort_key] if sort_key else []), ttl=ttl)
         self._tables.append(name)
         return table
 

@@ -19,12 +19,16 @@ DRAWN_TIMELINES = 2
 SHOWN_VALUE_CHARACTERS = 70
 # What a failure message advises, by how the copies were sent.
 ADVICE = {
-    "crash": "A copy died after doing the effect but before recording that it was done, so the retry did it again.\n"
-    "Record the claim before the effect (a conditional write, or Powertools' @idempotent), and pass an\n"
-    "idempotency key to the downstream so that it does the effect once per key even when you call it twice.",
-    "together": "Copies that arrive at the same time each checked 'not done yet' before any of them recorded it.\n"
-    "A check and a write in two calls leave that window open. Make the claim one atomic step: a\n"
-    "conditional write (attribute_not_exists) that only one copy can win, or Powertools' @idempotent.",
+    "crash": (
+        "A copy died after doing the effect but before recording that it was done, so the retry did it again.\n"
+        "Record the claim before the effect (a conditional write, or Powertools' @idempotent), and pass an\n"
+        "idempotency key to the downstream so that it does the effect once per key even when you call it twice."
+    ),
+    "together": (
+        "Copies that arrive at the same time each checked 'not done yet' before any of them recorded it.\n"
+        "A check and a write in two calls leave that window open. Make the claim one atomic step: a\n"
+        "conditional write (attribute_not_exists) that only one copy can win, or Powertools' @idempotent."
+    ),
     "apart": "Even copies sent one after another repeated the effect: nothing recorded that the event was already "
     "handled.",
 }
