@@ -138,16 +138,15 @@ def _named_execution_went_on(input_text: str) -> bool:
 
 def _queue_urls(names: list[str]) -> list[str]:
     """URLs as given, or the stack's queues by key (``deletion_dlq``); default: every ``*_dlq``."""
-    if names and all(name.startswith(("http://", "https://")) for name in names):
+    if names and all("://" in name for name in names):
         return names
     from idemlab import stack
 
     queues = stack.outputs()["queues"]
-    keys = names or sorted(key for key in queues if key.endswith("_dlq"))
-    unknown = [key for key in keys if key not in queues and not key.startswith(("http://", "https://"))]
-    if unknown:
+    urls = [queues.get(key, key) for key in names or sorted(key for key in queues if key.endswith("_dlq"))]
+    if unknown := [url for url in urls if "://" not in url]:
         raise SystemExit(f"redrive: no queue {', '.join(unknown)} in the stack; known: {', '.join(sorted(queues))}")
-    return [queues.get(key, key) for key in keys]
+    return urls
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,8 +8,7 @@ public Scheduler API only: for each due ``at()`` schedule it delivers the target
 retries by the schedule's RetryPolicy, sends what cannot be delivered to the schedule's
 dead-letter queue, and deletes the schedule when ActionAfterCompletion says DELETE.
 
-``python -m idemlab.background.scheduler_firer`` runs it in a loop (``make up`` starts it);
-tests and notebooks call ``run_once``, ``fire_now``, ``fire_twice`` or ``fire_late``.
+``python -m idemlab.background.scheduler_firer`` runs it in a loop (``make up`` starts it).
 """
 
 from __future__ import annotations
@@ -50,9 +49,6 @@ RETRY_LATER = "retry_later"
 DEAD_LETTERED = "dead_lettered"
 DROPPED = "dropped"  # failed for good, and no dead-letter queue took it
 PASS_FAILED = "pass_failed"  # the firer could not finish this schedule; the next pass retries
-# What update_schedule is given again when a kept schedule is disabled after it fired.
-KEPT_ON_UPDATE = ("Name", "GroupName", "ScheduleExpression", "ScheduleExpressionTimezone", "FlexibleTimeWindow",
-                  "Target", "ActionAfterCompletion", "Description", "StartDate", "EndDate", "KmsKeyArn")
 
 
 @dataclass
@@ -69,10 +65,8 @@ class Firing:
 def due_time(schedule: dict) -> float | None:
     """Epoch seconds at which an ``at()`` schedule is due; None for rate/cron schedules."""
     match = _AT.match(schedule.get("ScheduleExpression", ""))
-    if not match:
-        return None
     zone = ZoneInfo(schedule.get("ScheduleExpressionTimezone") or "UTC")
-    return datetime.datetime.fromisoformat(match.group(1)).replace(tzinfo=zone).timestamp()
+    return match and datetime.datetime.fromisoformat(match.group(1)).replace(tzinfo=zone).timestamp()
 
 
 @dataclass
@@ -93,7 +87,7 @@ class SchedulerFirer:
         now = time.time() if now is None else now
         firings = []
         pages = self.scheduler.get_paginator("list_schedules").paginate(State="ENABLED")
-        for listed in (s for page in pages for s in page.get("Schedules", [])):
+        for listed in (s for page in pages for s in page["Schedules"]):
             group, name = listed["GroupName"], listed["Name"]
             schedule = None if self.groups and group not in self.groups else self._get(group, name, required=False)
             due = schedule and due_time(schedule)
@@ -110,8 +104,7 @@ class SchedulerFirer:
 
     def fire_now(self, name: str, group: str = "default") -> Firing:
         """Fire a schedule at once, whatever its time says."""
-        now = time.time()
-        return self._attempt(self._get(group, name), now, now)
+        return self.fire_late(name, group, seconds_late=0)
 
     def fire_twice(self, name: str, group: str = "default") -> list[Firing]:
         """Deliver the same event twice before completing: Scheduler delivers at least
@@ -120,7 +113,7 @@ class SchedulerFirer:
         return [self._attempt(schedule, now, now, complete=False), self._attempt(schedule, now, now)]
 
     def fire_late(self, name: str, group: str = "default", seconds_late: float = 0) -> Firing:
-        """Fire as if the firer had been down until ``seconds_late`` after the due time;
+        """Fire now, as if the firer had been down until ``seconds_late`` after the due time;
         past MaximumEventAgeInSeconds the event goes to the dead-letter queue instead."""
         schedule = self._get(group, name)
         due = due_time(schedule) or time.time()
@@ -143,28 +136,35 @@ class SchedulerFirer:
         try:
             if now - due > max_age:
                 raise DeliveryFailed("AWS.Scheduler.EventAgeExceeded", f"event older than {max_age} s")
-            answer = deliver(target["Arn"], target.get("Input"))
+            outcome, detail = DELIVERED, json.dumps(deliver(target["Arn"], target.get("Input")), default=str)
         except DeliveryFailed as failure:
+            detail = str(failure)
             if failure.retryable and attempt <= policy.get("MaximumRetryAttempts", DEFAULT_MAX_RETRY_ATTEMPTS):
                 backoff = min(FIRST_RETRY_SECONDS * 2 ** (attempt - 1), MAX_RETRY_SECONDS)
                 self.retrying[(group, name)] = (attempt, now + backoff)
-                return Firing(group, name, RETRY_LATER, attempt, str(failure))
+                return Firing(group, name, RETRY_LATER, attempt, detail)
             outcome = self._dead_letter(schedule, failure, attempt)
-            self._complete(schedule)
-            return Firing(group, name, outcome, attempt, str(failure))
-        if complete:
-            self._complete(schedule)
-        return Firing(group, name, DELIVERED, attempt, json.dumps(answer, default=str))
+        if complete or outcome != DELIVERED:
+            self.retrying.pop((group, name), None)
+            if schedule.get("ActionAfterCompletion") == "DELETE":
+                with contextlib.suppress(self.scheduler.exceptions.ResourceNotFoundException):
+                    self.scheduler.delete_schedule(Name=name, GroupName=group)
+            else:
+                # Kept (ActionAfterCompletion=NONE): a one-time schedule fires once, so it is
+                # disabled, which a restarted firer sees too; AWS keeps it silent the same way.
+                # UpdateSchedule replaces the whole schedule, so all it accepts is given again.
+                accepted = self.scheduler.meta.service_model.operation_model("UpdateSchedule").input_shape.members
+                kept = {key: value for key, value in schedule.items() if key in accepted and value}
+                self.scheduler.update_schedule(**{**kept, "State": "DISABLED"})
+        return Firing(group, name, outcome, attempt, detail)
 
     def _dead_letter(self, schedule: dict, failure: DeliveryFailed, attempt: int) -> str:
-        target = schedule["Target"]
+        target, why = schedule["Target"], "has no dead-letter queue"
         dlq_arn = (target.get("DeadLetterConfig") or {}).get("Arn")
         try:
             url = dlq_arn and queue_url(dlq_arn)
         except ClientError as exc:
             url, why = None, f"its dead-letter queue is unusable ({exc})"
-        else:
-            why = "has no dead-letter queue"
         if not url:
             print(f"scheduler-firer: {schedule['Name']} failed for good and {why}: {failure}", file=sys.stderr)
             return DROPPED
@@ -183,18 +183,6 @@ class SchedulerFirer:
             MessageAttributes={k: {"DataType": "String", "StringValue": v} for k, v in attributes.items() if v},
         )
         return DEAD_LETTERED
-
-    def _complete(self, schedule: dict) -> None:
-        group, name = schedule["GroupName"], schedule["Name"]
-        self.retrying.pop((group, name), None)
-        if schedule.get("ActionAfterCompletion") == "DELETE":
-            with contextlib.suppress(self.scheduler.exceptions.ResourceNotFoundException):
-                self.scheduler.delete_schedule(Name=name, GroupName=group)
-        else:
-            # Kept (ActionAfterCompletion=NONE): a one-time schedule fires once, so it is
-            # disabled, which a restarted firer sees too; AWS keeps it silent the same way.
-            kept = {key: schedule[key] for key in KEPT_ON_UPDATE if schedule.get(key)}
-            self.scheduler.update_schedule(**kept, State="DISABLED")
 
 
 def main(argv: list[str] | None = None) -> None:

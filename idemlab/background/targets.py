@@ -11,18 +11,13 @@ import uuid
 
 from botocore import xform_name
 from botocore.exceptions import ClientError, ConnectionError as BotocoreConnectionError, ParamValidationError
+from botocore.retries import standard
 
 from idemlab import clients
 
 UNIVERSAL_PREFIX = "arn:aws:scheduler:::aws-sdk:"
 # Scheduler's universal targets name services by their SDK names; boto3 differs for some.
 BOTO3_SERVICE = {"sfn": "stepfunctions"}
-# Failures Scheduler retries: throttling and the service's own trouble. Anything else
-# (a missing target, a bad input, a refused permission) fails the same way every time.
-RETRYABLE_CODES = {
-    "ThrottlingException", "Throttling", "TooManyRequestsException", "RequestLimitExceeded",
-    "ServiceUnavailable", "ServiceUnavailableException", "InternalServerError", "InternalFailure", "ServiceException",
-}
 
 
 class DeliveryFailed(Exception):
@@ -42,74 +37,72 @@ def queue_url(queue_arn: str) -> str:
 def deliver(target_arn: str, input_text: str | None, execution_name: str | None = None) -> dict:
     """Hand ``input_text`` to the target; returns the target's answer. Raises DeliveryFailed.
 
-    ``execution_name`` names the execution when the target is a state machine (a
-    redrive names it after the message, so delivering the message again is refused).
+    ``execution_name`` names the execution when the target starts a state machine. A
+    redrive names it after the message, so delivering the message again is refused; it
+    replaces the name a universal target's input gives, which belongs to the first
+    delivery: once that execution closed, Step Functions refuses the name whatever became
+    of the work (StartExecution API reference), and the redrive would look delivered.
     """
     body = "{}" if input_text is None else input_text
     try:
-        if target_arn.startswith(UNIVERSAL_PREFIX):
-            return _universal(target_arn, body, execution_name)
-        parts = target_arn.split(":", 5)
-        service, resource = (parts[2], parts[5]) if len(parts) == 6 and parts[0] == "arn" else (None, "")
-        if service == "lambda":
-            # Scheduler invokes Lambda asynchronously: delivered means queued, not run.
-            invoke = clients.client("lambda").invoke
-            answer = invoke(FunctionName=target_arn, InvocationType="Event", Payload=body.encode())
-            return {"StatusCode": answer.get("StatusCode")}
-        if service == "states" and resource.startswith("stateMachine:"):
+        service, action, parameters = _as_universal(target_arn, body)
+        if (service, action.lower()) == ("sfn", "startexecution"):
+            given = [parameters.pop(key) for key in list(parameters) if key.lower() == "name"]
             # moto needs a name on every StartExecution; AWS would make one up the same way.
-            name = execution_name or uuid.uuid4().hex
-            answer = clients.client("stepfunctions").start_execution(stateMachineArn=target_arn, name=name, input=body)
-            return {"executionArn": answer["executionArn"]}
-        if service == "sqs":
-            sent = clients.client("sqs").send_message(QueueUrl=queue_url(target_arn), MessageBody=body)
-            return {"MessageId": sent["MessageId"]}
-        raise DeliveryFailed("ValidationException", f"no Lambda, Step Functions, SQS or universal target: {target_arn}")
+            parameters["Name"] = execution_name or next(iter(given), None) or uuid.uuid4().hex
+        client = clients.client(BOTO3_SERVICE.get(service, service))
+        operation = action[0].upper() + action[1:]
+        try:
+            model = client.meta.service_model.operation_model(operation)
+        except Exception as exc:  # botocore raises OperationNotFoundError, not a ClientError
+            raise DeliveryFailed("ValidationException", f"{service} has no action {action}") from exc
+        # Universal targets spell parameters in PascalCase ("StateMachineArn"); some APIs
+        # name them in camelCase ("stateMachineArn"): match them without regard to case.
+        members = {name.lower(): name for name in (model.input_shape.members if model.input_shape else {})}
+        unknown = [key for key in parameters if key.lower() not in members]
+        if unknown:
+            raise DeliveryFailed("ValidationException", f"{action} takes no parameter {', '.join(unknown)}")
+        answer = getattr(client, xform_name(operation))(**{members[k.lower()]: v for k, v in parameters.items()})
     except ClientError as exc:
-        error = exc.response.get("Error", {})
-        code = error.get("Code", "Unknown")
+        # Scheduler retries throttling (botocore's list of its codes) and the service's own
+        # trouble (5xx). Anything else (a missing target, a bad input, a refused permission)
+        # fails the same way every time.
+        code, message = exc.response["Error"].get("Code", "Unknown"), exc.response["Error"].get("Message", "")
+        context = standard.RetryContext(1, parsed_response=exc.response)
+        throttled = standard.ThrottledRetryableChecker().is_retryable(context)
         status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-        raise DeliveryFailed(code, error.get("Message", ""), code in RETRYABLE_CODES or status >= 500) from exc
+        raise DeliveryFailed(code, message, throttled or status >= 500) from exc
     except BotocoreConnectionError as exc:
         raise DeliveryFailed("ConnectionError", str(exc), True) from exc
     except ParamValidationError as exc:
         # The input does not fit the target's API: the same every time, never retried.
         raise DeliveryFailed("ValidationException", str(exc)) from exc
+    # The answer as data: no request metadata, no unread stream (an asynchronous Invoke's empty Payload).
+    return {key: value for key, value in answer.items() if key != "ResponseMetadata" and not hasattr(value, "read")}
 
 
-def _universal(target_arn: str, body: str, execution_name: str | None) -> dict:
-    """``arn:aws:scheduler:::aws-sdk:<service>:<apiAction>`` with the input as parameters.
-
-    ``execution_name`` replaces the ``Name`` of an ``sfn:startExecution``: the name the
-    schedule gave belongs to the first delivery, and once that execution closed, Step
-    Functions refuses the name whatever became of the work (StartExecution API
-    reference), so reusing it would make a redrive look delivered when it was not.
-    """
-    service, _, action = target_arn[len(UNIVERSAL_PREFIX) :].partition(":")
-    if not service or not action:
-        raise DeliveryFailed("ValidationException", f"incomplete universal target: {target_arn}")
-    client = clients.client(BOTO3_SERVICE.get(service, service))
-    operation = action[0].upper() + action[1:]
-    try:
-        model = client.meta.service_model.operation_model(operation)
-    except Exception as exc:  # botocore raises OperationNotFoundError, not a ClientError
-        raise DeliveryFailed("ValidationException", f"{service} has no action {action}") from exc
-    try:
-        parameters = json.loads(body)
-    except ValueError as exc:
-        raise DeliveryFailed("ValidationException", f"the input of {target_arn} is not JSON: {exc}") from exc
-    if not isinstance(parameters, dict):
-        raise DeliveryFailed("ValidationException", f"the input of {target_arn} must be a JSON object")
-    if execution_name and operation == "StartExecution":
-        parameters = {key: value for key, value in parameters.items() if key.lower() != "name"}
-        parameters["Name"] = execution_name
-    # Universal targets spell parameters in PascalCase ("StateMachineArn"); some APIs
-    # name them in camelCase ("stateMachineArn"): match them without regard to case.
-    members = {name.lower(): name for name in (model.input_shape.members if model.input_shape else {})}
-    unknown = [key for key in parameters if key.lower() not in members]
-    if unknown:
-        raise DeliveryFailed("ValidationException", f"{action} takes no parameter {', '.join(unknown)}")
-    call = getattr(client, xform_name(operation))
-    answer = call(**{members[key.lower()]: value for key, value in parameters.items()})
-    answer.pop("ResponseMetadata", None)
-    return answer
+def _as_universal(target_arn: str, body: str) -> tuple[str, str, dict]:
+    """(service, action, parameters) of a universal target
+    (``arn:aws:scheduler:::aws-sdk:<service>:<apiAction>``, the input its parameters), or
+    of the call a templated Lambda, Step Functions or SQS target stands for."""
+    if target_arn.startswith(UNIVERSAL_PREFIX):
+        service, _, action = target_arn[len(UNIVERSAL_PREFIX) :].partition(":")
+        if not service or not action:
+            raise DeliveryFailed("ValidationException", f"incomplete universal target: {target_arn}")
+        try:
+            parameters = json.loads(body)
+        except ValueError as exc:
+            raise DeliveryFailed("ValidationException", f"the input of {target_arn} is not JSON: {exc}") from exc
+        if not isinstance(parameters, dict):
+            raise DeliveryFailed("ValidationException", f"the input of {target_arn} must be a JSON object")
+        return service, action, parameters
+    parts = target_arn.split(":", 5)
+    service, resource = (parts[2], parts[5]) if len(parts) == 6 and parts[0] == "arn" else (None, "")
+    if service == "lambda":
+        # Scheduler invokes Lambda asynchronously: delivered means queued, not run.
+        return "lambda", "invoke", {"FunctionName": target_arn, "InvocationType": "Event", "Payload": body}
+    if service == "states" and resource.startswith("stateMachine:"):
+        return "sfn", "startExecution", {"StateMachineArn": target_arn, "Input": body}
+    if service == "sqs":
+        return "sqs", "sendMessage", {"QueueUrl": queue_url(target_arn), "MessageBody": body}
+    raise DeliveryFailed("ValidationException", f"no Lambda, Step Functions, SQS or universal target: {target_arn}")

@@ -5,9 +5,9 @@ every Python Lambda runtime has), so the same zip runs on any backend.
 Without changing the handler under test (IDEMLAB_TESTING_HANDLER, "module.function"), it
 times each call and reports the worker's pid next to the result, for the timeline; answers
 the plugin's warm-up pings without calling the handler; and, when a crash is armed
-(IDEMLAB_TESTING_CRASH: JSON {"target", "when", "how", "times", "table", "key"}), wraps the
-named function so that the copy which reaches it first dies there (the process exits, or
-it sleeps past the function's timeout).
+(IDEMLAB_TESTING_CRASH: a Crash as JSON), wraps the named function so that the copies
+which reach it first, as many as are armed, die there (the process exits, or it sleeps
+past the function's timeout).
 """
 
 from __future__ import annotations
@@ -23,6 +23,10 @@ import time
 
 HANDLER_VARIABLE = "IDEMLAB_TESTING_HANDLER"
 CRASH_VARIABLE = "IDEMLAB_TESTING_CRASH"
+# Armed crashes: an item per function, keyed by AWS_LAMBDA_FUNCTION_NAME (a variable every
+# Lambda runtime sets, AWS docs: lambda/latest/dg/configuration-envvars.html), its `armed`
+# count set by the plugin before each delivery.
+CRASH_TABLE = "idemlab-testing-crashes"
 WARMUP_KEY = "idemlab_testing_warmup"
 REPORT_KEY = "idemlab_testing"
 # Longer than any Lambda timeout (15 minutes, AWS docs: lambda/latest/dg/gettingstarted-limits.html):
@@ -30,52 +34,49 @@ REPORT_KEY = "idemlab_testing"
 SLEEP_PAST_ANY_TIMEOUT_SECONDS = 15 * 60 + 60
 
 
-def crash_here(spec: dict, dynamodb) -> None:
-    """Take one armed crash and die; return when none is left (another copy took it)."""
-    try:
-        # One atomic decrement: with two copies at the point together, one wins.
-        dynamodb.update_item(
-            TableName=spec["table"], Key={"pk": {"S": spec["key"]}}, UpdateExpression="SET armed = armed - :one",
-            ConditionExpression="armed > :zero", ExpressionAttributeValues={":one": {"N": "1"}, ":zero": {"N": "0"}},
-        )
-    except dynamodb.exceptions.ConditionalCheckFailedException:
-        return
-    what = f"idemlab.testing: crash {spec['when']} {spec['target']}"
-    if spec["how"] == "exit":
-        print(f"{what}: the process exits", file=sys.stderr, flush=True)
-        os._exit(137)  # as an out-of-memory kill would: no cleanup, no reply
-    print(f"{what}: sleeping past the timeout", file=sys.stderr, flush=True)
-    time.sleep(SLEEP_PAST_ANY_TIMEOUT_SECONDS)
-
-
 def install_crash(spec: dict) -> None:
     """Wrap the target function wherever a loaded module holds it."""
     import boto3  # made at init, as the handler loads: no client's cost in the timed calls
 
     dynamodb = boto3.client("dynamodb")
-    parent, _, attribute = spec["target"].rpartition(".")
-    owner = pkgutil.resolve_name(parent)  # "shop.payments" or "shop.payments.Client"
-    static, original = inspect.getattr_static(owner, attribute), getattr(owner, attribute)
+    target, when, how = spec["target"], spec["when"], spec["how"]
+
+    def crash_here() -> None:
+        """Take one armed crash and die; return when none is left (another copy took it)."""
+        try:
+            # One atomic decrement: with two copies at the point together, one wins.
+            dynamodb.update_item(
+                TableName=CRASH_TABLE, Key={"pk": {"S": os.environ["AWS_LAMBDA_FUNCTION_NAME"]}},
+                UpdateExpression="SET armed = armed - :one", ConditionExpression="armed > :zero",
+                ExpressionAttributeValues={":one": {"N": "1"}, ":zero": {"N": "0"}},
+            )
+        except dynamodb.exceptions.ConditionalCheckFailedException:
+            return
+        print(f"idemlab.testing: crash {when} {target} ({how})", file=sys.stderr, flush=True)
+        if how == "exit":
+            os._exit(137)  # as an out-of-memory kill would: no cleanup, no reply
+        time.sleep(SLEEP_PAST_ANY_TIMEOUT_SECONDS)
 
     def wrap(function):
         @functools.wraps(function)
         def crashing(*args, **kwargs):
-            if spec["when"] == "before":
-                crash_here(spec, dynamodb)
+            if when == "before":
+                crash_here()
             result = function(*args, **kwargs)
-            if spec["when"] == "after":
-                crash_here(spec, dynamodb)
+            if when == "after":
+                crash_here()
             return result
 
         return crashing
 
+    parent, _, attribute = target.rpartition(".")
+    owner = pkgutil.resolve_name(parent)  # "shop.payments" or "shop.payments.Client"
+    static, original = inspect.getattr_static(owner, attribute), getattr(owner, attribute)
     if isinstance(static, (staticmethod, classmethod)):
-        setattr(owner, attribute, type(static)(wrap(static.__func__)))
-        return
+        return setattr(owner, attribute, type(static)(wrap(static.__func__)))
     replacement = wrap(original)
-    setattr(owner, attribute, replacement)
     # `from shop.payments import charge` left a reference in other modules too.
-    for module in list(sys.modules.values()):
+    for module in [owner, *sys.modules.values()]:
         for name, value in list((getattr(module, "__dict__", None) or {}).items()):
             if value is original:
                 setattr(module, name, replacement)

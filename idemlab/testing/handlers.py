@@ -19,25 +19,21 @@ yet supported), a timeout it does.
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib.util
 import io
 import os
-import re
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from idemlab.build import zip_bytes
 
-BOOTSTRAP_MODULE = "idemlab_testing_bootstrap"
-BOOTSTRAP_HANDLER = f"{BOOTSTRAP_MODULE}.handler"
 # Lambda refuses a directly uploaded zip above 50 MB (AWS docs:
 # lambda/latest/dg/gettingstarted-limits.html); refuse it here first.
 MAX_ZIP_BYTES = 50 * 1024 * 1024
 SKIPPED_FOLDERS = {"__pycache__", "node_modules", "site-packages", "dist-packages", "build", "dist"}
-# What the backend answers for a copy that died each way.
-ERROR_TYPES = {"exit": "Runtime.ExitError", "timeout": "Sandbox.Timedout"}
+# What the backend answers for a copy that died each way, and how a report says it.
+HOWS = {"exit": ("Runtime.ExitError", "exits"), "timeout": ("Sandbox.Timedout", "times out")}
 WHENS = ("before", "after")
 
 
@@ -86,28 +82,13 @@ class Handler:
         code = archive if isinstance(archive, bytes) else Path(archive).read_bytes()
         if "." not in handler:
             raise HandlerError(f"handler {handler!r} must be 'module.function'")
-        try:
-            zipfile.ZipFile(io.BytesIO(code)).testzip()
-        except zipfile.BadZipFile as exc:
-            what = "the bytes given" if isinstance(archive, bytes) else archive
-            raise HandlerError(f"{what} is not a zip file") from exc
+        if not zipfile.is_zipfile(io.BytesIO(code)):
+            raise HandlerError(f"{'the bytes given' if isinstance(archive, bytes) else archive} is not a zip file")
         return cls(code, handler)
 
     @classmethod
     def of(cls, handler: "Handler | str") -> "Handler":
         return handler if isinstance(handler, Handler) else cls.module(handler)
-
-    def function_name(self, configuration: bytes) -> str:
-        """The name of this handler's function with this configuration: readable, and one per both."""
-        digest = hashlib.sha256(self.code + configuration).hexdigest()[:12]
-        return f"idemlab-{re.sub(r'[^A-Za-z0-9-]', '-', self.name)[-30:].strip('-')}-{digest}"
-
-    def with_bootstrap(self) -> bytes:
-        """This handler's zip plus the plugin's bootstrap module at its root."""
-        buffer = io.BytesIO(self.code)
-        with zipfile.ZipFile(buffer, "a", zipfile.ZIP_DEFLATED) as archive:
-            archive.write(Path(__file__).with_name("_bootstrap.py"), f"{BOOTSTRAP_MODULE}.py")
-        return buffer.getvalue()
 
 
 def zip_folder(root: Path, must_hold: str) -> bytes:
@@ -146,8 +127,8 @@ class Crash:
     def __post_init__(self):
         if self.when not in WHENS:
             raise CrashError(f"when must be one of {WHENS}, not {self.when!r}")
-        if self.how not in ERROR_TYPES:
-            raise CrashError(f"how must be one of {tuple(ERROR_TYPES)}, not {self.how!r}")
+        if self.how not in HOWS:
+            raise CrashError(f"how must be one of {tuple(HOWS)}, not {self.how!r}")
         if not isinstance(self.target, str) or "." not in self.target:
             raise CrashError(f"target must be a dotted name such as 'shop.payments.charge', not {self.target!r}")
         if not isinstance(self.times, int) or self.times < 1:
@@ -165,7 +146,7 @@ class Crash:
 
     @property
     def error_type(self) -> str:
-        return ERROR_TYPES[self.how]
+        return HOWS[self.how][0]
 
     def describe(self) -> str:
-        return f"the copy {'exits' if self.how == 'exit' else 'times out'} {self.when} {self.target}"
+        return f"the copy {HOWS[self.how][1]} {self.when} {self.target}"

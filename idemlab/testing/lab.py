@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
+import io
 import json
 import os
+import re
 import threading
 import time
+import zipfile
 from typing import Callable
 from unittest import mock
 
@@ -22,27 +26,30 @@ from botocore.exceptions import ClientError
 from idemlab.barrier import all_at_once
 from idemlab.embedded.server import EmbeddedBackend
 from idemlab.testing import _bootstrap
-from idemlab.testing.handlers import BOOTSTRAP_HANDLER, Crash, Handler
+from idemlab.testing.handlers import Crash, Handler
 from idemlab.testing.report import CopyResult, CrashNotReached, Delivery, DuplicateEffectError, EffectReport, Round
+
+# The plugin's handler in every function's zip; it loads and calls the handler under test.
+BOOTSTRAP_MODULE = "idemlab_testing_bootstrap"
 
 REGION = "us-east-1"
 # Dummy credentials and the region: the server's environment, and the test's while it runs.
-LOCAL_VARIABLES = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": REGION}
-LOCAL_VARIABLES["AWS_DEFAULT_REGION"] = REGION
+LOCAL_VARIABLES = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": REGION,
+                   "AWS_DEFAULT_REGION": REGION}
 # Variables that would send boto3 elsewhere than AWS_ENDPOINT_URL, or to a real account
 # (and every AWS_ENDPOINT_URL_<SERVICE>: a per-service endpoint wins over AWS_ENDPOINT_URL).
-CLEARED_VARIABLES = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN")
-CLEARED_VARIABLES += ("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",)
-CRASH_TABLE = "idemlab-testing-crashes"
+CLEARED_VARIABLES = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
+                     "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")
 # Lambda's default is 3 s; handlers that call other services usually get more.
 DEFAULT_TIMEOUT_SECONDS = 10
 # A warm-up ping holds its environment this long, so the pings sent together each
 # need an environment of their own (a cold start on this machine takes about 1 s).
 WARMUP_HOLD_SECONDS = 0.3
-# The longest a copy can take: Lambda's largest timeout (15 minutes, AWS docs:
+# No SDK retries: a retried Invoke would be one more copy than the test sent. A call waits as
+# long as a copy can take: Lambda's largest timeout (15 minutes, AWS docs:
 # lambda/latest/dg/gettingstarted-limits.html) plus the cold start the runtime allows
 # (idemlab.embedded.lambda_runtime).
-INVOKE_READ_TIMEOUT_SECONDS = 15 * 60 + 30
+CLIENT_CONFIG = Config(retries={"total_max_attempts": 1}, max_pool_connections=64, read_timeout=15 * 60 + 30)
 # Errors after which the copy's execution environment is gone.
 FATAL_ERROR_TYPES = {"Runtime.ExitError", "Sandbox.Timedout", "Runtime.InitTimeout"}
 # Errors that mean the handler never loaded: nothing to count, the test is set up wrong.
@@ -52,19 +59,14 @@ INIT_ERROR_TYPES = {"Runtime.ImportModuleError", "Runtime.HandlerNotFound", "Run
 @contextlib.contextmanager
 def aws_environment(variables: dict[str, str]):
     """os.environ with `variables` set and the redirecting ones removed; restored after."""
-    with mock.patch.dict(os.environ):
+    with mock.patch.dict(os.environ, variables):
         for name in [n for n in os.environ if n in CLEARED_VARIABLES or n.startswith("AWS_ENDPOINT_URL_")]:
             del os.environ[name]
-        os.environ.update(variables)
         yield
 
 
 class DeliveryError(RuntimeError):
     """The backend refused or lost an invocation (not the handler's own error)."""
-
-
-def _not_started(error: dict) -> DeliveryError:
-    return DeliveryError(f"the handler could not start: {error.get('errorType')}: {error.get('errorMessage')}")
 
 
 class Backend(EmbeddedBackend):
@@ -75,16 +77,13 @@ class Backend(EmbeddedBackend):
         super().__init__()
         self._lock = threading.RLock()
         self._clients: dict = {}
-        self._functions: set[str] = set()
-        self.warm: dict[str, int] = {}  # function -> execution environments known to be warm
+        self.warm: dict[str, int] = {}  # deployed function -> execution environments known to be warm
 
     def start(self) -> "Backend":
-        started = time.perf_counter()
         # The server (a child process) inherits the environment, and boto3 reads it when a
         # client is made: a developer's AWS_PROFILE would make either fail, so a clean one.
         with aws_environment(LOCAL_VARIABLES):
             super().start()
-            self.start_seconds = time.perf_counter() - started
             # A session of its own, with explicit credentials and region (its config read while
             # the environment is clean): neither a profile nor boto3's default session decides.
             credentials = {"aws_access_key_id": "test", "aws_secret_access_key": "test"}
@@ -96,47 +95,50 @@ class Backend(EmbeddedBackend):
         self.role_arn = role["Role"]["Arn"]
         return self
 
-    def client(self, service: str, **config):
-        """A client for this backend (one per service and options; clients are thread-safe)."""
-        key = (service, *sorted(config.items()))
-        with self._lock:  # a session is not thread-safe
-            if key not in self._clients:
-                # No SDK retries: a retried Invoke would be one more copy than the test sent.
-                options = Config(retries={"total_max_attempts": 1}, max_pool_connections=64, **config)
-                self._clients[key] = self._session.client(service, endpoint_url=self.url, config=options)
-            return self._clients[key]
+    def client(self, service: str):
+        """A client for this backend, one per service (clients are thread-safe; a session is not)."""
+        with self._lock:
+            if service not in self._clients:
+                self._clients[service] = self._session.client(service, endpoint_url=self.url, config=CLIENT_CONFIG)
+            return self._clients[service]
 
-    def table(self, name: str, *keys: str):
+    def table(self, name: str, *keys: str, ttl: str | None = None):
         """A new pay-per-request table of string keys (hash key, then any sort key), as a boto3 Table."""
-        self.client("dynamodb").create_table(
-            TableName=name,
+        with self._lock:
+            dynamodb = self._session.resource("dynamodb", endpoint_url=self.url)
+        table = dynamodb.create_table(
+            TableName=name, BillingMode="PAY_PER_REQUEST",
             KeySchema=[{"AttributeName": key, "KeyType": kind} for key, kind in zip(keys, ("HASH", "RANGE"))],
             AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"} for key in keys],
-            BillingMode="PAY_PER_REQUEST",
         )
-        with self._lock:
-            return self._session.resource("dynamodb", endpoint_url=self.url).Table(name)
+        if ttl:
+            ttl_specification = {"Enabled": True, "AttributeName": ttl}
+            table.meta.client.update_time_to_live(TableName=name, TimeToLiveSpecification=ttl_specification)
+        return table
 
     @functools.cached_property
-    def crash_table(self) -> str:
+    def crash_table(self):
         """Made on the first crash only: a test that lists its tables sees none of the plugin's."""
-        return self.table(CRASH_TABLE, "pk").name
+        return self.table(_bootstrap.CRASH_TABLE, "pk")
 
     def function(self, handler: Handler, environment: dict, timeout: int, crash: Crash | None) -> str:
-        """The deployed function for this handler and configuration (created once)."""
+        """The deployed function for this handler and configuration: created once, named
+        readably and one per both, its zip the handler's with the plugin's bootstrap at its root."""
         variables = {**environment, _bootstrap.HANDLER_VARIABLE: handler.name}
-        configuration = json.dumps([variables, timeout, crash and crash.__dict__], sort_keys=True).encode()
-        name = handler.function_name(configuration)
         if crash is not None:
-            spec = {**crash.__dict__, "table": self.crash_table, "key": name}
-            variables[_bootstrap.CRASH_VARIABLE] = json.dumps(spec)
+            variables[_bootstrap.CRASH_VARIABLE] = json.dumps(crash.__dict__, sort_keys=True)
+        digest = hashlib.sha256(handler.code + json.dumps([variables, timeout], sort_keys=True).encode())
+        name = f"idemlab-{re.sub(r'[^A-Za-z0-9-]', '-', handler.name)[-30:].strip('-')}-{digest.hexdigest()[:12]}"
         with self._lock:
-            if name not in self._functions:
+            if name not in self.warm:
+                code = io.BytesIO(handler.code)
+                with zipfile.ZipFile(code, "a", zipfile.ZIP_DEFLATED) as archive:
+                    archive.write(_bootstrap.__file__, f"{BOOTSTRAP_MODULE}.py")
                 self.client("lambda").create_function(
-                    FunctionName=name, Runtime="python3.12", Role=self.role_arn, Handler=BOOTSTRAP_HANDLER,
-                    Code={"ZipFile": handler.with_bootstrap()}, Timeout=timeout, Environment={"Variables": variables},
+                    FunctionName=name, Runtime="python3.12", Role=self.role_arn, Handler=f"{BOOTSTRAP_MODULE}.handler",
+                    Code={"ZipFile": code.getvalue()}, Timeout=timeout, Environment={"Variables": variables},
                 )
-                self._functions.add(name)
+                self.warm[name] = 0
         return name
 
 
@@ -147,18 +149,14 @@ class Lab:
         self.backend, self.url = backend, backend.url
         self.environment: dict[str, str] = {}  # passed to every function deployed
         self._tables: list[str] = []
-        self._invoker = backend.client("lambda", read_timeout=INVOKE_READ_TIMEOUT_SECONDS)
 
     def client(self, service: str):
         return self.backend.client(service)
 
     def make_table(self, name: str, key: str = "pk", sort_key: str | None = None, ttl: str | None = None):
         """A pay-per-request table of string keys, deleted when the test ends; returns a boto3 Table."""
-        table = self.backend.table(name, key, *([sort_key] if sort_key else []))
+        table = self.backend.table(name, key, *([sort_key] if sort_key else []), ttl=ttl)
         self._tables.append(name)
-        if ttl:
-            ttl_specification = {"Enabled": True, "AttributeName": ttl}
-            self.client("dynamodb").update_time_to_live(TableName=name, TimeToLiveSpecification=ttl_specification)
         return table
 
     def powertools_table(self, name: str = "idempotency"):
@@ -186,33 +184,30 @@ class Lab:
             raise ValueError(f"copies must be a whole number, at least 1, not {copies!r}")
         if crash is not None and not isinstance(crash, Crash):
             raise TypeError(f"crash must be a Crash (e.g. Crash.after('shop.payments.charge')), not {crash!r}")
-        handler = Handler.of(handler)
-        function = self.backend.function(handler, {**self.environment, **(environment or {})}, timeout, crash)
-        if together and copies > self.backend.warm.get(function, 0):
+        environment = {**self.environment, **(environment or {})}
+        function = self.backend.function(Handler.of(handler), environment, timeout, crash)
+        if together and copies > self.backend.warm[function]:
             # Give each copy a warm environment, so copies sent together start together.
             ping = json.dumps({_bootstrap.WARMUP_KEY: WARMUP_HOLD_SECONDS}).encode()
-            for answer in all_at_once([lambda: self._send(function, ping, 0)] * copies, join_seconds=None):
-                if answer.error:
-                    raise _not_started(answer.error)
+            all_at_once([functools.partial(self._send, function, ping, 0)] * copies, join_seconds=None)
             self.backend.warm[function] = copies
-        dynamodb, crash_key = self.client("dynamodb"), {"pk": {"S": function}}
         if crash is not None:
-            dynamodb.put_item(TableName=CRASH_TABLE, Item={**crash_key, "armed": {"N": str(crash.times)}})
+            self.backend.crash_table.put_item(Item={"pk": function, "armed": crash.times})
         sends = [functools.partial(self._send, function, json.dumps(event).encode(), n + 1) for n in range(copies)]
         results = all_at_once(sends, join_seconds=None) if together else [send() for send in sends]
         if any(copy.error_type in FATAL_ERROR_TYPES for copy in results):
             self.backend.warm[function] = 0  # some died; which ones is unknown
         crashes = 0
         if crash is not None:  # how many armed crashes went off; nothing stays armed for the next delivery
-            left = dynamodb.delete_item(TableName=CRASH_TABLE, Key=crash_key, ReturnValues="ALL_OLD")
-            crashes = crash.times - int(left.get("Attributes", {}).get("armed", {}).get("N", "0"))
+            left = self.backend.crash_table.delete_item(Key={"pk": function}, ReturnValues="ALL_OLD")
+            crashes = crash.times - int(left.get("Attributes", {}).get("armed", 0))
         return Delivery(results, crash, crashes)
 
     def _send(self, function: str, payload: bytes, number: int) -> CopyResult:
         """Invoke once: copy `number`, or a warm-up ping (0); what came back, or the handler's error."""
         copy = CopyResult(number, sent=time.time())
         try:
-            response = self._invoker.invoke(FunctionName=function, Payload=payload)
+            response = self.client("lambda").invoke(FunctionName=function, Payload=payload)
         except ClientError as exc:
             error, what = exc.response["Error"], f"copy {number}" if number else "a warm-up ping"
             raise DeliveryError(f"the backend refused {what}: {error.get('Code')}: {error.get('Message')}") from exc
@@ -221,8 +216,9 @@ class Lab:
         if response.get("FunctionError"):
             unknown = {"errorType": "Unknown", "errorMessage": str(document)}
             copy.error = document if isinstance(document, dict) else unknown
-            if copy.error_type in INIT_ERROR_TYPES:
-                raise _not_started(copy.error)
+            # A ping calls no handler: its error, like a handler that could not load, is the setup's.
+            if copy.error_type in INIT_ERROR_TYPES or not number:
+                raise DeliveryError(f"the handler could not start: {copy.error_type}: {copy.error.get('errorMessage')}")
         else:
             report = document[_bootstrap.REPORT_KEY]
             copy.pid, copy.started, copy.ended = report["pid"], report.get("started"), report.get("ended")

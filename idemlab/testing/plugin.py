@@ -8,8 +8,11 @@ asks for `idemlab` runs, so a suite with a backend fixture of its own keeps talk
 from __future__ import annotations
 
 import contextlib
+import time
 
 import pytest
+
+from idemlab.testing.lab import LOCAL_VARIABLES, Backend, Lab, aws_environment
 
 _START_SECONDS = pytest.StashKey[float]()
 
@@ -17,18 +20,15 @@ _START_SECONDS = pytest.StashKey[float]()
 @pytest.fixture(scope="session")
 def idemlab_backend(pytestconfig):
     """The embedded backend, started once per session on a free loopback port."""
-    from idemlab.testing.lab import Backend
-
+    started = time.perf_counter()
     with Backend() as backend:
-        pytestconfig.stash[_START_SECONDS] = backend.start_seconds
+        pytestconfig.stash[_START_SECONDS] = time.perf_counter() - started
         yield backend
 
 
 @pytest.fixture
 def idemlab(idemlab_backend):
     """A Lab for this test: boto3 points at the backend while it runs; its tables go after."""
-    from idemlab.testing.lab import LOCAL_VARIABLES, Lab, aws_environment
-
     with aws_environment({"AWS_ENDPOINT_URL": idemlab_backend.url, **LOCAL_VARIABLES}):
         with contextlib.closing(Lab(idemlab_backend)) as lab:
             yield lab

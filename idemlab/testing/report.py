@@ -87,8 +87,8 @@ class Delivery:
     def timeline(self) -> list[str]:
         origin = min(copy.sent for copy in self.copies)
 
-        def ms(moment: float | None) -> str:
-            return "?" if moment is None else f"{(moment - origin) * 1000:+.0f}"
+        def ms(moment: float) -> str:
+            return f"{(moment - origin) * 1000:+.0f}"
 
         lines = ["  copy  pid      sent (ms)  handler ran (ms)   answered (ms)  outcome"]
         for c in self.copies:
