@@ -19,7 +19,8 @@ from typing import Any, Callable
 import jmespath
 
 from idemlab.exercises import Exercise, ExerciseFailed, attempt, expect
-from idemlab.lessons.traps import DAY, DeliveryFailed, DLQ_MAX_RETENTION_SECONDS, KeyedCheckouts, Variant, delivery, new_order_id, retry_of
+from idemlab.lessons import FunctionFailed
+from idemlab.lessons.traps import DAY, DLQ_MAX_RETENTION_SECONDS, KeyedCheckouts, Variant, delivery, new_order_id, retry_of
 
 # Compressed time: one real second stands for one day, so a 14-day redrive takes 14 s.
 SECONDS_PER_DAY = 1.0
@@ -182,7 +183,7 @@ def verify_downstream(candidate: Callable, stack: dict) -> str:
         first = _copies_retry_and_another(shop, label, HANDLER_COPIES, with_key=False, too_many=NO_KEY)
         time.sleep(DOWNSTREAM_REDRIVE_AFTER_SECONDS)
         _expect(shop, first, "a redrive of the first delivery, later", [shop.send(label, retry_of(first))], NO_KEY)
-    except DeliveryFailed as exc:
+    except FunctionFailed as exc:
         raise ExerciseFailed(f"your handler failed in Lambda: {exc}") from exc
     finally:
         shop.remove()
