@@ -54,13 +54,8 @@ def record_step(table: Any, deletion_request_id: str, fencing_token: int, step: 
         return False  # superseded: a newer claim holds the request
 
 
-def fenced_write_exercise(stack: dict) -> Exercise:
-    title = "Record progress only while holding the claim"
-    return Exercise(title, FENCED_HINT, record_step, verify_fenced_write, stack["tables"]["deletion_requests"])
-
-
-def verify_fenced_write(candidate: Callable[[Any, str, int, str], bool], table_name: str) -> str:
-    requests, now = table(table_name), time.time()
+def verify_fenced_write(candidate: Callable[[Any, str, int, str], bool], stack: dict) -> str:
+    requests, now = table(stack, "deletion_requests"), time.time()
 
     def write(request_id: str, token: int, step: str, what: str) -> tuple[Any, bool]:
         """The learner's write of ``step`` with ``token``, and whether ``step`` is recorded afterwards."""
@@ -98,7 +93,7 @@ def verify_fenced_write(candidate: Callable[[Any, str, int, str], bool], table_n
         zombie = state.claim(requests, request_id, "zombie", LEASE, now=now).claim
         holder = state.claim(requests, request_id, "holder", LEASE, now=now + LEASE + 1).claim
         # A Table per thread; an exception is the learner's outcome, reported below.
-        writes = [(table(table_name), request_id, claim.fencing_token, step)
+        writes = [(table(stack, "deletion_requests"), request_id, claim.fencing_token, step)
                   for claim, step in ((zombie, "delete_identity"), (holder, "delete_records"))]
         answers = settled([lambda w=w: candidate(*w) for w in writes])
         steps = state.read(requests, request_id).steps_done
@@ -110,6 +105,9 @@ def verify_fenced_write(candidate: Callable[[Any, str, int, str], bool], table_n
         f"write at once, {RACE_ROUNDS} rounds), and nothing is written to a finished or unknown request"
     )
 
+
+fenced_write_exercise = Exercise(
+    "Record progress only while holding the claim", FENCED_HINT, record_step, verify_fenced_write)
 
 # -- exercise 2: the goodbye email, once -----------------------------------------------
 
@@ -140,13 +138,8 @@ def send_goodbye(outbox: Any, deletion_request_id: str, user_id: str) -> bool:
         return False  # sent by an earlier attempt
 
 
-def goodbye_exercise(stack: dict) -> Exercise:
-    title = "Send the goodbye email once per request"
-    return Exercise(title, GOODBYE_HINT, send_goodbye, verify_goodbye, stack["tables"]["email_outbox"])
-
-
-def verify_goodbye(candidate: Callable[[Any, str, str], bool], table_name: str) -> str:
-    outbox, user_id = table(table_name), f"user-ex-{uuid.uuid4().hex[:6]}"
+def verify_goodbye(candidate: Callable[[Any, str, str], bool], stack: dict) -> str:
+    outbox, user_id = table(stack, "email_outbox"), f"user-ex-{uuid.uuid4().hex[:6]}"
     request_id, other, raced = (f"del-ex-{uuid.uuid4().hex[:10]}" for _ in range(3))
     first, retry = (attempt(candidate, outbox, request_id, user_id, what=what, advice=ALREADY_SENT)
                     for what in ("the first attempt", "the retry"))
@@ -160,7 +153,8 @@ def verify_goodbye(candidate: Callable[[Any, str, str], bool], table_name: str) 
     attempt(candidate, outbox, other, user_id, what="a second request", advice=ALREADY_SENT)
     expect(len(deletion.outbox_items(outbox, deletion_request_id=other)) == 1,
            "a different deletion request must get its own email; the key must include the request id")
-    answers = race(candidate, [(table(table_name), raced, user_id) for _ in range(GOODBYE_RACERS)], "the race")
+    racers = [(table(stack, "email_outbox"), raced, user_id) for _ in range(GOODBYE_RACERS)]  # a Table per thread
+    answers = race(candidate, racers, "the race")
     sent = deletion.outbox_items(outbox, deletion_request_id=raced)
     expect(len(sent) == 1,
            f"{GOODBYE_RACERS} attempts at once sent {len(sent)} emails; the condition must be part of the put")
@@ -170,6 +164,9 @@ def verify_goodbye(candidate: Callable[[Any, str, str], bool], table_name: str) 
         f"a retry sends nothing, another request gets its own email, and {GOODBYE_RACERS} attempts at once "
         "sent exactly one"
     )
+
+
+goodbye_exercise = Exercise("Send the goodbye email once per request", GOODBYE_HINT, send_goodbye, verify_goodbye)
 
 
 def _new_request(requests: Any) -> str:

@@ -20,7 +20,8 @@ import jmespath
 
 from idemlab.exercises import Exercise, ExerciseFailed, attempt, expect
 from idemlab.lessons import FunctionFailed
-from idemlab.lessons.traps import DAY, DLQ_MAX_RETENTION_SECONDS, KeyedCheckouts, Variant, delivery, new_order_id, retry_of
+from idemlab.lessons.traps import DAY, DLQ_MAX_RETENTION_SECONDS, KeyedCheckouts, Variant
+from idemlab.lessons.traps import delivery, new_order_id, retry_of
 
 # Compressed time: one real second stands for one day, so a 14-day redrive takes 14 s.
 SECONDS_PER_DAY = 1.0
@@ -53,10 +54,6 @@ def key_and_lifetime() -> dict:
     }
 
 
-def exercise(stack: dict) -> Exercise:
-    return Exercise("Choose the key, and how long it lives", HINT, key_and_lifetime, verify, stack)
-
-
 def verify(candidate: Callable[[], dict], stack: dict) -> str:
     key, expiry = _settings(candidate)
     # Two functions, one trap each: the key is attacked with the record living as long as
@@ -84,6 +81,9 @@ def verify(candidate: Callable[[], dict], stack: dict) -> str:
         f"{COPIES_TOGETHER} copies together, a retry with a new trace id and a redrive on day {REDRIVE_AFTER_DAYS} charged "
         "once; another order was charged on its own"
     )
+
+
+exercise = Exercise("Choose the key, and how long it lives", HINT, key_and_lifetime, verify)
 
 
 def _settings(candidate: Callable[[], dict]) -> tuple[str, int]:
@@ -171,10 +171,6 @@ def charge_with_downstream_key(event, context):
     return json.loads(answer["Payload"].read())
 
 
-def downstream_exercise(stack: dict) -> Exercise:
-    return Exercise("Pass the key downstream", DOWNSTREAM_HINT, charge_with_downstream_key, verify_downstream, stack)
-
-
 def verify_downstream(candidate: Callable, stack: dict) -> str:
     shop = KeyedCheckouts(stack)
     label = "exercise-handler"
@@ -188,6 +184,9 @@ def verify_downstream(candidate: Callable, stack: dict) -> str:
     finally:
         shop.remove()
     return f"{HANDLER_COPIES} copies together, a retry with a new trace id and a late redrive charged once; another order on its own"
+
+
+downstream_exercise = Exercise("Pass the key downstream", DOWNSTREAM_HINT, charge_with_downstream_key, verify_downstream)
 
 
 def handler_zip(candidate: Callable) -> bytes:
