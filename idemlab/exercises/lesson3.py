@@ -63,7 +63,7 @@ def verify_fenced_write(candidate: Callable[[Any, str, int, str], bool], stack: 
         item = requests.get_item(Key={"deletion_request_id": request_id}, ConsistentRead=True).get("Item", {})
         return answer, step in item.get("steps_done", ())
 
-    request_id = _new_request(requests)
+    request_id = deletion.new_request_item(stack)
     holder = state.claim(requests, request_id, "worker-a", LEASE, now=now).claim
     answer, landed = write(request_id, holder.fencing_token, "delete_records", "the holder's write")
     expect(answer is True, "the holder of the claim wrote progress and got something other than True")
@@ -77,7 +77,7 @@ def verify_fenced_write(candidate: Callable[[Any, str, int, str], bool], stack: 
     answer, _ = write(request_id, successor.fencing_token, "delete_files", "the new holder's write")
     expect(answer is True, "the new holder (the higher token) was refused; compare with the token stored on the item")
 
-    request_id = _new_request(requests)
+    request_id = deletion.new_request_item(stack)
     claim = state.claim(requests, request_id, "worker-a", LEASE, now=now).claim
     state.release_after_failure(requests, claim, "gave up", max_attempts=1, retry_delay_seconds=0, now=now)
     answer, landed = write(request_id, claim.fencing_token, "send_goodbye", "a write after the request FAILED")
@@ -89,7 +89,7 @@ def verify_fenced_write(candidate: Callable[[Any, str, int, str], bool], stack: 
     expect(answer is False, f"a write to an unknown request returned {answer!r}; it should return False")
 
     for round_number in range(1, RACE_ROUNDS + 1):
-        request_id = _new_request(requests)
+        request_id = deletion.new_request_item(stack)
         zombie = state.claim(requests, request_id, "zombie", LEASE, now=now).claim
         holder = state.claim(requests, request_id, "holder", LEASE, now=now + LEASE + 1).claim
         # A Table per thread; an exception is the learner's outcome, reported below.
@@ -100,10 +100,8 @@ def verify_fenced_write(candidate: Callable[[Any, str, int, str], bool], stack: 
         expect("delete_identity" not in steps,
                f"round {round_number}: the zombie's write landed while the holder wrote at the same moment")
         expect("delete_records" in steps, f"round {round_number}: the holder's write was lost: {answers[1]!r}")
-    return (
-        "the holder's writes land, a zombie's write after a newer claim is refused (also when both "
-        f"write at once, {RACE_ROUNDS} rounds), and nothing is written to a finished or unknown request"
-    )
+    return (f"the holder's writes land, a zombie's write after a newer claim is refused (also when both write at "
+            f"once, {RACE_ROUNDS} rounds), and nothing is written to a finished or unknown request")
 
 
 fenced_write_exercise = Exercise(
@@ -160,16 +158,9 @@ def verify_goodbye(candidate: Callable[[Any, str, str], bool], stack: dict) -> s
            f"{GOODBYE_RACERS} attempts at once sent {len(sent)} emails; the condition must be part of the put")
     expect(answers.count(True) == 1,
            f"exactly one of {GOODBYE_RACERS} attempts should report sending; {answers.count(True)} did")
-    return (
-        f"a retry sends nothing, another request gets its own email, and {GOODBYE_RACERS} attempts at once "
-        "sent exactly one"
-    )
+    return (f"a retry sends nothing, another request gets its own email, and {GOODBYE_RACERS} attempts at once "
+            "sent exactly one")
 
 
 goodbye_exercise = Exercise("Send the goodbye email once per request", GOODBYE_HINT, send_goodbye, verify_goodbye)
 
-
-def _new_request(requests: Any) -> str:
-    request_id = f"del-ex-{uuid.uuid4().hex[:10]}"
-    state.create(requests, request_id, f"user-ex-{uuid.uuid4().hex[:6]}", int(time.time()))
-    return request_id

@@ -77,10 +77,8 @@ def verify(candidate: Callable[[], dict], stack: dict) -> str:
     expect(expiry >= HORIZON_SECONDS, f"the record lives {expiry} s, {expiry / DAY:.2f} days; a delivery can come "
            f"back for {HORIZON_SECONDS // DAY} days (1 day of retries + 14 days in the DLQ): a redrive on the last "
            "day would charge again")
-    return (
-        f"{COPIES_TOGETHER} copies together, a retry with a new trace id and a redrive on day {REDRIVE_AFTER_DAYS} charged "
-        "once; another order was charged on its own"
-    )
+    return (f"{COPIES_TOGETHER} copies together, a retry with a new trace id and a redrive on day {REDRIVE_AFTER_DAYS} "
+            "charged once; another order was charged on its own")
 
 
 exercise = Exercise("Choose the key, and how long it lives", HINT, key_and_lifetime, verify)
@@ -106,12 +104,8 @@ def _copies_retry_and_another(
 ) -> dict:
     """``copies`` of one order together, a retry of it, then another order: each order charged
     once. With ``with_key`` every delivery carries the client's Idempotency-Key header."""
-
-    def new_delivery() -> dict:
-        order_id = new_order_id("exercise")
-        return delivery(order_id, key=f"client-{order_id}" if with_key else None)
-
-    first, other = new_delivery(), new_delivery()
+    first, other = (delivery(order_id, key=f"client-{order_id}" if with_key else None)
+                    for order_id in (new_order_id("exercise"), new_order_id("exercise")))
     answers = shop.send_together(target, [first] * copies)
     _expect(shop, first, f"{copies} copies of one delivery sent together", answers, too_many)
     retried = ("a retry of the order (same body and Idempotency-Key, a new X-Amzn-Trace-Id)" if with_key

@@ -151,10 +151,8 @@ def copies_that_fit(wanted: int, concurrency_limit: int) -> int:
     """
     fit = (concurrency_limit - CONCURRENCY_HEADROOM) // EXECUTIONS_PER_COPY
     if fit < 2:
-        raise RuntimeError(
-            f"this account runs {concurrency_limit} Lambda executions at once; a race needs at least "
-            f"{2 * EXECUTIONS_PER_COPY + CONCURRENCY_HEADROOM}: ask AWS for a higher concurrency quota"
-        )
+        raise RuntimeError(f"this account runs {concurrency_limit} Lambda executions at once; a race needs at least "
+                           f"{2 * EXECUTIONS_PER_COPY + CONCURRENCY_HEADROOM}: ask AWS for a higher concurrency quota")
     return min(wanted, fit)
 
 

@@ -127,10 +127,11 @@ class Deletions(lessons.Deployment):
         """``workers`` invocations of the deployed ``claim_deletion`` function for the same
         request at once, ``rounds`` times: the claim runs where it runs in production, in
         the function, not in this process. Outcomes counted, and the winners per round."""
-        claim = lambda request_id, owner: self.invoke(  # noqa: E731
-            "claim_deletion", {"deletion_request_id": request_id, "owner": owner})["outcome"]
-        per_round = self._races(rounds, lambda request_id: [
-            lambda i=i: claim(request_id, f"worker-{i}") for i in range(workers)])
+        def claims(request_id: str) -> list:
+            events = [{"deletion_request_id": request_id, "owner": f"worker-{i}"} for i in range(workers)]
+            return [lambda event=event: self.invoke("claim_deletion", event)["outcome"] for event in events]
+
+        per_round = self._races(rounds, claims)
         return {
             "outcomes": dict(Counter(outcome for outcomes in per_round for outcome in outcomes)),
             "winners_per_round": dict(Counter(outcomes.count("claimed") for outcomes in per_round)),
