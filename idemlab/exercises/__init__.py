@@ -12,7 +12,7 @@ import inspect
 from typing import Any, Callable
 
 from idemlab.barrier import settled
-from idemlab.clients import resource
+from idemlab.lessons import table  # noqa: F401 (the exercises' Tables, one per thread)
 
 
 class ExerciseFailed(AssertionError):
@@ -49,11 +49,6 @@ def expect(holds: Any, failure: str) -> None:
     """Unless ``holds``, ExerciseFailed with ``failure``: what the learner's code did, and why it is wrong."""
     if not holds:
         raise ExerciseFailed(failure)
-
-
-def table(stack: dict, key: str) -> Any:
-    """A boto3 Table of the stack; one per thread (resources are not thread-safe)."""
-    return resource("dynamodb").Table(stack["tables"][key])
 
 
 def attempt(candidate: Callable[..., Any], *args: Any, what: str, advice: str = "") -> Any:

@@ -32,6 +32,11 @@ def invoke(lambda_, function: str, event: Any) -> Any:
     return answer
 
 
+def table(stack: dict, key: str):
+    """A boto3 Table of the stack on a resource of its own: a resource is not thread-safe, so one per thread."""
+    return clients.resource("dynamodb").Table(stack["tables"][key])
+
+
 class Deployment:
     """A lesson's handle on the deployed stack: its tables and functions by key."""
 

@@ -35,8 +35,8 @@ def outbox_items(outbox, **equal) -> list[dict]:
 def new_request_item(stack: dict, user_id: str | None = None) -> str:
     """A SCHEDULED request straight in the table (no schedule): for stories and races."""
     request_id = f"del-story-{uuid.uuid4().hex[:10]}"
-    table = clients.resource("dynamodb").Table(stack["tables"]["deletion_requests"])
-    import_function_module("deletion_state").create(table, request_id, user_id or f"user-{uuid.uuid4().hex[:6]}", 0)
+    requests = lessons.table(stack, "deletion_requests")
+    import_function_module("deletion_state").create(requests, request_id, user_id or f"user-{uuid.uuid4().hex[:6]}", 0)
     return request_id
 
 
@@ -140,7 +140,7 @@ class Deletions(lessons.Deployment):
     def cancel_race(self, rounds: int = 20) -> dict[str, int]:
         """A cancel and a claim on the same SCHEDULED request at the same moment, ``rounds`` times."""
         state = import_function_module("deletion_state")
-        tables = [clients.resource("dynamodb").Table(self.stack["tables"]["deletion_requests"]) for _ in range(2)]
+        tables = [lessons.table(self.stack, "deletion_requests") for _ in range(2)]
         per_round = self._races(rounds, lambda request_id: [
             lambda: state.cancel(tables[0], request_id)[0],
             lambda: state.claim(tables[1], request_id, "the schedule", 60).claim is not None,

@@ -153,8 +153,7 @@ def notify_attempts(stack: dict, request_id: str) -> int:
     """How often the notify step ran for a request with injected faults (0 if none)."""
     faults = import_function_module("registration.faults")
     key = {"fault_key": faults.fault_key(faults.NOTIFY, request_id)}
-    table = clients.resource("dynamodb").Table(stack["tables"]["faults"])
-    item = table.get_item(Key=key, ConsistentRead=True).get("Item")
+    item = lessons.table(stack, "faults").get_item(Key=key, ConsistentRead=True).get("Item")
     return int(item[faults.ATTEMPTS]) if item else 0
 
 
