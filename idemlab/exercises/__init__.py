@@ -34,6 +34,8 @@ class Exercise:
         return dataclasses.replace(self, stack=stack)
 
     def check(self, candidate: Callable[..., Any]) -> str:
+        if self.stack is None:
+            raise TypeError(f"{self.title!r} needs the deployed stack first: ex = exercise(stack), then ex.check(...)")
         verdict = self.verify(candidate, self.stack)
         print(f"Correct: {verdict}")
         return verdict
