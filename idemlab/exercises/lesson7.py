@@ -180,7 +180,8 @@ def verify_downstream(candidate: Callable, stack: dict) -> str:
     return f"{HANDLER_COPIES} copies together, a retry with a new trace id and a late redrive charged once; another order on its own"
 
 
-downstream_exercise = Exercise("Pass the key downstream", DOWNSTREAM_HINT, charge_with_downstream_key, verify_downstream)
+downstream_exercise = Exercise(
+    "Pass the key downstream", DOWNSTREAM_HINT, charge_with_downstream_key, verify_downstream)
 
 
 def handler_zip(candidate: Callable) -> bytes:

@@ -95,7 +95,8 @@ class Orders(lessons.Deployment):
         """One SendMessage per line, as a producer does; returns the message ids SQS gave."""
         def one(order_line: dict) -> str:
             fifo = {"MessageGroupId": group or order_line["order_id"]} if queue.endswith("fifo") else {}
-            return self.sqs.send_message(QueueUrl=self.url(queue), MessageBody=json.dumps(order_line), **fifo)["MessageId"]
+            sent = self.sqs.send_message(QueueUrl=self.url(queue), MessageBody=json.dumps(order_line), **fifo)
+            return sent["MessageId"]
 
         return [one(order_line) for order_line in order_lines]
 
