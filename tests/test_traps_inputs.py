@@ -24,6 +24,11 @@ def test_exercise_refuses_settings_it_cannot_deploy(chosen, message):
         lesson7.verify(lambda: chosen, stack={})
 
 
+def test_an_exercise_not_bound_to_a_stack_says_how_to_bind_it():
+    with pytest.raises(TypeError, match=r"ex = exercise\(stack\)"):
+        lesson7.exercise.check(lesson7.key_and_lifetime)
+
+
 def test_downstream_exercise_needs_readable_source():
     with pytest.raises(ExerciseFailed, match="cannot read the source"):
         lesson7.handler_zip(len)

@@ -1,36 +1,42 @@
 """Exercises for the notebooks: each has ``check()``, ``hint()`` and ``solution()``.
 
-A notebook cell does ``ex.check(learner_function)``; CI checks the answer key both ways:
-the solution must pass, the notebook's starting point must fail (tests/notebook_cells.py).
+A notebook cell does ``ex = lesson1.exercise(stack)``, then ``ex.check(learner_function)``; CI
+checks the answer key both ways: the solution must pass, the notebook's starting point must
+fail (tests/notebook_cells.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from idemlab.barrier import settled
-from idemlab.clients import resource
+from idemlab.lessons import table  # noqa: F401 (the exercises' Tables, one per thread)
 
 
 class ExerciseFailed(AssertionError):
     """The learner's code does not yet do what the exercise asks."""
 
 
-@dataclass
+@dataclasses.dataclass(frozen=True)
 class Exercise:
     title: str
     hint_text: str
     solution_fn: Callable[..., Any]
-    # Runs the learner's callable against ``context`` (the deployed stack, or the name of
-    # one of its tables) and raises ExerciseFailed with a message that says what went
-    # wrong (never just "wrong").
-    verify: Callable[[Callable[..., Any], Any], str]
-    context: Any
+    # Runs the learner's callable against the deployed stack and raises ExerciseFailed with
+    # a message that says what went wrong (never just "wrong"); what went right, if nothing did.
+    verify: Callable[[Callable[..., Any], dict], str]
+    stack: dict | None = None
+
+    def __call__(self, stack: dict) -> Exercise:
+        """The exercise, bound to the deployed stack (the ``lab`` output)."""
+        return dataclasses.replace(self, stack=stack)
 
     def check(self, candidate: Callable[..., Any]) -> str:
-        verdict = self.verify(candidate, self.context)
+        if self.stack is None:
+            raise TypeError(f"{self.title!r} needs the deployed stack first: ex = exercise(stack), then ex.check(...)")
+        verdict = self.verify(candidate, self.stack)
         print(f"Correct: {verdict}")
         return verdict
 
@@ -45,11 +51,6 @@ def expect(holds: Any, failure: str) -> None:
     """Unless ``holds``, ExerciseFailed with ``failure``: what the learner's code did, and why it is wrong."""
     if not holds:
         raise ExerciseFailed(failure)
-
-
-def table(name: str) -> Any:
-    """A boto3 Table on the selected backend; one per thread (resources are not thread-safe)."""
-    return resource("dynamodb").Table(name)
 
 
 def attempt(candidate: Callable[..., Any], *args: Any, what: str, advice: str = "") -> Any:

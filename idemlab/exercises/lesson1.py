@@ -1,7 +1,6 @@
 """Lesson 1 exercise (notebook 01): ``register_once(table, registration)`` stores the registration
-unless a row with its ``request_id`` exists, and returns whichever registration is stored.
-``exercise(stack).check(register_once)`` runs it against the deployed ``vehicles`` table.
-"""
+unless a row with its ``request_id`` exists, and returns whichever registration is stored; the
+check runs it against the deployed ``vehicles`` table."""
 
 from __future__ import annotations
 
@@ -9,7 +8,8 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from idemlab.exercises import Exercise, ExerciseFailed, attempt, expect, race, table
+from idemlab.barrier import settled
+from idemlab.exercises import Exercise, attempt, expect, race, table
 from idemlab.lessons.vehicles import VALID_VIN
 
 # Simultaneous attempts per round, and rounds: a get-then-put answer lets two attempts
@@ -17,9 +17,7 @@ from idemlab.lessons.vehicles import VALID_VIN
 RACERS = 8
 ROUNDS = 3
 # What a learner whose attempt raised should do instead.
-ALREADY_STORED = (
-    ". A failed condition means an earlier attempt already stored the registration: return that one instead of raising"
-)
+ALREADY_STORED = ". A failed condition means an earlier attempt stored it: return the stored one instead of raising"
 
 HINT = """\
 A plain put_item replaces whatever row has the same key. Give it a
@@ -45,14 +43,9 @@ def register_once(table: Any, registration: dict) -> dict:
         return stored["Item"]
 
 
-def exercise(stack: dict) -> Exercise:
-    """The exercise, bound to the deployed ``vehicles`` table of ``stack`` (the lab outputs)."""
-    return Exercise("Register a vehicle once per request", HINT, register_once, verify, stack["tables"]["vehicles"])
-
-
-def verify(candidate: Callable[[Any, dict], dict], table_name: str) -> str:
+def verify(candidate: Callable[[Any, dict], dict], stack: dict) -> str:
     """Run ``candidate`` as a first attempt, a retry and a race; ExerciseFailed says what broke."""
-    vehicles = table(table_name)
+    vehicles = table(stack, "vehicles")
     first, retry = _registrations(2)
     returned = attempt(candidate, vehicles, first, what="the first attempt", advice=ALREADY_STORED)
     expect(returned == first, f"the first attempt should return the registration it stored, got {returned!r}")
@@ -62,29 +55,24 @@ def verify(candidate: Callable[[Any, dict], dict], table_name: str) -> str:
                             f"{stored['registration_id']}): a put without a condition overwrites the row")
     expect(returned == first, f"the retry returned registration {_id_of(returned)!r}; it should return the "
                               f"stored one, {first['registration_id']}")
-    broken = {"registration_id": "no-request-id"}  # no key attribute: DynamoDB refuses it
-    try:
-        returned = candidate(vehicles, broken)
-    except Exception:
-        pass
-    else:
-        raise ExerciseFailed(
-            f"a write DynamoDB refused (the item had no request_id) returned {returned!r}; only "
-            "ConditionalCheckFailedException means 'already registered', other errors must propagate"
-        )
+    returned = settled([lambda: candidate(vehicles, {"registration_id": "no-request-id"})])[0]  # DynamoDB refuses it
+    expect(isinstance(returned, Exception), f"a write DynamoDB refused (the item had no request_id) returned "
+           f"{returned!r}; only ConditionalCheckFailedException means 'already registered', "
+           "other errors must propagate")
     for round_number in range(1, ROUNDS + 1):
         attempts = _registrations(RACERS)
         # A Table per thread; an exception is reported as the learner's outcome.
-        returned = race(candidate, [(table(table_name), r) for r in attempts], f"round {round_number}")
+        returned = race(candidate, [(table(stack, "vehicles"), r) for r in attempts], f"round {round_number}")
         answers = {_id_of(r) for r in returned}
         expect(answers == {_stored(vehicles, attempts[0])["registration_id"]},
                f"round {round_number}: {RACERS} simultaneous attempts returned {len(answers)} different registrations, "
                "and only one of them is stored. Reading first and writing after lets several attempts see no row; "
                "the condition must be part of the write itself")
-    return (
-        "a retry returns the first registration and leaves it in place, and "
-        f"{RACERS} simultaneous attempts agreed on one stored registration in each of {ROUNDS} rounds"
-    )
+    return (f"a retry returns the first registration and leaves it in place, and {RACERS} simultaneous attempts "
+            f"agreed on one stored registration in each of {ROUNDS} rounds")
+
+
+exercise = Exercise("Register a vehicle once per request", HINT, register_once, verify)
 
 
 def _id_of(answer: Any) -> Any:
@@ -100,8 +88,5 @@ def _stored(vehicles: Any, registration: dict) -> dict:
 def _registrations(attempts: int) -> list[dict]:
     """The registrations of ``attempts`` attempts at one new request, each with a fresh registration id."""
     request_id, at = f"exercise-{uuid.uuid4().hex[:12]}", datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-    return [
-        {"request_id": request_id, "registration_id": str(uuid.uuid4()), "vin": VALID_VIN,
-         "owner": "Exercise Learner", "registered_at": at}
-        for _ in range(attempts)
-    ]
+    return [{"request_id": request_id, "registration_id": str(uuid.uuid4()), "vin": VALID_VIN,
+             "owner": "Exercise Learner", "registered_at": at} for _ in range(attempts)]

@@ -54,15 +54,10 @@ def charge_once(table: Any, order: dict, charge_card: Callable[[dict], str]) -> 
     return charge_id
 
 
-def exercise(stack: dict) -> Exercise:
-    """The exercise, bound to the deployed checkout tables and card processor of ``stack``."""
-    return Exercise("Charge a card once per idempotency key", HINT, charge_once, verify, stack)
-
-
 def verify(candidate: Callable[[Any, dict, Callable], str], stack: dict) -> str:
     """Run ``candidate`` as a first attempt, a retry and races; ExerciseFailed says what broke."""
     shop = Checkout(stack)
-    tables = [table(stack["tables"]["handrolled_idempotency"]) for _ in range(RACERS)]  # one per thread
+    tables = [table(stack, "handrolled_idempotency") for _ in range(RACERS)]  # one per thread
     request = order(prefix="exercise")
     first, retry = (attempt(candidate, tables[0], request, shop.charge_card, what=what)
                     for what in ("the first attempt", "the retry"))
@@ -82,3 +77,6 @@ def verify(candidate: Callable[[Any, dict, Callable], str], stack: dict) -> str:
         wrong = [r for r in returned if not isinstance(r, Exception) and r != charge_id]
         expect(not wrong, f"round {round_number}: attempts returned {wrong[:3]}, but the one charge is {charge_id}")
     return f"a retry returns the first charge, and {RACERS} simultaneous attempts charged once in each of {ROUNDS} rounds"
+
+
+exercise = Exercise("Charge a card once per idempotency key", HINT, charge_once, verify)

@@ -54,13 +54,8 @@ def record_step(table: Any, deletion_request_id: str, fencing_token: int, step: 
         return False  # superseded: a newer claim holds the request
 
 
-def fenced_write_exercise(stack: dict) -> Exercise:
-    title = "Record progress only while holding the claim"
-    return Exercise(title, FENCED_HINT, record_step, verify_fenced_write, stack["tables"]["deletion_requests"])
-
-
-def verify_fenced_write(candidate: Callable[[Any, str, int, str], bool], table_name: str) -> str:
-    requests, now = table(table_name), time.time()
+def verify_fenced_write(candidate: Callable[[Any, str, int, str], bool], stack: dict) -> str:
+    requests, now = table(stack, "deletion_requests"), time.time()
 
     def write(request_id: str, token: int, step: str, what: str) -> tuple[Any, bool]:
         """The learner's write of ``step`` with ``token``, and whether ``step`` is recorded afterwards."""
@@ -68,7 +63,7 @@ def verify_fenced_write(candidate: Callable[[Any, str, int, str], bool], table_n
         item = requests.get_item(Key={"deletion_request_id": request_id}, ConsistentRead=True).get("Item", {})
         return answer, step in item.get("steps_done", ())
 
-    request_id = _new_request(requests)
+    request_id = deletion.new_request_item(stack)
     holder = state.claim(requests, request_id, "worker-a", LEASE, now=now).claim
     answer, landed = write(request_id, holder.fencing_token, "delete_records", "the holder's write")
     expect(answer is True, "the holder of the claim wrote progress and got something other than True")
@@ -82,7 +77,7 @@ def verify_fenced_write(candidate: Callable[[Any, str, int, str], bool], table_n
     answer, _ = write(request_id, successor.fencing_token, "delete_files", "the new holder's write")
     expect(answer is True, "the new holder (the higher token) was refused; compare with the token stored on the item")
 
-    request_id = _new_request(requests)
+    request_id = deletion.new_request_item(stack)
     claim = state.claim(requests, request_id, "worker-a", LEASE, now=now).claim
     state.release_after_failure(requests, claim, "gave up", max_attempts=1, retry_delay_seconds=0, now=now)
     answer, landed = write(request_id, claim.fencing_token, "send_goodbye", "a write after the request FAILED")
@@ -94,22 +89,23 @@ def verify_fenced_write(candidate: Callable[[Any, str, int, str], bool], table_n
     expect(answer is False, f"a write to an unknown request returned {answer!r}; it should return False")
 
     for round_number in range(1, RACE_ROUNDS + 1):
-        request_id = _new_request(requests)
+        request_id = deletion.new_request_item(stack)
         zombie = state.claim(requests, request_id, "zombie", LEASE, now=now).claim
         holder = state.claim(requests, request_id, "holder", LEASE, now=now + LEASE + 1).claim
         # A Table per thread; an exception is the learner's outcome, reported below.
-        writes = [(table(table_name), request_id, claim.fencing_token, step)
+        writes = [(table(stack, "deletion_requests"), request_id, claim.fencing_token, step)
                   for claim, step in ((zombie, "delete_identity"), (holder, "delete_records"))]
         answers = settled([lambda w=w: candidate(*w) for w in writes])
         steps = state.read(requests, request_id).steps_done
         expect("delete_identity" not in steps,
                f"round {round_number}: the zombie's write landed while the holder wrote at the same moment")
         expect("delete_records" in steps, f"round {round_number}: the holder's write was lost: {answers[1]!r}")
-    return (
-        "the holder's writes land, a zombie's write after a newer claim is refused (also when both "
-        f"write at once, {RACE_ROUNDS} rounds), and nothing is written to a finished or unknown request"
-    )
+    return (f"the holder's writes land, a zombie's write after a newer claim is refused (also when both write at "
+            f"once, {RACE_ROUNDS} rounds), and nothing is written to a finished or unknown request")
 
+
+fenced_write_exercise = Exercise(
+    "Record progress only while holding the claim", FENCED_HINT, record_step, verify_fenced_write)
 
 # -- exercise 2: the goodbye email, once -----------------------------------------------
 
@@ -140,13 +136,8 @@ def send_goodbye(outbox: Any, deletion_request_id: str, user_id: str) -> bool:
         return False  # sent by an earlier attempt
 
 
-def goodbye_exercise(stack: dict) -> Exercise:
-    title = "Send the goodbye email once per request"
-    return Exercise(title, GOODBYE_HINT, send_goodbye, verify_goodbye, stack["tables"]["email_outbox"])
-
-
-def verify_goodbye(candidate: Callable[[Any, str, str], bool], table_name: str) -> str:
-    outbox, user_id = table(table_name), f"user-ex-{uuid.uuid4().hex[:6]}"
+def verify_goodbye(candidate: Callable[[Any, str, str], bool], stack: dict) -> str:
+    outbox, user_id = table(stack, "email_outbox"), f"user-ex-{uuid.uuid4().hex[:6]}"
     request_id, other, raced = (f"del-ex-{uuid.uuid4().hex[:10]}" for _ in range(3))
     first, retry = (attempt(candidate, outbox, request_id, user_id, what=what, advice=ALREADY_SENT)
                     for what in ("the first attempt", "the retry"))
@@ -160,19 +151,16 @@ def verify_goodbye(candidate: Callable[[Any, str, str], bool], table_name: str) 
     attempt(candidate, outbox, other, user_id, what="a second request", advice=ALREADY_SENT)
     expect(len(deletion.outbox_items(outbox, deletion_request_id=other)) == 1,
            "a different deletion request must get its own email; the key must include the request id")
-    answers = race(candidate, [(table(table_name), raced, user_id) for _ in range(GOODBYE_RACERS)], "the race")
+    racers = [(table(stack, "email_outbox"), raced, user_id) for _ in range(GOODBYE_RACERS)]  # a Table per thread
+    answers = race(candidate, racers, "the race")
     sent = deletion.outbox_items(outbox, deletion_request_id=raced)
     expect(len(sent) == 1,
            f"{GOODBYE_RACERS} attempts at once sent {len(sent)} emails; the condition must be part of the put")
     expect(answers.count(True) == 1,
            f"exactly one of {GOODBYE_RACERS} attempts should report sending; {answers.count(True)} did")
-    return (
-        f"a retry sends nothing, another request gets its own email, and {GOODBYE_RACERS} attempts at once "
-        "sent exactly one"
-    )
+    return (f"a retry sends nothing, another request gets its own email, and {GOODBYE_RACERS} attempts at once "
+            "sent exactly one")
 
 
-def _new_request(requests: Any) -> str:
-    request_id = f"del-ex-{uuid.uuid4().hex[:10]}"
-    state.create(requests, request_id, f"user-ex-{uuid.uuid4().hex[:6]}", int(time.time()))
-    return request_id
+goodbye_exercise = Exercise("Send the goodbye email once per request", GOODBYE_HINT, send_goodbye, verify_goodbye)
+

@@ -31,11 +31,6 @@ def reservation_key(record: dict) -> str:
     return f"{order_line['order_id']}#{order_line['line']}"
 
 
-def exercise(stack: dict) -> Exercise:
-    title = "Key a queue consumer's side effect on the business operation"
-    return Exercise(title, HINT, reservation_key, verify, stack)
-
-
 def verify(candidate: Callable[[dict], str], stack: dict) -> str:
     orders = Orders(stack)
     order_id = f"exercise-{uuid.uuid4().hex[:8]}"
@@ -63,6 +58,9 @@ def verify(candidate: Callable[[dict], str], stack: dict) -> str:
     return "a producer's retry and a redelivery get the line's own key, and another line gets another"
 
 
+exercise = Exercise("Key a queue consumer's side effect on the business operation", HINT, reservation_key, verify)
+
+
 def _receive(orders: Orders, order_id: str, count: int, timeout: float = 30) -> list[dict]:
     """`count` messages of this order from the queue, as records shaped like Lambda's."""
     records: list[dict] = []
@@ -75,6 +73,5 @@ def _receive(orders: Orders, order_id: str, count: int, timeout: float = 30) -> 
                 orders.release(QUEUE, [message["ReceiptHandle"]])
         return len(records) >= count
 
-    if not lessons.poll(more, timeout, every=0):
-        raise TimeoutError(f"only {len(records)} of {count} messages came back from {QUEUE}")
+    lessons.poll(more, timeout, every=0, what=f"{count} messages of {order_id} back from {QUEUE}")
     return records

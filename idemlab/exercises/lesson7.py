@@ -19,7 +19,9 @@ from typing import Any, Callable
 import jmespath
 
 from idemlab.exercises import Exercise, ExerciseFailed, attempt, expect
-from idemlab.lessons.traps import DAY, DeliveryFailed, DLQ_MAX_RETENTION_SECONDS, KeyedCheckouts, Variant, delivery, new_order_id, retry_of
+from idemlab.lessons import FunctionFailed
+from idemlab.lessons.traps import DAY, DLQ_MAX_RETENTION_SECONDS, KeyedCheckouts, Variant
+from idemlab.lessons.traps import delivery, new_order_id, retry_of
 
 # Compressed time: one real second stands for one day, so a 14-day redrive takes 14 s.
 SECONDS_PER_DAY = 1.0
@@ -52,10 +54,6 @@ def key_and_lifetime() -> dict:
     }
 
 
-def exercise(stack: dict) -> Exercise:
-    return Exercise("Choose the key, and how long it lives", HINT, key_and_lifetime, verify, stack)
-
-
 def verify(candidate: Callable[[], dict], stack: dict) -> str:
     key, expiry = _settings(candidate)
     # Two functions, one trap each: the key is attacked with the record living as long as
@@ -79,10 +77,11 @@ def verify(candidate: Callable[[], dict], stack: dict) -> str:
     expect(expiry >= HORIZON_SECONDS, f"the record lives {expiry} s, {expiry / DAY:.2f} days; a delivery can come "
            f"back for {HORIZON_SECONDS // DAY} days (1 day of retries + 14 days in the DLQ): a redrive on the last "
            "day would charge again")
-    return (
-        f"{COPIES_TOGETHER} copies together, a retry with a new trace id and a redrive on day {REDRIVE_AFTER_DAYS} charged "
-        "once; another order was charged on its own"
-    )
+    return (f"{COPIES_TOGETHER} copies together, a retry with a new trace id and a redrive on day {REDRIVE_AFTER_DAYS} "
+            "charged once; another order was charged on its own")
+
+
+exercise = Exercise("Choose the key, and how long it lives", HINT, key_and_lifetime, verify)
 
 
 def _settings(candidate: Callable[[], dict]) -> tuple[str, int]:
@@ -105,12 +104,8 @@ def _copies_retry_and_another(
 ) -> dict:
     """``copies`` of one order together, a retry of it, then another order: each order charged
     once. With ``with_key`` every delivery carries the client's Idempotency-Key header."""
-
-    def new_delivery() -> dict:
-        order_id = new_order_id("exercise")
-        return delivery(order_id, key=f"client-{order_id}" if with_key else None)
-
-    first, other = new_delivery(), new_delivery()
+    first, other = (delivery(order_id, key=f"client-{order_id}" if with_key else None)
+                    for order_id in (new_order_id("exercise"), new_order_id("exercise")))
     answers = shop.send_together(target, [first] * copies)
     _expect(shop, first, f"{copies} copies of one delivery sent together", answers, too_many)
     retried = ("a retry of the order (same body and Idempotency-Key, a new X-Amzn-Trace-Id)" if with_key
@@ -170,10 +165,6 @@ def charge_with_downstream_key(event, context):
     return json.loads(answer["Payload"].read())
 
 
-def downstream_exercise(stack: dict) -> Exercise:
-    return Exercise("Pass the key downstream", DOWNSTREAM_HINT, charge_with_downstream_key, verify_downstream, stack)
-
-
 def verify_downstream(candidate: Callable, stack: dict) -> str:
     shop = KeyedCheckouts(stack)
     label = "exercise-handler"
@@ -182,11 +173,15 @@ def verify_downstream(candidate: Callable, stack: dict) -> str:
         first = _copies_retry_and_another(shop, label, HANDLER_COPIES, with_key=False, too_many=NO_KEY)
         time.sleep(DOWNSTREAM_REDRIVE_AFTER_SECONDS)
         _expect(shop, first, "a redrive of the first delivery, later", [shop.send(label, retry_of(first))], NO_KEY)
-    except DeliveryFailed as exc:
+    except FunctionFailed as exc:
         raise ExerciseFailed(f"your handler failed in Lambda: {exc}") from exc
     finally:
         shop.remove()
     return f"{HANDLER_COPIES} copies together, a retry with a new trace id and a late redrive charged once; another order on its own"
+
+
+downstream_exercise = Exercise(
+    "Pass the key downstream", DOWNSTREAM_HINT, charge_with_downstream_key, verify_downstream)
 
 
 def handler_zip(candidate: Callable) -> bytes:

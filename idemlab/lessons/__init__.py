@@ -1,10 +1,12 @@
 """One module of plumbing per lesson. Each takes the deployed stack the same way: ``stack``
-is the Terraform stack's ``lab`` output (docs/DESIGN.md), names by key. A lesson's
-notebook and its tests use the same module, so what the notebook shows is what CI checks."""
+is the Terraform stack's ``lab`` output (docs/DESIGN.md), names by key, and a lesson's
+handle on it is a ``Deployment``. A lesson's notebook and its tests use the same module,
+so what the notebook shows is what CI checks."""
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from typing import Any, Callable, TypeVar
 
@@ -30,11 +32,39 @@ def invoke(lambda_, function: str, event: Any) -> Any:
     return answer
 
 
-def poll(read: Callable[[], T], seconds: float, every: float, until: Callable[[T], Any] = bool) -> T:
-    """``read()`` every ``every`` s until ``until`` holds for its value or ``seconds`` have passed; the last value."""
+def table(stack: dict, key: str):
+    """A boto3 Table of the stack on a resource of its own: a resource is not thread-safe, so one per thread."""
+    return clients.resource("dynamodb").Table(stack["tables"][key])
+
+
+class Deployment:
+    """A lesson's handle on the deployed stack: its tables and functions by key."""
+
+    def __init__(self, stack: dict, **lambda_config):
+        self.stack, self.lambda_ = stack, clients.client("lambda", **lambda_config)
+        # A boto3 resource builds every condition with one shared builder: threads that
+        # share it can swap placeholders and lose a clause. One resource per thread.
+        self._resources = threading.local()
+
+    def table(self, key: str):
+        """A boto3 Table of the stack (``"deletion_requests"``, ``"stock"``, ...), of this thread's resource."""
+        if not hasattr(self._resources, "dynamodb"):
+            self._resources.dynamodb = clients.resource("dynamodb")
+        return self._resources.dynamodb.Table(self.stack["tables"][key])
+
+    def invoke(self, function_key: str, event: Any) -> Any:
+        """Invoke a deployed function and return its answer; a function error raises FunctionFailed."""
+        return invoke(self.lambda_, self.stack["functions"][function_key], event)
+
+
+def poll(read: Callable[[], T], seconds: float, every: float, until: Callable[[T], Any] = bool, what: str = "") -> T:
+    """``read()`` every ``every`` s until ``until`` holds for its value or ``seconds`` have passed; the last
+    value, or a TimeoutError naming ``what`` if one was given and the wait was in vain."""
     deadline = time.monotonic() + seconds
-    while not until(value := read()) and time.monotonic() < deadline:
+    while not (done := until(value := read())) and time.monotonic() < deadline:
         time.sleep(every)
+    if what and not done:
+        raise TimeoutError(f"{what}: not seen within {seconds:.0f} s")
     return value
 
 

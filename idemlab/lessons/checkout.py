@@ -7,6 +7,7 @@ idempotency key), never taken from what a checkout says about itself.
 from __future__ import annotations
 
 import ast
+import functools
 import uuid
 from collections import Counter
 from typing import Callable, Iterable
@@ -21,8 +22,7 @@ STRATEGIES = ("naive", "handrolled", "powertools")
 FUNCTION_KEYS = tuple(f"checkout_{strategy}" for strategy in STRATEGIES)
 
 # The answers and fault names are defined once, next to the handlers that use them.
-outcomes = functions.load(FUNCTION_DIR, "charging.outcomes")
-fault_points = functions.load(FUNCTION_DIR, "charging.fault_points")
+outcomes, fault_points = (functions.load(FUNCTION_DIR, f"charging.{name}") for name in ("outcomes", "fault_points"))
 # Not a checkout answer: the invocation was stopped (it ran past its timeout) or died
 # before it could answer. Lambda then answers with a FunctionError.
 CRASHED = "crashed"
@@ -80,21 +80,19 @@ class Ledger:
         return [(item["reference"]["S"], item["charge_id"]["S"]) for item in items]
 
 
-class Checkout:
-    """The deployed checkout scenario (the ``lab`` output of the stack), as the lesson uses it."""
+class Checkout(lessons.Deployment):
+    """The deployed checkout scenario, as the lesson uses it."""
 
     def __init__(self, stack: dict):
-        self.functions = stack["functions"]
-        self.tables = stack["tables"]
         # One attempt per call: an SDK retry of an invocation is itself a duplicate request.
-        self._lambda = client("lambda", retries={"total_max_attempts": 1}, read_timeout=90, max_pool_connections=64)
+        super().__init__(stack, retries={"total_max_attempts": 1}, read_timeout=90, max_pool_connections=64)
         self._dynamodb = client("dynamodb", max_pool_connections=64)
-        self.ledger = Ledger(self.tables["ledger"], self._dynamodb)
+        self.ledger = Ledger(stack["tables"]["ledger"], self._dynamodb)
 
     def invoke(self, strategy: str, request: dict) -> dict:
-        """One synchronous invocation; a crash or timeout becomes a ``crashed`` answer."""
+        """One synchronous invocation of a strategy's checkout; a crash or timeout becomes a ``crashed`` answer."""
         try:
-            return lessons.invoke(self._lambda, self.functions[function_key(strategy)], request)
+            return super().invoke(function_key(strategy), request)
         except lessons.FunctionFailed as failed:
             return {"strategy": strategy, "outcome": CRASHED, "charge_id": None, "trace": [], "error": failed.answer}
 
@@ -120,23 +118,21 @@ class Checkout:
     def charge_card(self, request: dict) -> str:
         """Charge the card through the deployed card processor, with no downstream key."""
         call = {"reference": request["idempotency_key"], "amount": request["amount"], "currency": request["currency"]}
-        return lessons.invoke(self._lambda, self.functions["card_processor"], call)["charge_id"]
+        return super().invoke("card_processor", call)["charge_id"]
 
     def timeout_seconds(self, strategy: str) -> int:
-        return self._lambda.get_function_configuration(FunctionName=self.functions[function_key(strategy)])["Timeout"]
+        function = self.stack["functions"][function_key(strategy)]
+        return self.lambda_.get_function_configuration(FunctionName=function)["Timeout"]
 
-    def arm_crash_after_charge(self, request: dict, times: int = 1) -> None:
-        """The next ``times`` invocations for this key run past their timeout right after charging."""
-        self._arm(request, fault_points.TIME_OUT, times)
-
-    def arm_lost_answer(self, request: dict, times: int = 1) -> None:
-        """The next ``times`` invocations for this key lose the card processor's answer
-        after it charged: the checkout cannot tell whether it did."""
-        self._arm(request, fault_points.LOSE_ANSWER, times)
-
-    def _arm(self, request: dict, fault: str, times: int) -> None:
+    def _arm(self, fault: str, request: dict, times: int = 1) -> None:
         item = fault_points.armed(fault_points.AFTER_CHARGE, request["idempotency_key"], fault, times)
-        self._dynamodb.put_item(TableName=self.tables["faults"], Item=item)
+        self._dynamodb.put_item(TableName=self.stack["tables"]["faults"], Item=item)
+
+    # ``arm_x(request, times=1)``: the next ``times`` invocations for this key run past their
+    # timeout right after charging, or lose the card processor's answer after it charged
+    # (the checkout cannot tell whether it did).
+    arm_crash_after_charge = functools.partialmethod(_arm, fault_points.TIME_OUT)
+    arm_lost_answer = functools.partialmethod(_arm, fault_points.LOSE_ANSWER)
 
     def concurrency_limit(self) -> int:
         """Executions this account may run at once outside reserved concurrency (GetAccountSettings).
@@ -144,7 +140,7 @@ class Checkout:
         AWS, LocalStack and the embedded backend all answer it (API reference:
         https://docs.aws.amazon.com/lambda/latest/api/API_GetAccountSettings.html).
         """
-        return self._lambda.get_account_settings()["AccountLimit"]["UnreservedConcurrentExecutions"]
+        return self.lambda_.get_account_settings()["AccountLimit"]["UnreservedConcurrentExecutions"]
 
 
 def copies_that_fit(wanted: int, concurrency_limit: int) -> int:
@@ -155,10 +151,8 @@ def copies_that_fit(wanted: int, concurrency_limit: int) -> int:
     """
     fit = (concurrency_limit - CONCURRENCY_HEADROOM) // EXECUTIONS_PER_COPY
     if fit < 2:
-        raise RuntimeError(
-            f"this account runs {concurrency_limit} Lambda executions at once; a race needs at least "
-            f"{2 * EXECUTIONS_PER_COPY + CONCURRENCY_HEADROOM}: ask AWS for a higher concurrency quota"
-        )
+        raise RuntimeError(f"this account runs {concurrency_limit} Lambda executions at once; a race needs at least "
+                           f"{2 * EXECUTIONS_PER_COPY + CONCURRENCY_HEADROOM}: ask AWS for a higher concurrency quota")
     return min(wanted, fit)
 
 

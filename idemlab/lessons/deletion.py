@@ -11,10 +11,8 @@ import datetime
 import functools
 import json
 import operator
-import threading
 import uuid
 from collections import Counter
-from dataclasses import dataclass, field
 
 from boto3.dynamodb.conditions import Attr, Key
 
@@ -23,7 +21,6 @@ from idemlab.barrier import all_at_once
 from idemlab.lessons import queue_depth  # noqa: F401 (notebook 04 reads its DLQ's depth)
 
 FUNCTION_DIR = settings.ROOT / "functions" / "account_deletion"
-
 
 # A module of the deletion Lambda code (``"deletion_state"``, ``"claim_deletion"``).
 import_function_module = functools.partial(functions.load, FUNCTION_DIR)
@@ -38,31 +35,20 @@ def outbox_items(outbox, **equal) -> list[dict]:
 def new_request_item(stack: dict, user_id: str | None = None) -> str:
     """A SCHEDULED request straight in the table (no schedule): for stories and races."""
     request_id = f"del-story-{uuid.uuid4().hex[:10]}"
-    table = clients.resource("dynamodb").Table(stack["tables"]["deletion_requests"])
-    import_function_module("deletion_state").create(table, request_id, user_id or f"user-{uuid.uuid4().hex[:6]}", 0)
+    requests = lessons.table(stack, "deletion_requests")
+    import_function_module("deletion_state").create(requests, request_id, user_id or f"user-{uuid.uuid4().hex[:6]}", 0)
     return request_id
 
 
-class Deletions:
+class Deletions(lessons.Deployment):
     """The deployed deletion workflow, its functions and the tables it deletes from."""
 
     def __init__(self, stack: dict):
-        self.stack = stack
-        # A boto3 resource builds every condition with one shared builder: threads that
-        # share it can swap placeholders and lose a clause. One resource per thread.
-        self._resources = threading.local()
-        self.s3 = clients.client("s3")
-        self.sfn = clients.client("stepfunctions")
-        self.lambda_ = clients.client("lambda")
+        super().__init__(stack)
+        self.s3, self.sfn = clients.client("s3"), clients.client("stepfunctions")
         self.bucket = stack["buckets"]["user_files"]
         self.state_machine_arn = stack["state_machines"]["account_deletion"]
         self.dead_letter_queue = stack["queues"]["deletion_dlq"]
-
-    def table(self, key: str):
-        """A boto3 Table of the scenario (``"deletion_requests"``, ``"faults"``, ...), of this thread's resource."""
-        if not hasattr(self._resources, "dynamodb"):
-            self._resources.dynamodb = clients.resource("dynamodb")
-        return self._resources.dynamodb.Table(self.stack["tables"][key])
 
     def seed_user(self, user_id: str, records: int = 3, files: int = 2) -> None:
         """Give ``user_id`` some records, files and an identity, for a deletion to remove."""
@@ -94,9 +80,7 @@ class Deletions:
         return import_function_module("deletion_state").read(self.table("deletion_requests"), deletion_request_id)
 
     def request_status(self, deletion_request_id: str) -> str:
-        key = {"deletion_request_id": deletion_request_id}
-        item = self.table("deletion_requests").get_item(Key=key, ConsistentRead=True).get("Item")
-        return item["status"] if item else "MISSING"
+        return self.request(deletion_request_id).status.value
 
     def steps_done(self, deletion_request_id: str) -> list[str]:
         return sorted(self.request(deletion_request_id).steps_done)
@@ -114,10 +98,6 @@ class Deletions:
         """Take an armed fault away: the cause of the failures is fixed."""
         self.table("faults").delete_item(Key={"fault_key": fault_key})
 
-    def invoke(self, function_key: str, event: dict) -> dict:
-        """Invoke a deployed deletion function and return its answer; a function error raises."""
-        return lessons.invoke(self.lambda_, self.stack["functions"][function_key], event)
-
     def start(self, deletion_request_id: str, execution_name: str | None = None) -> str:
         """Start the workflow for a request, named like the schedule names it unless told."""
         event, name = json.dumps({"deletion_request_id": deletion_request_id}), execution_name or deletion_request_id
@@ -133,15 +113,14 @@ class Deletions:
         """Start attempts until the request is FAILED, as the sweeper would restart it after
         each failure (without waiting for its retry delay), under the sweeper's execution
         names; the end states of the attempts."""
-        state, sweeper = import_function_module("deletion_state"), import_function_module("sweeper")
         name, ends = deletion_request_id, []
         for restart in range(1, max_attempts + 1):
             execution = wait_for(self.start(deletion_request_id, name))
             stored = self.request(deletion_request_id)
             ends.append(f"{execution['status']} -> request {stored.status.value}")
-            if stored.status is not state.Status.RETRYABLE:
+            if stored.status != "RETRYABLE":
                 break
-            name = sweeper.execution_name(stored, restart)
+            name = import_function_module("sweeper").execution_name(stored, restart)
         return ends
 
     def claim_race_deployed(self, workers: int = 4, rounds: int = 10) -> dict[str, dict]:
@@ -161,7 +140,7 @@ class Deletions:
     def cancel_race(self, rounds: int = 20) -> dict[str, int]:
         """A cancel and a claim on the same SCHEDULED request at the same moment, ``rounds`` times."""
         state = import_function_module("deletion_state")
-        tables = [clients.resource("dynamodb").Table(self.stack["tables"]["deletion_requests"]) for _ in range(2)]
+        tables = [lessons.table(self.stack, "deletion_requests") for _ in range(2)]
         per_round = self._races(rounds, lambda request_id: [
             lambda: state.cancel(tables[0], request_id)[0],
             lambda: state.claim(tables[1], request_id, "the schedule", 60).claim is not None,
@@ -186,28 +165,23 @@ class Deletions:
             window = {"StartTime": now - minutes * minute, "EndTime": now + minute}
             return cloudwatch.get_metric_statistics(**metric, **window, Period=60, Statistics=["Maximum"])["Datapoints"]
 
-        found = lessons.poll(points, wait_seconds, every=10)
-        return {
-            "metric": f"{alarm['Namespace']}/{alarm['MetricName']}",
-            "dimensions": alarm["Dimensions"],
-            "maximum per minute": [p["Maximum"] for p in sorted(found, key=lambda p: p["Timestamp"])],
-        }
+        found = sorted(lessons.poll(points, wait_seconds, every=10), key=lambda p: p["Timestamp"])
+        return {"metric": f"{alarm['Namespace']}/{alarm['MetricName']}", "dimensions": alarm["Dimensions"],
+                "maximum per minute": [p["Maximum"] for p in found]}
 
     def clean_up(self, request_ids) -> list[str]:
         """Leave nothing scheduled behind: cancel each request still SCHEDULED (which deletes
         its schedule) and delete any schedule left for the others. The schedules of these
         requests that still exist afterwards (none, unless something refused)."""
-        request_deletion = import_function_module("request_deletion")
         scheduler, group = clients.client("scheduler"), self.stack["schedule_group"]
         left = []
         for request_id in request_ids:
             if self.request_status(request_id) == "SCHEDULED":
                 self.invoke("cancel_deletion", {"deletion_request_id": request_id})
-            name = request_deletion.schedule_name(request_id)
+            name = import_function_module("request_deletion").schedule_name(request_id)
             with contextlib.suppress(scheduler.exceptions.ResourceNotFoundException):
                 scheduler.delete_schedule(Name=name, GroupName=group)
-            if scheduler.list_schedules(GroupName=group, NamePrefix=name)["Schedules"]:
-                left.append(name)
+            left += [name] if scheduler.list_schedules(GroupName=group, NamePrefix=name)["Schedules"] else []
         return left
 
 
@@ -241,12 +215,11 @@ def task_attempts(execution_arn: str) -> list[tuple[str, str]]:
     return attempts
 
 
-@dataclass
 class Timeline:
     """What happened to one request, per worker, on one clock: for the pictures."""
 
-    events: list = field(default_factory=list)  # (time, worker, label, outcome): True accepted, False refused, None a note
-    leases: list = field(default_factory=list)  # (worker, start, end, token)
+    def __init__(self):
+        self.events, self.leases = [], []  # (time, worker, label, accepted: True, False or None for a note)
 
     def event(self, t: float, worker: str, label: str, accepted: bool | None) -> None:
         self.events.append((t, worker, label, accepted))

@@ -17,21 +17,20 @@ from dataclasses import dataclass, field
 from boto3.dynamodb.conditions import Attr
 
 from idemlab import functions, lessons, settings
-from idemlab.clients import client, resource
+from idemlab.clients import client
 
 # How long to wait for Lambda to pause or resume a mapping. On AWS a mapping can take
 # a while to reach Disabled; the embedded backend gets there within a long poll (1 s).
 STATE_CHANGE_SECONDS = 120
 UNITS_BOOKED_IN = 1000  # plenty: the lesson is about duplicates, not running out
 
-
 # The order line and its business key, as the producer and the consumers define them.
 fulfilment_orders = functions.load(settings.ROOT / "functions" / "order_fulfilment", "fulfilment.orders")
 
 
-def line(order_id: str, sku: str, number: int = 1, quantity: int = 1) -> dict:
-    """An order line, as the producer sends it."""
-    return fulfilment_orders.OrderLine(order_id, number, sku, quantity).as_dict()
+def line(order_id: str, sku: str, number: int = 1) -> dict:
+    """An order line (of one unit), as the producer sends it."""
+    return fulfilment_orders.OrderLine(order_id, number, sku, 1).as_dict()
 
 
 def business_key(order_line: dict) -> str:
@@ -44,12 +43,11 @@ class Scenario:
     """One run of an experiment: its own order ids and SKUs, and what was seen when."""
 
     name: str
-    prefix: str = ""
     started: float = field(default_factory=time.time)
     events: list[tuple[float, str, str]] = field(default_factory=list)  # (time, business key, what)
 
     def __post_init__(self):
-        self.prefix = self.prefix or f"{self.name}-{uuid.uuid4().hex[:8]}"
+        self.prefix = f"{self.name}-{uuid.uuid4().hex[:8]}"
 
     def order_id(self, n: int = 0) -> str:
         return f"{self.prefix}-o{n}"
@@ -65,17 +63,16 @@ class Scenario:
         self.events.append((time.time(), business_key(order_line), what))
 
 
-class Orders:
+class Orders(lessons.Deployment):
     """The deployed order queues, their consumers and the stock they reserve."""
 
     def __init__(self, stack: dict):
-        self.stack = stack
+        super().__init__(stack)
         self.sqs = client("sqs")
-        self.lambda_ = client("lambda")
 
     def book_in(self, sku: str, units: int = UNITS_BOOKED_IN) -> None:
         """Make `sku` reservable: until then every line for it fails (StockUnavailable)."""
-        resource("dynamodb").Table(self.stack["tables"]["stock"]).put_item(Item={"sku": sku, "available": units})
+        self.table("stock").put_item(Item={"sku": sku, "available": units})
 
     def reservation_rows(self, scenario: Scenario) -> list[dict]:
         """Every reservation made for the scenario's orders, oldest first."""
@@ -97,8 +94,8 @@ class Orders:
     def send(self, queue: str, *order_lines: dict, group: str | None = None) -> list[str]:
         """One SendMessage per line, as a producer does; returns the message ids SQS gave."""
         def one(order_line: dict) -> str:
-            extra = {"MessageGroupId": group or order_line["order_id"]} if queue.endswith("fifo") else {}
-            sent = self.sqs.send_message(QueueUrl=self.url(queue), MessageBody=json.dumps(order_line), **extra)
+            fifo = {"MessageGroupId": group or order_line["order_id"]} if queue.endswith("fifo") else {}
+            sent = self.sqs.send_message(QueueUrl=self.url(queue), MessageBody=json.dumps(order_line), **fifo)
             return sent["MessageId"]
 
         return [one(order_line) for order_line in order_lines]
@@ -189,14 +186,11 @@ class Orders:
                 self.lambda_.update_event_source_mapping(UUID=uuid_, Enabled=enabled)
             return now
 
-        if (now := lessons.poll(state, STATE_CHANGE_SECONDS, 0.2, until=wanted.__eq__)) != wanted:
-            raise TimeoutError(f"mapping {uuid_} is still {now}, not {wanted}, after {STATE_CHANGE_SECONDS} s")
+        lessons.poll(state, STATE_CHANGE_SECONDS, 0.2, until=wanted.__eq__, what=f"mapping {uuid_} {wanted}")
 
     def wait_until(self, condition, timeout: float, what: str):
         """Poll `condition` until it returns something true; TimeoutError names `what`."""
-        if value := lessons.poll(condition, timeout, every=0.25):
-            return value
-        raise TimeoutError(f"{what}: not seen within {timeout:.0f} s")
+        return lessons.poll(condition, timeout, every=0.25, what=what)
 
     def _attribute(self, queue: str, name: str) -> str:
         return self.sqs.get_queue_attributes(QueueUrl=self.url(queue), AttributeNames=[name])["Attributes"][name]
@@ -215,8 +209,7 @@ def draw_timeline(orders: Orders, scenario: Scenario, title: str | None = None):
     marks = [(at - scenario.started, key.removeprefix(scenario.prefix + "-"), label, outcome)
              for at, key, label, outcome in marks + [(at, key, what, False) for at, key, what in scenario.events]]
     xlabel = "seconds since the first send (dots: reservations, #n: the delivery's receive count)"
-    lanes = sorted({lane for _, lane, _, _ in marks})
-    axes, _ = lessons.draw_lanes(marks, xlabel, title or scenario.name, lanes=lanes, width=8)
+    axes, _ = lessons.draw_lanes(marks, xlabel, title or scenario.name, lanes=sorted({m[1] for m in marks}), width=8)
     axes.grid(axis="x", alpha=0.3)
     axes.figure.tight_layout()
     return axes.figure

@@ -34,9 +34,6 @@ DAY = 24 * 60 * 60
 # https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html
 DLQ_MAX_RETENTION_SECONDS = 14 * DAY
 
-# The function answered a delivery with an error (FunctionError).
-DeliveryFailed = lessons.FunctionFailed
-
 
 @dataclass(frozen=True)
 class Variant:
@@ -55,21 +52,16 @@ class Variant:
         }
 
 
-def _trace_id() -> dict[str, str]:
-    """A new trace id header: every attempt of a delivery has its own."""
-    return {"X-Amzn-Trace-Id": f"Root=1-{uuid.uuid4().hex[:8]}-{uuid.uuid4().hex[:24]}"}
-
-
-def delivery(order_id: str, customer_id: str = "customer-7", amount: int = 1999, currency: str = "EUR", key: str | None = None) -> dict:
+def delivery(order_id: str, amount: int = 1999, key: str | None = None) -> dict:
     """One delivery of an order: the body stays, the trace id is new on every attempt."""
-    headers = {**_trace_id(), **({} if key is None else {"Idempotency-Key": key})}
-    return {"headers": headers, "body": {"order_id": order_id, "customer_id": customer_id, "amount": amount, "currency": currency}}
+    body = {"order_id": order_id, "customer_id": "customer-7", "amount": amount, "currency": "EUR"}
+    return retry_of({"headers": {} if key is None else {"Idempotency-Key": key}, "body": body})
 
 
-def retry_of(sent: dict, **headers: str) -> dict:
-    """The same delivery again, as a retry carries it: same body, a new trace id (and any headers given)."""
+def retry_of(sent: dict) -> dict:
+    """The same delivery again, as a retry carries it: same body, a new trace id."""
     again = copy.deepcopy(sent)
-    again["headers"].update({**_trace_id(), **headers})
+    again["headers"]["X-Amzn-Trace-Id"] = f"Root=1-{uuid.uuid4().hex[:8]}-{uuid.uuid4().hex[:24]}"
     return again
 
 
@@ -101,24 +93,24 @@ class KeyedCheckouts(Checkout):
         return self._create(label, HANDLER_TEMPLATE_FUNCTION, code, handler, {})
 
     def _create(self, label: str, template_key: str, code: bytes, handler: str, variables: dict[str, str]) -> str:
-        template = self._lambda.get_function_configuration(FunctionName=self.functions[template_key])
+        template = self.lambda_.get_function_configuration(FunctionName=self.stack["functions"][template_key])
         name = f"{template['FunctionName'][:40]}-{label}"[:64]
         settings = {key: template[key] for key in ("Role", "Runtime", "Timeout", "MemorySize")}
         settings.update(Handler=handler, Environment={"Variables": {**template["Environment"]["Variables"], **variables}})
         try:
-            self._lambda.create_function(FunctionName=name, Code={"ZipFile": code}, **settings)
-            self._lambda.get_waiter("function_active_v2").wait(FunctionName=name)
-        except self._lambda.exceptions.ResourceConflictException:
-            for update in (lambda: self._lambda.update_function_code(FunctionName=name, ZipFile=code),
-                           lambda: self._lambda.update_function_configuration(FunctionName=name, **settings)):
+            self.lambda_.create_function(FunctionName=name, Code={"ZipFile": code}, **settings)
+            self.lambda_.get_waiter("function_active_v2").wait(FunctionName=name)
+        except self.lambda_.exceptions.ResourceConflictException:
+            for update in (lambda: self.lambda_.update_function_code(FunctionName=name, ZipFile=code),
+                           lambda: self.lambda_.update_function_configuration(FunctionName=name, **settings)):
                 update()
-                self._lambda.get_waiter("function_updated_v2").wait(FunctionName=name)
+                self.lambda_.get_waiter("function_updated_v2").wait(FunctionName=name)
         self.deployed[label] = name
         return name
 
     def send(self, variant: Variant | str, event: dict) -> dict:
         """One synchronous delivery to the variant; its answer (outcome, charge id)."""
-        return lessons.invoke(self._lambda, self.deployed[getattr(variant, "name", variant)], event)
+        return lessons.invoke(self.lambda_, self.deployed[getattr(variant, "name", variant)], event)
 
     def send_together(self, variant: Variant | str, events: list[dict]) -> list[dict]:
         return all_at_once([lambda e=e: self.send(variant, e) for e in events], join_seconds=None)
@@ -127,7 +119,7 @@ class KeyedCheckouts(Checkout):
         """Delete every variant this object deployed (they are not part of the Terraform stack)."""
         removed = list(self.deployed.values())
         for name in removed:
-            with contextlib.suppress(self._lambda.exceptions.ResourceNotFoundException):
-                self._lambda.delete_function(FunctionName=name)
+            with contextlib.suppress(self.lambda_.exceptions.ResourceNotFoundException):
+                self.lambda_.delete_function(FunctionName=name)
         self.deployed.clear()
         return removed

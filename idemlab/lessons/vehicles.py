@@ -35,10 +35,8 @@ MALFORMED_REQUESTS: dict[str, tuple[object, str]] = {
     "request_id is null": ({"request_id": None, "vin": VALID_VIN, "owner": "Ada"}, MALFORMED),
     "blank owner": ({"request_id": "bad-5", "vin": VALID_VIN, "owner": "  "}, MALFORMED),
     "misspelt field": ({"request_id": "bad-6", "vin": VALID_VIN, "owner": "Ada", "fault_injektion": {}}, MALFORMED),
-    "fault count is a string": (
-        {"request_id": "bad-7", "vin": VALID_VIN, "owner": "Ada", "fault_injection": {"notify_failures": "1"}},
-        MALFORMED,
-    ),
+    "fault count is a string": ({"request_id": "bad-7", "vin": VALID_VIN, "owner": "Ada",
+                                 "fault_injection": {"notify_failures": "1"}}, MALFORMED),
     "request is an array": ([VALID_VIN], MALFORMED),
     "VIN check digit wrong": ({"request_id": "bad-9", "vin": "1M8GDM9A1KP042788", "owner": "Ada"}, "InvalidVinError"),
     "VIN too short": ({"request_id": "bad-10", "vin": "1M8GDM9AXKP04278", "owner": "Ada"}, "InvalidVinError"),
@@ -119,8 +117,7 @@ def run(stack: dict, kind: str, request: object, sfn: Any = None) -> Execution:
 
 def wait_for_rows(stack: dict, kind: str, request_id: str, count: int, timeout: float = WAIT_SECONDS) -> list[dict]:
     """The rows of a request once there are at least ``count`` (an asynchronous execution's effect)."""
-    enough = lambda found: len(found) >= count  # noqa: E731
-    return lessons.poll(lambda: rows(stack, kind, request_id), timeout, POLL_SECONDS, until=enough)
+    return lessons.poll(lambda: rows(stack, kind, request_id), timeout, POLL_SECONDS, until=lambda r: len(r) >= count)
 
 
 def outline(stack: dict, kind: str) -> None:
@@ -155,9 +152,8 @@ def rows(stack: dict, kind: str, request_id: str | None = None) -> list[dict]:
 def notify_attempts(stack: dict, request_id: str) -> int:
     """How often the notify step ran for a request with injected faults (0 if none)."""
     faults = import_function_module("registration.faults")
-    table = clients.resource("dynamodb").Table(stack["tables"]["faults"])
     key = {"fault_key": faults.fault_key(faults.NOTIFY, request_id)}
-    item = table.get_item(Key=key, ConsistentRead=True).get("Item")
+    item = lessons.table(stack, "faults").get_item(Key=key, ConsistentRead=True).get("Item")
     return int(item[faults.ATTEMPTS]) if item else 0
 
 
