@@ -117,27 +117,24 @@ class StrategyBench:
                 return
             last = now
 
-    def invoke(self, function_key: str, event: dict, check: bool = True) -> tuple[float, dict | None]:
-        """The round trip in seconds and the answer; a function error raises (or is None unchecked)."""
+    def invoke(self, function_key: str, event: dict, check: bool = True) -> tuple[float, float, dict | None]:
+        """When the call started and ended (perf_counter) and the answer; a function error raises
+        (or is None unchecked)."""
         started = time.perf_counter()
         function = self.outputs["functions"][function_key]
         response = self._lambda.invoke(FunctionName=function, Payload=json.dumps(event).encode())
         body = json.loads(response["Payload"].read() or b"null")
-        elapsed = time.perf_counter() - started
+        ended = time.perf_counter()
         if response.get("FunctionError") and check:
             raise RuntimeError(f"{function_key} failed during the bench: {body}")
-        return elapsed, None if response.get("FunctionError") else body
+        return started, ended, None if response.get("FunctionError") else body
 
     def _together(self, function_key: str, events: list[dict], check: bool = True) -> tuple[list, float]:
         """Invoke once per event, all released at the same moment; (round trip, answer)s and wall time."""
-
-        def one(event: dict) -> tuple[float, tuple[float, dict | None]]:
-            return time.perf_counter(), self.invoke(function_key, event, check)
-
-        timed = all_at_once([partial(one, event) for event in events], join_seconds=None)
+        timed = all_at_once([partial(self.invoke, function_key, event, check) for event in events], join_seconds=None)
         # From the first invocation's start to the last one's answer.
-        wall = max(start + elapsed for start, (elapsed, _) in timed) - min(start for start, _ in timed)
-        return [result for _, result in timed], wall
+        wall = max(ended for _, ended, _ in timed) - min(started for started, _, _ in timed)
+        return [(ended - started, answer) for started, ended, answer in timed], wall
 
     def undisturbed(self, before: Counter, after: Counter) -> bool:
         """Whether the requests counted between ``before`` and ``after`` are all a handler's."""
@@ -219,27 +216,23 @@ class StrategyBench:
 
 
 def run(bench: StrategyBench, samples: int, copies: int, rounds: int, strategies=STRATEGIES) -> dict:
-    """Measure every strategy; raw results by strategy key (the report attributes them)."""
-    strategies = list(strategies)
+    """Measure every strategy, environments first, then interleaved rounds (see above); raw results
+    by strategy key (the report attributes them)."""
     processor = bench.processor_calls_per_charge() if bench.counting else {}
     results: dict = {"copies": copies, "processor_calls_per_charge": processor}
-    # Environments for every copy of every strategy first: no measured invocation waits
-    # on a cold start. The first warm-up step's round trips are the cold starts.
     cold = {strategy.key: bench.start_environments(strategy, copies) for strategy in strategies}
     bench.wait_until_quiet()
     measured: dict = {s.key: {delivery: [] for delivery in DELIVERIES} for s in strategies}
-    # Round by round, every strategy once, in a rotating order (never one strategy's block).
     for count, shapes in ((samples, (("first", 1), ("duplicate", 1))), (rounds, (("concurrent", copies),))):
         for number in range(count):
             for strategy in round_order(strategies, number):
                 bench.take(strategy, [(measured[strategy.key][delivery], n) for delivery, n in shapes])
     for strategy in strategies:
         taken, cold_seconds = measured[strategy.key], cold[strategy.key]
-        results[strategy.key] = {delivery: summary(kept) for delivery, kept in taken.items()}
-        results[strategy.key]["cold_start_ms"] = percentiles(cold_seconds) | {"samples": len(cold_seconds)}
+        results[strategy.key] = row = {delivery: summary(kept) for delivery, kept in taken.items()}
+        row["cold_start_ms"] = percentiles(cold_seconds) | {"samples": len(cold_seconds)}
         if strategy.effect == CHARGE:
-            kept = [sample for delivery in taken.values() for sample in delivery]
-            results[strategy.key]["ledger_disagreements"] = bench.ledger_disagreements(kept)
+            row["ledger_disagreements"] = bench.ledger_disagreements([s for kept in taken.values() for s in kept])
     return results
 
 

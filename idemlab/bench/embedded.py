@@ -130,25 +130,21 @@ def _send_raw(url: str, requests: list[bytes]) -> list[int]:
     keep-alive while the server keeps the connection, a new one after it answers `Connection: close`
     (as plain moto does)."""
     host, port = url.split("//", 1)[1].rsplit(":", 1)
-    statuses, connection = [], None
-    for request in requests:
-        status = b""
-        while not status:  # a connection closed between requests without saying so: the request is sent again
-            if connection is None:
-                connection = socket.create_connection((host, int(port)), timeout=30)
-                connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                reader = connection.makefile("rb")
-            with contextlib.suppress(ConnectionError):
-                connection.sendall(request)
-                status = reader.readline()
-            if not status or _rest_of_message(reader).get(b"connection", b"").lower() == b"close":
-                reader.close()
-                connection.close()
-                connection = None
-        statuses.append(int(status.split(b" ", 2)[1]))
-    if connection is not None:
-        reader.close()
-        connection.close()
+    statuses: list[int] = []
+    while len(statuses) < len(requests):
+        with socket.create_connection((host, int(port)), timeout=30) as connection:
+            connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with connection.makefile("rb") as reader:
+                for request in requests[len(statuses) :]:
+                    status = b""
+                    with contextlib.suppress(ConnectionError):
+                        connection.sendall(request)
+                        status = reader.readline()
+                    if not status:  # the connection closed between requests without saying so: sent again on a new one
+                        break
+                    statuses.append(int(status.split(b" ", 2)[1]))
+                    if _rest_of_message(reader).get(b"connection", b"").lower() == b"close":
+                        break
     return statuses
 
 
@@ -309,10 +305,9 @@ def run(quick: bool = False) -> dict:
 
 def _dynamodb_table(rates: dict) -> str:
     """A row per operation and thread count, each ratio with its interval; the ceiling's columns when measured."""
-    ceiling = any(CEILING in rows for by_threads in rates.values() for rows in by_threads.values())
     header = f"operation, client threads|{PLAIN}|{SLOW}|{FAST}|fast / plain moto|fast / fast path off"
     align, columns = "|---|---:|---:|---:|---|---|", [PLAIN, SLOW, FAST, (FAST, PLAIN), (FAST, SLOW)]
-    if ceiling:
+    if any(CEILING in rows for by_threads in rates.values() for rows in by_threads.values()):
         header, align = header + f"|{CEILING}|ceiling / plain moto", align + "---:|---|"
         columns += [CEILING, (CEILING, PLAIN)]
     rows = [(f"{op}, {t} thread(s)", r) for op, by_threads in rates.items() for t, r in by_threads.items()]

@@ -184,8 +184,7 @@ class Lab:
             raise ValueError(f"copies must be a whole number, at least 1, not {copies!r}")
         if crash is not None and not isinstance(crash, Crash):
             raise TypeError(f"crash must be a Crash (e.g. Crash.after('shop.payments.charge')), not {crash!r}")
-        environment = {**self.environment, **(environment or {})}
-        function = self.backend.function(Handler.of(handler), environment, timeout, crash)
+        function = self.backend.function(Handler.of(handler), self.environment | (environment or {}), timeout, crash)
         if together and copies > self.backend.warm[function]:
             # Give each copy a warm environment, so copies sent together start together.
             ping = json.dumps({_bootstrap.WARMUP_KEY: WARMUP_HOLD_SECONDS}).encode()
@@ -211,8 +210,7 @@ class Lab:
         except ClientError as exc:
             error, what = exc.response["Error"], f"copy {number}" if number else "a warm-up ping"
             raise DeliveryError(f"the backend refused {what}: {error.get('Code')}: {error.get('Message')}") from exc
-        copy.answered, body = time.time(), response["Payload"].read()
-        document = json.loads(body) if body else None
+        copy.answered, document = time.time(), json.loads(response["Payload"].read() or b"null")
         if response.get("FunctionError"):
             unknown = {"errorType": "Unknown", "errorMessage": str(document)}
             copy.error = document if isinstance(document, dict) else unknown
