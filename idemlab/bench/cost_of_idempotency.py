@@ -5,17 +5,15 @@ an embedded backend started for them, never the learner's: only the embedded bac
 counts requests where they are served. `make bench BACKEND=aws` runs the same uncounted.
 
 Every measured thing runs alone: the backend's DynamoDB request counter is read before and
-after it, so the difference is its requests, by action and by the table each named (the
-report tells a handler's own requests from its fault probes and the charge it protects by
-their table). Latency is the Invoke round trip seen by the caller (HTTP, the execution
+after it, so the difference is its requests, by table and action (strategy_report.py sorts
+them by purpose). Latency is the Invoke round trip seen by the caller (HTTP, the execution
 environment, and for a checkout the nested call to the card processor).
 
-Three shapes of delivery: first (a fresh request), duplicate (the same request again, after
-the first has answered) and concurrent (``copies`` identical invocations released together
-on environments already started: a first delivery and ``copies - 1`` duplicates racing it).
-Strategies are measured interleaved, never in blocks: every strategy's environments are
-started first (their cold starts recorded apart), then each round takes one sample of every
-strategy, in a rotating order, so the report's intervals resample whole rounds (intervals.py).
+Three shapes of delivery: first, duplicate (after the first answered) and concurrent
+(``copies`` identical invocations released together on warm environments: a first delivery
+and ``copies - 1`` duplicates racing it). Every strategy's environments are started first
+(cold starts recorded apart), then each round samples every strategy in a rotating order,
+never one strategy's block, so the report's intervals resample whole rounds (intervals.py).
 """
 
 from __future__ import annotations
@@ -216,8 +214,7 @@ class StrategyBench:
 
 
 def run(bench: StrategyBench, samples: int, copies: int, rounds: int, strategies=STRATEGIES) -> dict:
-    """Measure every strategy, environments first, then interleaved rounds (see above); raw results
-    by strategy key (the report attributes them)."""
+    """Measure every strategy, as the module says; raw results by strategy key (the report attributes them)."""
     processor = bench.processor_calls_per_charge() if bench.counting else {}
     results: dict = {"copies": copies, "processor_calls_per_charge": processor}
     cold = {strategy.key: bench.start_environments(strategy, copies) for strategy in strategies}

@@ -41,11 +41,8 @@ def attribute(strategy: Strategy, measured: dict, delivery: str, copies: int) ->
     firsts, duplicates = {"first": (1, 0), "duplicate": (0, 1), "concurrent": (1, copies - 1)}[delivery]
     minimum = dict(strategy.minimum(firsts, duplicates))
     excess = _minus(own, minimum)
-    why = [
-        KNOWN_DEVIATIONS.get((strategy.key, action, 1 if n > 0 else -1))
-        or f"unexplained: {n:+g} {action} against the stated minimum"
-        for action, n in excess.items()
-    ]
+    why = [KNOWN_DEVIATIONS.get((strategy.key, action, 1 if n > 0 else -1))
+           or f"unexplained: {n:+g} {action} against the stated minimum" for action, n in excess.items()]
     usd = prices.usd_per_million_invocations  # linear in the counts: a sample's dollars over its invocations
     return {
         "invocations": invocations, "effects": shape["effects_per_sample"], "counted": calls, "effect": dict(effect),
@@ -124,10 +121,8 @@ def latency_table(result: dict) -> str:
                 cells.append(ratio_text(part["p50_ratio_to_naive"]))
         cold = row.get("cold_start_ms")
         rows.append(cells + [f"{cold['p50']:.0f} ({cold['samples']})" if cold and cold.get("p50") is not None else "-"])
-    header = (
-        "lesson|strategy|first p50 / p99 ms|p50 x naive|duplicate p50 / p99 ms|p50 x naive"
-        f"|{result['copies']} together p50 / p99 ms|invocations/s|x naive|cold start p50 ms (n)"
-    )
+    header = ("lesson|strategy|first p50 / p99 ms|p50 x naive|duplicate p50 / p99 ms|p50 x naive"
+              f"|{result['copies']} together p50 / p99 ms|invocations/s|x naive|cold start p50 ms (n)")
     return markdown(header, "|---|---|---:|---|---:|---|---:|---:|---|---:|", rows)
 
 
@@ -184,11 +179,8 @@ def chart(result: dict, path: Path) -> Path:
             bottom += heights[purpose]
         calls_ax.scatter(x, heights["minimum"], marker="_", s=300, color="black", zorder=3,
                          label="minimum (own)" if first else None)
-    series = (
-        ("first p50", "first", "p50_ratio_to_naive"),
-        ("duplicate p50", "duplicate", "p50_ratio_to_naive"),
-        (f"{copies} together: throughput", "concurrent", "throughput_ratio_to_naive"),
-    )
+    series = (("first p50", "first", "p50_ratio_to_naive"), ("duplicate p50", "duplicate", "p50_ratio_to_naive"),
+              (f"{copies} together: throughput", "concurrent", "throughput_ratio_to_naive"))
     none = {"ratio": 0, "low": 0, "high": 0}  # no bar where there is no ratio
     for n, (label, delivery, ratio) in enumerate(series):
         found = [r[delivery][ratio] if (r[delivery][ratio] or {}).get("ratio") else none for r in compared]
