@@ -77,8 +77,7 @@ def summary(samples: list[Sample]) -> dict:
         "effects_per_sample": sum(s.effects for s in samples) / count,
         "latency_ms": percentiles([t for s in samples for t in s.seconds]),
         "throughput_per_s": count * per_sample / wall if wall else None,
-        # Per round, for the report's intervals: each invocation's latency, and the
-        # round's invocations per second.
+        # Per round, for the report's intervals.
         "round_latencies_ms": [[round(t * 1000, 3) for t in s.seconds] for s in samples],
         "round_throughput_per_s": [per_sample / s.wall_seconds for s in samples if s.wall_seconds],
     }
@@ -130,7 +129,6 @@ class StrategyBench:
     def _together(self, function_key: str, events: list[dict], check: bool = True) -> tuple[list, float]:
         """Invoke once per event, all released at the same moment; (round trip, answer)s and wall time."""
         timed = all_at_once([partial(self.invoke, function_key, event, check) for event in events], join_seconds=None)
-        # From the first invocation's start to the last one's answer.
         wall = max(ended for _, ended, _ in timed) - min(started for started, _, _ in timed)
         return [(ended - started, answer) for started, ended, answer in timed], wall
 
