@@ -174,7 +174,8 @@ class Lab:
             raise ValueError(f"copies must be a whole number, at least 1, not {copies!r}")
         if crash is not None and not isinstance(crash, Crash):
             raise TypeError(f"crash must be a Crash (e.g. Crash.after('shop.payments.charge')), not {crash!r}")
-        function = self.backend.function(Handler.of(handler), self.environment | (environment or {}), timeout, crash)
+        environment = {**self.environment, **(environment or {})}
+        function = self.backend.function(Handler.of(handler), environment, timeout, crash)
         if together and copies > self.backend.warm[function]:
             # Give each copy a warm environment, so copies sent together start together.
             ping = json.dumps({_bootstrap.WARMUP_KEY: WARMUP_HOLD_SECONDS}).encode()
