@@ -68,10 +68,7 @@ def main() -> None:
 
 def _load() -> str:
     """The load average: the numbers are only as quiet as the machine was."""
-    try:
-        return " / ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "unknown"
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 if __name__ == "__main__":

@@ -5,17 +5,15 @@ an embedded backend started for them, never the learner's: only the embedded bac
 counts requests where they are served. `make bench BACKEND=aws` runs the same uncounted.
 
 Every measured thing runs alone: the backend's DynamoDB request counter is read before and
-after it, so the difference is its requests, by action and by the table each named (the
-report tells a handler's own requests from its fault probes and the charge it protects by
-their table). Latency is the Invoke round trip seen by the caller (HTTP, the execution
+after it, so the difference is its requests, by table and action (strategy_report.py sorts
+them by purpose). Latency is the Invoke round trip seen by the caller (HTTP, the execution
 environment, and for a checkout the nested call to the card processor).
 
-Three shapes of delivery: first (a fresh request), duplicate (the same request again, after
-the first has answered) and concurrent (``copies`` identical invocations released together
-on environments already started: a first delivery and ``copies - 1`` duplicates racing it).
-Strategies are measured interleaved, never in blocks: every strategy's environments are
-started first (their cold starts recorded apart), then each round takes one sample of every
-strategy, in a rotating order, so the report's intervals resample whole rounds (intervals.py).
+Three shapes of delivery: first, duplicate (after the first answered) and concurrent
+(``copies`` identical invocations released together on warm environments: a first delivery
+and ``copies - 1`` duplicates racing it). Every strategy's environments are started first
+(cold starts recorded apart), then each round samples every strategy in a rotating order,
+never one strategy's block, so the report's intervals resample whole rounds (intervals.py).
 """
 
 from __future__ import annotations
@@ -79,8 +77,7 @@ def summary(samples: list[Sample]) -> dict:
         "effects_per_sample": sum(s.effects for s in samples) / count,
         "latency_ms": percentiles([t for s in samples for t in s.seconds]),
         "throughput_per_s": count * per_sample / wall if wall else None,
-        # Per round, for the report's intervals: each invocation's latency, and the
-        # round's invocations per second.
+        # Per round, for the report's intervals.
         "round_latencies_ms": [[round(t * 1000, 3) for t in s.seconds] for s in samples],
         "round_throughput_per_s": [per_sample / s.wall_seconds for s in samples if s.wall_seconds],
     }
@@ -117,27 +114,23 @@ class StrategyBench:
                 return
             last = now
 
-    def invoke(self, function_key: str, event: dict, check: bool = True) -> tuple[float, dict | None]:
-        """The round trip in seconds and the answer; a function error raises (or is None unchecked)."""
+    def invoke(self, function_key: str, event: dict, check: bool = True) -> tuple[float, float, dict | None]:
+        """When the call started and ended (perf_counter) and the answer; a function error raises
+        (or is None unchecked)."""
         started = time.perf_counter()
         function = self.outputs["functions"][function_key]
         response = self._lambda.invoke(FunctionName=function, Payload=json.dumps(event).encode())
         body = json.loads(response["Payload"].read() or b"null")
-        elapsed = time.perf_counter() - started
+        ended = time.perf_counter()
         if response.get("FunctionError") and check:
             raise RuntimeError(f"{function_key} failed during the bench: {body}")
-        return elapsed, None if response.get("FunctionError") else body
+        return started, ended, None if response.get("FunctionError") else body
 
     def _together(self, function_key: str, events: list[dict], check: bool = True) -> tuple[list, float]:
         """Invoke once per event, all released at the same moment; (round trip, answer)s and wall time."""
-
-        def one(event: dict) -> tuple[float, tuple[float, dict | None]]:
-            return time.perf_counter(), self.invoke(function_key, event, check)
-
-        timed = all_at_once([partial(one, event) for event in events], join_seconds=None)
-        # From the first invocation's start to the last one's answer.
-        wall = max(start + elapsed for start, (elapsed, _) in timed) - min(start for start, _ in timed)
-        return [result for _, result in timed], wall
+        timed = all_at_once([partial(self.invoke, function_key, event, check) for event in events], join_seconds=None)
+        wall = max(ended for _, ended, _ in timed) - min(started for started, _, _ in timed)
+        return [(ended - started, answer) for started, ended, answer in timed], wall
 
     def undisturbed(self, before: Counter, after: Counter) -> bool:
         """Whether the requests counted between ``before`` and ``after`` are all a handler's."""
@@ -219,27 +212,22 @@ class StrategyBench:
 
 
 def run(bench: StrategyBench, samples: int, copies: int, rounds: int, strategies=STRATEGIES) -> dict:
-    """Measure every strategy; raw results by strategy key (the report attributes them)."""
-    strategies = list(strategies)
+    """Measure every strategy, as the module says; raw results by strategy key (the report attributes them)."""
     processor = bench.processor_calls_per_charge() if bench.counting else {}
     results: dict = {"copies": copies, "processor_calls_per_charge": processor}
-    # Environments for every copy of every strategy first: no measured invocation waits
-    # on a cold start. The first warm-up step's round trips are the cold starts.
     cold = {strategy.key: bench.start_environments(strategy, copies) for strategy in strategies}
     bench.wait_until_quiet()
     measured: dict = {s.key: {delivery: [] for delivery in DELIVERIES} for s in strategies}
-    # Round by round, every strategy once, in a rotating order (never one strategy's block).
     for count, shapes in ((samples, (("first", 1), ("duplicate", 1))), (rounds, (("concurrent", copies),))):
         for number in range(count):
             for strategy in round_order(strategies, number):
                 bench.take(strategy, [(measured[strategy.key][delivery], n) for delivery, n in shapes])
     for strategy in strategies:
         taken, cold_seconds = measured[strategy.key], cold[strategy.key]
-        results[strategy.key] = {delivery: summary(kept) for delivery, kept in taken.items()}
-        results[strategy.key]["cold_start_ms"] = percentiles(cold_seconds) | {"samples": len(cold_seconds)}
+        results[strategy.key] = row = {delivery: summary(kept) for delivery, kept in taken.items()}
+        row["cold_start_ms"] = percentiles(cold_seconds) | {"samples": len(cold_seconds)}
         if strategy.effect == CHARGE:
-            kept = [sample for delivery in taken.values() for sample in delivery]
-            results[strategy.key]["ledger_disagreements"] = bench.ledger_disagreements(kept)
+            row["ledger_disagreements"] = bench.ledger_disagreements([s for kept in taken.values() for s in kept])
     return results
 
 

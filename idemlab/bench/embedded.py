@@ -61,10 +61,8 @@ FULL = {"rounds": 20, "calls": 160, "invocations": 200}
 QUICK = {"rounds": 8, "calls": 48, "invocations": 40}
 # Each in a child process (its own interpreter, as the embedded backend has), on {port}:
 # moto's ThreadedMotoServer, unmodified, and serve_canned.
-PLAIN_MOTO_CODE = (
-    "import threading\nfrom moto.server import ThreadedMotoServer\n"
-    "ThreadedMotoServer(ip_address='127.0.0.1', port={port}).start()\nthreading.Event().wait()\n"
-)
+PLAIN_MOTO_CODE = ("import threading\nfrom moto.server import ThreadedMotoServer\n"
+                   "ThreadedMotoServer(ip_address='127.0.0.1', port={port}).start()\nthreading.Event().wait()\n")
 CANNED_CODE = "from idemlab.bench.embedded import serve_canned\nserve_canned({port})\n"
 # One answer for every request: DescribeTable (the table waiter) reads an ACTIVE table in
 # it; boto3 ignores the member that PutItem's and GetItem's answers do not have.
@@ -130,25 +128,21 @@ def _send_raw(url: str, requests: list[bytes]) -> list[int]:
     keep-alive while the server keeps the connection, a new one after it answers `Connection: close`
     (as plain moto does)."""
     host, port = url.split("//", 1)[1].rsplit(":", 1)
-    statuses, connection = [], None
-    for request in requests:
-        status = b""
-        while not status:  # a connection closed between requests without saying so: the request is sent again
-            if connection is None:
-                connection = socket.create_connection((host, int(port)), timeout=30)
-                connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                reader = connection.makefile("rb")
-            with contextlib.suppress(ConnectionError):
-                connection.sendall(request)
-                status = reader.readline()
-            if not status or _rest_of_message(reader).get(b"connection", b"").lower() == b"close":
-                reader.close()
-                connection.close()
-                connection = None
-        statuses.append(int(status.split(b" ", 2)[1]))
-    if connection is not None:
-        reader.close()
-        connection.close()
+    statuses: list[int] = []
+    while len(statuses) < len(requests):
+        with socket.create_connection((host, int(port)), timeout=30) as connection:
+            connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with connection.makefile("rb") as reader:
+                for request in requests[len(statuses) :]:
+                    status = b""
+                    with contextlib.suppress(ConnectionError):
+                        connection.sendall(request)
+                        status = reader.readline()
+                    if not status:  # the connection closed between requests without saying so: sent again on a new one
+                        break
+                    statuses.append(int(status.split(b" ", 2)[1]))
+                    if _rest_of_message(reader).get(b"connection", b"").lower() == b"close":
+                        break
     return statuses
 
 
@@ -159,10 +153,8 @@ class DynamoTarget:
         self.url, self.table, self.counter = url, f"idemlab-bench-{uuid.uuid4().hex[:6]}", 0
         self.ddb = _client("dynamodb", url)
         key = {"AttributeName": "pk"}
-        self.ddb.create_table(
-            TableName=self.table, KeySchema=[key | {"KeyType": "HASH"}],
-            AttributeDefinitions=[key | {"AttributeType": "S"}], BillingMode="PAY_PER_REQUEST",
-        )
+        self.ddb.create_table(TableName=self.table, KeySchema=[key | {"KeyType": "HASH"}],
+                              AttributeDefinitions=[key | {"AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
         self.ddb.get_waiter("table_exists").wait(TableName=self.table, WaiterConfig={"Delay": 2, "MaxAttempts": 60})
         self.clients = [_client("dynamodb", url) for _ in range(max(THREADS))]
 
@@ -251,20 +243,17 @@ def aws_table(results: dict) -> str:
             rates = by_server["AWS"]
             spread = f"{statistics.fmean(rates):.0f} ({min(rates):.0f}-{max(rates):.0f})"
             rows.append([f"{operation}, {threads} thread(s)", spread])
-    return (
-        f"DynamoDB round trips per second on AWS, from this machine (mean of {sizes['rounds']} rounds of "
-        f"{sizes['calls']} calls; network latency included)\n\n"
-        + markdown("operation, client threads|AWS calls/s (min-max over rounds)", "|---|---:|", rows)
-    )
+    title = (f"DynamoDB round trips per second on AWS, from this machine (mean of {sizes['rounds']} rounds of "
+             f"{sizes['calls']} calls; network latency included)\n\n")
+    return title + markdown("operation, client threads|AWS calls/s (min-max over rounds)", "|---|---:|", rows)
 
 
 def _invoker(url: str, archive: bytes):
     """A new function running HANDLER_SOURCE on the server at ``url``, and a call that invokes it."""
     functions, name = _client("lambda", url), f"bench-{uuid.uuid4().hex[:6]}"
     role = _client("iam", url).create_role(RoleName=name, AssumeRolePolicyDocument="{}")["Role"]["Arn"]
-    functions.create_function(
-        FunctionName=name, Runtime="python3.12", Role=role, Handler="app.handler", Code={"ZipFile": archive}
-    )
+    code = {"ZipFile": archive}
+    functions.create_function(FunctionName=name, Runtime="python3.12", Role=role, Handler="app.handler", Code=code)
     return lambda: functions.invoke(FunctionName=name, Payload=b'{"order": 1}')["Payload"].read()
 
 
@@ -309,10 +298,9 @@ def run(quick: bool = False) -> dict:
 
 def _dynamodb_table(rates: dict) -> str:
     """A row per operation and thread count, each ratio with its interval; the ceiling's columns when measured."""
-    ceiling = any(CEILING in rows for by_threads in rates.values() for rows in by_threads.values())
     header = f"operation, client threads|{PLAIN}|{SLOW}|{FAST}|fast / plain moto|fast / fast path off"
     align, columns = "|---|---:|---:|---:|---|---|", [PLAIN, SLOW, FAST, (FAST, PLAIN), (FAST, SLOW)]
-    if ceiling:
+    if any(CEILING in rows for by_threads in rates.values() for rows in by_threads.values()):
         header, align = header + f"|{CEILING}|ceiling / plain moto", align + "---:|---|"
         columns += [CEILING, (CEILING, PLAIN)]
     rows = [(f"{op}, {t} thread(s)", r) for op, by_threads in rates.items() for t, r in by_threads.items()]
@@ -329,11 +317,8 @@ def _cell(rows: dict, column: str | tuple[str, str]) -> str:
 
 def table(results: dict) -> str:
     sizes, warm, cold = results["sizes"], results["lambda"]["warm_s"], results["lambda"]["cold_start_s"]
-    lines = [
-        f"DynamoDB round trips per second through boto3, what a learner's code sees (mean of {sizes['rounds']} "
-        f"interleaved rounds of {sizes['calls']} calls per server)\n",
-        _dynamodb_table(results[BOTO3]),
-    ]
+    lines = [f"DynamoDB round trips per second through boto3, what a learner's code sees (mean of {sizes['rounds']} "
+             f"interleaved rounds of {sizes['calls']} calls per server)\n", _dynamodb_table(results[BOTO3])]
     if results.get(RAW):
         lines += [
             "\nDynamoDB requests per second each server serves, sent as raw HTTP (the same requests signed by boto3 "

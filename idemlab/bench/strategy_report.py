@@ -41,11 +41,8 @@ def attribute(strategy: Strategy, measured: dict, delivery: str, copies: int) ->
     firsts, duplicates = {"first": (1, 0), "duplicate": (0, 1), "concurrent": (1, copies - 1)}[delivery]
     minimum = dict(strategy.minimum(firsts, duplicates))
     excess = _minus(own, minimum)
-    why = [
-        KNOWN_DEVIATIONS.get((strategy.key, action, 1 if n > 0 else -1))
-        or f"unexplained: {n:+g} {action} against the stated minimum"
-        for action, n in excess.items()
-    ]
+    why = [KNOWN_DEVIATIONS.get((strategy.key, action, 1 if n > 0 else -1))
+           or f"unexplained: {n:+g} {action} against the stated minimum" for action, n in excess.items()]
     usd = prices.usd_per_million_invocations  # linear in the counts: a sample's dollars over its invocations
     return {
         "invocations": invocations, "effects": shape["effects_per_sample"], "counted": calls, "effect": dict(effect),
@@ -60,8 +57,7 @@ def report(raw: dict) -> dict:
     rows = {}
     for strategy in (s for s in STRATEGIES if s.key in raw):
         measured, naive = raw[strategy.key], raw.get(strategy.compared_with)
-        row = {"lesson": strategy.lesson, "label": strategy.label, "pattern": strategy.pattern}
-        row["compared_with"] = strategy.compared_with
+        row = {key: getattr(strategy, key) for key in ("lesson", "label", "pattern", "compared_with")}
         for delivery in DELIVERIES:
             # Ratios to naive round by round (the rounds were interleaved): p50 latency over
             # each round's invocations, and the mean of the rounds' throughputs.
@@ -125,10 +121,8 @@ def latency_table(result: dict) -> str:
                 cells.append(ratio_text(part["p50_ratio_to_naive"]))
         cold = row.get("cold_start_ms")
         rows.append(cells + [f"{cold['p50']:.0f} ({cold['samples']})" if cold and cold.get("p50") is not None else "-"])
-    header = (
-        "lesson|strategy|first p50 / p99 ms|p50 x naive|duplicate p50 / p99 ms|p50 x naive"
-        f"|{result['copies']} together p50 / p99 ms|invocations/s|x naive|cold start p50 ms (n)"
-    )
+    header = ("lesson|strategy|first p50 / p99 ms|p50 x naive|duplicate p50 / p99 ms|p50 x naive"
+              f"|{result['copies']} together p50 / p99 ms|invocations/s|x naive|cold start p50 ms (n)")
     return markdown(header, "|---|---|---:|---|---:|---|---:|---:|---|---:|", rows)
 
 
@@ -177,23 +171,18 @@ def chart(result: dict, path: Path) -> Path:
     # Three bars per strategy: first delivery, duplicate, one of the copies sent together.
     for offset, delivery, alpha in ((-0.27, "first", 1.0), (0.0, "duplicate", 0.6), (0.27, "concurrent", 0.35)):
         x, bottom, first = np.arange(len(rows)) + offset, np.zeros(len(rows)), delivery == "first"
-        per_invocation = {
-            purpose: np.array([sum(r[delivery][purpose].values()) / r[delivery]["invocations"] for r in rows])
-            for purpose in ("own", "effect", "probes", "minimum")
-        }
+        heights = {purpose: np.array([sum(r[delivery][purpose].values()) / r[delivery]["invocations"] for r in rows])
+                   for purpose in ("own", "effect", "probes", "minimum")}
         for purpose, colour in (("own", "tab:blue"), ("effect", "tab:orange"), ("probes", "tab:gray")):
-            calls_ax.bar(x, per_invocation[purpose], 0.27, bottom=bottom, color=colour, alpha=alpha,
+            calls_ax.bar(x, heights[purpose], 0.27, bottom=bottom, color=colour, alpha=alpha,
                          label=purpose if first else None)
-            bottom += per_invocation[purpose]
-        calls_ax.scatter(x, per_invocation["minimum"], marker="_", s=300, color="black", zorder=3,
+            bottom += heights[purpose]
+        calls_ax.scatter(x, heights["minimum"], marker="_", s=300, color="black", zorder=3,
                          label="minimum (own)" if first else None)
-    series = (
-        ("first p50", "first", "p50_ratio_to_naive"),
-        ("duplicate p50", "duplicate", "p50_ratio_to_naive"),
-        (f"{copies} together: throughput", "concurrent", "throughput_ratio_to_naive"),
-    )
+    series = (("first p50", "first", "p50_ratio_to_naive"), ("duplicate p50", "duplicate", "p50_ratio_to_naive"),
+              (f"{copies} together: throughput", "concurrent", "throughput_ratio_to_naive"))
+    none = {"ratio": 0, "low": 0, "high": 0}  # no bar where there is no ratio
     for n, (label, delivery, ratio) in enumerate(series):
-        none = {"ratio": 0, "low": 0, "high": 0}  # no bar where there is no ratio
         found = [r[delivery][ratio] if (r[delivery][ratio] or {}).get("ratio") else none for r in compared]
         heights = np.array([v["ratio"] for v in found])
         # The 95 % interval on every bar: a bar whose whisker crosses 1 shows no measurable difference.

@@ -12,7 +12,5 @@ from idemlab.testing.handlers import Crash, CrashError, Handler, HandlerError
 from idemlab.testing.lab import Backend, DeliveryError, Lab
 from idemlab.testing.report import CopyResult, CrashNotReached, Delivery, DuplicateEffectError, EffectReport
 
-__all__ = [
-    "Backend", "CopyResult", "Crash", "CrashError", "CrashNotReached", "Delivery", "DeliveryError",
-    "DuplicateEffectError", "EffectReport", "Handler", "HandlerError", "Lab",
-]
+__all__ = ["Backend", "CopyResult", "Crash", "CrashError", "CrashNotReached", "Delivery", "DeliveryError",
+           "DuplicateEffectError", "EffectReport", "Handler", "HandlerError", "Lab"]

@@ -34,12 +34,11 @@ REPORT_KEY = "idemlab_testing"
 SLEEP_PAST_ANY_TIMEOUT_SECONDS = 15 * 60 + 60
 
 
-def install_crash(spec: dict) -> None:
-    """Wrap the target function wherever a loaded module holds it."""
+def install_crash(target: str, when: str, how: str, **_) -> None:
+    """Wrap the target function wherever a loaded module holds it (a Crash's fields as keywords)."""
     import boto3  # made at init, as the handler loads: no client's cost in the timed calls
 
     dynamodb = boto3.client("dynamodb")
-    target, when, how = spec["target"], spec["when"], spec["how"]
 
     def crash_here() -> None:
         """Take one armed crash and die; return when none is left (another copy took it)."""
@@ -90,7 +89,7 @@ def _load(name: str, crash: dict | None):
         handler = getattr(importlib.import_module(module), function)
         if crash:
             step = f"find the crash point {crash['target']!r}"
-            install_crash(crash)
+            install_crash(**crash)
         return handler
     except Exception as exc:
         raise ImportError(f"could not {step}: {type(exc).__name__}: {exc}") from exc

@@ -1,8 +1,4 @@
-"""The backend a test session shares (`Backend`: the embedded server on a free loopback
-port, the role functions run with, the deployed functions, the crash-arming table) and
-what a test gets (`Lab`: tables deleted when the test ends, and `deliver` /
-`assert_exactly_once`, which send copies of an event to a handler in Lambda worker processes).
-"""
+"""What a test session shares (`Backend`) and what a test gets (`Lab`, the `idemlab` fixture)."""
 
 from __future__ import annotations
 
@@ -73,13 +69,9 @@ class Backend(EmbeddedBackend):
     """The embedded backend for one test session, and what lives as long as it: the role
     functions run with, the crash-arming table, the deployed functions."""
 
-    def __init__(self):
-        super().__init__()
-        self._lock = threading.RLock()
-        self._clients: dict = {}
-        self.warm: dict[str, int] = {}  # deployed function -> execution environments known to be warm
-
     def start(self) -> "Backend":
+        self._lock, self._clients = threading.RLock(), {}
+        self.warm: dict[str, int] = {}  # deployed function -> execution environments known to be warm
         # The server (a child process) inherits the environment, and boto3 reads it when a
         # client is made: a developer's AWS_PROFILE would make either fail, so a clean one.
         with aws_environment(LOCAL_VARIABLES):
@@ -143,7 +135,8 @@ class Backend(EmbeddedBackend):
 
 
 class Lab:
-    """The plugin's helpers for one test (the `idemlab` fixture)."""
+    """One test's tables, deleted when it ends, and `deliver` / `assert_exactly_once`, which send
+    copies of an event to a handler in Lambda worker processes."""
 
     def __init__(self, backend: Backend):
         self.backend, self.url = backend, backend.url
@@ -168,12 +161,9 @@ class Lab:
         for name in self._tables:
             with contextlib.suppress(dynamodb.exceptions.ResourceNotFoundException):
                 dynamodb.delete_table(TableName=name)
-        self._tables.clear()
 
-    def deliver(
-        self, handler: Handler | str, event, copies: int = 2, together: bool = True, crash: Crash | None = None,
-        timeout: int = DEFAULT_TIMEOUT_SECONDS, environment: dict | None = None,
-    ) -> Delivery:
+    def deliver(self, handler: Handler | str, event, copies: int = 2, together: bool = True, crash: Crash | None = None,
+                timeout: int = DEFAULT_TIMEOUT_SECONDS, environment: dict | None = None) -> Delivery:
         """Send `copies` copies of `event` to `handler`, running in Lambda worker processes.
 
         together=True releases all copies at once (after each has a warm environment of
@@ -211,8 +201,7 @@ class Lab:
         except ClientError as exc:
             error, what = exc.response["Error"], f"copy {number}" if number else "a warm-up ping"
             raise DeliveryError(f"the backend refused {what}: {error.get('Code')}: {error.get('Message')}") from exc
-        copy.answered, body = time.time(), response["Payload"].read()
-        document = json.loads(body) if body else None
+        copy.answered, document = time.time(), json.loads(response["Payload"].read() or b"null")
         if response.get("FunctionError"):
             unknown = {"errorType": "Unknown", "errorMessage": str(document)}
             copy.error = document if isinstance(document, dict) else unknown

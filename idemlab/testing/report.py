@@ -7,7 +7,6 @@ and in the worker (handler started, ended): one machine, one clock.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from dataclasses import dataclass, field
 
 from idemlab.testing.handlers import Crash
@@ -135,10 +134,10 @@ class EffectReport:
         how += f", and {self.crash.describe()}" if self.crash else ""
         lines = [f"{self.handler}: the effect was not exactly once. It {what} ({how}).", ""]
         lines.append("Effect counted after each round:")
-        for count, rounds in sorted(Counter(r.count for r in self.rounds).items()):
+        for count in sorted({r.count for r in self.rounds}):
             numbers = [r.number for r in self.rounds if r.count == count]
             listed = ", ".join(map(str, numbers[:LISTED_ROUNDS])) + (", ..." if len(numbers) > LISTED_ROUNDS else "")
-            mark = "ok" if count == 1 else "WRONG"
+            mark, rounds = "ok" if count == 1 else "WRONG", len(numbers)
             lines.append(f"  {count} time{'s' if count != 1 else ''}: {rounds:>4} rounds  {mark}  (rounds {listed})")
         for r in self.bad_rounds[:DRAWN_TIMELINES]:
             lines += ["", f"Round {r.number}, event {_short(r.event)}: effect counted {r.count} times. Timeline:"]
