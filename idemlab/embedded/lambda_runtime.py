@@ -75,13 +75,10 @@ class ExecutionEnvironment:
             "AWS_LAMBDA_LOG_STREAM_NAME": uuid.uuid4().hex,
             "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
             "AWS_EXECUTION_ENV": "AWS_Lambda_python3",
-            "AWS_REGION": fn.region,
-            "AWS_DEFAULT_REGION": fn.region,
-            "AWS_ACCESS_KEY_ID": "test",
-            "AWS_SECRET_ACCESS_KEY": "test",
+            "AWS_REGION": fn.region, "AWS_DEFAULT_REGION": fn.region,
+            "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
             "IDEMLAB_FUNCTION_ARN": fn.function_arn,
-            "PYTHONUNBUFFERED": "1",
-            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1",
         }
         worker, pipe = [sys.executable, "-m", "idemlab.embedded.lambda_worker"], subprocess.PIPE
         self.process = subprocess.Popen(worker, bufsize=1, stdin=pipe, stdout=pipe, cwd=code_dir, env=env, text=True)

@@ -12,26 +12,23 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 import time
 import uuid
 from datetime import datetime, timezone
 
-from idemlab.embedded.patching import every
 from idemlab.embedded.scheduler_ext import rate_seconds
 
-POLL_SECONDS = 1.0
+POLL_SECONDS = 1.0  # how often the server runs a pass
 
 
 class RuleScheduler:
-    """A thread that fires due rate() rules; `run_once` is one pass, for tests."""
+    """Fires the rate() rules that are due, one pass per `run_once`."""
 
     def __init__(self, client_factory, region: str = "us-east-1"):
         self._events = client_factory("events", region)
         self._lambda = client_factory("lambda", region)
         self._region = region
         self._next_due: dict[str, float] = {}
-        self._stop = threading.Event()
 
     def run_once(self, now: float | None = None) -> list[str]:
         now = time.time() if now is None else now
@@ -67,10 +64,3 @@ class RuleScheduler:
                 continue
             payload = target.get("Input") or json.dumps(scheduled_event)
             self._lambda.invoke(FunctionName=target["Arn"], InvocationType="Event", Payload=payload.encode())
-
-    def start(self) -> "RuleScheduler":
-        self._stop = every(POLL_SECONDS, self.run_once, "rule scheduler")
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()

@@ -36,7 +36,7 @@ import sys
 import threading
 import time
 
-from idemlab.embedded.patching import every, replace_once, wrap
+from idemlab.embedded.patching import every, wrap
 
 # SQS's FIFO deduplication interval (SendMessage API reference, MessageDeduplicationId).
 DEDUPLICATION_SECONDS = 300
@@ -125,11 +125,9 @@ class MappingPoller:
         while not self.stopped.is_set():
             left = LONG_POLL_SECONDS if deadline is None else math.ceil(deadline - time.monotonic())
             messages = self.sqs.receive_message(
-                QueueUrl=self.queue_url,
+                QueueUrl=self.queue_url, MessageAttributeNames=["All"], MessageSystemAttributeNames=["All"],
                 MaxNumberOfMessages=min(MAX_RECEIVE, batch_size - len(batch)),
                 WaitTimeSeconds=max(0, min(LONG_POLL_SECONDS, left)),
-                MessageAttributeNames=["All"],
-                MessageSystemAttributeNames=["All"],
             ).get("Messages", [])
             # A window longer than the visibility timeout can see a message come back
             # while the batch is still gathering: keep it once, with its newest handle.
@@ -177,12 +175,12 @@ class MappingPoller:
 
 
 class SqsEventSources:
-    """Starts a poller for each enabled SQS mapping, stops it when the mapping goes."""
+    """Starts a poller for each enabled SQS mapping, stops it when the mapping goes (or at `stop`)."""
 
     def __init__(self, client_factory, invoke, endpoint_url: str):
         self._client_factory, self._invoke, self._endpoint_url = client_factory, invoke, endpoint_url
         self._pollers: dict[str, MappingPoller] = {}
-        self._stop = threading.Event()
+        self._stop = every(SUPERVISE_SECONDS, self.supervise_once, "SQS mapping supervisor")
 
     def supervise_once(self) -> None:
         from moto.awslambda.models import lambda_backends
@@ -197,10 +195,6 @@ class SqsEventSources:
             sqs = self._client_factory("sqs", wanted[uuid].event_source_arn.split(":")[3])
             poller = self._pollers[uuid] = MappingPoller(wanted[uuid], sqs, self._invoke, self._endpoint_url)
             threading.Thread(target=poller.loop, name=f"sqs-esm-{uuid[:8]}", daemon=True).start()
-
-    def start(self) -> "SqsEventSources":
-        self._stop = every(SUPERVISE_SECONDS, self.supervise_once, "SQS mapping supervisor")
-        return self
 
     def stop(self) -> None:
         self._stop.set()
@@ -347,7 +341,7 @@ def install() -> None:
     from moto.awslambda.models import EventSourceMapping, LambdaBackend
     from moto.sqs.models import Message, Queue, SQSBackend
 
-    replace_once(Queue, "add_message", _add_message)
+    Queue.add_message = _add_message
     wrap(SQSBackend, "receive_message")(_receive_in_group_order)
     wrap(Message, "visible")(_visible_at_the_pass)
     wrap(LambdaBackend, "create_event_source_mapping")(_create_mapping)
