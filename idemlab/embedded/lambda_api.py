@@ -32,7 +32,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -40,7 +39,6 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
 from urllib.parse import unquote
 
 from moto.awslambda.exceptions import LambdaClientError
@@ -85,7 +83,7 @@ class LambdaService:
     region)` is a boto3 client of this server: async records reach their destinations through it."""
 
     def __init__(self, endpoint_url: str, client, limit: int):
-        self.runtime = LambdaRuntime(endpoint_url, Path(tempfile.mkdtemp(prefix="idemlab-lambda-")))
+        self.runtime = LambdaRuntime(endpoint_url)
         self.endpoint_url, self.client, self.limit = endpoint_url, client, limit
         self._lock = threading.Lock()
         self._running: Counter = Counter()

@@ -20,6 +20,7 @@ import select
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -122,9 +123,9 @@ class ExecutionEnvironment:
 class LambdaRuntime:
     """Execution environments: all of them, and the idle ones, ready for their function version."""
 
-    def __init__(self, endpoint_url: str, work_dir: Path):
+    def __init__(self, endpoint_url: str):
         self.endpoint_url = endpoint_url
-        self.work_dir = Path(work_dir)
+        self.code_root = Path(tempfile.mkdtemp(prefix="idemlab-lambda-"))  # the extracted zips
         self._all: set[ExecutionEnvironment] = set()
         self._idle: list[ExecutionEnvironment] = []  # the most recently used last
         self._lock = threading.Lock()
@@ -168,7 +169,7 @@ class LambdaRuntime:
                 environment.kill()
             self._all.clear()
             self._idle.clear()
-        shutil.rmtree(self.work_dir / "code", ignore_errors=True)
+        shutil.rmtree(self.code_root, ignore_errors=True)
 
     def _reap_idle(self) -> None:
         """Stop the environments idle for IDLE_SECONDS (those of replaced versions too), and dead ones."""
@@ -181,7 +182,7 @@ class LambdaRuntime:
 
     def _code_dir(self, fn) -> Path:
         """The zip, extracted once per code hash (what Lambda calls /var/task)."""
-        target = self.work_dir / "code" / fn.code_sha_256.replace("/", "_").replace("+", "-")
+        target = self.code_root / fn.code_sha_256.replace("/", "_").replace("+", "-")
         with self._code_lock:
             if not target.exists():
                 staging = target.with_name(target.name + ".tmp")  # a failed extraction's is overwritten

@@ -181,7 +181,7 @@ def serve(port: int, host: str, allow_remote: bool, lambda_concurrency: int) -> 
     import boto3
     from werkzeug.serving import make_server
 
-    from idemlab.embedded import dynamodb_atomic, fast_path, lambda_api, rule_scheduler
+    from idemlab.embedded import dynamodb_atomic, fast_path, lambda_api
     from idemlab.embedded import scheduler_ext, sqs_event_source, stepfunctions_ext, terraform_compat
     from idemlab.embedded.patching import every
 
@@ -204,8 +204,8 @@ def serve(port: int, host: str, allow_remote: bool, lambda_concurrency: int) -> 
 
     for signum in (signal.SIGTERM, signal.SIGINT):  # shutdown() waits for serve_forever: call it from another thread
         signal.signal(signum, lambda *_: threading.Thread(target=server.shutdown, daemon=True).start())
-    rules = rule_scheduler.RuleScheduler(client, region=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
-    rules_stop = every(rule_scheduler.POLL_SECONDS, rules.run_once, "rule scheduler")
+    rules = scheduler_ext.RuleScheduler(client, region=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
+    rules_stop = every(scheduler_ext.RULE_POLL_SECONDS, rules.run_once, "rule scheduler")
     event_sources = sqs_event_source.SqsEventSources(client, service.invoke_by_arn, endpoint_url)
     print(f"embedded: serving AWS APIs on {endpoint_url}", file=sys.stderr, flush=True)
     try:

@@ -90,15 +90,11 @@ def lambda_record(message: dict, queue_arn: str, region: str) -> dict:
         }
 
     record = {
-        "messageId": message["MessageId"],
-        "receiptHandle": message["ReceiptHandle"],
-        "body": message["Body"],
+        "messageId": message["MessageId"], "receiptHandle": message["ReceiptHandle"], "body": message["Body"],
         "attributes": dict(message.get("Attributes") or {}),
         "messageAttributes": {name: attribute(v) for name, v in message.get("MessageAttributes", {}).items()},
         "md5OfBody": message["MD5OfBody"],
-        "eventSource": "aws:sqs",
-        "eventSourceARN": queue_arn,
-        "awsRegion": region,
+        "eventSource": "aws:sqs", "eventSourceARN": queue_arn, "awsRegion": region,
     }
     if message.get("MD5OfMessageAttributes"):
         record["md5OfMessageAttributes"] = message["MD5OfMessageAttributes"]
@@ -108,9 +104,10 @@ def lambda_record(message: dict, queue_arn: str, region: str) -> dict:
 class MappingPoller:
     """Polls one queue for one mapping and invokes its function, one batch at a time."""
 
-    def __init__(self, mapping, sqs, invoke, endpoint_url: str):
-        self.mapping, self.sqs, self.invoke = mapping, sqs, invoke
+    def __init__(self, mapping, client_factory, invoke, endpoint_url: str):
+        self.mapping, self.invoke = mapping, invoke
         _, _, _, self.region, account, name = mapping.event_source_arn.split(":", 5)
+        self.sqs = client_factory("sqs", self.region)
         self.queue_url = f"{endpoint_url}/{account}/{name}"
         self.fifo = name.endswith(".fifo")
         self.stopped = threading.Event()
@@ -178,7 +175,7 @@ class SqsEventSources:
     """Starts a poller for each enabled SQS mapping, stops it when the mapping goes (or at `stop`)."""
 
     def __init__(self, client_factory, invoke, endpoint_url: str):
-        self._client_factory, self._invoke, self._endpoint_url = client_factory, invoke, endpoint_url
+        self._poller_args = client_factory, invoke, endpoint_url  # each MappingPoller's, after its mapping
         self._pollers: dict[str, MappingPoller] = {}
         self._stop = every(SUPERVISE_SECONDS, self.supervise_once, "SQS mapping supervisor")
 
@@ -192,8 +189,7 @@ class SqsEventSources:
         for uuid in set(self._pollers) - set(wanted):
             self._pollers.pop(uuid).stopped.set()
         for uuid in set(wanted) - set(self._pollers):
-            sqs = self._client_factory("sqs", wanted[uuid].event_source_arn.split(":")[3])
-            poller = self._pollers[uuid] = MappingPoller(wanted[uuid], sqs, self._invoke, self._endpoint_url)
+            poller = self._pollers[uuid] = MappingPoller(wanted[uuid], *self._poller_args)
             threading.Thread(target=poller.loop, name=f"sqs-esm-{uuid[:8]}", daemon=True).start()
 
     def stop(self) -> None:
