@@ -29,15 +29,16 @@ _LOCK = threading.RLock()
 REQUEST_COUNTS: dict[str, Counter] = defaultdict(Counter)
 
 
-def install(serialise_outside_lock: bool = False, item_rollback: bool = False) -> None:
+def install(fast_path: bool = False) -> None:
     """Wrap DynamoHandler.call_action in one process-wide lock (idempotent).
 
-    With `serialise_outside_lock` (the fast path's), the lock is let go once the action
-    has returned its result, before moto renders it as the response. The result is
-    already a copy: moto's `DynamoResult`, made by the action under the lock, rebuilds
-    every dict and list it holds (items, keys, descriptions) around immutable leaves, so
-    what is rendered is the state at the request's place in the order, whatever writes
-    come next. Errors, and any other result, are still rendered under the lock."""
+    With the fast path (fast_path.py), a transaction keeps copies of items, not tables
+    (install_item_rollback), and the lock is let go once the action has returned its
+    result, before moto renders it as the response. The result is already a copy: moto's
+    `DynamoResult`, made by the action under the lock, rebuilds every dict and list it
+    holds (items, keys, descriptions) around immutable leaves, so what is rendered is the
+    state at the request's place in the order, whatever writes come next. Errors, and any
+    other result, are still rendered under the lock."""
 
     @wrap(DynamoHandler, "call_action")
     def serialised_call_action(original, self):
@@ -54,12 +55,12 @@ def install(serialise_outside_lock: bool = False, item_rollback: bool = False) -
 
     @wrap(DynamoHandler, "serialized")
     def serialized(original, self, result):
-        if serialise_outside_lock and getattr(self, "idemlab_locked", False) and isinstance(result, DynamoResult):
+        if fast_path and getattr(self, "idemlab_locked", False) and isinstance(result, DynamoResult):
             self.idemlab_locked = False
             _LOCK.release()
         return original(self, result)
 
-    if item_rollback:
+    if fast_path:
         install_item_rollback()
     install_unreadable_conditions()
 

@@ -24,13 +24,14 @@ from __future__ import annotations
 import functools
 import http.client
 import io
+import json
 import os
 import re
 import sys
 from urllib.parse import unquote
 from wsgiref.headers import Headers
 
-from idemlab.embedded.patching import replace_once, wrap
+from idemlab.embedded.patching import wrap
 
 FAST_PATH_VARIABLE = "IDEMLAB_FAST_PATH"
 # The actions the lessons' handlers and workflows call on every delivery, as X-Amz-Target names them.
@@ -62,7 +63,7 @@ def app_and_handler():
         return dispatcher, MotoRequestHandler
     dispatcher.get_backend_for_host = functools.cache(dispatcher.get_backend_for_host)
     # `BaseResponse.call_action` lists its class's methods on every call.
-    replace_once(responses, "method_names_from_class", functools.cache(utils.method_names_from_class))
+    responses.method_names_from_class = functools.cache(utils.method_names_from_class)
     lean_json_errors()
     cached_condition_parses()
     return short_paths(dispatcher), keep_alive_handler()
@@ -73,8 +74,6 @@ def lean_json_errors() -> None:
     refused condition) first renders an XML error document with xmltodict, then replaces
     it with its JSON one: ~14 % of a refused conditional write's CPU in moto. The same
     attributes, set without the discarded XML."""
-    import json
-
     from moto.core.exceptions import JsonRESTError
     from werkzeug.exceptions import HTTPException
 
@@ -83,7 +82,7 @@ def lean_json_errors() -> None:
         self.error_type, self.message, self.content_type = error_type, message, "application/json"
         self.description = json.dumps({"__type": error_type, "message": message})
 
-    replace_once(JsonRESTError, "__init__", __init__)
+    JsonRESTError.__init__ = __init__
 
 
 def cached_condition_parses() -> None:
@@ -209,6 +208,7 @@ def keep_alive_handler():
     and werkzeug's own route, which closes the connection after it."""
     from moto.core.request import PRESERVED_HEADER_NAMES_ENVIRON_KEY
     from moto.moto_server.werkzeug_app import MotoRequestHandler
+    from werkzeug.test import run_wsgi_app
 
     class KeepAliveRequestHandler(MotoRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -289,30 +289,17 @@ def keep_alive_handler():
                 self.close_connection = True
                 return
             environ["wsgi.input"] = io.BytesIO(body)
-            answer: list = []  # status and headers
-            chunks: list[bytes] = []
-
-            def start_response(status, headers, exc_info=None):  # nothing is sent before the app returns
-                answer[:] = status, headers
-                return chunks.append
-
-            try:
-                result = self.server.app(environ, start_response)
-                try:
-                    chunks.extend(result)
-                finally:
-                    if hasattr(result, "close"):
-                        result.close()
+            try:  # the whole answer, before anything is sent
+                chunks, status, headers = run_wsgi_app(self.server.app, environ, buffered=True)
             except Exception as exc:  # as werkzeug: log it, answer 500 (and close)
                 print(f"embedded: error on {self.command} {self.path}: {exc!r}", file=sys.stderr, flush=True)
                 return self.send_error(500)
-            (status, headers), payload = answer, b"".join(chunks)
-            code = int(status[:3])
+            code, payload = int(status[:3]), b"".join(chunks)
             self.send_response(code, status[4:])
             for name, value in headers:
                 self.send_header(name, value)
             bodiless = self.command == "HEAD" or 100 <= code < 200 or code in (204, 304)
-            if not bodiless and "content-length" not in {name.lower() for name, _ in headers}:
+            if not bodiless and "content-length" not in headers:
                 self.send_header("Content-Length", str(len(payload)))
             if self.close_connection:
                 self.send_header("Connection", "close")

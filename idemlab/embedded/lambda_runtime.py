@@ -20,6 +20,7 @@ import select
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -75,13 +76,10 @@ class ExecutionEnvironment:
             "AWS_LAMBDA_LOG_STREAM_NAME": uuid.uuid4().hex,
             "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
             "AWS_EXECUTION_ENV": "AWS_Lambda_python3",
-            "AWS_REGION": fn.region,
-            "AWS_DEFAULT_REGION": fn.region,
-            "AWS_ACCESS_KEY_ID": "test",
-            "AWS_SECRET_ACCESS_KEY": "test",
+            "AWS_REGION": fn.region, "AWS_DEFAULT_REGION": fn.region,
+            "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
             "IDEMLAB_FUNCTION_ARN": fn.function_arn,
-            "PYTHONUNBUFFERED": "1",
-            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1",
         }
         worker, pipe = [sys.executable, "-m", "idemlab.embedded.lambda_worker"], subprocess.PIPE
         self.process = subprocess.Popen(worker, bufsize=1, stdin=pipe, stdout=pipe, cwd=code_dir, env=env, text=True)
@@ -125,9 +123,9 @@ class ExecutionEnvironment:
 class LambdaRuntime:
     """Execution environments: all of them, and the idle ones, ready for their function version."""
 
-    def __init__(self, endpoint_url: str, work_dir: Path):
+    def __init__(self, endpoint_url: str):
         self.endpoint_url = endpoint_url
-        self.work_dir = Path(work_dir)
+        self.code_root = Path(tempfile.mkdtemp(prefix="idemlab-lambda-"))  # the extracted zips
         self._all: set[ExecutionEnvironment] = set()
         self._idle: list[ExecutionEnvironment] = []  # the most recently used last
         self._lock = threading.Lock()
@@ -171,7 +169,7 @@ class LambdaRuntime:
                 environment.kill()
             self._all.clear()
             self._idle.clear()
-        shutil.rmtree(self.work_dir / "code", ignore_errors=True)
+        shutil.rmtree(self.code_root, ignore_errors=True)
 
     def _reap_idle(self) -> None:
         """Stop the environments idle for IDLE_SECONDS (those of replaced versions too), and dead ones."""
@@ -184,7 +182,7 @@ class LambdaRuntime:
 
     def _code_dir(self, fn) -> Path:
         """The zip, extracted once per code hash (what Lambda calls /var/task)."""
-        target = self.work_dir / "code" / fn.code_sha_256.replace("/", "_").replace("+", "-")
+        target = self.code_root / fn.code_sha_256.replace("/", "_").replace("+", "-")
         with self._code_lock:
             if not target.exists():
                 staging = target.with_name(target.name + ".tmp")  # a failed extraction's is overwritten

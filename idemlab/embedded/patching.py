@@ -1,8 +1,9 @@
 """How the embedded backend changes moto, and runs its background loops.
 
-Each replacement is made once per process: the server installs its changes at start,
-and the tests start more than one server in a process, so a second install must leave
-the first one's replacements as they are (wrapping a wrapper would run each check twice).
+A method replaced outright is simply set again by a second install. One wrapped is wrapped
+once per process: the server installs its changes at start, and tests install some in
+their own process too, so a second install must leave the first one's wrapper as it is
+(wrapping a wrapper would run each check twice).
 """
 
 from __future__ import annotations
@@ -13,13 +14,6 @@ import sys
 import threading
 
 MARK = "_idemlab"
-
-
-def replace_once(owner: type, name: str, replacement) -> None:
-    """Set ``owner.name`` to `replacement` unless an earlier install did."""
-    if not getattr(getattr(owner, name, None), MARK, False):
-        setattr(replacement, MARK, True)
-        setattr(owner, name, replacement)
 
 
 def wrap(owner: type, name: str):

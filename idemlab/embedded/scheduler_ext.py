@@ -1,7 +1,7 @@
-"""EventBridge Scheduler that refuses what AWS refuses.
+"""EventBridge schedules: Scheduler refuses what AWS refuses, and rules with a rate() schedule fire.
 
-moto stores any schedule expression, and answers a duplicate schedule name with HTTP
-400. AWS answers:
+moto stores any Scheduler schedule expression, and answers a duplicate schedule name with
+HTTP 400. AWS answers:
 
 - a malformed expression, on CreateSchedule and UpdateSchedule, with 400
   ValidationException "Invalid Schedule Expression <expression>." (the wording AWS
@@ -15,18 +15,30 @@ The accepted forms are those of the Scheduler user guide, "Schedule types":
 singular exactly when the value is 1 (stated on the EventBridge "Rate expressions"
 page), and `cron(...)` with six fields (minutes hours day-of-month month day-of-week
 year) where exactly one of day-of-month and day-of-week is `?`.
+
+moto also stores EventBridge rules that have a schedule expression but never fires them;
+LocalStack does. The account-deletion sweeper runs from one (`rate(5 minutes)` unless the
+Terraform module's `sweeper_schedule_expression` says otherwise), so the embedded backend
+fires them too (RuleScheduler): every `rate(...)` rule, at its rate, to each Lambda target
+(an asynchronous invoke, so the function's retries apply), with the target's `Input` or the
+scheduled event. A rule's `cron(...)` is not evaluated here; none of the lab's rules uses one.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from datetime import datetime
+import sys
+import time
+import uuid
+from datetime import datetime, timezone
 
 from idemlab.embedded.patching import wrap
 
 _AT = re.compile(r"at\((\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\)")
 RATE = re.compile(r"rate\(([1-9][0-9]*) (minute|minutes|hour|hours|day|days)\)")
 _UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
+RULE_POLL_SECONDS = 1.0  # how often the server runs a RuleScheduler pass
 
 _WEEKDAYS = "SUN|MON|TUE|WED|THU|FRI|SAT"
 # Each cron field: its values (numbers may have leading zeros), then what it accepts
@@ -88,3 +100,42 @@ def install() -> None:
     ScheduleExists.code = 409  # ConflictException, as AWS answers a duplicate name
     for action in ("create_schedule", "update_schedule"):
         wrap(EventBridgeSchedulerBackend, action)(validated)
+
+
+class RuleScheduler:
+    """Fires the rate() rules that are due, one pass per `run_once`."""
+
+    def __init__(self, client_factory, region: str = "us-east-1"):
+        self._events = client_factory("events", region)
+        self._lambda = client_factory("lambda", region)
+        self._region = region
+        self._next_due: dict[str, float] = {}
+
+    def run_once(self, now: float | None = None) -> list[str]:
+        now = time.time() if now is None else now
+        fired = []
+        for rule in self._events.get_paginator("list_rules").paginate().search("Rules[]"):
+            period = rate_seconds(rule.get("ScheduleExpression", ""))
+            if period is None or rule.get("State") != "ENABLED":
+                continue
+            # The first firing comes one period after the rule is first seen, as on AWS.
+            due = self._next_due.setdefault(rule["Arn"], now + period)
+            if now >= due:
+                self._next_due[rule["Arn"]] = now + period
+                self._fire(rule)
+                fired.append(rule["Name"])
+        return fired
+
+    def _fire(self, rule: dict) -> None:
+        scheduled_event = {
+            "version": "0", "id": str(uuid.uuid4()), "detail-type": "Scheduled Event", "source": "aws.events",
+            "account": rule["Arn"].split(":")[4], "time": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "region": self._region, "resources": [rule["Arn"]], "detail": {},
+        }
+        for target in self._events.list_targets_by_rule(Rule=rule["Name"]).get("Targets", []):
+            if ":lambda:" not in target["Arn"]:
+                skipped = f"embedded: rule {rule['Name']}: target {target['Arn']} is not a Lambda function, skipped"
+                print(skipped, file=sys.stderr)
+                continue
+            payload = target.get("Input") or json.dumps(scheduled_event)
+            self._lambda.invoke(FunctionName=target["Arn"], InvocationType="Event", Payload=payload.encode())

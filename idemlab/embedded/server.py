@@ -4,16 +4,28 @@
 the background); `EmbeddedBackend(port).start()` starts it as a child process and returns
 once it answers (what the tests use).
 
-The server runs uploaded Lambda code, so it serves this machine only: it binds to
-loopback, and refuses requests whose Host or Origin is not a loopback one (loopback_guard.py).
+The server runs uploaded Lambda code, so it serves this machine only. moto's server answers
+any request that reaches its port. It echoes any `Origin` back in its CORS answers, so a
+page on any web site can call it from the learner's browser (cross-site requests), and it
+ignores `Host`, so a site whose name is re-pointed at 127.0.0.1 can read the answers too
+(DNS rebinding): a web page could create a Lambda function here and run its code on the
+laptop. So the server binds to loopback, and its front door answers 403, before moto sees
+the request and without any CORS allowance, when its `Host` is not a loopback name
+(`localhost`, `*.localhost`, `127.x.x.x`, `[::1]`, any port: a rebinding site sends its own
+name), or when it has an `Origin` that is not a loopback one (browsers send `Origin` on
+cross-site and CORS requests; boto3, Terraform, the Lambda workers and Step Functions send none).
+
 `--allow-remote` (or IDEMLAB_ALLOW_REMOTE=1) binds to another address, for a lab served
-from a VM or container to its host: anyone who reaches it can then run code here.
+from a VM or container to its host: anyone who reaches it can then run code here. The
+`Host` check is then off (other machines reach it under its network name); the `Origin`
+check stays.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import ipaddress
 import json
 import os
 import signal
@@ -25,14 +37,21 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
-
-from idemlab.embedded.lambda_concurrency import DEFAULT_CONCURRENT_EXECUTIONS, LIMIT_VARIABLE, ConcurrencyLimit
-from idemlab.embedded.loopback_guard import FORBIDDEN, is_loopback_name, refusal
+from urllib.parse import urlsplit
 
 ALLOW_REMOTE_VARIABLE = "IDEMLAB_ALLOW_REMOTE"
 HEALTH_PATH = "/_idemlab/health"  # control endpoints stay off the AWS API paths
 COUNTS_PATH = "/_idemlab/counts"
 READY_TIMEOUT_SECONDS = 20
+FORBIDDEN = {"message": "Forbidden: the embedded backend answers only loopback clients"}
+# Lesson code runs at most 16 identical checkout requests at once (notebook 05's full
+# benchmark), and each calls the card processor function synchronously while it runs:
+# 32 invocations in flight. 40 leaves room for the sweeper and async retries besides,
+# and bounds the busy workers (one Python process each: 48 MB resident with boto3 and a
+# client loaded, measured with Python 3.11) to about 2 GB. AWS's own default is 1,000;
+# a new account's can be much lower.
+DEFAULT_CONCURRENT_EXECUTIONS = 40
+LIMIT_VARIABLE = "LAMBDA_LIMITS_CONCURRENT_EXECUTIONS"  # LocalStack's knob: one setting for both emulators
 
 
 def free_port() -> int:
@@ -63,28 +82,27 @@ def request_counts(url: str) -> dict:
 class EmbeddedBackend:
     """The embedded server as a child process on loopback."""
 
-    def __init__(self, port: int = 0, log_path: Path | None = None, environment: dict | None = None):
+    def __init__(self, port: int = 0, environment: dict | None = None):
         """``environment``: variables to set for the server process (e.g. IDEMLAB_FAST_PATH=0)."""
-        self.environment = environment
-        self.port = port or free_port()
+        self.port, self.environment = port or free_port(), environment
         self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = Path(log_path or tempfile.mkstemp(prefix="idemlab-embedded-", suffix=".log")[1])
+        self.log_path = Path(tempfile.mkstemp(prefix="idemlab-embedded-", suffix=".log")[1])
         self.process: subprocess.Popen | None = None
 
-    def start(self, detach: bool = False) -> "EmbeddedBackend":
+    def start(self) -> "EmbeddedBackend":
         if port_in_use(self.port):
             raise RuntimeError(f"port {self.port} is already in use; see log {self.log_path}")
         environment = {**os.environ, **self.environment} if self.environment else None
         command = [sys.executable, "-m", "idemlab.embedded", "--port", str(self.port)]
-        with open(self.log_path, "ab") as log:  # the child keeps its own copy; detached, it outlives `make up`'s shell
-            streams = {"stdout": log, "stderr": subprocess.STDOUT, "stdin": subprocess.DEVNULL}
-            self.process = subprocess.Popen(command, env=environment, start_new_session=detach, **streams)
+        with open(self.log_path, "ab") as log:  # the child keeps its own copy
+            self.process = subprocess.Popen(command, env=environment, stdout=log, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + READY_TIMEOUT_SECONDS
         while time.monotonic() < deadline:
             if health(self.url, timeout=0.5):
                 return self
-            if self.process.poll() is not None:
-                raise RuntimeError(f"embedded backend exited with code {self.process.returncode}; see log {self.log_path}")
+            if (code := self.process.poll()) is not None:
+                raise RuntimeError(f"embedded backend exited with code {code}; see log {self.log_path}")
             time.sleep(0.05)
         self.stop()
         raise RuntimeError(f"embedded backend did not answer within {READY_TIMEOUT_SECONDS} s; see log {self.log_path}")
@@ -105,38 +123,26 @@ class EmbeddedBackend:
         self.stop()
 
 
-def _deliverer(client, endpoint_url: str):
-    """Send an async-invocation record to its destination, through our own API."""
-
-    def deliver(target_arn: str, body: str, attributes: dict) -> None:
-        _, _, service, region, account, resource = target_arn.split(":", 5)
-        if service == "sqs":
-            url = f"{endpoint_url}/{account}/{resource}"
-            message_attributes = {k: {"DataType": "String", "StringValue": v} for k, v in attributes.items() if v}
-            client("sqs", region).send_message(QueueUrl=url, MessageBody=body, MessageAttributes=message_attributes)
-        elif service == "sns":
-            client("sns", region).publish(TopicArn=target_arn, Message=body)
-        elif service == "lambda":
-            client("lambda", region).invoke(FunctionName=target_arn, InvocationType="Event", Payload=body.encode())
-        elif service == "events":
-            entry = {"Source": "lambda", "DetailType": "Lambda Function Invocation Result", "Detail": body}
-            client("events", region).put_events(Entries=[entry | {"EventBusName": target_arn}])
-        else:
-            print(f"embedded: cannot deliver to {target_arn}", file=sys.stderr)
-
-    return deliver
-
-
-def _lookup_function(arn: str):
-    from moto.awslambda.models import lambda_backends
-
-    _, _, _, region, account, _ = arn.split(":", 5)
-    return lambda_backends[account][region].get_function(arn)
+@functools.lru_cache(maxsize=256)  # a pure function of the text, asked on every request
+def is_loopback_name(host: str, port: bool = False) -> bool:
+    """Whether a host name names loopback; with `port`, a `Host` value (`127.0.0.1:4566`, `[::1]:4566`)."""
+    host = host.strip().lower()
+    if host.startswith("[") and (port or host.endswith("]")):
+        host = host[1:].split("]", 1)[0]
+    elif port and host.count(":") == 1:
+        host = host.rsplit(":", 1)[0]
+    host = host.rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):  # RFC 6761: always loopback
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _front_door(app, runtime, check_host: bool):
-    """WSGI middleware: 403 with no CORS allowance to what loopback_guard.refusal names, then
-    the control endpoints (health, with the Lambda runtime's environments; request counts)."""
+    """WSGI middleware: 403 with no CORS allowance to a foreign Host (when `check_host`) or
+    Origin, then the control endpoints (health, with the Lambda runtime's environments; request counts)."""
     from idemlab.embedded import dynamodb_atomic
 
     documents = {
@@ -150,13 +156,18 @@ def _front_door(app, runtime, check_host: bool):
         return [body]
 
     def front(environ, start_response):
-        reason = refusal(environ, check_host)
-        if reason is not None:
-            request = f"{environ.get('REQUEST_METHOD')} {environ.get('PATH_INFO')}"
-            print(f"embedded: refused {request}: {reason}", file=sys.stderr, flush=True)
-            return answer(start_response, "403 Forbidden", FORBIDDEN)
-        document = documents.get(environ.get("PATH_INFO"))
-        return app(environ, start_response) if document is None else answer(start_response, "200 OK", document())
+        host, origin = environ.get("HTTP_HOST"), environ.get("HTTP_ORIGIN")
+        parts = urlsplit(origin) if origin is not None else None
+        if check_host and host is not None and not is_loopback_name(host, port=True):
+            reason = f"Host {host!r} is not a loopback name"
+        elif parts and (parts.scheme not in ("http", "https") or not is_loopback_name(parts.hostname or "")):
+            reason = f"Origin {origin!r} is not a loopback origin"
+        else:
+            document = documents.get(environ.get("PATH_INFO"))
+            return app(environ, start_response) if document is None else answer(start_response, "200 OK", document())
+        request = f"{environ.get('REQUEST_METHOD')} {environ.get('PATH_INFO')}"
+        print(f"embedded: refused {request}: {reason}", file=sys.stderr, flush=True)
+        return answer(start_response, "403 Forbidden", FORBIDDEN)
 
     return front
 
@@ -170,8 +181,9 @@ def serve(port: int, host: str, allow_remote: bool, lambda_concurrency: int) -> 
     import boto3
     from werkzeug.serving import make_server
 
-    from idemlab.embedded import dynamodb_atomic, fast_path, lambda_api, lambda_async, lambda_runtime, rule_scheduler
+    from idemlab.embedded import dynamodb_atomic, fast_path, lambda_api
     from idemlab.embedded import scheduler_ext, sqs_event_source, stepfunctions_ext, terraform_compat
+    from idemlab.embedded.patching import every
 
     session, lock = boto3.session.Session(aws_access_key_id="test", aws_secret_access_key="test"), threading.Lock()
 
@@ -181,30 +193,27 @@ def serve(port: int, host: str, allow_remote: bool, lambda_concurrency: int) -> 
         with lock:  # a boto3 session is not thread-safe
             return session.client(service, endpoint_url=endpoint_url, region_name=region)
 
-    runtime = lambda_runtime.LambdaRuntime(endpoint_url, Path(tempfile.mkdtemp(prefix="idemlab-lambda-")))
-    deliver = _deliverer(client, endpoint_url)
-    limit = ConcurrencyLimit(lambda_concurrency)
-    service = lambda_api.LambdaService(runtime, lambda invoke: lambda_async.AsyncInvoker(invoke, deliver), limit)
-    dynamodb_atomic.install(serialise_outside_lock=fast_path.enabled(), item_rollback=fast_path.enabled())
-    lambda_api.install(service, _lookup_function)
+    service = lambda_api.LambdaService(endpoint_url, client, lambda_concurrency)
+    dynamodb_atomic.install(fast_path=fast_path.enabled())
+    lambda_api.install(service)
     for module in (stepfunctions_ext, scheduler_ext, sqs_event_source, terraform_compat):
         module.install()
     app, handler = fast_path.app_and_handler()  # after every install: it caches the patched classes' methods
-    app = _front_door(app, runtime, check_host=not allow_remote)
+    app = _front_door(app, service.runtime, check_host=not allow_remote)
     server = make_server(host, port, app, threaded=True, request_handler=handler)
 
     for signum in (signal.SIGTERM, signal.SIGINT):  # shutdown() waits for serve_forever: call it from another thread
         signal.signal(signum, lambda *_: threading.Thread(target=server.shutdown, daemon=True).start())
-    rules = rule_scheduler.RuleScheduler(client, region=os.environ.get("AWS_DEFAULT_REGION", "us-east-1")).start()
-    event_sources = sqs_event_source.SqsEventSources(client, service.invoke_by_arn, endpoint_url).start()
+    rules = scheduler_ext.RuleScheduler(client, region=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
+    rules_stop = every(scheduler_ext.RULE_POLL_SECONDS, rules.run_once, "rule scheduler")
+    event_sources = sqs_event_source.SqsEventSources(client, service.invoke_by_arn, endpoint_url)
     print(f"embedded: serving AWS APIs on {endpoint_url}", file=sys.stderr, flush=True)
     try:
         server.serve_forever()
     finally:
-        rules.stop()
+        rules_stop.set()
         event_sources.stop()
-        service.invoker.shutdown()
-        runtime.shutdown()
+        service.shutdown()
         print("embedded: stopped", file=sys.stderr, flush=True)
 
 

@@ -36,7 +36,7 @@ import sys
 import threading
 import time
 
-from idemlab.embedded.patching import every, replace_once, wrap
+from idemlab.embedded.patching import every, wrap
 
 # SQS's FIFO deduplication interval (SendMessage API reference, MessageDeduplicationId).
 DEDUPLICATION_SECONDS = 300
@@ -90,15 +90,11 @@ def lambda_record(message: dict, queue_arn: str, region: str) -> dict:
         }
 
     record = {
-        "messageId": message["MessageId"],
-        "receiptHandle": message["ReceiptHandle"],
-        "body": message["Body"],
+        "messageId": message["MessageId"], "receiptHandle": message["ReceiptHandle"], "body": message["Body"],
         "attributes": dict(message.get("Attributes") or {}),
         "messageAttributes": {name: attribute(v) for name, v in message.get("MessageAttributes", {}).items()},
         "md5OfBody": message["MD5OfBody"],
-        "eventSource": "aws:sqs",
-        "eventSourceARN": queue_arn,
-        "awsRegion": region,
+        "eventSource": "aws:sqs", "eventSourceARN": queue_arn, "awsRegion": region,
     }
     if message.get("MD5OfMessageAttributes"):
         record["md5OfMessageAttributes"] = message["MD5OfMessageAttributes"]
@@ -108,9 +104,10 @@ def lambda_record(message: dict, queue_arn: str, region: str) -> dict:
 class MappingPoller:
     """Polls one queue for one mapping and invokes its function, one batch at a time."""
 
-    def __init__(self, mapping, sqs, invoke, endpoint_url: str):
-        self.mapping, self.sqs, self.invoke = mapping, sqs, invoke
+    def __init__(self, mapping, client_factory, invoke, endpoint_url: str):
+        self.mapping, self.invoke = mapping, invoke
         _, _, _, self.region, account, name = mapping.event_source_arn.split(":", 5)
+        self.sqs = client_factory("sqs", self.region)
         self.queue_url = f"{endpoint_url}/{account}/{name}"
         self.fifo = name.endswith(".fifo")
         self.stopped = threading.Event()
@@ -125,11 +122,9 @@ class MappingPoller:
         while not self.stopped.is_set():
             left = LONG_POLL_SECONDS if deadline is None else math.ceil(deadline - time.monotonic())
             messages = self.sqs.receive_message(
-                QueueUrl=self.queue_url,
+                QueueUrl=self.queue_url, MessageAttributeNames=["All"], MessageSystemAttributeNames=["All"],
                 MaxNumberOfMessages=min(MAX_RECEIVE, batch_size - len(batch)),
                 WaitTimeSeconds=max(0, min(LONG_POLL_SECONDS, left)),
-                MessageAttributeNames=["All"],
-                MessageSystemAttributeNames=["All"],
             ).get("Messages", [])
             # A window longer than the visibility timeout can see a message come back
             # while the batch is still gathering: keep it once, with its newest handle.
@@ -177,12 +172,12 @@ class MappingPoller:
 
 
 class SqsEventSources:
-    """Starts a poller for each enabled SQS mapping, stops it when the mapping goes."""
+    """Starts a poller for each enabled SQS mapping, stops it when the mapping goes (or at `stop`)."""
 
     def __init__(self, client_factory, invoke, endpoint_url: str):
-        self._client_factory, self._invoke, self._endpoint_url = client_factory, invoke, endpoint_url
+        self._poller_args = client_factory, invoke, endpoint_url  # each MappingPoller's, after its mapping
         self._pollers: dict[str, MappingPoller] = {}
-        self._stop = threading.Event()
+        self._stop = every(SUPERVISE_SECONDS, self.supervise_once, "SQS mapping supervisor")
 
     def supervise_once(self) -> None:
         from moto.awslambda.models import lambda_backends
@@ -194,13 +189,8 @@ class SqsEventSources:
         for uuid in set(self._pollers) - set(wanted):
             self._pollers.pop(uuid).stopped.set()
         for uuid in set(wanted) - set(self._pollers):
-            sqs = self._client_factory("sqs", wanted[uuid].event_source_arn.split(":")[3])
-            poller = self._pollers[uuid] = MappingPoller(wanted[uuid], sqs, self._invoke, self._endpoint_url)
+            poller = self._pollers[uuid] = MappingPoller(wanted[uuid], *self._poller_args)
             threading.Thread(target=poller.loop, name=f"sqs-esm-{uuid[:8]}", daemon=True).start()
-
-    def start(self) -> "SqsEventSources":
-        self._stop = every(SUPERVISE_SECONDS, self.supervise_once, "SQS mapping supervisor")
-        return self
 
     def stop(self) -> None:
         self._stop.set()
@@ -347,7 +337,7 @@ def install() -> None:
     from moto.awslambda.models import EventSourceMapping, LambdaBackend
     from moto.sqs.models import Message, Queue, SQSBackend
 
-    replace_once(Queue, "add_message", _add_message)
+    Queue.add_message = _add_message
     wrap(SQSBackend, "receive_message")(_receive_in_group_order)
     wrap(Message, "visible")(_visible_at_the_pass)
     wrap(LambdaBackend, "create_event_source_mapping")(_create_mapping)

@@ -68,18 +68,11 @@ def _start(self: StepFunctionResponse, sync: bool):
     snapshot = copy.deepcopy(state_machine, memo)
     arn_prefix = f"arn:{backend.partition}:states:{backend.region_name}:{backend.account_id}:express"
     execution = (SyncExecution if sync else Execution)(
-        name=name,
-        sm_type=snapshot.sm_type,
-        role_arn=snapshot.roleArn,
-        exec_arn=f"{arn_prefix}:{state_machine.name}:{name}:{uuid.uuid4()}",
-        account_id=backend.account_id,
-        region_name=backend.region_name,
-        state_machine=snapshot,
+        name=name, exec_arn=f"{arn_prefix}:{state_machine.name}:{name}:{uuid.uuid4()}", input_data=execution_input,
+        state_machine=snapshot, sm_type=snapshot.sm_type, role_arn=snapshot.roleArn,
+        account_id=backend.account_id, region_name=backend.region_name,
         start_date=datetime.datetime.now(tz=datetime.timezone.utc),
-        cloud_watch_logging_session=None,
-        input_data=execution_input,
-        trace_header=None,
-        activity_store={},
+        cloud_watch_logging_session=None, trace_header=None, activity_store={},
     )
     execution.start()  # not kept on the state machine: AWS answers no read of an Express execution
     return execution
