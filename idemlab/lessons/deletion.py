@@ -132,10 +132,8 @@ class Deletions(lessons.Deployment):
             return [lambda event=event: self.invoke("claim_deletion", event)["outcome"] for event in events]
 
         per_round = self._races(rounds, claims)
-        return {
-            "outcomes": dict(Counter(outcome for outcomes in per_round for outcome in outcomes)),
-            "winners_per_round": dict(Counter(outcomes.count("claimed") for outcomes in per_round)),
-        }
+        return {"outcomes": dict(Counter(outcome for outcomes in per_round for outcome in outcomes)),
+                "winners_per_round": dict(Counter(outcomes.count("claimed") for outcomes in per_round))}
 
     def cancel_race(self, rounds: int = 20) -> dict[str, int]:
         """A cancel and a claim on the same SCHEDULED request at the same moment, ``rounds`` times."""
