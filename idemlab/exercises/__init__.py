@@ -14,6 +14,11 @@ from typing import Any, Callable
 from idemlab.barrier import settled
 from idemlab.lessons import table  # noqa: F401 (the exercises' Tables, one per thread)
 
+# Simultaneous attempts per round, and rounds: reading first and writing after lets two or
+# more attempts through in most rounds, so three rounds of eight make a lucky pass very unlikely.
+RACERS = 8
+ROUNDS = 3
+
 
 class ExerciseFailed(AssertionError):
     """The learner's code does not yet do what the exercise asks."""

@@ -11,13 +11,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from idemlab.barrier import settled
-from idemlab.exercises import Exercise, attempt, expect, table
+from idemlab.exercises import RACERS, ROUNDS, Exercise, attempt, expect, table
 from idemlab.lessons.checkout import Checkout, order
-
-# Simultaneous attempts per round, and rounds: check-then-charge lets several attempts
-# through in nearly every round, so three rounds of eight leave no room for luck.
-RACERS = 8
-ROUNDS = 3
 
 HINT = """\
 Reading the table first cannot work: eight attempts all read "no record" before any

@@ -10,7 +10,7 @@ import uuid
 from typing import Any, Callable
 
 from idemlab.barrier import settled
-from idemlab.exercises import Exercise, attempt, expect, race, table
+from idemlab.exercises import RACERS, Exercise, attempt, expect, race, table
 from idemlab.lessons import deletion
 
 state = deletion.import_function_module("deletion_state")
@@ -20,7 +20,6 @@ LEASE = 30  # the exercise moves its own clock, so the length only sets the scal
 # is checked outside DynamoDB lets the zombie through in most rounds, so a lucky pass of
 # all of them is very unlikely.
 RACE_ROUNDS = 5
-GOODBYE_RACERS = 8
 # What a learner whose write raised should do instead.
 FENCED_OUT = ". A failed condition means this worker no longer holds the claim: return False instead of raising"
 ALREADY_SENT = ". A failed condition means an earlier attempt already sent the email: return False instead of raising"
@@ -151,15 +150,13 @@ def verify_goodbye(candidate: Callable[[Any, str, str], bool], stack: dict) -> s
     attempt(candidate, outbox, other, user_id, what="a second request", advice=ALREADY_SENT)
     expect(len(deletion.outbox_items(outbox, deletion_request_id=other)) == 1,
            "a different deletion request must get its own email; the key must include the request id")
-    racers = [(table(stack, "email_outbox"), raced, user_id) for _ in range(GOODBYE_RACERS)]  # a Table per thread
+    racers = [(table(stack, "email_outbox"), raced, user_id) for _ in range(RACERS)]  # a Table per thread
     answers = race(candidate, racers, "the race")
     sent = deletion.outbox_items(outbox, deletion_request_id=raced)
-    expect(len(sent) == 1,
-           f"{GOODBYE_RACERS} attempts at once sent {len(sent)} emails; the condition must be part of the put")
-    expect(answers.count(True) == 1,
-           f"exactly one of {GOODBYE_RACERS} attempts should report sending; {answers.count(True)} did")
-    return (f"a retry sends nothing, another request gets its own email, and {GOODBYE_RACERS} attempts at once "
-            "sent exactly one")
+    expect(len(sent) == 1, f"{RACERS} attempts at once sent {len(sent)} emails; the condition must be part of the put")
+    sending = answers.count(True)
+    expect(sending == 1, f"exactly one of {RACERS} attempts should report sending; {sending} did")
+    return f"a retry sends nothing, another request gets its own email, and {RACERS} attempts at once sent exactly one"
 
 
 goodbye_exercise = Exercise("Send the goodbye email once per request", GOODBYE_HINT, send_goodbye, verify_goodbye)

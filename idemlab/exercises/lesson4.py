@@ -43,11 +43,10 @@ def verify(candidate: Callable[[dict], str], stack: dict) -> str:
         redeliveries = _receive(orders, order_id, 3)
         for record in redeliveries:
             orders.sqs.delete_message(QueueUrl=orders.url(QUEUE), ReceiptHandle=record["receiptHandle"])
-    keyed = [
-        (json.loads(r["body"]), r["messageId"], attempt(candidate, r, what="reservation_key",
-                                                        advice=f" for a record with body {r['body']}"))
-        for r in deliveries + redeliveries
-    ]
+    records = deliveries + redeliveries
+    keys = [attempt(candidate, r, what="reservation_key", advice=f" for a record with body {r['body']}")
+            for r in records]
+    keyed = [(json.loads(r["body"]), r["messageId"], key) for r, key in zip(records, keys)]
     keys_of_first = {key for body, _, key in keyed if body == first}
     ids = ", ".join(sorted({message_id[:8] for body, message_id, _ in keyed if body == first}))
     expect(len(keys_of_first) == 1, f"one order line, sent twice (messages {ids}) and delivered twice each, got "

@@ -20,6 +20,7 @@ import jmespath
 
 from idemlab.exercises import Exercise, ExerciseFailed, attempt, expect
 from idemlab.lessons import FunctionFailed
+from idemlab.lessons.checkout import concurrently
 from idemlab.lessons.traps import DAY, DLQ_MAX_RETENTION_SECONDS, KeyedCheckouts, Variant
 from idemlab.lessons.traps import delivery, new_order_id, retry_of
 
@@ -99,14 +100,13 @@ def _settings(candidate: Callable[[], dict]) -> tuple[str, int]:
     return key, expiry
 
 
-def _copies_retry_and_another(
-    shop: KeyedCheckouts, target: Variant | str, copies: int, with_key: bool, too_many: str | None = None
-) -> dict:
+def _copies_retry_and_another(shop: KeyedCheckouts, target: Variant | str, copies: int, with_key: bool,
+                              too_many: str | None = None) -> dict:
     """``copies`` of one order together, a retry of it, then another order: each order charged
     once. With ``with_key`` every delivery carries the client's Idempotency-Key header."""
     first, other = (delivery(order_id, key=f"client-{order_id}" if with_key else None)
                     for order_id in (new_order_id("exercise"), new_order_id("exercise")))
-    answers = shop.send_together(target, [first] * copies)
+    answers = concurrently(lambda: shop.send(target, first), copies)
     _expect(shop, first, f"{copies} copies of one delivery sent together", answers, too_many)
     retried = ("a retry of the order (same body and Idempotency-Key, a new X-Amzn-Trace-Id)" if with_key
                else "a retry with a new X-Amzn-Trace-Id")

@@ -6,7 +6,6 @@ so what the notebook shows is what CI checks."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 from typing import Any, Callable, TypeVar
 
@@ -33,7 +32,8 @@ def invoke(lambda_, function: str, event: Any) -> Any:
 
 
 def table(stack: dict, key: str):
-    """A boto3 Table of the stack on a resource of its own: a resource is not thread-safe, so one per thread."""
+    """A boto3 Table of the stack (``"deletion_requests"``, ``"stock"``, ...) on a resource of its own: a resource
+    builds every condition with one shared builder, so threads sharing one can swap placeholders and lose a clause."""
     return clients.resource("dynamodb").Table(stack["tables"][key])
 
 
@@ -42,15 +42,10 @@ class Deployment:
 
     def __init__(self, stack: dict, **lambda_config):
         self.stack, self.lambda_ = stack, clients.client("lambda", **lambda_config)
-        # A boto3 resource builds every condition with one shared builder: threads that
-        # share it can swap placeholders and lose a clause. One resource per thread.
-        self._resources = threading.local()
 
     def table(self, key: str):
-        """A boto3 Table of the stack (``"deletion_requests"``, ``"stock"``, ...), of this thread's resource."""
-        if not hasattr(self._resources, "dynamodb"):
-            self._resources.dynamodb = clients.resource("dynamodb")
-        return self._resources.dynamodb.Table(self.stack["tables"][key])
+        """A boto3 Table of the stack, on a resource of its own (``table``): safe in any thread."""
+        return table(self.stack, key)
 
     def invoke(self, function_key: str, event: Any) -> Any:
         """Invoke a deployed function and return its answer; a function error raises FunctionFailed."""

@@ -158,11 +158,10 @@ def copies_that_fit(wanted: int, concurrency_limit: int) -> int:
 
 def run_rounds(invoke: Invoke, ledger: Ledger, strategy: str, rounds: int, copies: int, **options) -> list[int]:
     """Send ``copies`` identical requests at once, ``rounds`` times; charges per round."""
-    keys = []
-    for request in (order(prefix=f"round-{strategy}", **options) for _ in range(rounds)):
+    requests = [order(prefix=f"round-{strategy}", **options) for _ in range(rounds)]
+    for request in requests:
         concurrently(lambda: invoke(strategy, request), copies)
-        keys.append(request["idempotency_key"])
-    counts = ledger.charges(keys)
+    counts = ledger.charges(keys := [request["idempotency_key"] for request in requests])
     return [counts[key] for key in keys]
 
 

@@ -71,10 +71,6 @@ class Deletions(lessons.Deployment):
         """Goodbye emails sent to ``user_id`` (the outbox stands for the mail service)."""
         return len(outbox_items(self.table("email_outbox"), user_id=user_id, kind="goodbye"))
 
-    def request_for(self, user_id: str, delay_seconds: int = 0) -> dict:
-        """Ask the deployed request_deletion function to delete ``user_id`` later."""
-        return self.invoke("request_deletion", {"user_id": user_id, "delay_seconds": delay_seconds})
-
     def request(self, deletion_request_id: str):
         """The stored request (``deletion_state.Request``)."""
         return import_function_module("deletion_state").read(self.table("deletion_requests"), deletion_request_id)
@@ -132,15 +128,13 @@ class Deletions(lessons.Deployment):
             return [lambda event=event: self.invoke("claim_deletion", event)["outcome"] for event in events]
 
         per_round = self._races(rounds, claims)
-        return {
-            "outcomes": dict(Counter(outcome for outcomes in per_round for outcome in outcomes)),
-            "winners_per_round": dict(Counter(outcomes.count("claimed") for outcomes in per_round)),
-        }
+        return {"outcomes": dict(Counter(outcome for outcomes in per_round for outcome in outcomes)),
+                "winners_per_round": dict(Counter(outcomes.count("claimed") for outcomes in per_round))}
 
     def cancel_race(self, rounds: int = 20) -> dict[str, int]:
         """A cancel and a claim on the same SCHEDULED request at the same moment, ``rounds`` times."""
         state = import_function_module("deletion_state")
-        tables = [lessons.table(self.stack, "deletion_requests") for _ in range(2)]
+        tables = [self.table("deletion_requests") for _ in range(2)]
         per_round = self._races(rounds, lambda request_id: [
             lambda: state.cancel(tables[0], request_id)[0],
             lambda: state.claim(tables[1], request_id, "the schedule", 60).claim is not None,

@@ -77,11 +77,9 @@ class Orders(lessons.Deployment):
     def reservation_rows(self, scenario: Scenario) -> list[dict]:
         """Every reservation made for the scenario's orders, oldest first."""
         mine = Attr("order_id").begins_with(scenario.prefix + "-")
-        rows = [
-            {"key": business_key(item), "at": float(item["reserved_at"]), "receive_count": int(item["receive_count"]),
-             "message_id": item["message_id"], "consumer": item["consumer"]}
-            for item in lessons.scan(self.stack["tables"]["reservations"], FilterExpression=mine)
-        ]
+        rows = ({"key": business_key(item), "at": float(item["reserved_at"]), "consumer": item["consumer"],
+                 "receive_count": int(item["receive_count"]), "message_id": item["message_id"]}
+                for item in lessons.scan(self.stack["tables"]["reservations"], FilterExpression=mine))
         return sorted(rows, key=lambda row: row["at"])
 
     def reservations(self, scenario: Scenario) -> Counter:
@@ -93,12 +91,11 @@ class Orders(lessons.Deployment):
 
     def send(self, queue: str, *order_lines: dict, group: str | None = None) -> list[str]:
         """One SendMessage per line, as a producer does; returns the message ids SQS gave."""
-        def one(order_line: dict) -> str:
+        answers = []
+        for order_line in order_lines:
             fifo = {"MessageGroupId": group or order_line["order_id"]} if queue.endswith("fifo") else {}
-            sent = self.sqs.send_message(QueueUrl=self.url(queue), MessageBody=json.dumps(order_line), **fifo)
-            return sent["MessageId"]
-
-        return [one(order_line) for order_line in order_lines]
+            answers.append(self.sqs.send_message(QueueUrl=self.url(queue), MessageBody=json.dumps(order_line), **fifo))
+        return [answer["MessageId"] for answer in answers]
 
     def depth(self, queue: str) -> int:
         """Messages on the queue, visible or in flight."""

@@ -15,7 +15,6 @@ import uuid
 from dataclasses import dataclass
 
 from idemlab import build, lessons
-from idemlab.barrier import all_at_once
 from idemlab.lessons.checkout import FUNCTION_DIR, Checkout
 
 HANDLER = "checkout_keyed.handler"
@@ -43,13 +42,6 @@ class Variant:
     key: str
     expires_after_seconds: int
     pass_key_downstream: bool = False
-
-    def environment(self) -> dict[str, str]:
-        return {
-            "IDEMPOTENCY_KEY_JMESPATH": self.key,
-            "IDEMPOTENCY_EXPIRES_AFTER_SECONDS": str(self.expires_after_seconds),
-            "PASS_KEY_DOWNSTREAM": str(self.pass_key_downstream).lower(),
-        }
 
 
 def delivery(order_id: str, amount: int = 1999, key: str | None = None) -> dict:
@@ -84,19 +76,23 @@ class KeyedCheckouts(Checkout):
 
     def deploy(self, variant: Variant) -> str:
         """Create (or update) the variant's function; returns its name once it is active."""
-        variables = {"POWERTOOLS_SERVICE_NAME": f"checkout_{variant.name}", **variant.environment()}
-        return self._create(variant.name, TEMPLATE_FUNCTION, checkout_zip(), HANDLER, variables)
+        return self.deploy_handler(variant.name, checkout_zip(), HANDLER, TEMPLATE_FUNCTION, {
+            "POWERTOOLS_SERVICE_NAME": f"checkout_{variant.name}",
+            "IDEMPOTENCY_KEY_JMESPATH": variant.key,
+            "IDEMPOTENCY_EXPIRES_AFTER_SECONDS": str(variant.expires_after_seconds),
+            "PASS_KEY_DOWNSTREAM": str(variant.pass_key_downstream).lower(),
+        })
 
-    def deploy_handler(self, label: str, code: bytes, handler: str) -> str:
-        """A function of your own code (a zip), with ``checkout_naive``'s role and
-        environment: it may invoke the card processor, as CARD_PROCESSOR_FUNCTION."""
-        return self._create(label, HANDLER_TEMPLATE_FUNCTION, code, handler, {})
-
-    def _create(self, label: str, template_key: str, code: bytes, handler: str, variables: dict[str, str]) -> str:
+    def deploy_handler(self, label: str, code: bytes, handler: str, template_key: str = HANDLER_TEMPLATE_FUNCTION,
+                       variables: dict[str, str] | None = None) -> str:
+        """A function of ``code`` (a zip) with the template function's role and environment plus
+        ``variables``; by default ``checkout_naive``'s, which may invoke the card processor
+        (CARD_PROCESSOR_FUNCTION). Its name once it is active."""
         template = self.lambda_.get_function_configuration(FunctionName=self.stack["functions"][template_key])
         name = f"{template['FunctionName'][:40]}-{label}"[:64]
         settings = {key: template[key] for key in ("Role", "Runtime", "Timeout", "MemorySize")}
-        settings.update(Handler=handler, Environment={"Variables": {**template["Environment"]["Variables"], **variables}})
+        variables = {**template["Environment"]["Variables"], **(variables or {})}
+        settings.update(Handler=handler, Environment={"Variables": variables})
         try:
             self.lambda_.create_function(FunctionName=name, Code={"ZipFile": code}, **settings)
             self.lambda_.get_waiter("function_active_v2").wait(FunctionName=name)
@@ -111,9 +107,6 @@ class KeyedCheckouts(Checkout):
     def send(self, variant: Variant | str, event: dict) -> dict:
         """One synchronous delivery to the variant; its answer (outcome, charge id)."""
         return lessons.invoke(self.lambda_, self.deployed[getattr(variant, "name", variant)], event)
-
-    def send_together(self, variant: Variant | str, events: list[dict]) -> list[dict]:
-        return all_at_once([lambda e=e: self.send(variant, e) for e in events], join_seconds=None)
 
     def remove(self) -> list[str]:
         """Delete every variant this object deployed (they are not part of the Terraform stack)."""

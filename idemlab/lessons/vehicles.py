@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -94,11 +93,9 @@ def start(stack: dict, kind: str, request: object) -> str:
     embedded backend: what an asynchronous Express execution did shows in its effects
     (the table, see ``wait_for_rows``) and in CloudWatch Logs, not in an API answer.
     """
-    request_id = request.get("request_id") if isinstance(request, dict) else None
-    # A unique name per execution: the same request sent twice is two executions.
-    name = re.sub(r"[^A-Za-z0-9_-]", "-", f"{str(request_id or 'request')[:40]}-{uuid.uuid4().hex[:12]}")
+    # No name: Step Functions gives each execution a fresh UUID, so the same request sent twice is two executions.
     sfn, (workflow, _) = clients.client("stepfunctions"), _deployed(stack, kind)
-    return sfn.start_execution(stateMachineArn=workflow, name=name, input=json.dumps(request))["executionArn"]
+    return sfn.start_execution(stateMachineArn=workflow, input=json.dumps(request))["executionArn"]
 
 
 def run(stack: dict, kind: str, request: object, sfn: Any = None) -> Execution:
@@ -166,8 +163,6 @@ def show(registrations: list[dict]) -> None:
 
 def chart(counts: dict[str, dict[str, int]]) -> Any:
     """Grouped bars: rows per logical request, naive vs idempotent, per scenario (``counts[kind][scenario]``)."""
-    from matplotlib.ticker import MaxNLocator
-
     ax, width, scenarios = pictures.axes(None, 6, 3.2), 0.38, list(counts[KINDS[0]])
     for offset, kind in zip((-width / 2, width / 2), KINDS):
         heights = [counts[kind][scenario] for scenario in scenarios]
@@ -176,7 +171,7 @@ def chart(counts: dict[str, dict[str, int]]) -> Any:
     ax.set_xticks(range(len(scenarios)), scenarios)
     top = max(max(c.values()) for c in counts.values()) + 1
     ax.set(ylabel="rows for one request", ylim=(0, top), title="One logical request, run twice")
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # rows come whole
+    ax.set_yticks(range(top + 1))  # rows come whole
     ax.legend()
     ax.figure.tight_layout()
     return ax.figure
