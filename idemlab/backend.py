@@ -5,6 +5,7 @@ where the log is.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -50,12 +51,10 @@ class Daemon:
 
     def pid(self) -> int | None:
         """The recorded pid, if that process still runs."""
-        try:
-            pid = int(self.pid_file.read_text().strip())
-            os.kill(pid, 0)
-        except (OSError, ValueError):
-            return None
-        return pid
+        with contextlib.suppress(OSError, ValueError):
+            os.kill(pid := int(self.pid_file.read_text().strip()), 0)
+            return pid
+        return None
 
     def start(self, command: list[str], ready: Callable[[], object], seconds: float, env: dict | None = None) -> int:
         """Run ``command`` in a session of its own (it outlives `make up`), logging to ``log``;
@@ -76,19 +75,17 @@ class Daemon:
         return process.pid
 
     def stop(self) -> str:
-        pid = self.pid()
-        self.pid_file.unlink(missing_ok=True)
-        if not pid:
+        if not (pid := self.pid()):
+            self.pid_file.unlink(missing_ok=True)
             return f"{self.title} is not running"
         os.kill(pid, signal.SIGTERM)
-        for _ in range(100):
-            try:
-                os.kill(pid, 0)
-            except OSError:
+        for _ in range(100):  # ten seconds to end on its own
+            if not self.pid():
                 break
             time.sleep(0.1)
         else:
             os.kill(pid, signal.SIGKILL)
+        self.pid_file.unlink(missing_ok=True)
         return f"{self.title} stopped (pid {pid})"
 
 
@@ -171,27 +168,22 @@ def localstack_launcher(env: dict[str, str] | None = None) -> Launcher:
         raise BackendError("Docker is not installed (no `docker` on PATH); install Docker, or use BACKEND=embedded")
     if _run(["docker", "compose", "version"], env, timeout=20)[0] == 0:
         compose = ["docker", "compose", "-f", str(COMPOSE_FILE)]
-        logs = "docker compose logs localstack"
-        return Launcher("docker compose", compose + ["up", "-d"], None, compose + ["down"], env, logs)
+        return Launcher("docker compose", compose + ["up", "-d"], None, compose + ["down"], env,
+                        "docker compose logs localstack")
     service = compose_service(env)
+    given = {name: value for name, value in service["environment"].items() if value}
     # "127.0.0.1:4566:4566": the CLI binds the host side of every port to GATEWAY_LISTEN's
     # address, as compose does; inside the container LocalStack must listen on all
     # interfaces, so the container gets the port alone (-e overrides what the CLI derived).
     host, host_port, container_port = service["ports"][0].split(":")
-    cli_env = {
-        **env,
-        "IMAGE_NAME": service["image"],
-        "MAIN_CONTAINER_NAME": service["container_name"],  # also what `wait` and `stop` look for
-        "GATEWAY_LISTEN": f"{host}:{host_port}",
-    }
+    cli_env = {**env, **given, "IMAGE_NAME": service["image"], "GATEWAY_LISTEN": f"{host}:{host_port}",
+               "MAIN_CONTAINER_NAME": service["container_name"]}  # also what `wait` and `stop` look for
     cli = str(LOCALSTACK_CLI)
     up = [cli, "start", "--detached", "--no-banner", "-e", f"GATEWAY_LISTEN=:{container_port}"]
-    for name, value in service["environment"].items():
-        if value:
-            cli_env[name] = value
-            # The CLI forwards LOCALSTACK_* variables from its own environment (the auth token
-            # then never appears in a command line); the others go by -e.
-            up += [] if name.startswith("LOCALSTACK_") else ["-e", f"{name}={value}"]
+    # The CLI forwards LOCALSTACK_* variables from its own environment (the auth token then
+    # never appears in a command line); the others go by -e.
+    for name, value in given.items():
+        up += [] if name.startswith("LOCALSTACK_") else ["-e", f"{name}={value}"]
     wait = [cli, "wait", "-t", str(LOCALSTACK_READY_SECONDS)]
     return Launcher("LocalStack CLI", up, wait, [cli, "stop"], cli_env, "localstack logs")
 

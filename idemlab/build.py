@@ -19,7 +19,7 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 from importlib import metadata
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePath, PurePosixPath
 
 from idemlab import settings
 
@@ -44,14 +44,14 @@ class Artifact:
     changed: bool
 
 
-def _wanted(relative: PurePosixPath) -> bool:
+def _wanted(relative: PurePath) -> bool:
     return not set(relative.parts) & SKIPPED_PARTS and relative.suffix not in (".pyc", ".pyo")
 
 
 def source_files(folder: Path) -> dict[str, Path]:
     """The scenario's own files, keyed by their path inside the zip."""
-    files = {PurePosixPath(path.relative_to(folder).as_posix()): path for path in folder.rglob("*")}
-    return {str(name): path for name, path in files.items() if path.is_file() and _wanted(name)}
+    return {path.relative_to(folder).as_posix(): path for path in folder.rglob("*")
+            if path.is_file() and _wanted(path.relative_to(folder))}
 
 
 def bundled_files() -> dict[str, Path]:
@@ -76,12 +76,11 @@ def bundled_files() -> dict[str, Path]:
 def zip_bytes(files: dict[str, Path]) -> bytes:
     """A zip of ``files`` (name in the zip -> file), the same bytes for the same contents."""
     buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+    with zipfile.ZipFile(buffer, "w") as archive:
         for name in sorted(files):
             info = zipfile.ZipInfo(name, date_time=FIXED_TIMESTAMP)
             info.external_attr = 0o644 << 16  # rw-r--r-- whatever the file's mode on this machine
-            info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, files[name].read_bytes())
+            archive.writestr(info, files[name].read_bytes(), zipfile.ZIP_DEFLATED)
     return buffer.getvalue()
 
 

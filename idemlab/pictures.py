@@ -90,8 +90,7 @@ def asl_graph(definition: dict, title: str = "", graph: Graph | None = None) -> 
         targets = [(state.get("Next"), "next"), *[(rule["Next"], "choice") for rule in state.get("Choices", [])]]
         targets += [(state.get("Default"), "default"), *[(catch["Next"], "catch") for catch in state.get("Catch", [])]]
         graph.edges += [(name, target, how, "") for target, how in targets if target]
-        attempts = sum(int(retrier.get("MaxAttempts", 3)) for retrier in state.get("Retry", []))
-        if attempts:
+        if attempts := sum(int(retrier.get("MaxAttempts", 3)) for retrier in state.get("Retry", [])):
             graph.edges.append((name, name, "retry", f"retry x{attempts}"))
         for branch in [*state.get("Branches", []), *[state[k] for k in ("ItemProcessor", "Iterator") if k in state]]:
             graph.edges.append((name, branch["StartAt"], "branch", ""))
@@ -176,10 +175,9 @@ def draw_graph(graph: Graph, ax=None, positions: dict[str, tuple] | None = None,
     xs, ys = zip(*positions.values())
     ax.set(xlim=(min(xs) - 1.2, max(xs) + 1.2), ylim=(min(ys) - 0.6, max(ys) + 0.6))
     ax.set_axis_off()
-    if graph.edges:
-        kinds = dict.fromkeys(kind for _, _, kind, _ in graph.edges)
-        lines = [Line2D([], [], color=EDGE_STYLE[k][0], linestyle=EDGE_STYLE[k][1], label=k) for k in kinds]
-        ax.legend(handles=lines, loc=legend_loc, fontsize=7, frameon=False)
+    kinds = dict.fromkeys(kind for _, _, kind, _ in graph.edges)
+    lines = [Line2D([], [], color=EDGE_STYLE[k][0], linestyle=EDGE_STYLE[k][1], label=k) for k in kinds]
+    ax.legend(handles=lines, loc=legend_loc, fontsize=7, frameon=False)
     ax.set_title(graph.title, fontsize=10)
     return ax
 

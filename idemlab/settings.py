@@ -43,4 +43,3 @@ def port() -> int:
 def endpoint_url() -> str | None:
     """The endpoint every client uses; None on AWS (the SDK's own endpoints)."""
     return os.environ.get("AWS_ENDPOINT_URL") or (None if backend() == "aws" else f"http://127.0.0.1:{port()}")
-

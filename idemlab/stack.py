@@ -155,13 +155,13 @@ class _Stack:
         # init and output need no endpoints: plain terraform is enough.
         runner = [_executable("terraform")] if args[0] in ("init", "output") else self.runner
         command = [*runner, args[0], "-no-color", *args[1:]]
-        done = subprocess.run(command, cwd=self.dir, env=self.env, capture_output=True, text=True)
-        output = done.stdout + done.stderr
-        (self.dir / f"last-{args[0]}.log").write_text(output)  # the whole story, when the tail is not enough
+        done = subprocess.run(command, cwd=self.dir, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True)
+        (self.dir / f"last-{args[0]}.log").write_text(done.stdout)  # the whole story, when the tail is not enough
         if done.returncode not in ok:
-            tail = "\n".join(output.strip().splitlines()[-OUTPUT_TAIL_LINES:])
+            tail = "\n".join(done.stdout.strip().splitlines()[-OUTPUT_TAIL_LINES:])
             raise StackError(f"terraform {args[0]} failed (exit {done.returncode}) in {self.dir}:\n{tail}")
-        return done.returncode, output
+        return done.returncode, done.stdout
 
     def change(self, action: str, *flags: str, ok: tuple[int, ...] = (0,)) -> tuple[int, str]:
         """plan, apply or destroy, with the stack's variables."""
@@ -209,8 +209,7 @@ def deploy(prefix: str = "lab", backend: str | None = None) -> dict:
 def outputs(prefix: str = "lab", backend: str | None = None) -> dict:
     """The ``lab`` output saved by the last deploy of this prefix to this backend."""
     name = stack_name(prefix, backend)
-    path = OUTPUTS_DIR / f"{name}.json"
-    if not path.exists():
+    if not (path := OUTPUTS_DIR / f"{name}.json").exists():
         raise StackError(f"stack {name} is not deployed here (no {path.relative_to(settings.ROOT)}); run `make deploy`")
     return json.loads(path.read_text())
 

@@ -20,9 +20,9 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
-from idemlab import clients
+from idemlab import clients, stack
 from idemlab.background.targets import UNIVERSAL_PREFIX, DeliveryFailed, deliver
 
 # Deliveries per second: slow enough that a backlog of thousands does not knock over
@@ -44,10 +44,8 @@ class RedriveReport:
     not_understood: list[str] = field(default_factory=list)  # left on the queue
 
     def summary(self) -> str:
-        return (
-            f"{self.queue_url}: {len(self.delivered)} delivered, {len(self.already_delivered)} already delivered, "
-            f"{len(self.failed)} failed, {len(self.not_understood)} not understood"
-        )
+        counts = {outcome.name.replace("_", " "): len(getattr(self, outcome.name)) for outcome in fields(self)[1:]}
+        return f"{self.queue_url}: {', '.join(f'{count} {outcome}' for outcome, count in counts.items())}"
 
 
 def target_of(message: dict) -> tuple[str, str] | None:
@@ -60,9 +58,8 @@ def target_of(message: dict) -> tuple[str, str] | None:
     except ValueError:
         return None
     if isinstance(record, dict) and isinstance(record.get("requestContext"), dict) and "requestPayload" in record:
-        function_arn = record["requestContext"].get("functionArn", "")
-        if function_arn.count(":") > 6:  # drop a version qualifier such as :$LATEST
-            function_arn = function_arn.rsplit(":", 1)[0]
+        # Without a version qualifier such as :$LATEST (the seventh colon on).
+        function_arn = ":".join(record["requestContext"].get("functionArn", "").split(":")[:7])
         return function_arn, json.dumps(record["requestPayload"])
     return None
 
@@ -140,8 +137,6 @@ def _queue_urls(names: list[str]) -> list[str]:
     """URLs as given, or the stack's queues by key (``deletion_dlq``); default: every ``*_dlq``."""
     if names and all("://" in name for name in names):
         return names
-    from idemlab import stack
-
     queues = stack.outputs()["queues"]
     urls = [queues.get(key, key) for key in names or sorted(key for key in queues if key.endswith("_dlq"))]
     if unknown := [url for url in urls if "://" not in url]:

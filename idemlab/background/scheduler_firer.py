@@ -18,7 +18,6 @@ import contextlib
 import datetime
 import functools
 import json
-import re
 import signal
 import sys
 import time
@@ -42,8 +41,6 @@ DEFAULT_MAX_EVENT_AGE_SECONDS = 86400
 FIRST_RETRY_SECONDS = 1
 MAX_RETRY_SECONDS = 60
 
-_AT = re.compile(r"^at\((\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\)$")
-
 DELIVERED = "delivered"
 RETRY_LATER = "retry_later"
 DEAD_LETTERED = "dead_lettered"
@@ -64,9 +61,11 @@ class Firing:
 
 def due_time(schedule: dict) -> float | None:
     """Epoch seconds at which an ``at()`` schedule is due; None for rate/cron schedules."""
-    match = _AT.match(schedule.get("ScheduleExpression", ""))
-    zone = ZoneInfo(schedule.get("ScheduleExpressionTimezone") or "UTC")
-    return match and datetime.datetime.fromisoformat(match.group(1)).replace(tzinfo=zone).timestamp()
+    try:
+        at = datetime.datetime.strptime(schedule.get("ScheduleExpression", ""), "at(%Y-%m-%dT%H:%M:%S)")
+    except ValueError:
+        return None
+    return at.replace(tzinfo=ZoneInfo(schedule.get("ScheduleExpressionTimezone") or "UTC")).timestamp()
 
 
 @dataclass
@@ -76,18 +75,14 @@ class SchedulerFirer:
     groups: tuple[str, ...] | None = None  # only these schedule groups; None: every group
     # (group, name) -> (attempts made, when the next may be made) of events being retried
     retrying: dict[tuple[str, str], tuple[int, float]] = field(default_factory=dict)
-
-    @functools.cached_property
-    def scheduler(self):
-        # One client for the firer's life: it asks every second, and a client is costly to make.
-        return clients.client("scheduler")
+    # One client for the firer's life: it asks every second, and a client is costly to make.
+    scheduler: object = field(default_factory=lambda: clients.client("scheduler"), repr=False)
 
     def run_once(self, now: float | None = None) -> list[Firing]:
         """One pass: fire (or retry) every due one-time schedule; what happened to each."""
         now = time.time() if now is None else now
         firings = []
-        pages = self.scheduler.get_paginator("list_schedules").paginate(State="ENABLED")
-        for listed in (s for page in pages for s in page["Schedules"]):
+        for listed in self.scheduler.get_paginator("list_schedules").paginate(State="ENABLED").search("Schedules[]"):
             group, name = listed["GroupName"], listed["Name"]
             schedule = None if self.groups and group not in self.groups else self._get(group, name, required=False)
             due = schedule and due_time(schedule)
@@ -102,10 +97,6 @@ class SchedulerFirer:
                 firings.append(Firing(group, name, PASS_FAILED, attempts, str(exc)))
         return firings
 
-    def fire_now(self, name: str, group: str = "default") -> Firing:
-        """Fire a schedule at once, whatever its time says."""
-        return self.fire_late(name, group, seconds_late=0)
-
     def fire_twice(self, name: str, group: str = "default") -> list[Firing]:
         """Deliver the same event twice before completing: Scheduler delivers at least
         once, so a target must cope with this."""
@@ -118,6 +109,8 @@ class SchedulerFirer:
         schedule = self._get(group, name)
         due = due_time(schedule) or time.time()
         return self._attempt(schedule, due, due + seconds_late)
+
+    fire_now = fire_late  # seconds_late=0: at once, whatever the schedule's time says
 
     def _get(self, group: str, name: str, required: bool = True) -> dict | None:
         try:
@@ -186,8 +179,8 @@ class SchedulerFirer:
 
 
 def main(argv: list[str] | None = None) -> None:
-    description = __doc__.split("\n\n")[0]
-    parser = argparse.ArgumentParser(prog="python -m idemlab.background.scheduler_firer", description=description)
+    parser = argparse.ArgumentParser(prog="python -m idemlab.background.scheduler_firer",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("--interval", type=float, default=POLL_SECONDS, help="seconds between passes")
     parser.add_argument("--once", action="store_true", help="one pass, then exit")
     parser.add_argument("--group", action="append", help="only this schedule group (repeatable); default: every group")

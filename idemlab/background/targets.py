@@ -51,18 +51,15 @@ def deliver(target_arn: str, input_text: str | None, execution_name: str | None 
             # moto needs a name on every StartExecution; AWS would make one up the same way.
             parameters["Name"] = execution_name or next(iter(given), None) or uuid.uuid4().hex
         client = clients.client(BOTO3_SERVICE.get(service, service))
-        operation = action[0].upper() + action[1:]
-        try:
-            model = client.meta.service_model.operation_model(operation)
-        except Exception as exc:  # botocore raises OperationNotFoundError, not a ClientError
-            raise DeliveryFailed("ValidationException", f"{service} has no action {action}") from exc
+        operation, model = action[0].upper() + action[1:], client.meta.service_model
+        if operation not in model.operation_names:
+            raise DeliveryFailed("ValidationException", f"{service} has no action {action}")
         # Universal targets spell parameters in PascalCase ("StateMachineArn"); some APIs
         # name them in camelCase ("stateMachineArn"): match them without regard to case.
-        members = {name.lower(): name for name in (model.input_shape.members if model.input_shape else {})}
-        unknown = [key for key in parameters if key.lower() not in members]
-        if unknown:
-            raise DeliveryFailed("ValidationException", f"{action} takes no parameter {', '.join(unknown)}")
-        answer = getattr(client, xform_name(operation))(**{members[k.lower()]: v for k, v in parameters.items()})
+        # botocore refuses one the action does not take (ParamValidationError, below).
+        shape = model.operation_model(operation).input_shape
+        members = {name.lower(): name for name in (shape.members if shape else {})}
+        answer = getattr(client, xform_name(operation))(**{members.get(k.lower(), k): v for k, v in parameters.items()})
     except ClientError as exc:
         # Scheduler retries throttling (botocore's list of its codes) and the service's own
         # trouble (5xx). Anything else (a missing target, a bad input, a refused permission)
