@@ -5,6 +5,7 @@ where the log is.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import json
@@ -142,16 +143,9 @@ def compose_service(env: dict[str, str] | None = None) -> dict:
             "ports": [sub(port) for port in service["ports"]]}
 
 
-@dataclass(frozen=True)
-class Launcher:
-    """How LocalStack is started, waited for and stopped: Compose, or the CLI without it."""
-
-    tool: str
-    up: list[str]
-    wait: list[str] | None  # None: poll the health endpoint
-    down: list[str]
-    env: dict[str, str]
-    logs: str  # the command that shows LocalStack's log, for the one-line errors
+# How LocalStack is started, waited for (None: poll the health endpoint) and stopped, by Compose
+# or by the CLI without it; `logs` is the command that shows LocalStack's log, for one-line errors.
+Launcher = collections.namedtuple("Launcher", "tool up wait down env logs")
 
 
 def localstack_cli_requirement() -> list[str]:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import argparse
 import base64
+import collections
 import hashlib
 import io
 import sys
 import tempfile
 import zipfile
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path, PurePath, PurePosixPath
 
@@ -36,12 +36,8 @@ class BuildError(Exception):
     """The functions cannot be packaged (missing folder, package or file)."""
 
 
-@dataclass(frozen=True)
-class Artifact:
-    scenario: str
-    path: Path
-    sha256_base64: str  # what Terraform's filebase64sha256() returns
-    changed: bool
+# A scenario's zip: its path, its sha256_base64 (what Terraform's filebase64sha256() returns), and whether it changed.
+Artifact = collections.namedtuple("Artifact", "scenario path sha256_base64 changed")
 
 
 def _wanted(relative: PurePath) -> bool:

@@ -14,6 +14,7 @@ dead-letter queue, and deletes the schedule when ActionAfterCompletion says DELE
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import datetime
 import functools
@@ -48,15 +49,8 @@ DROPPED = "dropped"  # failed for good, and no dead-letter queue took it
 PASS_FAILED = "pass_failed"  # the firer could not finish this schedule; the next pass retries
 
 
-@dataclass
-class Firing:
-    """What happened to one due schedule in one pass."""
-
-    group: str
-    name: str
-    outcome: str
-    attempt: int
-    detail: str = ""
+# What happened to one due schedule in one pass.
+Firing = collections.namedtuple("Firing", "group name outcome attempt detail", defaults=[""])
 
 
 def due_time(schedule: dict) -> float | None:
