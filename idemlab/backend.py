@@ -57,9 +57,10 @@ class Daemon:
             return pid
         return None
 
-    def start(self, command: list[str], ready: Callable[[], object], seconds: float, env: dict | None = None) -> int:
+    def start(self, command: list[str], ready: Callable[[], object], seconds: float, env: dict | None = None,
+              where: str = "") -> str:
         """Run ``command`` in a session of its own (it outlives `make up`), logging to ``log``;
-        once ``ready()`` while it still runs, record and return its pid."""
+        once ``ready()`` while it still runs, record its pid and say so."""
         settings.STATE_DIR.mkdir(parents=True, exist_ok=True)
         with open(self.log, "ab") as log:
             process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -73,7 +74,7 @@ class Daemon:
         if process.poll() is not None:
             raise BackendError(f"{self.title} exited with code {process.returncode}; log {self.log}")
         self.pid_file.write_text(str(process.pid))
-        return process.pid
+        return f"{self.title} up{where} (pid {process.pid}); log {self.log}"
 
     def stop(self) -> str:
         if not (pid := self.pid()):
@@ -97,14 +98,12 @@ FIRER = Daemon("scheduler-firer", "scheduler firer")
 
 
 def firer_up() -> str:
-    """Start the schedule firer against the selected endpoint, unless it runs already."""
     if pid := FIRER.pid():
         return f"scheduler firer already running (pid {pid}); log {FIRER.log}"
     settled = time.monotonic() + 0.5  # still running half a second later: up
     command = [sys.executable, "-m", "idemlab.background.scheduler_firer"]
     env = {**os.environ, "AWS_ENDPOINT_URL": settings.endpoint_url()}
-    pid = FIRER.start(command, lambda: time.monotonic() > settled, 5, env)
-    return f"scheduler firer up (pid {pid}); log {FIRER.log}"
+    return FIRER.start(command, lambda: time.monotonic() > settled, 5, env)
 
 
 def embedded_up() -> str:
@@ -115,8 +114,7 @@ def embedded_up() -> str:
     if port_in_use(port):
         raise BackendError(f"port {port} is busy with another program (LocalStack? set LAB_PORT or stop it); log {log}")
     command = [sys.executable, "-m", "idemlab.embedded", "--port", str(port)]
-    pid = EMBEDDED.start(command, lambda: health(url, timeout=0.5), READY_TIMEOUT_SECONDS)
-    return f"embedded backend up on {url} (pid {pid}); log {log}"
+    return EMBEDDED.start(command, lambda: health(url, timeout=0.5), READY_TIMEOUT_SECONDS, where=f" on {url}")
 
 
 def _localstack_health(url: str) -> dict | None:

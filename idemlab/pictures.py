@@ -69,9 +69,6 @@ def _box(ax, x: float, y: float, name: str, colour: str, fontsize: int) -> None:
     ax.text(x, y, name, ha="center", va="center", fontsize=fontsize, gid=f"node:{name}", bbox=bbox)
 
 
-# ---------------------------------------------------------------- graphs: workflows, states, the stack
-
-
 def workflows() -> dict[str, dict]:
     """Every ASL definition of the module, by its file name without ``.asl.json``. The files
     parse as they are: Terraform's ${...} placeholders sit inside JSON strings."""
@@ -147,9 +144,6 @@ def architecture(outputs: dict) -> Graph:
     return graph
 
 
-# ---------------------------------------------------------------- drawing a graph
-
-
 def draw_graph(graph: Graph, ax=None, positions: dict[str, tuple] | None = None, legend_loc: str = "upper right"):
     """Draw ``graph``: boxes for nodes, arrows for edges coloured by kind, with their labels."""
     from matplotlib.lines import Line2D
@@ -214,9 +208,6 @@ def draw_architecture(outputs: dict, ax=None):
         ax.text(3.0 * column, 0.55, kind.replace("_", " "), ha="center", fontsize=9, weight="bold")
     ax.set_ylim(ax.get_ylim()[0], 0.9)
     return ax
-
-
-# ---------------------------------------------------------------- sequence diagrams
 
 # Two copies of one request, the table and the card processor. Each message is
 # (sender, receiver, what); the check-then-act copy reads before anyone has written.

@@ -170,7 +170,6 @@ class _Stack:
     def prepare(self, rebuild: bool = True) -> None:
         """Refresh the configuration files, keeping state and .terraform; zips built from the
         sources now, or (rebuild=False) the ones the last apply used."""
-        self.dir.mkdir(parents=True, exist_ok=True)
         for old in self.dir.glob("*.tf"):  # with an override file a killed tflocal left: tflocal refuses one
             old.unlink()
         shutil.rmtree(self.dir / "modules", ignore_errors=True)
@@ -186,7 +185,6 @@ class _Stack:
 
 @contextmanager
 def _prepared(prefix: str, backend: str | None, rebuild: bool = True):
-    """The stack, locked and prepared."""
     stack = _Stack(prefix, backend)
     with _locked(stack.name):
         stack.prepare(rebuild)
@@ -200,8 +198,8 @@ def deploy(prefix: str = "lab", backend: str | None = None) -> dict:
         stack.change("apply", "-auto-approve")
         elapsed = time.monotonic() - started
         lab = json.loads(stack.terraform("output", "-json", "lab")[1])
-        OUTPUTS_DIR.mkdir(parents=True, exist_ok=True)
-        (OUTPUTS_DIR / f"{stack.name}.json").write_text(json.dumps(lab, indent=2, sort_keys=True) + "\n")
+        saved = json.dumps(lab, indent=2, sort_keys=True) + "\n"
+        build.write_if_changed(OUTPUTS_DIR / f"{stack.name}.json", saved.encode())  # never half a file to outputs()
     print(f"deployed {stack.name} in {elapsed:.1f} s", file=sys.stderr)
     return lab
 

@@ -6,6 +6,7 @@ and must tell a failure worth retrying from one that no retry can fix.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 
@@ -86,13 +87,10 @@ def _as_universal(target_arn: str, body: str) -> tuple[str, str, dict]:
         service, _, action = target_arn[len(UNIVERSAL_PREFIX) :].partition(":")
         if not service or not action:
             raise DeliveryFailed("ValidationException", f"incomplete universal target: {target_arn}")
-        try:
-            parameters = json.loads(body)
-        except ValueError as exc:
-            raise DeliveryFailed("ValidationException", f"the input of {target_arn} is not JSON: {exc}") from exc
-        if not isinstance(parameters, dict):
-            raise DeliveryFailed("ValidationException", f"the input of {target_arn} must be a JSON object")
-        return service, action, parameters
+        with contextlib.suppress(ValueError):  # not JSON at all
+            if isinstance(parameters := json.loads(body), dict):
+                return service, action, parameters
+        raise DeliveryFailed("ValidationException", f"the input of {target_arn} must be a JSON object")
     parts = target_arn.split(":", 5)
     service, resource = (parts[2], parts[5]) if len(parts) == 6 and parts[0] == "arn" else (None, "")
     if service == "lambda":
