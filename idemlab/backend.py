@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import yaml  # PyYAML comes with moto[server]
+
 from idemlab import settings
 from idemlab.embedded.server import READY_TIMEOUT_SECONDS, health, port_in_use
 
@@ -92,8 +94,7 @@ class Daemon:
 
 
 EMBEDDED = Daemon("embedded", "embedded backend")
-# Neither LocalStack community nor moto fires EventBridge Scheduler schedules: the lab
-# runs its own firer beside either of them (idemlab/background/scheduler_firer.py).
+# Beside either emulator, which only store schedules (idemlab/background/scheduler_firer.py says why).
 FIRER = Daemon("scheduler-firer", "scheduler firer")
 
 
@@ -132,8 +133,6 @@ def interpolate(value: str, env: dict[str, str]) -> str:
 
 def compose_service(env: dict[str, str] | None = None) -> dict:
     """The localstack service of docker-compose.yml, with variables substituted from env."""
-    import yaml  # PyYAML comes with moto[server]
-
     service = yaml.safe_load(COMPOSE_FILE.read_text())["services"]["localstack"]
     sub = functools.partial(interpolate, env=dict(os.environ) if env is None else env)
     return {"container_name": sub(service["container_name"]), "image": sub(service["image"]),
@@ -172,8 +171,7 @@ def localstack_launcher(env: dict[str, str] | None = None) -> Launcher:
                "MAIN_CONTAINER_NAME": service["container_name"]}  # also what `wait` and `stop` look for
     cli = str(LOCALSTACK_CLI)
     up = [cli, "start", "--detached", "--no-banner", "-e", f"GATEWAY_LISTEN=:{container_port}"]
-    # The CLI forwards LOCALSTACK_* variables from its own environment (the auth token then
-    # never appears in a command line); the others go by -e.
+    # LOCALSTACK_* reach the CLI in its environment, which it forwards (the token stays off argv); the rest by -e.
     for name, value in given.items():
         up += [] if name.startswith("LOCALSTACK_") else ["-e", f"{name}={value}"]
     wait = [cli, "wait", "-t", str(LOCALSTACK_READY_SECONDS)]

@@ -19,17 +19,17 @@ import sys
 import tempfile
 import zipfile
 from importlib import metadata
-from pathlib import Path, PurePath, PurePosixPath
+from pathlib import Path, PurePath
 
 from idemlab import settings
 
 FUNCTIONS_DIR = settings.ROOT / "functions"
-# Powertools and what it imports at run time; boto3 is left out because every Lambda
-# Python runtime (and LocalStack's) already provides it.
+# Powertools and its run-time imports; not boto3: every Lambda Python runtime (and LocalStack's) has it.
 BUNDLED_DISTRIBUTIONS = ("aws-lambda-powertools", "jmespath", "typing-extensions")
 # The earliest timestamp a zip entry can hold; any fixed value makes the bytes repeatable.
 FIXED_TIMESTAMP = (1980, 1, 1, 0, 0, 0)
-SKIPPED_PARTS = {"__pycache__", ".pytest_cache", "tests"}
+# ".." is in a distribution's entries that live outside site-packages (../../bin/script): not importable code.
+SKIPPED_PARTS = {"__pycache__", ".pytest_cache", "tests", ".."}
 
 
 class BuildError(Exception):
@@ -58,13 +58,10 @@ def bundled_files() -> dict[str, Path]:
             dist = metadata.distribution(name)
         except metadata.PackageNotFoundError as exc:
             raise BuildError(f"{name} is not installed; install the project (pip install -e .)") from exc
-        for entry in dist.files or ():
-            relative, path = PurePosixPath(str(entry)), Path(dist.locate_file(entry))
-            # Entries like ../../bin/script live outside site-packages: not importable code. Of the
-            # metadata only METADATA and LICENSE: the rest (RECORD, INSTALLER...) can differ between installs.
-            outside = relative.parts[0] == ".."
+        for relative in dist.files or ():  # paths relative to site-packages
+            # Of the metadata only METADATA and LICENSE: the rest (RECORD, INSTALLER...) can differ between installs.
             record = relative.parts[0].endswith(".dist-info") and relative.name not in ("METADATA", "LICENSE")
-            if not outside and not record and _wanted(relative) and path.is_file():
+            if not record and _wanted(relative) and (path := Path(dist.locate_file(relative))).is_file():
                 files[str(relative)] = path
     return files
 

@@ -110,11 +110,9 @@ def request_states(transitions=None) -> Graph:
     for source, target, by in transitions:
         writes.setdefault((str(source), str(target)), []).append(by)
     sources = {source for source, _ in writes}
-    return Graph(
-        title="deletion request states (from deletion_state.TRANSITIONS)", start="SCHEDULED",
-        nodes={status: "State" if status in sources else "Succeed" for pair in writes for status in pair},
-        edges=[(*pair, "transition", ", ".join(dict.fromkeys(bys))) for pair, bys in writes.items()],
-    )
+    return Graph(title="deletion request states (from deletion_state.TRANSITIONS)", start="SCHEDULED",
+                 nodes={status: "State" if status in sources else "Succeed" for pair in writes for status in pair},
+                 edges=[(*pair, "transition", ", ".join(dict.fromkeys(bys))) for pair, bys in writes.items()])
 
 
 KINDS = ("schedule_group", "state_machines", "functions", "tables", "queues", "alarms")
@@ -161,8 +159,7 @@ def draw_graph(graph: Graph, ax=None, positions: dict[str, tuple] | None = None,
         bend, shrink = (-1.6, 2) if loop else (0.0 if abs(x2 - x1) < 0.01 else 0.15, 12)
         ax.annotate("", xy=head, xytext=tail, gid=f"edge:{src}->{dst}:{kind}", arrowprops={
             "arrowstyle": "->", "shrinkA": shrink, "shrinkB": shrink, "color": colour, "linestyle": linestyle,
-            "connectionstyle": f"arc3,rad={bend}",
-        })
+            "connectionstyle": f"arc3,rad={bend}"})
         if label:  # on the curve, halfway to the arc's control point, so two opposite arrows part
             x, y = (x1 + 0.45, y1) if loop else ((x1 + x2 + bend * (y2 - y1)) / 2, (y1 + y2 - bend * (x2 - x1)) / 2)
             ax.text(x, y, label, fontsize=6, color=colour, ha="left" if loop else "center", va="center")
@@ -188,9 +185,8 @@ def _layered_positions(graph: Graph) -> dict[str, tuple[float, float]]:
             if src in frontier and kind != "catch" and dst in graph.nodes and dst not in depth
         ))
     rows = [[node for node in graph.nodes if depth.get(node) == level] for level in sorted(set(depth.values()))]
-    positions = {
-        node: (2.2 * (i - (len(row) - 1) / 2), -float(y)) for y, row in enumerate(rows) for i, node in enumerate(row)
-    }
+    positions = {node: (2.2 * (i - (len(row) - 1) / 2), -float(y))
+                 for y, row in enumerate(rows) for i, node in enumerate(row)}
     right = max((x for x, _ in positions.values()), default=0.0) + 2.6
     for i, node in enumerate(node for node in graph.nodes if node not in depth):
         positions[node] = (right + 2.2 * (i % 2), -1.0 - 1.2 * (i // 2) - 0.5 * (i % 2))

@@ -36,8 +36,7 @@ MIRROR_CANDIDATES = ("~/.terraform.d/plugins", "~/.local/share/terraform/plugins
 COPY_IGNORED = (".terraform", ".terraform.lock.hcl", "terraform.tfstate*", "*.tfplan",
                 "localstack_providers_override.tf", "tests", "examples")
 OUTPUT_TAIL_LINES = 40
-# Most resources wait on the provider's fixed polls (5 s and more), not on the server: run
-# them all at once rather than Terraform's default ten.
+# Most resources wait on the provider's fixed polls (5 s and more), not on the server: all at once, not ten.
 PARALLELISM = "-parallelism=40"
 PREFIX_PATTERN = re.compile(r"^[a-z]([a-z0-9-]{0,18}[a-z0-9])?$")  # 1-20 characters, not ending in a dash
 
@@ -92,8 +91,7 @@ def terraform_env(backend: str) -> dict[str, str]:
     """Environment of every Terraform subprocess: offline, quiet, and for tflocal local-only."""
     PLUGIN_CACHE.mkdir(parents=True, exist_ok=True)
     build.write_if_changed(CLI_CONFIG, cli_config_text(provider_mirror()).encode())
-    # TF_INPUT=0 says -input=false to every command; CHECKPOINT_DISABLE: no version check
-    # against checkpoint-api.hashicorp.com.
+    # TF_INPUT=0: -input=false to every command; CHECKPOINT_DISABLE: no version check with checkpoint-api.hashicorp.com.
     env = {"AWS_DEFAULT_REGION": settings.region(), **os.environ, "TF_CLI_CONFIG_FILE": str(CLI_CONFIG),
            "TF_IN_AUTOMATION": "1", "TF_INPUT": "0", "CHECKPOINT_DISABLE": "1"}
     # On AWS: the AWS provider honours AWS_ENDPOINT_URL too; a value left over from a local
@@ -155,13 +153,13 @@ class _Stack:
         # init and output need no endpoints: plain terraform is enough.
         runner = [_executable("terraform")] if args[0] in ("init", "output") else self.runner
         command = [*runner, args[0], "-no-color", *args[1:]]
-        done = subprocess.run(command, cwd=self.dir, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True)
-        (self.dir / f"last-{args[0]}.log").write_text(done.stdout)  # the whole story, when the tail is not enough
-        if done.returncode not in ok:
-            tail = "\n".join(done.stdout.strip().splitlines()[-OUTPUT_TAIL_LINES:])
-            raise StackError(f"terraform {args[0]} failed (exit {done.returncode}) in {self.dir}:\n{tail}")
-        return done.returncode, done.stdout
+        ran = subprocess.run(command, cwd=self.dir, env=self.env, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # one stream, in order
+        (self.dir / f"last-{args[0]}.log").write_text(ran.stdout)  # the whole story, when the tail is not enough
+        if ran.returncode not in ok:
+            tail = "\n".join(ran.stdout.strip().splitlines()[-OUTPUT_TAIL_LINES:])
+            raise StackError(f"terraform {args[0]} failed (exit {ran.returncode}) in {self.dir}:\n{tail}")
+        return ran.returncode, ran.stdout
 
     def change(self, action: str, *flags: str, ok: tuple[int, ...] = (0,)) -> tuple[int, str]:
         """plan, apply or destroy, with the stack's variables."""

@@ -50,8 +50,7 @@ class RedriveReport:
 
 def target_of(message: dict) -> tuple[str, str] | None:
     """(target ARN, input) the message was meant for, or None when it does not say."""
-    attributes = message.get("MessageAttributes") or {}
-    if "TARGET_ARN" in attributes:
+    if "TARGET_ARN" in (attributes := message.get("MessageAttributes") or {}):
         return attributes["TARGET_ARN"]["StringValue"], message["Body"]
     try:
         record = json.loads(message["Body"])
@@ -73,10 +72,9 @@ def run_once(queue_url: str, rate_per_second: float = DEFAULT_RATE_PER_SECOND, l
     left: list[str] = []  # receipt handles of messages that stay on the queue
     try:
         while limit is None or len(seen) < limit:
-            batch = sqs.receive_message(
-                QueueUrl=queue_url, MaxNumberOfMessages=10 if limit is None else min(10, limit - len(seen)),
-                MessageAttributeNames=["All"], VisibilityTimeout=VISIBILITY_SECONDS, WaitTimeSeconds=0,
-            ).get("Messages", [])
+            batch = sqs.receive_message(QueueUrl=queue_url, MessageAttributeNames=["All"], WaitTimeSeconds=0,
+                                        MaxNumberOfMessages=10 if limit is None else min(10, limit - len(seen)),
+                                        VisibilityTimeout=VISIBILITY_SECONDS).get("Messages", [])
             fresh = [m for m in batch if m["MessageId"] not in seen]
             if not fresh:
                 break
@@ -119,8 +117,7 @@ def _deliver_once(target_arn: str, input_text: str, message_id: str) -> tuple[st
         outcome = deliver_as(None)
         if outcome[0] != "already_delivered" or _named_execution_went_on(input_text):
             return outcome
-    # Named after the message: a message delivered but not deleted (a crash in between)
-    # is refused as already delivered the next time.
+    # Named after the message: one delivered but not deleted (a crash in between) is refused the next time.
     return deliver_as(f"redrive-{message_id}")
 
 

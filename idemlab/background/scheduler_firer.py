@@ -86,8 +86,7 @@ class SchedulerFirer:
             try:
                 firings.append(self._attempt(schedule, due, now))
             except (ClientError, BotoCoreError) as exc:
-                # One schedule's trouble (its queue gone, the backend restarting) must not
-                # keep the others from firing.
+                # One schedule's trouble (its queue gone, the backend restarting) must not stop the others.
                 firings.append(Firing(group, name, PASS_FAILED, attempts, str(exc)))
         return firings
 
@@ -165,10 +164,8 @@ class SchedulerFirer:
             "SCHEDULE_ARN": schedule.get("Arn", ""),
             "TARGET_ARN": target["Arn"],
         }
-        clients.client("sqs").send_message(
-            QueueUrl=url, MessageBody=target.get("Input") or "{}",
-            MessageAttributes={k: {"DataType": "String", "StringValue": v} for k, v in attributes.items() if v},
-        )
+        clients.client("sqs").send_message(QueueUrl=url, MessageBody=target.get("Input") or "{}", MessageAttributes={
+            k: {"DataType": "String", "StringValue": v} for k, v in attributes.items() if v})
         return DEAD_LETTERED
 
 

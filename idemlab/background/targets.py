@@ -62,9 +62,8 @@ def deliver(target_arn: str, input_text: str | None, execution_name: str | None 
         members = {name.lower(): name for name in (shape.members if shape else {})}
         answer = getattr(client, xform_name(operation))(**{members.get(k.lower(), k): v for k, v in parameters.items()})
     except ClientError as exc:
-        # Scheduler retries throttling (botocore's list of its codes) and the service's own
-        # trouble (5xx). Anything else (a missing target, a bad input, a refused permission)
-        # fails the same way every time.
+        # Scheduler retries throttling (botocore's list of its codes) and the service's own trouble (5xx);
+        # anything else (a missing target, a bad input, a refused permission) fails the same way every time.
         code, message = exc.response["Error"].get("Code", "Unknown"), exc.response["Error"].get("Message", "")
         context = standard.RetryContext(1, parsed_response=exc.response)
         throttled = standard.ThrottledRetryableChecker().is_retryable(context)
