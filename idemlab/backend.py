@@ -119,11 +119,9 @@ def embedded_up() -> str:
 
 
 def _localstack_health(url: str) -> dict | None:
-    try:
-        with urllib.request.urlopen(url + "/_localstack/health", timeout=2) as response:
-            return json.loads(response.read())
-    except (OSError, ValueError):
-        return None
+    with contextlib.suppress(OSError, ValueError), urllib.request.urlopen(url + "/_localstack/health", timeout=2) as r:
+        return json.loads(r.read())
+    return None
 
 
 def interpolate(value: str, env: dict[str, str]) -> str:

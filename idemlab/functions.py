@@ -21,11 +21,10 @@ from pathlib import Path
 from types import ModuleType
 
 import hcl2
-from hcl2 import SerializationOptions
 
 from idemlab import settings
 
-_HCL = SerializationOptions(strip_string_quotes=True, explicit_blocks=False, with_comments=False)
+_HCL = hcl2.SerializationOptions(strip_string_quotes=True, explicit_blocks=False, with_comments=False)
 
 _loaded: dict[Path, dict[str, ModuleType]] = {}
 _lock = threading.RLock()

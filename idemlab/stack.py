@@ -232,8 +232,7 @@ def destroy(prefix: str = "lab", backend: str | None = None) -> None:
 def forget(prefix: str = "lab", backend: str | None = None) -> None:
     """Drop a stack's working copy and outputs without Terraform: for a backend that is gone
     (an embedded server that stopped took its resources with it)."""
-    name = stack_name(prefix, backend)
-    with _locked(name):
+    with _locked(name := stack_name(prefix, backend)):
         _remove_working_copy(name)
 
 
