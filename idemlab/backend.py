@@ -59,8 +59,7 @@ class Daemon:
             return pid
         return None
 
-    def start(self, command: list[str], ready: Callable[[], object], seconds: float, env: dict | None = None,
-              where: str = "") -> str:
+    def start(self, command: list, ready: Callable, seconds: float, env: dict | None = None, where: str = "") -> str:
         """Run ``command`` in a session of its own (it outlives `make up`), logging to ``log``;
         once ``ready()`` while it still runs, record its pid and say so."""
         settings.STATE_DIR.mkdir(parents=True, exist_ok=True)
@@ -138,8 +137,7 @@ def compose_service(env: dict[str, str] | None = None) -> dict:
             "ports": [sub(port) for port in service["ports"]]}
 
 
-# How LocalStack is started, waited for (None: poll the health endpoint) and stopped, by Compose
-# or by the CLI without it; `logs` is the command that shows LocalStack's log, for one-line errors.
+# How LocalStack is started, waited for (None: poll its health) and stopped; `logs` shows its log, for errors.
 Launcher = collections.namedtuple("Launcher", "tool up wait down env logs")
 
 

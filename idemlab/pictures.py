@@ -82,8 +82,7 @@ def asl_graph(definition: dict, title: str = "", graph: Graph | None = None) -> 
     and Map states, drawn into the same ``graph``."""
     graph = Graph(title=title, start=definition["StartAt"]) if graph is None else graph
     for name, state in definition["States"].items():
-        kind = state["Type"]
-        graph.nodes[name] = "End" if state.get("End") and kind not in ("Succeed", "Fail") else kind
+        graph.nodes[name] = "End" if state.get("End") and state["Type"] not in ("Succeed", "Fail") else state["Type"]
         targets = [(state.get("Next"), "next"), *[(rule["Next"], "choice") for rule in state.get("Choices", [])]]
         targets += [(state.get("Default"), "default"), *[(catch["Next"], "catch") for catch in state.get("Catch", [])]]
         graph.edges += [(name, target, how, "") for target, how in targets if target]

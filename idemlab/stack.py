@@ -79,9 +79,7 @@ def cli_config_text(mirror: Path | None, plugin_cache: Path = PLUGIN_CACHE) -> s
     path    = {json.dumps(str(mirror))}
     include = ["{AWS_PROVIDER}"]
   }}
-  direct {{
-    exclude = ["{AWS_PROVIDER}"]
-  }}
+  direct {{ exclude = ["{AWS_PROVIDER}"] }}
 }}
 """
     return text

@@ -57,7 +57,7 @@ def target_of(message: dict) -> tuple[str, str] | None:
     except ValueError:
         return None
     if isinstance(record, dict) and isinstance(record.get("requestContext"), dict) and "requestPayload" in record:
-        # Without a version qualifier such as :$LATEST (the seventh colon on).
+        # Without a version qualifier such as :$LATEST (what follows a seventh colon).
         function_arn = ":".join(record["requestContext"].get("functionArn", "").split(":")[:7])
         return function_arn, json.dumps(record["requestPayload"])
     return None

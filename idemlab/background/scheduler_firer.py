@@ -170,8 +170,8 @@ class SchedulerFirer:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m idemlab.background.scheduler_firer",
-                                     description=__doc__.split("\n\n")[0])
+    description = __doc__.split("\n\n")[0]
+    parser = argparse.ArgumentParser(prog="python -m idemlab.background.scheduler_firer", description=description)
     parser.add_argument("--interval", type=float, default=POLL_SECONDS, help="seconds between passes")
     parser.add_argument("--once", action="store_true", help="one pass, then exit")
     parser.add_argument("--group", action="append", help="only this schedule group (repeatable); default: every group")

@@ -44,21 +44,20 @@ def deliver(target_arn: str, input_text: str | None, execution_name: str | None 
     delivery: once that execution closed, Step Functions refuses the name whatever became
     of the work (StartExecution API reference), and the redrive would look delivered.
     """
-    body = "{}" if input_text is None else input_text
     try:
-        service, action, parameters = _as_universal(target_arn, body)
+        service, action, parameters = _as_universal(target_arn, "{}" if input_text is None else input_text)
         if (service, action.lower()) == ("sfn", "startexecution"):
             given = [parameters.pop(key) for key in list(parameters) if key.lower() == "name"]
             # moto needs a name on every StartExecution; AWS would make one up the same way.
             parameters["Name"] = execution_name or next(iter(given), None) or uuid.uuid4().hex
         client = clients.client(BOTO3_SERVICE.get(service, service))
-        operation, model = action[0].upper() + action[1:], client.meta.service_model
-        if operation not in model.operation_names:
+        operation, service_model = action[0].upper() + action[1:], client.meta.service_model
+        if operation not in service_model.operation_names:
             raise DeliveryFailed("ValidationException", f"{service} has no action {action}")
         # Universal targets spell parameters in PascalCase ("StateMachineArn"); some APIs
         # name them in camelCase ("stateMachineArn"): match them without regard to case.
         # botocore refuses one the action does not take (ParamValidationError, below).
-        shape = model.operation_model(operation).input_shape
+        shape = service_model.operation_model(operation).input_shape
         members = {name.lower(): name for name in (shape.members if shape else {})}
         answer = getattr(client, xform_name(operation))(**{members.get(k.lower(), k): v for k, v in parameters.items()})
     except ClientError as exc:
