@@ -38,8 +38,7 @@ class BackendError(Exception):
 
 @dataclass(frozen=True)
 class Daemon:
-    """A background process of the lab: its pid and log files, per port, so a second lab
-    (or the tests) on another port never shares them."""
+    """A background process of the lab, with pid and log files per port: a lab on another port never shares them."""
 
     kind: str
     title: str
@@ -82,11 +81,10 @@ class Daemon:
             self.pid_file.unlink(missing_ok=True)
             return f"{self.title} is not running"
         os.kill(pid, signal.SIGTERM)
-        for _ in range(100):  # ten seconds to end on its own
-            if not self.pid():
-                break
+        deadline = time.monotonic() + 10  # ten seconds to end on its own
+        while self.pid() and time.monotonic() < deadline:
             time.sleep(0.1)
-        else:
+        if self.pid():
             os.kill(pid, signal.SIGKILL)
         self.pid_file.unlink(missing_ok=True)
         return f"{self.title} stopped (pid {pid})"
@@ -242,12 +240,11 @@ def up() -> None:
 
 
 def down() -> None:
-    chosen = settings.backend()
-    if chosen == "aws":
+    if (chosen := settings.backend()) == "aws":
         print("AWS: nothing to stop (use `make destroy` to remove the stack)")
-        return
-    print(FIRER.stop())
-    print(EMBEDDED.stop() if chosen == "embedded" else localstack_down())
+    else:
+        print(FIRER.stop())
+        print(EMBEDDED.stop() if chosen == "embedded" else localstack_down())
 
 
 def status() -> None:

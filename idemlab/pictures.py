@@ -204,6 +204,7 @@ def draw_architecture(outputs: dict, ax=None):
     ax.set_ylim(ax.get_ylim()[0], 0.9)
     return ax
 
+
 # Two copies of one request, the table and the card processor. Each message is
 # (sender, receiver, what); the check-then-act copy reads before anyone has written.
 COPIES = ["copy A", "idempotency table", "copy B", "card processor"]

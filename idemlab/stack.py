@@ -150,8 +150,7 @@ class _Stack:
     def terraform(self, *args: str, ok: tuple[int, ...] = (0,)) -> tuple[int, str]:
         # init and output need no endpoints: plain terraform is enough.
         runner = [_executable("terraform")] if args[0] in ("init", "output") else self.runner
-        command = [*runner, args[0], "-no-color", *args[1:]]
-        ran = subprocess.run(command, cwd=self.dir, env=self.env, text=True,
+        ran = subprocess.run([*runner, args[0], "-no-color", *args[1:]], cwd=self.dir, env=self.env, text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # one stream, in order
         (self.dir / f"last-{args[0]}.log").write_text(ran.stdout)  # the whole story, when the tail is not enough
         if ran.returncode not in ok:

@@ -75,8 +75,7 @@ def run_once(queue_url: str, rate_per_second: float = DEFAULT_RATE_PER_SECOND, l
             batch = sqs.receive_message(QueueUrl=queue_url, MessageAttributeNames=["All"], WaitTimeSeconds=0,
                                         MaxNumberOfMessages=10 if limit is None else min(10, limit - len(seen)),
                                         VisibilityTimeout=VISIBILITY_SECONDS).get("Messages", [])
-            fresh = [m for m in batch if m["MessageId"] not in seen]
-            if not fresh:
+            if not (fresh := [m for m in batch if m["MessageId"] not in seen]):
                 break
             for message in fresh:
                 message_id, destination = message["MessageId"], target_of(message)
