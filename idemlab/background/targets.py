@@ -12,7 +12,7 @@ import uuid
 
 from botocore import xform_name
 from botocore.exceptions import ClientError, ConnectionError as BotocoreConnectionError, ParamValidationError
-from botocore.retries import standard
+from botocore.retries.standard import RetryContext, ThrottledRetryableChecker
 
 from idemlab import clients
 
@@ -64,8 +64,7 @@ def deliver(target_arn: str, input_text: str | None, execution_name: str | None 
         # Scheduler retries throttling (botocore's list of its codes) and the service's own trouble (5xx);
         # anything else (a missing target, a bad input, a refused permission) fails the same way every time.
         code, message = exc.response["Error"].get("Code", "Unknown"), exc.response["Error"].get("Message", "")
-        context = standard.RetryContext(1, parsed_response=exc.response)
-        throttled = standard.ThrottledRetryableChecker().is_retryable(context)
+        throttled = ThrottledRetryableChecker().is_retryable(RetryContext(1, parsed_response=exc.response))
         status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
         raise DeliveryFailed(code, message, throttled or status >= 500) from exc
     except BotocoreConnectionError as exc:
