@@ -179,10 +179,8 @@ def _layered_positions(graph: Graph) -> dict[str, tuple[float, float]]:
     frontier = [graph.start] if graph.start else []
     while frontier:
         depth.update(dict.fromkeys(frontier, max(depth.values(), default=-1) + 1))
-        frontier = list(dict.fromkeys(
-            dst for src, dst, kind, _ in graph.edges
-            if src in frontier and kind != "catch" and dst in graph.nodes and dst not in depth
-        ))
+        frontier = list(dict.fromkeys(dst for src, dst, kind, _ in graph.edges if src in frontier and kind != "catch"
+                                      and dst in graph.nodes and dst not in depth))
     rows = [[node for node in graph.nodes if depth.get(node) == level] for level in sorted(set(depth.values()))]
     positions = {node: (2.2 * (i - (len(row) - 1) / 2), -float(y))
                  for y, row in enumerate(rows) for i, node in enumerate(row)}

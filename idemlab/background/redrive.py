@@ -67,8 +67,7 @@ def run_once(queue_url: str, rate_per_second: float = DEFAULT_RATE_PER_SECOND, l
     """One pass over the queue; a RedriveReport of what happened to each message."""
     if rate_per_second <= 0:
         raise ValueError(f"rate_per_second must be positive, not {rate_per_second}")
-    sqs = clients.client("sqs")
-    report, seen, next_slot = RedriveReport(queue_url), set(), time.monotonic()
+    sqs, report, seen, next_slot = clients.client("sqs"), RedriveReport(queue_url), set(), time.monotonic()
     left: list[str] = []  # receipt handles of messages that stay on the queue
     try:
         while limit is None or len(seen) < limit:

@@ -49,8 +49,7 @@ DROPPED = "dropped"  # failed for good, and no dead-letter queue took it
 PASS_FAILED = "pass_failed"  # the firer could not finish this schedule; the next pass retries
 
 
-# What happened to one due schedule in one pass.
-Firing = collections.namedtuple("Firing", "group name outcome attempt detail", defaults=[""])
+Firing = collections.namedtuple("Firing", "group name outcome attempt detail", defaults=[""])  # one schedule, one pass
 
 
 def due_time(schedule: dict) -> float | None:

@@ -17,8 +17,7 @@ from botocore.retries.standard import RetryContext, ThrottledRetryableChecker
 from idemlab import clients
 
 UNIVERSAL_PREFIX = "arn:aws:scheduler:::aws-sdk:"
-# Scheduler's universal targets name services by their SDK names; boto3 differs for some.
-BOTO3_SERVICE = {"sfn": "stepfunctions"}
+BOTO3_SERVICE = {"sfn": "stepfunctions"}  # universal targets name services by their SDK names; boto3's differ for some
 
 
 class DeliveryFailed(Exception):
