@@ -5,6 +5,8 @@ where the log is.
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import functools
 import json
 import os
@@ -20,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import yaml  # PyYAML comes with moto[server]
+
 from idemlab import settings
 from idemlab.embedded.server import READY_TIMEOUT_SECONDS, health, port_in_use
 
@@ -34,8 +38,7 @@ class BackendError(Exception):
 
 @dataclass(frozen=True)
 class Daemon:
-    """A background process of the lab: its pid and log files, per port, so a second lab
-    (or the tests) on another port never shares them."""
+    """A background process of the lab, with pid and log files per port: a lab on another port never shares them."""
 
     kind: str
     title: str
@@ -50,16 +53,14 @@ class Daemon:
 
     def pid(self) -> int | None:
         """The recorded pid, if that process still runs."""
-        try:
-            pid = int(self.pid_file.read_text().strip())
-            os.kill(pid, 0)
-        except (OSError, ValueError):
-            return None
-        return pid
+        with contextlib.suppress(OSError, ValueError):
+            os.kill(pid := int(self.pid_file.read_text().strip()), 0)
+            return pid
+        return None
 
-    def start(self, command: list[str], ready: Callable[[], object], seconds: float, env: dict | None = None) -> int:
+    def start(self, command: list, ready: Callable, seconds: float, env: dict | None = None, where: str = "") -> str:
         """Run ``command`` in a session of its own (it outlives `make up`), logging to ``log``;
-        once ``ready()`` while it still runs, record and return its pid."""
+        once ``ready()`` while it still runs, record its pid and say so."""
         settings.STATE_DIR.mkdir(parents=True, exist_ok=True)
         with open(self.log, "ab") as log:
             process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -73,40 +74,34 @@ class Daemon:
         if process.poll() is not None:
             raise BackendError(f"{self.title} exited with code {process.returncode}; log {self.log}")
         self.pid_file.write_text(str(process.pid))
-        return process.pid
+        return f"{self.title} up{where} (pid {process.pid}); log {self.log}"
 
     def stop(self) -> str:
-        pid = self.pid()
-        self.pid_file.unlink(missing_ok=True)
-        if not pid:
+        if not (pid := self.pid()):
+            self.pid_file.unlink(missing_ok=True)
             return f"{self.title} is not running"
         os.kill(pid, signal.SIGTERM)
-        for _ in range(100):
-            try:
-                os.kill(pid, 0)
-            except OSError:
-                break
+        deadline = time.monotonic() + 10  # ten seconds to end on its own
+        while self.pid() and time.monotonic() < deadline:
             time.sleep(0.1)
-        else:
+        if self.pid():
             os.kill(pid, signal.SIGKILL)
+        self.pid_file.unlink(missing_ok=True)
         return f"{self.title} stopped (pid {pid})"
 
 
 EMBEDDED = Daemon("embedded", "embedded backend")
-# Neither LocalStack community nor moto fires EventBridge Scheduler schedules: the lab
-# runs its own firer beside either of them (idemlab/background/scheduler_firer.py).
+# Beside either emulator, which only store schedules (idemlab/background/scheduler_firer.py says why).
 FIRER = Daemon("scheduler-firer", "scheduler firer")
 
 
 def firer_up() -> str:
-    """Start the schedule firer against the selected endpoint, unless it runs already."""
     if pid := FIRER.pid():
         return f"scheduler firer already running (pid {pid}); log {FIRER.log}"
     settled = time.monotonic() + 0.5  # still running half a second later: up
     command = [sys.executable, "-m", "idemlab.background.scheduler_firer"]
     env = {**os.environ, "AWS_ENDPOINT_URL": settings.endpoint_url()}
-    pid = FIRER.start(command, lambda: time.monotonic() > settled, 5, env)
-    return f"scheduler firer up (pid {pid}); log {FIRER.log}"
+    return FIRER.start(command, lambda: time.monotonic() > settled, 5, env)
 
 
 def embedded_up() -> str:
@@ -117,16 +112,13 @@ def embedded_up() -> str:
     if port_in_use(port):
         raise BackendError(f"port {port} is busy with another program (LocalStack? set LAB_PORT or stop it); log {log}")
     command = [sys.executable, "-m", "idemlab.embedded", "--port", str(port)]
-    pid = EMBEDDED.start(command, lambda: health(url, timeout=0.5), READY_TIMEOUT_SECONDS)
-    return f"embedded backend up on {url} (pid {pid}); log {log}"
+    return EMBEDDED.start(command, lambda: health(url, timeout=0.5), READY_TIMEOUT_SECONDS, where=f" on {url}")
 
 
 def _localstack_health(url: str) -> dict | None:
-    try:
-        with urllib.request.urlopen(url + "/_localstack/health", timeout=2) as response:
-            return json.loads(response.read())
-    except (OSError, ValueError):
-        return None
+    with contextlib.suppress(OSError, ValueError), urllib.request.urlopen(url + "/_localstack/health", timeout=2) as r:
+        return json.loads(r.read())
+    return None
 
 
 def interpolate(value: str, env: dict[str, str]) -> str:
@@ -136,8 +128,6 @@ def interpolate(value: str, env: dict[str, str]) -> str:
 
 def compose_service(env: dict[str, str] | None = None) -> dict:
     """The localstack service of docker-compose.yml, with variables substituted from env."""
-    import yaml  # PyYAML comes with moto[server]
-
     service = yaml.safe_load(COMPOSE_FILE.read_text())["services"]["localstack"]
     sub = functools.partial(interpolate, env=dict(os.environ) if env is None else env)
     return {"container_name": sub(service["container_name"]), "image": sub(service["image"]),
@@ -145,16 +135,8 @@ def compose_service(env: dict[str, str] | None = None) -> dict:
             "ports": [sub(port) for port in service["ports"]]}
 
 
-@dataclass(frozen=True)
-class Launcher:
-    """How LocalStack is started, waited for and stopped: Compose, or the CLI without it."""
-
-    tool: str
-    up: list[str]
-    wait: list[str] | None  # None: poll the health endpoint
-    down: list[str]
-    env: dict[str, str]
-    logs: str  # the command that shows LocalStack's log, for the one-line errors
+# How LocalStack is started, waited for (None: poll its health) and stopped; `logs` shows its log, for errors.
+Launcher = collections.namedtuple("Launcher", "tool up wait down env logs")
 
 
 def localstack_cli_requirement() -> list[str]:
@@ -171,27 +153,21 @@ def localstack_launcher(env: dict[str, str] | None = None) -> Launcher:
         raise BackendError("Docker is not installed (no `docker` on PATH); install Docker, or use BACKEND=embedded")
     if _run(["docker", "compose", "version"], env, timeout=20)[0] == 0:
         compose = ["docker", "compose", "-f", str(COMPOSE_FILE)]
-        logs = "docker compose logs localstack"
-        return Launcher("docker compose", compose + ["up", "-d"], None, compose + ["down"], env, logs)
+        return Launcher("docker compose", compose + ["up", "-d"], None, compose + ["down"], env,
+                        "docker compose logs localstack")
     service = compose_service(env)
+    given = {name: value for name, value in service["environment"].items() if value}
     # "127.0.0.1:4566:4566": the CLI binds the host side of every port to GATEWAY_LISTEN's
     # address, as compose does; inside the container LocalStack must listen on all
     # interfaces, so the container gets the port alone (-e overrides what the CLI derived).
     host, host_port, container_port = service["ports"][0].split(":")
-    cli_env = {
-        **env,
-        "IMAGE_NAME": service["image"],
-        "MAIN_CONTAINER_NAME": service["container_name"],  # also what `wait` and `stop` look for
-        "GATEWAY_LISTEN": f"{host}:{host_port}",
-    }
+    cli_env = {**env, **given, "IMAGE_NAME": service["image"], "GATEWAY_LISTEN": f"{host}:{host_port}",
+               "MAIN_CONTAINER_NAME": service["container_name"]}  # also what `wait` and `stop` look for
     cli = str(LOCALSTACK_CLI)
     up = [cli, "start", "--detached", "--no-banner", "-e", f"GATEWAY_LISTEN=:{container_port}"]
-    for name, value in service["environment"].items():
-        if value:
-            cli_env[name] = value
-            # The CLI forwards LOCALSTACK_* variables from its own environment (the auth token
-            # then never appears in a command line); the others go by -e.
-            up += [] if name.startswith("LOCALSTACK_") else ["-e", f"{name}={value}"]
+    # LOCALSTACK_* reach the CLI in its environment, which it forwards (the token stays off argv); the rest by -e.
+    for name, value in given.items():
+        up += [] if name.startswith("LOCALSTACK_") else ["-e", f"{name}={value}"]
     wait = [cli, "wait", "-t", str(LOCALSTACK_READY_SECONDS)]
     return Launcher("LocalStack CLI", up, wait, [cli, "stop"], cli_env, "localstack logs")
 
@@ -264,12 +240,11 @@ def up() -> None:
 
 
 def down() -> None:
-    chosen = settings.backend()
-    if chosen == "aws":
+    if (chosen := settings.backend()) == "aws":
         print("AWS: nothing to stop (use `make destroy` to remove the stack)")
-        return
-    print(FIRER.stop())
-    print(EMBEDDED.stop() if chosen == "embedded" else localstack_down())
+    else:
+        print(FIRER.stop())
+        print(EMBEDDED.stop() if chosen == "embedded" else localstack_down())
 
 
 def status() -> None:

@@ -12,46 +12,42 @@ from __future__ import annotations
 
 import argparse
 import base64
+import collections
 import hashlib
 import io
 import sys
 import tempfile
 import zipfile
-from dataclasses import dataclass
 from importlib import metadata
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePath
 
 from idemlab import settings
 
 FUNCTIONS_DIR = settings.ROOT / "functions"
-# Powertools and what it imports at run time; boto3 is left out because every Lambda
-# Python runtime (and LocalStack's) already provides it.
+# Powertools and its run-time imports; not boto3: every Lambda Python runtime (and LocalStack's) has it.
 BUNDLED_DISTRIBUTIONS = ("aws-lambda-powertools", "jmespath", "typing-extensions")
 # The earliest timestamp a zip entry can hold; any fixed value makes the bytes repeatable.
 FIXED_TIMESTAMP = (1980, 1, 1, 0, 0, 0)
-SKIPPED_PARTS = {"__pycache__", ".pytest_cache", "tests"}
+# ".." is in a distribution's entries that live outside site-packages (../../bin/script): not importable code.
+SKIPPED_PARTS = {"__pycache__", ".pytest_cache", "tests", ".."}
 
 
 class BuildError(Exception):
     """The functions cannot be packaged (missing folder, package or file)."""
 
 
-@dataclass(frozen=True)
-class Artifact:
-    scenario: str
-    path: Path
-    sha256_base64: str  # what Terraform's filebase64sha256() returns
-    changed: bool
+# A scenario's zip: its path, its sha256_base64 (what Terraform's filebase64sha256() returns), and whether it changed.
+Artifact = collections.namedtuple("Artifact", "scenario path sha256_base64 changed")
 
 
-def _wanted(relative: PurePosixPath) -> bool:
+def _wanted(relative: PurePath) -> bool:
     return not set(relative.parts) & SKIPPED_PARTS and relative.suffix not in (".pyc", ".pyo")
 
 
 def source_files(folder: Path) -> dict[str, Path]:
     """The scenario's own files, keyed by their path inside the zip."""
-    files = {PurePosixPath(path.relative_to(folder).as_posix()): path for path in folder.rglob("*")}
-    return {str(name): path for name, path in files.items() if path.is_file() and _wanted(name)}
+    return {path.relative_to(folder).as_posix(): path for path in folder.rglob("*")
+            if path.is_file() and _wanted(path.relative_to(folder))}
 
 
 def bundled_files() -> dict[str, Path]:
@@ -62,13 +58,10 @@ def bundled_files() -> dict[str, Path]:
             dist = metadata.distribution(name)
         except metadata.PackageNotFoundError as exc:
             raise BuildError(f"{name} is not installed; install the project (pip install -e .)") from exc
-        for entry in dist.files or ():
-            relative, path = PurePosixPath(str(entry)), Path(dist.locate_file(entry))
-            # Entries like ../../bin/script live outside site-packages: not importable code. Of the
-            # metadata only METADATA and LICENSE: the rest (RECORD, INSTALLER...) can differ between installs.
-            outside = relative.parts[0] == ".."
+        for relative in dist.files or ():  # paths relative to site-packages
+            # Of the metadata only METADATA and LICENSE: the rest (RECORD, INSTALLER...) can differ between installs.
             record = relative.parts[0].endswith(".dist-info") and relative.name not in ("METADATA", "LICENSE")
-            if not outside and not record and _wanted(relative) and path.is_file():
+            if not record and _wanted(relative) and (path := Path(dist.locate_file(relative))).is_file():
                 files[str(relative)] = path
     return files
 
@@ -76,12 +69,11 @@ def bundled_files() -> dict[str, Path]:
 def zip_bytes(files: dict[str, Path]) -> bytes:
     """A zip of ``files`` (name in the zip -> file), the same bytes for the same contents."""
     buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+    with zipfile.ZipFile(buffer, "w") as archive:
         for name in sorted(files):
             info = zipfile.ZipInfo(name, date_time=FIXED_TIMESTAMP)
             info.external_attr = 0o644 << 16  # rw-r--r-- whatever the file's mode on this machine
-            info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, files[name].read_bytes())
+            archive.writestr(info, files[name].read_bytes(), zipfile.ZIP_DEFLATED)
     return buffer.getvalue()
 
 
@@ -116,11 +108,8 @@ def build_all(functions_dir: Path = FUNCTIONS_DIR, out_dir: Path = settings.BUIL
         if clashes := sorted(set(own) & set(bundle)):
             raise BuildError(f"{name}: files shadow bundled packages: {', '.join(clashes)}")
         zips[name] = zip_bytes({**bundle, **own})
-    return [
-        Artifact(name, out_dir / f"{name}.zip", base64.b64encode(hashlib.sha256(data).digest()).decode(),
-                 write_if_changed(out_dir / f"{name}.zip", data))
-        for name, data in zips.items()
-    ]
+    return [Artifact(name, out_dir / f"{name}.zip", base64.b64encode(hashlib.sha256(data).digest()).decode(),
+                     write_if_changed(out_dir / f"{name}.zip", data)) for name, data in zips.items()]
 
 
 def main(argv: list[str] | None = None) -> int:

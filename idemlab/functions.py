@@ -3,13 +3,12 @@ and environment the Terraform module gives it (read from the module, never copie
 
 ``load`` is the one way the harness imports Lambda code. A function's zip has its folder at
 the root, so its modules import each other by top-level names (``charging.processor``,
-``registration.store``, ``deletion_state``). ``load`` gives a folder's modules those names
-while they import, as Lambda does, then takes them away again: ``sys.path`` and
-``sys.modules`` look as they did before, so two folders never see each other's modules,
-whatever their names. A folder's modules are imported once and shared by every later
-``load`` from that folder, so an exception class raised by one of them is the class the
-caller catches. A module reads its configuration when first loaded, like a Lambda cold
-start: set the environment first.
+``deletion_state``): ``load`` gives a folder's modules those names while they import, as
+Lambda does, then leaves ``sys.path`` and ``sys.modules`` as they were, so two folders never
+see each other's modules. A folder's modules are imported once and shared by every later
+``load`` from it, so an exception class one of them raises is the class the caller catches.
+A module reads its configuration when first loaded, like a Lambda cold start: set the
+environment first.
 """
 
 from __future__ import annotations
@@ -22,11 +21,10 @@ from pathlib import Path
 from types import ModuleType
 
 import hcl2
-from hcl2 import SerializationOptions
 
 from idemlab import settings
 
-_HCL = SerializationOptions(strip_string_quotes=True, explicit_blocks=False, with_comments=False)
+_HCL = hcl2.SerializationOptions(strip_string_quotes=True, explicit_blocks=False, with_comments=False)
 
 _loaded: dict[Path, dict[str, ModuleType]] = {}
 _lock = threading.RLock()
@@ -61,9 +59,6 @@ def _take(names: set[str]) -> dict[str, ModuleType]:
     return {name: sys.modules.pop(name) for name in list(sys.modules) if name.split(".")[0] in names}
 
 
-# --- what the Terraform module gives a function: its environment ---
-
-
 def environment(function_key: str, tables: dict[str, str], functions: dict[str, str] | None = None) -> dict[str, str]:
     """The variables ``functions.tf`` gives the function, for the given table and function names.
 
@@ -87,8 +82,7 @@ def spec(key: str) -> dict:
 
 def hcl_blocks(path: Path, kind: str) -> dict[str, dict]:
     """The blocks of one kind (``variable``, ``output``) of a Terraform file, by name."""
-    with open(path) as handle:
-        parsed = hcl2.load(handle, serialization_options=_HCL)
+    parsed = hcl2.loads(path.read_text(), serialization_options=_HCL)
     return {name.strip('"'): body for block in parsed.get(kind, []) for name, body in block.items()}
 
 

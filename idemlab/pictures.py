@@ -69,9 +69,6 @@ def _box(ax, x: float, y: float, name: str, colour: str, fontsize: int) -> None:
     ax.text(x, y, name, ha="center", va="center", fontsize=fontsize, gid=f"node:{name}", bbox=bbox)
 
 
-# ---------------------------------------------------------------- graphs: workflows, states, the stack
-
-
 def workflows() -> dict[str, dict]:
     """Every ASL definition of the module, by its file name without ``.asl.json``. The files
     parse as they are: Terraform's ${...} placeholders sit inside JSON strings."""
@@ -85,13 +82,11 @@ def asl_graph(definition: dict, title: str = "", graph: Graph | None = None) -> 
     and Map states, drawn into the same ``graph``."""
     graph = Graph(title=title, start=definition["StartAt"]) if graph is None else graph
     for name, state in definition["States"].items():
-        kind = state["Type"]
-        graph.nodes[name] = "End" if state.get("End") and kind not in ("Succeed", "Fail") else kind
+        graph.nodes[name] = "End" if state.get("End") and state["Type"] not in ("Succeed", "Fail") else state["Type"]
         targets = [(state.get("Next"), "next"), *[(rule["Next"], "choice") for rule in state.get("Choices", [])]]
         targets += [(state.get("Default"), "default"), *[(catch["Next"], "catch") for catch in state.get("Catch", [])]]
         graph.edges += [(name, target, how, "") for target, how in targets if target]
-        attempts = sum(int(retrier.get("MaxAttempts", 3)) for retrier in state.get("Retry", []))
-        if attempts:
+        if attempts := sum(int(retrier.get("MaxAttempts", 3)) for retrier in state.get("Retry", [])):
             graph.edges.append((name, name, "retry", f"retry x{attempts}"))
         for branch in [*state.get("Branches", []), *[state[k] for k in ("ItemProcessor", "Iterator") if k in state]]:
             graph.edges.append((name, branch["StartAt"], "branch", ""))
@@ -114,11 +109,9 @@ def request_states(transitions=None) -> Graph:
     for source, target, by in transitions:
         writes.setdefault((str(source), str(target)), []).append(by)
     sources = {source for source, _ in writes}
-    return Graph(
-        title="deletion request states (from deletion_state.TRANSITIONS)", start="SCHEDULED",
-        nodes={status: "State" if status in sources else "Succeed" for pair in writes for status in pair},
-        edges=[(*pair, "transition", ", ".join(dict.fromkeys(bys))) for pair, bys in writes.items()],
-    )
+    return Graph(title="deletion request states (from deletion_state.TRANSITIONS)", start="SCHEDULED",
+                 nodes={status: "State" if status in sources else "Succeed" for pair in writes for status in pair},
+                 edges=[(*pair, "transition", ", ".join(dict.fromkeys(bys))) for pair, bys in writes.items()])
 
 
 KINDS = ("schedule_group", "state_machines", "functions", "tables", "queues", "alarms")
@@ -148,9 +141,6 @@ def architecture(outputs: dict) -> Graph:
     return graph
 
 
-# ---------------------------------------------------------------- drawing a graph
-
-
 def draw_graph(graph: Graph, ax=None, positions: dict[str, tuple] | None = None, legend_loc: str = "upper right"):
     """Draw ``graph``: boxes for nodes, arrows for edges coloured by kind, with their labels."""
     from matplotlib.lines import Line2D
@@ -168,18 +158,16 @@ def draw_graph(graph: Graph, ax=None, positions: dict[str, tuple] | None = None,
         bend, shrink = (-1.6, 2) if loop else (0.0 if abs(x2 - x1) < 0.01 else 0.15, 12)
         ax.annotate("", xy=head, xytext=tail, gid=f"edge:{src}->{dst}:{kind}", arrowprops={
             "arrowstyle": "->", "shrinkA": shrink, "shrinkB": shrink, "color": colour, "linestyle": linestyle,
-            "connectionstyle": f"arc3,rad={bend}",
-        })
+            "connectionstyle": f"arc3,rad={bend}"})
         if label:  # on the curve, halfway to the arc's control point, so two opposite arrows part
             x, y = (x1 + 0.45, y1) if loop else ((x1 + x2 + bend * (y2 - y1)) / 2, (y1 + y2 - bend * (x2 - x1)) / 2)
             ax.text(x, y, label, fontsize=6, color=colour, ha="left" if loop else "center", va="center")
     xs, ys = zip(*positions.values())
     ax.set(xlim=(min(xs) - 1.2, max(xs) + 1.2), ylim=(min(ys) - 0.6, max(ys) + 0.6))
     ax.set_axis_off()
-    if graph.edges:
-        kinds = dict.fromkeys(kind for _, _, kind, _ in graph.edges)
-        lines = [Line2D([], [], color=EDGE_STYLE[k][0], linestyle=EDGE_STYLE[k][1], label=k) for k in kinds]
-        ax.legend(handles=lines, loc=legend_loc, fontsize=7, frameon=False)
+    kinds = dict.fromkeys(kind for _, _, kind, _ in graph.edges)
+    lines = [Line2D([], [], color=EDGE_STYLE[k][0], linestyle=EDGE_STYLE[k][1], label=k) for k in kinds]
+    ax.legend(handles=lines, loc=legend_loc, fontsize=7, frameon=False)
     ax.set_title(graph.title, fontsize=10)
     return ax
 
@@ -191,14 +179,11 @@ def _layered_positions(graph: Graph) -> dict[str, tuple[float, float]]:
     frontier = [graph.start] if graph.start else []
     while frontier:
         depth.update(dict.fromkeys(frontier, max(depth.values(), default=-1) + 1))
-        frontier = list(dict.fromkeys(
-            dst for src, dst, kind, _ in graph.edges
-            if src in frontier and kind != "catch" and dst in graph.nodes and dst not in depth
-        ))
+        frontier = list(dict.fromkeys(dst for src, dst, kind, _ in graph.edges if src in frontier and kind != "catch"
+                                      and dst in graph.nodes and dst not in depth))
     rows = [[node for node in graph.nodes if depth.get(node) == level] for level in sorted(set(depth.values()))]
-    positions = {
-        node: (2.2 * (i - (len(row) - 1) / 2), -float(y)) for y, row in enumerate(rows) for i, node in enumerate(row)
-    }
+    positions = {node: (2.2 * (i - (len(row) - 1) / 2), -float(y))
+                 for y, row in enumerate(rows) for i, node in enumerate(row)}
     right = max((x for x, _ in positions.values()), default=0.0) + 2.6
     for i, node in enumerate(node for node in graph.nodes if node not in depth):
         positions[node] = (right + 2.2 * (i % 2), -1.0 - 1.2 * (i // 2) - 0.5 * (i % 2))
@@ -217,8 +202,6 @@ def draw_architecture(outputs: dict, ax=None):
     ax.set_ylim(ax.get_ylim()[0], 0.9)
     return ax
 
-
-# ---------------------------------------------------------------- sequence diagrams
 
 # Two copies of one request, the table and the card processor. Each message is
 # (sender, receiver, what); the check-then-act copy reads before anyone has written.

@@ -24,10 +24,9 @@ def region() -> str:
 def backend(chosen: str | None = None) -> str:
     """``chosen``, else $BACKEND, else LocalStack when a Docker engine (not just the client)
     answers, else embedded."""
-    chosen = (chosen or os.environ.get("BACKEND", "")).strip().lower()
-    if chosen and chosen not in BACKENDS:
-        raise ValueError(f"backend {chosen!r} is not one of {', '.join(BACKENDS)}")
-    if chosen:
+    if chosen := (chosen or os.environ.get("BACKEND", "")).strip().lower():
+        if chosen not in BACKENDS:
+            raise ValueError(f"backend {chosen!r} is not one of {', '.join(BACKENDS)}")
         return chosen
     try:
         docker = subprocess.run(["docker", "info"], capture_output=True, timeout=5)
@@ -43,4 +42,3 @@ def port() -> int:
 def endpoint_url() -> str | None:
     """The endpoint every client uses; None on AWS (the SDK's own endpoints)."""
     return os.environ.get("AWS_ENDPOINT_URL") or (None if backend() == "aws" else f"http://127.0.0.1:{port()}")
-

@@ -36,8 +36,7 @@ MIRROR_CANDIDATES = ("~/.terraform.d/plugins", "~/.local/share/terraform/plugins
 COPY_IGNORED = (".terraform", ".terraform.lock.hcl", "terraform.tfstate*", "*.tfplan",
                 "localstack_providers_override.tf", "tests", "examples")
 OUTPUT_TAIL_LINES = 40
-# Most resources wait on the provider's fixed polls (5 s and more), not on the server: run
-# them all at once rather than Terraform's default ten.
+# Most resources wait on the provider's fixed polls (5 s and more), not on the server: all at once, not ten.
 PARALLELISM = "-parallelism=40"
 PREFIX_PATTERN = re.compile(r"^[a-z]([a-z0-9-]{0,18}[a-z0-9])?$")  # 1-20 characters, not ending in a dash
 
@@ -80,9 +79,7 @@ def cli_config_text(mirror: Path | None, plugin_cache: Path = PLUGIN_CACHE) -> s
     path    = {json.dumps(str(mirror))}
     include = ["{AWS_PROVIDER}"]
   }}
-  direct {{
-    exclude = ["{AWS_PROVIDER}"]
-  }}
+  direct {{ exclude = ["{AWS_PROVIDER}"] }}
 }}
 """
     return text
@@ -92,8 +89,7 @@ def terraform_env(backend: str) -> dict[str, str]:
     """Environment of every Terraform subprocess: offline, quiet, and for tflocal local-only."""
     PLUGIN_CACHE.mkdir(parents=True, exist_ok=True)
     build.write_if_changed(CLI_CONFIG, cli_config_text(provider_mirror()).encode())
-    # TF_INPUT=0 says -input=false to every command; CHECKPOINT_DISABLE: no version check
-    # against checkpoint-api.hashicorp.com.
+    # TF_INPUT=0: -input=false to every command; CHECKPOINT_DISABLE: no version check with checkpoint-api.hashicorp.com.
     env = {"AWS_DEFAULT_REGION": settings.region(), **os.environ, "TF_CLI_CONFIG_FILE": str(CLI_CONFIG),
            "TF_IN_AUTOMATION": "1", "TF_INPUT": "0", "CHECKPOINT_DISABLE": "1"}
     # On AWS: the AWS provider honours AWS_ENDPOINT_URL too; a value left over from a local
@@ -154,14 +150,13 @@ class _Stack:
     def terraform(self, *args: str, ok: tuple[int, ...] = (0,)) -> tuple[int, str]:
         # init and output need no endpoints: plain terraform is enough.
         runner = [_executable("terraform")] if args[0] in ("init", "output") else self.runner
-        command = [*runner, args[0], "-no-color", *args[1:]]
-        done = subprocess.run(command, cwd=self.dir, env=self.env, capture_output=True, text=True)
-        output = done.stdout + done.stderr
-        (self.dir / f"last-{args[0]}.log").write_text(output)  # the whole story, when the tail is not enough
-        if done.returncode not in ok:
-            tail = "\n".join(output.strip().splitlines()[-OUTPUT_TAIL_LINES:])
-            raise StackError(f"terraform {args[0]} failed (exit {done.returncode}) in {self.dir}:\n{tail}")
-        return done.returncode, output
+        ran = subprocess.run([*runner, args[0], "-no-color", *args[1:]], cwd=self.dir, env=self.env, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # one stream, in order
+        (self.dir / f"last-{args[0]}.log").write_text(ran.stdout)  # the whole story, when the tail is not enough
+        if ran.returncode not in ok:
+            tail = "\n".join(ran.stdout.strip().splitlines()[-OUTPUT_TAIL_LINES:])
+            raise StackError(f"terraform {args[0]} failed (exit {ran.returncode}) in {self.dir}:\n{tail}")
+        return ran.returncode, ran.stdout
 
     def change(self, action: str, *flags: str, ok: tuple[int, ...] = (0,)) -> tuple[int, str]:
         """plan, apply or destroy, with the stack's variables."""
@@ -170,7 +165,6 @@ class _Stack:
     def prepare(self, rebuild: bool = True) -> None:
         """Refresh the configuration files, keeping state and .terraform; zips built from the
         sources now, or (rebuild=False) the ones the last apply used."""
-        self.dir.mkdir(parents=True, exist_ok=True)
         for old in self.dir.glob("*.tf"):  # with an override file a killed tflocal left: tflocal refuses one
             old.unlink()
         shutil.rmtree(self.dir / "modules", ignore_errors=True)
@@ -186,7 +180,6 @@ class _Stack:
 
 @contextmanager
 def _prepared(prefix: str, backend: str | None, rebuild: bool = True):
-    """The stack, locked and prepared."""
     stack = _Stack(prefix, backend)
     with _locked(stack.name):
         stack.prepare(rebuild)
@@ -200,8 +193,8 @@ def deploy(prefix: str = "lab", backend: str | None = None) -> dict:
         stack.change("apply", "-auto-approve")
         elapsed = time.monotonic() - started
         lab = json.loads(stack.terraform("output", "-json", "lab")[1])
-        OUTPUTS_DIR.mkdir(parents=True, exist_ok=True)
-        (OUTPUTS_DIR / f"{stack.name}.json").write_text(json.dumps(lab, indent=2, sort_keys=True) + "\n")
+        saved = json.dumps(lab, indent=2, sort_keys=True) + "\n"
+        build.write_if_changed(OUTPUTS_DIR / f"{stack.name}.json", saved.encode())  # never half a file to outputs()
     print(f"deployed {stack.name} in {elapsed:.1f} s", file=sys.stderr)
     return lab
 
@@ -209,8 +202,7 @@ def deploy(prefix: str = "lab", backend: str | None = None) -> dict:
 def outputs(prefix: str = "lab", backend: str | None = None) -> dict:
     """The ``lab`` output saved by the last deploy of this prefix to this backend."""
     name = stack_name(prefix, backend)
-    path = OUTPUTS_DIR / f"{name}.json"
-    if not path.exists():
+    if not (path := OUTPUTS_DIR / f"{name}.json").exists():
         raise StackError(f"stack {name} is not deployed here (no {path.relative_to(settings.ROOT)}); run `make deploy`")
     return json.loads(path.read_text())
 
@@ -237,8 +229,7 @@ def destroy(prefix: str = "lab", backend: str | None = None) -> None:
 def forget(prefix: str = "lab", backend: str | None = None) -> None:
     """Drop a stack's working copy and outputs without Terraform: for a backend that is gone
     (an embedded server that stopped took its resources with it)."""
-    name = stack_name(prefix, backend)
-    with _locked(name):
+    with _locked(name := stack_name(prefix, backend)):
         _remove_working_copy(name)
 
 

@@ -20,9 +20,9 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
-from idemlab import clients
+from idemlab import clients, stack
 from idemlab.background.targets import UNIVERSAL_PREFIX, DeliveryFailed, deliver
 
 # Deliveries per second: slow enough that a backlog of thousands does not knock over
@@ -44,25 +44,21 @@ class RedriveReport:
     not_understood: list[str] = field(default_factory=list)  # left on the queue
 
     def summary(self) -> str:
-        return (
-            f"{self.queue_url}: {len(self.delivered)} delivered, {len(self.already_delivered)} already delivered, "
-            f"{len(self.failed)} failed, {len(self.not_understood)} not understood"
-        )
+        counts = {outcome.name.replace("_", " "): len(getattr(self, outcome.name)) for outcome in fields(self)[1:]}
+        return f"{self.queue_url}: {', '.join(f'{count} {outcome}' for outcome, count in counts.items())}"
 
 
 def target_of(message: dict) -> tuple[str, str] | None:
     """(target ARN, input) the message was meant for, or None when it does not say."""
-    attributes = message.get("MessageAttributes") or {}
-    if "TARGET_ARN" in attributes:
+    if "TARGET_ARN" in (attributes := message.get("MessageAttributes") or {}):
         return attributes["TARGET_ARN"]["StringValue"], message["Body"]
     try:
         record = json.loads(message["Body"])
     except ValueError:
         return None
     if isinstance(record, dict) and isinstance(record.get("requestContext"), dict) and "requestPayload" in record:
-        function_arn = record["requestContext"].get("functionArn", "")
-        if function_arn.count(":") > 6:  # drop a version qualifier such as :$LATEST
-            function_arn = function_arn.rsplit(":", 1)[0]
+        # Without a version qualifier such as :$LATEST (what follows a seventh colon).
+        function_arn = ":".join(record["requestContext"].get("functionArn", "").split(":")[:7])
         return function_arn, json.dumps(record["requestPayload"])
     return None
 
@@ -71,17 +67,14 @@ def run_once(queue_url: str, rate_per_second: float = DEFAULT_RATE_PER_SECOND, l
     """One pass over the queue; a RedriveReport of what happened to each message."""
     if rate_per_second <= 0:
         raise ValueError(f"rate_per_second must be positive, not {rate_per_second}")
-    sqs = clients.client("sqs")
-    report, seen, next_slot = RedriveReport(queue_url), set(), time.monotonic()
+    sqs, report, seen, next_slot = clients.client("sqs"), RedriveReport(queue_url), set(), time.monotonic()
     left: list[str] = []  # receipt handles of messages that stay on the queue
     try:
         while limit is None or len(seen) < limit:
-            batch = sqs.receive_message(
-                QueueUrl=queue_url, MaxNumberOfMessages=10 if limit is None else min(10, limit - len(seen)),
-                MessageAttributeNames=["All"], VisibilityTimeout=VISIBILITY_SECONDS, WaitTimeSeconds=0,
-            ).get("Messages", [])
-            fresh = [m for m in batch if m["MessageId"] not in seen]
-            if not fresh:
+            batch = sqs.receive_message(QueueUrl=queue_url, MessageAttributeNames=["All"], WaitTimeSeconds=0,
+                                        MaxNumberOfMessages=10 if limit is None else min(10, limit - len(seen)),
+                                        VisibilityTimeout=VISIBILITY_SECONDS).get("Messages", [])
+            if not (fresh := [m for m in batch if m["MessageId"] not in seen]):
                 break
             for message in fresh:
                 message_id, destination = message["MessageId"], target_of(message)
@@ -122,8 +115,7 @@ def _deliver_once(target_arn: str, input_text: str, message_id: str) -> tuple[st
         outcome = deliver_as(None)
         if outcome[0] != "already_delivered" or _named_execution_went_on(input_text):
             return outcome
-    # Named after the message: a message delivered but not deleted (a crash in between)
-    # is refused as already delivered the next time.
+    # Named after the message: one delivered but not deleted (a crash in between) is refused the next time.
     return deliver_as(f"redrive-{message_id}")
 
 
@@ -140,8 +132,6 @@ def _queue_urls(names: list[str]) -> list[str]:
     """URLs as given, or the stack's queues by key (``deletion_dlq``); default: every ``*_dlq``."""
     if names and all("://" in name for name in names):
         return names
-    from idemlab import stack
-
     queues = stack.outputs()["queues"]
     urls = [queues.get(key, key) for key in names or sorted(key for key in queues if key.endswith("_dlq"))]
     if unknown := [url for url in urls if "://" not in url]:

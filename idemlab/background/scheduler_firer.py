@@ -14,11 +14,11 @@ dead-letter queue, and deletes the schedule when ActionAfterCompletion says DELE
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import datetime
 import functools
 import json
-import re
 import signal
 import sys
 import time
@@ -42,8 +42,6 @@ DEFAULT_MAX_EVENT_AGE_SECONDS = 86400
 FIRST_RETRY_SECONDS = 1
 MAX_RETRY_SECONDS = 60
 
-_AT = re.compile(r"^at\((\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\)$")
-
 DELIVERED = "delivered"
 RETRY_LATER = "retry_later"
 DEAD_LETTERED = "dead_lettered"
@@ -51,22 +49,16 @@ DROPPED = "dropped"  # failed for good, and no dead-letter queue took it
 PASS_FAILED = "pass_failed"  # the firer could not finish this schedule; the next pass retries
 
 
-@dataclass
-class Firing:
-    """What happened to one due schedule in one pass."""
-
-    group: str
-    name: str
-    outcome: str
-    attempt: int
-    detail: str = ""
+Firing = collections.namedtuple("Firing", "group name outcome attempt detail", defaults=[""])  # one schedule, one pass
 
 
 def due_time(schedule: dict) -> float | None:
     """Epoch seconds at which an ``at()`` schedule is due; None for rate/cron schedules."""
-    match = _AT.match(schedule.get("ScheduleExpression", ""))
-    zone = ZoneInfo(schedule.get("ScheduleExpressionTimezone") or "UTC")
-    return match and datetime.datetime.fromisoformat(match.group(1)).replace(tzinfo=zone).timestamp()
+    try:
+        at = datetime.datetime.strptime(schedule.get("ScheduleExpression", ""), "at(%Y-%m-%dT%H:%M:%S)")
+    except ValueError:
+        return None
+    return at.replace(tzinfo=ZoneInfo(schedule.get("ScheduleExpressionTimezone") or "UTC")).timestamp()
 
 
 @dataclass
@@ -76,18 +68,14 @@ class SchedulerFirer:
     groups: tuple[str, ...] | None = None  # only these schedule groups; None: every group
     # (group, name) -> (attempts made, when the next may be made) of events being retried
     retrying: dict[tuple[str, str], tuple[int, float]] = field(default_factory=dict)
-
-    @functools.cached_property
-    def scheduler(self):
-        # One client for the firer's life: it asks every second, and a client is costly to make.
-        return clients.client("scheduler")
+    # One client for the firer's life: it asks every second, and a client is costly to make.
+    scheduler: object = field(default_factory=lambda: clients.client("scheduler"), repr=False)
 
     def run_once(self, now: float | None = None) -> list[Firing]:
         """One pass: fire (or retry) every due one-time schedule; what happened to each."""
         now = time.time() if now is None else now
         firings = []
-        pages = self.scheduler.get_paginator("list_schedules").paginate(State="ENABLED")
-        for listed in (s for page in pages for s in page["Schedules"]):
+        for listed in self.scheduler.get_paginator("list_schedules").paginate(State="ENABLED").search("Schedules[]"):
             group, name = listed["GroupName"], listed["Name"]
             schedule = None if self.groups and group not in self.groups else self._get(group, name, required=False)
             due = schedule and due_time(schedule)
@@ -97,14 +85,9 @@ class SchedulerFirer:
             try:
                 firings.append(self._attempt(schedule, due, now))
             except (ClientError, BotoCoreError) as exc:
-                # One schedule's trouble (its queue gone, the backend restarting) must not
-                # keep the others from firing.
+                # One schedule's trouble (its queue gone, the backend restarting) must not stop the others.
                 firings.append(Firing(group, name, PASS_FAILED, attempts, str(exc)))
         return firings
-
-    def fire_now(self, name: str, group: str = "default") -> Firing:
-        """Fire a schedule at once, whatever its time says."""
-        return self.fire_late(name, group, seconds_late=0)
 
     def fire_twice(self, name: str, group: str = "default") -> list[Firing]:
         """Deliver the same event twice before completing: Scheduler delivers at least
@@ -118,6 +101,8 @@ class SchedulerFirer:
         schedule = self._get(group, name)
         due = due_time(schedule) or time.time()
         return self._attempt(schedule, due, due + seconds_late)
+
+    fire_now = fire_late  # seconds_late=0: at once, whatever the schedule's time says
 
     def _get(self, group: str, name: str, required: bool = True) -> dict | None:
         try:
@@ -178,10 +163,8 @@ class SchedulerFirer:
             "SCHEDULE_ARN": schedule.get("Arn", ""),
             "TARGET_ARN": target["Arn"],
         }
-        clients.client("sqs").send_message(
-            QueueUrl=url, MessageBody=target.get("Input") or "{}",
-            MessageAttributes={k: {"DataType": "String", "StringValue": v} for k, v in attributes.items() if v},
-        )
+        clients.client("sqs").send_message(QueueUrl=url, MessageBody=target.get("Input") or "{}", MessageAttributes={
+            k: {"DataType": "String", "StringValue": v} for k, v in attributes.items() if v})
         return DEAD_LETTERED
 
 

@@ -6,18 +6,18 @@ and must tell a failure worth retrying from one that no retry can fix.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 
 from botocore import xform_name
 from botocore.exceptions import ClientError, ConnectionError as BotocoreConnectionError, ParamValidationError
-from botocore.retries import standard
+from botocore.retries.standard import RetryContext, ThrottledRetryableChecker
 
 from idemlab import clients
 
 UNIVERSAL_PREFIX = "arn:aws:scheduler:::aws-sdk:"
-# Scheduler's universal targets name services by their SDK names; boto3 differs for some.
-BOTO3_SERVICE = {"sfn": "stepfunctions"}
+BOTO3_SERVICE = {"sfn": "stepfunctions"}  # universal targets name services by their SDK names; boto3's differ for some
 
 
 class DeliveryFailed(Exception):
@@ -43,33 +43,27 @@ def deliver(target_arn: str, input_text: str | None, execution_name: str | None 
     delivery: once that execution closed, Step Functions refuses the name whatever became
     of the work (StartExecution API reference), and the redrive would look delivered.
     """
-    body = "{}" if input_text is None else input_text
     try:
-        service, action, parameters = _as_universal(target_arn, body)
+        service, action, parameters = _as_universal(target_arn, "{}" if input_text is None else input_text)
         if (service, action.lower()) == ("sfn", "startexecution"):
             given = [parameters.pop(key) for key in list(parameters) if key.lower() == "name"]
             # moto needs a name on every StartExecution; AWS would make one up the same way.
             parameters["Name"] = execution_name or next(iter(given), None) or uuid.uuid4().hex
         client = clients.client(BOTO3_SERVICE.get(service, service))
-        operation = action[0].upper() + action[1:]
-        try:
-            model = client.meta.service_model.operation_model(operation)
-        except Exception as exc:  # botocore raises OperationNotFoundError, not a ClientError
-            raise DeliveryFailed("ValidationException", f"{service} has no action {action}") from exc
+        operation, service_model = action[0].upper() + action[1:], client.meta.service_model
+        if operation not in service_model.operation_names:
+            raise DeliveryFailed("ValidationException", f"{service} has no action {action}")
         # Universal targets spell parameters in PascalCase ("StateMachineArn"); some APIs
         # name them in camelCase ("stateMachineArn"): match them without regard to case.
-        members = {name.lower(): name for name in (model.input_shape.members if model.input_shape else {})}
-        unknown = [key for key in parameters if key.lower() not in members]
-        if unknown:
-            raise DeliveryFailed("ValidationException", f"{action} takes no parameter {', '.join(unknown)}")
-        answer = getattr(client, xform_name(operation))(**{members[k.lower()]: v for k, v in parameters.items()})
+        # botocore refuses one the action does not take (ParamValidationError, below).
+        shape = service_model.operation_model(operation).input_shape
+        members = {name.lower(): name for name in (shape.members if shape else {})}
+        answer = getattr(client, xform_name(operation))(**{members.get(k.lower(), k): v for k, v in parameters.items()})
     except ClientError as exc:
-        # Scheduler retries throttling (botocore's list of its codes) and the service's own
-        # trouble (5xx). Anything else (a missing target, a bad input, a refused permission)
-        # fails the same way every time.
+        # Scheduler retries throttling (botocore's list of its codes) and the service's own trouble (5xx);
+        # anything else (a missing target, a bad input, a refused permission) fails the same way every time.
         code, message = exc.response["Error"].get("Code", "Unknown"), exc.response["Error"].get("Message", "")
-        context = standard.RetryContext(1, parsed_response=exc.response)
-        throttled = standard.ThrottledRetryableChecker().is_retryable(context)
+        throttled = ThrottledRetryableChecker().is_retryable(RetryContext(1, parsed_response=exc.response))
         status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
         raise DeliveryFailed(code, message, throttled or status >= 500) from exc
     except BotocoreConnectionError as exc:
@@ -89,13 +83,10 @@ def _as_universal(target_arn: str, body: str) -> tuple[str, str, dict]:
         service, _, action = target_arn[len(UNIVERSAL_PREFIX) :].partition(":")
         if not service or not action:
             raise DeliveryFailed("ValidationException", f"incomplete universal target: {target_arn}")
-        try:
-            parameters = json.loads(body)
-        except ValueError as exc:
-            raise DeliveryFailed("ValidationException", f"the input of {target_arn} is not JSON: {exc}") from exc
-        if not isinstance(parameters, dict):
-            raise DeliveryFailed("ValidationException", f"the input of {target_arn} must be a JSON object")
-        return service, action, parameters
+        with contextlib.suppress(ValueError):  # not JSON at all
+            if isinstance(parameters := json.loads(body), dict):
+                return service, action, parameters
+        raise DeliveryFailed("ValidationException", f"the input of {target_arn} must be a JSON object")
     parts = target_arn.split(":", 5)
     service, resource = (parts[2], parts[5]) if len(parts) == 6 and parts[0] == "arn" else (None, "")
     if service == "lambda":
