@@ -58,7 +58,9 @@ class Daemon:
             return pid
         return None
 
-    def start(self, command: list, ready: Callable, seconds: float, env: dict | None = None, where: str = "") -> str:
+    def start(
+        self, command: list[str], ready: Callable[[], object], seconds: float, env: dict | None = None, where: str = ""
+    ) -> str:
         """Run ``command`` in a session of its own (it outlives `make up`), logging to ``log``;
         once ``ready()`` while it still runs, record its pid and say so."""
         settings.STATE_DIR.mkdir(parents=True, exist_ok=True)
