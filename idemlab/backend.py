@@ -26,6 +26,7 @@ import yaml  # PyYAML comes with moto[server]
 
 from idemlab import settings
 from idemlab.embedded.server import READY_TIMEOUT_SECONDS, health, port_in_use
+from idemlab.localstack_native import install as native
 
 LOCALSTACK_READY_SECONDS = 180  # first start pulls the image; later starts take seconds
 COMPOSE_FILE = settings.ROOT / "docker-compose.yml"
@@ -93,6 +94,7 @@ class Daemon:
 
 
 EMBEDDED = Daemon("embedded", "embedded backend")
+NATIVE = Daemon("localstack-native", "native LocalStack")
 # Beside either emulator, which only store schedules (idemlab/background/scheduler_firer.py says why).
 FIRER = Daemon("scheduler-firer", "scheduler firer")
 
@@ -184,10 +186,30 @@ def _run(command: list[str], env: dict[str, str] | None = None, timeout: float |
     return done.returncode, lines[-1] if lines else "no output"
 
 
+def expected_localstack_version(env: dict[str, str] | None = None) -> str:
+    """The version of the image docker-compose.yml names (4.14.0 unless LOCALSTACK_IMAGE says otherwise)."""
+    return compose_service(env)["image"].rpartition(":")[2]
+
+
+def reuse_running_localstack(url: str, found: dict) -> str:
+    """What `make up` says of a LocalStack that already answers, or BackendError when it is not the
+    version the lab is pinned to (another release behaves differently; its settings are unknown)."""
+    version, expected = found.get("version", "unknown"), expected_localstack_version()
+    if version != expected and expected != "latest":
+        raise BackendError(f"LocalStack {version} already answers on {url}, but the lab needs {expected}: "
+                           "stop it, or set LAB_PORT to start the lab's own on another port")
+    if pid := NATIVE.pid():
+        return f"native LocalStack {version} already running on {url} (pid {pid}), reusing it; log {NATIVE.log}"
+    return (f"LocalStack {version} already running on {url}, reusing it: the lab did not start it, so its "
+            "settings may differ from docker-compose.yml's, and `make down` will not stop it")
+
+
 def localstack_up() -> str:
     url = f"http://127.0.0.1:{settings.port()}"
-    if _localstack_health(url):
-        return f"LocalStack already running on {url}, reusing it"
+    if found := _localstack_health(url):
+        return reuse_running_localstack(url, found)
+    if not settings.docker_engine_answers():
+        return native_localstack_up(url)
     launcher = localstack_launcher()
     if launcher.wait and not LOCALSTACK_CLI.exists():
         requirement = localstack_cli_requirement()
@@ -212,7 +234,52 @@ def localstack_up() -> str:
     raise BackendError(f"LocalStack did not become healthy in {LOCALSTACK_READY_SECONDS} s; log: {launcher.logs}")
 
 
+def native_localstack_up(url: str) -> str:
+    """LocalStack as a local process (no Docker engine): installed on first use, on loopback,
+    with docker-compose.yml's settings; up once it answers a DynamoDB call (DynamoDB Local's
+    JVM starts on the first one, in tens of seconds)."""
+    if port_in_use(settings.port()):
+        raise BackendError(f"port {settings.port()} is busy with another program (set LAB_PORT or stop it)")
+    try:
+        python = native.install()
+    except native.InstallError as exc:
+        raise BackendError(str(exc)) from exc
+    env = {**os.environ, **native.settings_for(settings.port(), compose_service()["environment"])}
+    started = NATIVE.start(native.command(python), lambda: _localstack_health(url), LOCALSTACK_READY_SECONDS, env,
+                           where=f" on {url}")
+    try:
+        _warm_dynamodb(url)
+    except Exception as exc:  # its log says why
+        NATIVE.stop()
+        raise BackendError(f"native LocalStack started but its DynamoDB did not answer ({exc}); log {NATIVE.log}") from exc
+    return f"{started} (no Docker engine: LocalStack {native.LOCALSTACK_VERSION} as local processes)"
+
+
+def _warm_dynamodb(url: str) -> None:
+    from idemlab import clients
+
+    dynamodb = clients.client("dynamodb", endpoint_url=url, read_timeout=LOCALSTACK_READY_SECONDS,
+                              retries={"max_attempts": 1})
+    dynamodb.list_tables(Limit=1)
+
+
+def native_localstack_down() -> str:
+    pid = NATIVE.pid()
+    said = NATIVE.stop()
+    if pid:  # LocalStack ends its helpers (DynamoDB Local, kinesis-local) itself; whatever did not, goes now
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+    return said
+
+
 def localstack_down() -> str:
+    if NATIVE.pid():
+        return native_localstack_down()
+    if not settings.docker_engine_answers():
+        url = f"http://127.0.0.1:{settings.port()}"
+        if _localstack_health(url):
+            return f"LocalStack on {url} was not started by the lab: not stopping it"
+        return "LocalStack is not running"
     launcher = localstack_launcher()
     if launcher.wait and not LOCALSTACK_CLI.exists():
         return "LocalStack is not running (the LocalStack CLI that would have started it is not installed)"
@@ -253,6 +320,9 @@ def status() -> None:
     chosen, url = settings.backend(), settings.endpoint_url()
     if chosen == "aws":
         print(f"aws in {settings.region()}")
+    elif chosen == "embedded":
+        print(f"embedded on {url}: {'ready' if health(url) else 'down'}")
     else:
-        ready = (health if chosen == "embedded" else _localstack_health)(url)
-        print(f"{chosen} on {url}: {'ready' if ready else 'down'}")
+        found = _localstack_health(url)
+        how = f" (native, pid {NATIVE.pid()})" if NATIVE.pid() else ""
+        print(f"localstack {found.get('version', '')} on {url}{how}: ready" if found else f"localstack on {url}: down")

@@ -6,6 +6,7 @@ lab with one variable: ``BACKEND=embedded|localstack|aws``.
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 from pathlib import Path
@@ -21,18 +22,35 @@ def region() -> str:
     return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
 
 
-def backend(chosen: str | None = None) -> str:
-    """``chosen``, else $BACKEND, else LocalStack when a Docker engine (not just the client)
-    answers, else embedded."""
-    if chosen := (chosen or os.environ.get("BACKEND", "")).strip().lower():
-        if chosen not in BACKENDS:
-            raise ValueError(f"backend {chosen!r} is not one of {', '.join(BACKENDS)}")
-        return chosen
+@functools.cache
+def docker_engine_answers() -> bool:
+    """Whether a Docker engine (not just the client) answers. Asked once per process: a slow
+    engine must not turn one notebook's clients to another backend half way through (the
+    Makefile decides once for everything it starts, for the same reason)."""
     try:
         docker = subprocess.run(["docker", "info"], capture_output=True, timeout=5)
     except (OSError, subprocess.TimeoutExpired):  # no docker client at all, or no answer
-        return "embedded"
-    return "localstack" if docker.returncode == 0 else "embedded"
+        return False
+    return docker.returncode == 0
+
+
+def backend(chosen: str | None = None) -> str:
+    """``chosen``, else $BACKEND, else LocalStack when a Docker engine answers, else embedded.
+
+    ``BACKEND=aws`` with ``AWS_ENDPOINT_URL`` set is refused: Terraform would deploy to AWS
+    while every boto3 client of the lab followed the variable to an emulator.
+    """
+    chosen = (chosen or os.environ.get("BACKEND", "")).strip().lower()
+    if not chosen:
+        return "localstack" if docker_engine_answers() else "embedded"
+    if chosen not in BACKENDS:
+        raise ValueError(f"backend {chosen!r} is not one of {', '.join(BACKENDS)}")
+    if chosen == "aws" and os.environ.get("AWS_ENDPOINT_URL"):
+        raise ValueError(
+            f"BACKEND=aws, but AWS_ENDPOINT_URL={os.environ['AWS_ENDPOINT_URL']} would send the lab's clients "
+            "to an emulator while Terraform deploys to AWS: unset AWS_ENDPOINT_URL"
+        )
+    return chosen
 
 
 def port() -> int:

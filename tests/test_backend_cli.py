@@ -124,11 +124,15 @@ def test_the_cli_extra_is_pinned_to_the_release_of_the_image():
     assert backend.localstack_cli_requirement() == [f"localstack=={image.rsplit(':', 1)[1]}"] == ["localstack==4.14.0"]
 
 
-def test_no_docker_at_all_is_one_clear_line(tmp_path):
+def test_no_docker_and_nothing_native_localstack_needs_is_one_clear_line(tmp_path):
+    """Without a Docker engine LocalStack starts natively; on a machine without its parts, one
+    line names every part missing (no Java, npm or compiler on this empty PATH)."""
     (tmp_path / "empty").mkdir()
     env = {**os.environ, "BACKEND": "localstack", "LAB_PORT": str(free_port()), "PATH": str(tmp_path / "empty")}
-    env.pop("AWS_ENDPOINT_URL", None)
+    for name in ("AWS_ENDPOINT_URL", "JAVA_HOME"):
+        env.pop(name, None)
     result = subprocess.run([sys.executable, "-m", "idemlab", "up"], capture_output=True, text=True, env=env, cwd=settings.ROOT, timeout=60)
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Docker is not installed" in lines[0], result.stderr
+    assert len(lines) == 1, result.stderr
+    assert "native LocalStack needs" in lines[0] and "JDK 17" in lines[0] and "npm" in lines[0], result.stderr

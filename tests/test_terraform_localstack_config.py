@@ -34,7 +34,15 @@ def test_token_docker_socket_retry_delay_ttl_and_ports():
     assert 1 <= int(env["LAMBDA_RETRY_BASE_DELAY"]) <= 5
     assert env["DYNAMODB_REMOVE_EXPIRED_ITEMS"] == "1"
     assert "/var/run/docker.sock:/var/run/docker.sock" in service["volumes"]
-    assert set(service["ports"]) == {"127.0.0.1:4566:4566", "127.0.0.1:4510-4559:4510-4559"}
+    assert set(service["ports"]) == {"127.0.0.1:${LAB_PORT:-4566}:4566", "127.0.0.1:4510-4559:4510-4559"}
+    assert interpolate(service["ports"][0], {}) == "127.0.0.1:4566:4566"
+    assert interpolate(service["ports"][0], {"LAB_PORT": "4576"}) == "127.0.0.1:4576:4566"
+
+
+def test_stream_records_appear_for_writes_right_after_create_table():
+    # LocalStack 4.14.0 delays kinesis-local by KINESIS_LATENCY (500 ms unless set, config.py):
+    # records of writes in that first half second are lost, which AWS never does.
+    assert localstack_service()["environment"]["KINESIS_LATENCY"] == "0"
 
 
 def test_functions_run_on_the_hosts_architecture():
@@ -48,19 +56,22 @@ def test_health_check_asks_localstack_itself():
     assert int(check["retries"]) * int(check["interval"].rstrip("s")) >= 60
 
 
-def test_workflow_brings_up_localstack_deploys_and_runs_every_notebook():
+def test_workflow_runs_the_same_localstack_stage_as_make_test():
     workflow = yaml.safe_load(WORKFLOW.read_text())
     triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` as true
     assert {"push", "pull_request"} <= set(triggers)
     [job] = workflow["jobs"].values()
-    assert job["env"]["BACKEND"] == "localstack"
     uses = [step["uses"].split("@")[0] for step in job["steps"] if "uses" in step]
     assert uses[:3] == ["actions/checkout", "actions/setup-python", "hashicorp/setup-terraform"]
     terraform = next(s for s in job["steps"] if s.get("uses", "").startswith("hashicorp/setup-terraform"))
     assert terraform["with"]["terraform_wrapper"] is False
     runs = [step["run"] for step in job["steps"] if "run" in step]
-    order = [next(i for i, r in enumerate(runs) if needle in r) for needle in ("make install", "make up", "make deploy", "jupyter execute")]
-    assert order == sorted(order)
+    assert runs[:2] == ["make install", "make test-localstack"]
+    # The stage brings LocalStack up, runs the conformance suite and tests/localstack (deploy,
+    # second plan, every notebook), and brings it down: the same recipe `make test` runs.
+    makefile = (settings.ROOT / "Makefile").read_text()
+    recipe = makefile.split("\ntest-localstack:", 1)[1].split("\n\n", 1)[0]
+    assert "idemlab up" in recipe and "tests/conformance tests/localstack" in recipe and "idemlab down" in recipe
 
 
 def test_every_make_target_the_workflow_calls_exists():
