@@ -126,6 +126,18 @@ class LambdaService:
         self._running: Counter = Counter()
         self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="lambda-async")
         self._closed = False
+        self._accepted: set[str] = set()  # request ids of async events accepted and not yet finished
+
+    def accept(self, event: QueuedEvent) -> None:
+        """Queue an Event invocation the caller was answered 202 for."""
+        with self._lock:
+            self._accepted.add(event.request_id)
+        self.submit(event)
+
+    def pending_events(self) -> int:
+        """Async invocations accepted and not yet finished (queued, running, or waiting to retry)."""
+        with self._lock:
+            return len(self._accepted)
 
     def unreserved(self, functions) -> int:
         """The limit less the concurrency reserved by `functions` (moto's, of one account and Region)."""
@@ -195,6 +207,8 @@ class LambdaService:
 
     def _finish(self, event: QueuedEvent, result: InvokeResult | None, condition: str) -> None:
         """Send the invocation record to the destination for `condition`, else a failed event to the DLQ."""
+        with self._lock:
+            self._accepted.discard(event.request_id)
         try:
             destinations = event.config.get("DestinationConfig") or {}
             target = (destinations.get("OnSuccess" if condition == "Success" else "OnFailure") or {}).get("Destination")
@@ -238,6 +252,10 @@ class LambdaService:
 _service: LambdaService | None = None
 
 
+def pending_events() -> int:
+    return _service.pending_events() if _service else 0
+
+
 def _invoke(self: LambdaResponse):
     """Replacement for LambdaResponse.invoke (the Invoke API)."""
     fn = self.backend.get_function(unquote(self.path.rsplit("/", 2)[-2]), self._get_param("qualifier"))  # or AWS's 404
@@ -261,7 +279,7 @@ def _invoke(self: LambdaResponse):
     if invocation_type == "Event":
         config = fn.event_invoke_config[-1].config if fn.event_invoke_config else {}  # moto appends; the last wins
         event = QueuedEvent(fn.function_arn, payload, config, (fn.idemlab_dead_letter_config or {}).get("TargetArn"))
-        _service.submit(event)
+        _service.accept(event)
         # No X-Amz-Executed-Version: no version has run yet (AWS sends none on a 202, as
         # recorded in LocalStack's test_lambda.py snapshots, v4.14.0).
         return 202, {"content-type": "application/json", "status": "202", REQUEST_ID: event.request_id}, ""
