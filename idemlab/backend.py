@@ -25,7 +25,7 @@ from typing import Callable
 import yaml  # PyYAML comes with moto[server]
 
 from idemlab import settings
-from idemlab.embedded.server import READY_TIMEOUT_SECONDS, health, port_in_use
+from idemlab.embedded.server import READY_TIMEOUT_SECONDS, discarded_work, health, port_in_use
 from idemlab.localstack_native import install as native
 
 LOCALSTACK_READY_SECONDS = 180  # first start pulls the image; later starts take seconds
@@ -313,6 +313,8 @@ def down() -> None:
         print("AWS: nothing to stop (use `make destroy` to remove the stack)")
     else:
         print(FIRER.stop())
+        if chosen == "embedded" and EMBEDDED.pid():  # say what the stop discards: nothing else will
+            print(discarded_work(f"http://127.0.0.1:{settings.port()}"))
         print(EMBEDDED.stop() if chosen == "embedded" else localstack_down())
 
 

@@ -6,7 +6,22 @@
 
 from __future__ import annotations
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from idemlab import clients, settings, stack
+
+
+def missing_resources(outputs: dict) -> str:
+    """Which of the stack's tables and functions the backend no longer has ("" when none):
+    the outputs file outlives an emulator's restart, the resources it names do not."""
+    try:
+        tables = set(clients.client("dynamodb").get_paginator("list_tables").paginate().search("TableNames[]"))
+        functions = set(clients.client("lambda").get_paginator("list_functions").paginate().search("Functions[].FunctionName"))
+    except (BotoCoreError, ClientError) as exc:
+        raise stack.StackError(f"the backend at {clients.endpoint() or 'AWS'} does not answer ({exc}): run `make up`") from exc
+    gone = [f"table {name}" for name in sorted(set((outputs.get("tables") or {}).values()) - tables)]
+    gone += [f"function {name}" for name in sorted(set((outputs.get("functions") or {}).values()) - functions)]
+    return ", ".join(gone[:3]) + (f" and {len(gone) - 3} more" if len(gone) > 3 else "")
 
 
 def connect(prefix: str = "lab") -> dict:
@@ -17,6 +32,12 @@ def connect(prefix: str = "lab") -> dict:
         outputs = stack.outputs(prefix=prefix, backend=chosen)
     except stack.StackError as exc:  # the message names the file it looked for
         raise stack.StackError(f"no '{prefix}' stack on {chosen} ({where}): run `make up deploy` ({exc})") from exc
+    missing = missing_resources(outputs)
+    if missing and chosen != "aws":  # an emulator keeps its state in memory: a restart empties it
+        raise stack.StackError(f"the backend restarted: run `make deploy` (the '{prefix}' stack's {missing} "
+                               f"are gone from {chosen} at {where})")
+    if missing:
+        raise stack.StackError(f"the '{prefix}' stack's {missing} are gone from {where}: run `make deploy`")
     print(f"Backend: {chosen} at {where}")
     for kind in ("tables", "functions", "state_machines", "queues", "buckets"):
         if names := outputs.get(kind):

@@ -230,3 +230,76 @@ def test_express_executions_cannot_be_described_stopped_or_listed(lambda_role, t
         sfn.list_executions(stateMachineArn=machine)
     assert refused.value.response["Error"]["Message"] == "This operation is not supported by this type of state machine"
     assert recorded_executions(table, 1) == {arn}, "the execution itself ran"
+
+
+def pass_machine(lambda_role: str, kind: str) -> str:
+    return create_machine({"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}}, lambda_role, kind)
+
+
+def start(kind: str, machine_arn: str, name: str, sync: bool) -> dict:
+    sfn = clients.client("stepfunctions")
+    if sync:
+        return sfn.start_sync_execution(stateMachineArn=machine_arn, name=name, input="{}")
+    return sfn.start_execution(stateMachineArn=machine_arn, name=name, input="{}")
+
+
+# Each breaks a rule of StartExecution's and StartSyncExecution's `name` (API reference:
+# 1-80 characters, no white space, brackets, wildcards, listed specials or control characters).
+REFUSED_NAMES = [
+    ("a" * 81, "ValidationException"),
+    ("bad name<", "InvalidName"),
+    ("tab\there", "InvalidName"),
+    ("slash/name", "InvalidName"),
+    ("ctl\u0085", "InvalidName"),
+    ("brace{", "InvalidName"),
+]
+
+
+@pytest.mark.parametrize("kind, sync", [("STANDARD", False), ("EXPRESS", False), ("EXPRESS", True)])
+@pytest.mark.parametrize("name, code", REFUSED_NAMES)
+def test_an_execution_name_aws_refuses_is_refused_and_starts_nothing(kind, sync, name, code, lambda_role):
+    sfn = clients.client("stepfunctions")
+    machine = pass_machine(lambda_role, kind)
+    with pytest.raises(sfn.exceptions.ClientError) as refused:
+        start(kind, machine, name, sync)
+    assert refused.value.response["Error"]["Code"] == code
+    assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    if kind == "STANDARD":
+        assert sfn.list_executions(stateMachineArn=machine)["executions"] == []
+
+
+@pytest.mark.parametrize("kind, sync", [("STANDARD", False), ("EXPRESS", False), ("EXPRESS", True)])
+def test_an_80_character_name_with_dashes_and_underscores_is_accepted(kind, sync, lambda_role):
+    name = ("ok-name_" * 10)[:80]
+    assert start(kind, pass_machine(lambda_role, kind), name, sync)["executionArn"].split(":")[-1 if kind == "STANDARD" else -2] == name
+
+
+@pytest.mark.parametrize("config", [
+    {"stepfunctions": {"execute_state_machine": False}},
+    {"stepfunctions": {}},
+    {"stepfunctions": None},
+])
+def test_the_moto_config_endpoint_cannot_switch_execution_off(backend, config, lambda_role):
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(f"{backend}/moto-api/config", data=json.dumps(config).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 400
+    assert "execute_state_machine" in json.loads(refused.value.read())["message"]
+    # Still executing: a Pass state machine runs to SUCCEEDED with its output.
+    sfn = clients.client("stepfunctions")
+    execution = sfn.start_execution(stateMachineArn=pass_machine(lambda_role, "STANDARD"), input='{"still": "running"}')
+    assert wait(execution["executionArn"])["output"] == '{"still": "running"}'
+
+
+def test_the_moto_config_endpoint_still_takes_other_settings(backend):
+    import urllib.request
+
+    body = json.dumps({"batch": {"use_docker": False}}).encode()
+    request = urllib.request.Request(f"{backend}/moto-api/config", data=body, method="POST", headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        assert answer.status == 201
+        assert json.loads(answer.read())["batch"] == {"use_docker": False}

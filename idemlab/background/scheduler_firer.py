@@ -8,10 +8,28 @@ public Scheduler API only: for each due ``at()`` schedule it delivers the target
 retries by the schedule's RetryPolicy, sends what cannot be delivered to the schedule's
 dead-letter queue, and deletes the schedule when ActionAfterCompletion says DELETE.
 
-``python -m idemlab.background.scheduler_firer`` runs it in a loop (``make up`` starts it).
+``python -m idemlab.background.scheduler_firer`` runs it in a loop (``make up`` starts it),
+and says "scheduler-firer: up" on stderr once it watches; SIGTERM ends it cleanly at any time.
 """
 
 from __future__ import annotations
+
+import signal
+
+# A SIGTERM (`make down`, a test) may come while the imports below still run: Python's
+# default for it kills the process with no "stopped" line and exit status -15. So, before
+# anything slow, the handler is installed, and SIGTERM unblocked for a starter that blocks
+# it across the spawn (the signal then waits, pending, until the handler is there).
+STOPPING: list[bool] = []
+
+
+def stop_on_sigterm() -> None:
+    signal.signal(signal.SIGTERM, lambda *_: STOPPING.append(True))
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+
+
+if __name__ == "__main__":
+    stop_on_sigterm()
 
 import argparse
 import collections
@@ -19,7 +37,6 @@ import contextlib
 import datetime
 import functools
 import json
-import signal
 import sys
 import time
 import uuid
@@ -175,13 +192,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--once", action="store_true", help="one pass, then exit")
     parser.add_argument("--group", action="append", help="only this schedule group (repeatable); default: every group")
     args = parser.parse_args(argv)
-    stopping = []
-    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    stop_on_sigterm()  # again, for a caller that runs main() itself
     firer = SchedulerFirer(groups=tuple(args.group) if args.group else None)
     log = functools.partial(print, "scheduler-firer:", file=sys.stderr, flush=True)
-    log(f"watching schedules every {args.interval} s")
+    log(f"up, watching schedules every {args.interval} s")  # what a starter waits for
     with contextlib.suppress(KeyboardInterrupt):
-        while not stopping:
+        while not STOPPING:
             try:
                 for firing in firer.run_once():
                     log(f"{firing.group}/{firing.name} {firing.outcome} (attempt {firing.attempt}) {firing.detail}")

@@ -17,6 +17,7 @@ from collections import Counter, defaultdict
 from moto.dynamodb import models as dynamodb_models
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.table import Table
+from moto.core.responses import ActionResult
 from moto.dynamodb.responses import DynamoHandler, DynamoResult
 
 from idemlab.embedded.patching import wrap
@@ -39,6 +40,15 @@ def install(fast_path: bool = False) -> None:
     holds (items, keys, descriptions) around immutable leaves, so what is rendered is the
     state at the request's place in the order, whatever writes come next. Errors, and any
     other result, are still rendered under the lock."""
+
+    @wrap(DynamoHandler, "transact_write_items")
+    def transact_write_items_answer(original, self):
+        """Without moto's empty ConsumedCapacity and ItemCollectionMetrics: AWS answers a
+        TransactWriteItems with neither unless asked (ReturnConsumedCapacity,
+        ReturnItemCollectionMetrics; TransactWriteItems API reference), as recorded in
+        LocalStack's tests/aws/services/dynamodb/test_dynamodb.snapshot.json (v4.14.0)."""
+        answer = original(self)
+        return ActionResult({key: value for key, value in answer.result.items() if value not in ([], {})})
 
     @wrap(DynamoHandler, "call_action")
     def serialised_call_action(original, self):

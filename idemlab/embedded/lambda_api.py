@@ -29,12 +29,14 @@ developer guide, "Asynchronous invocation").
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
 import threading
 import time
 import uuid
+import zipfile
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -44,16 +46,51 @@ from urllib.parse import unquote
 from moto.awslambda.exceptions import LambdaClientError
 from moto.awslambda.models import LambdaBackend, LambdaFunction, lambda_backends
 from moto.awslambda.responses import LambdaResponse
+from moto.core.exceptions import JsonRESTError
 
 from idemlab.embedded.lambda_runtime import InvokeResult, LambdaRuntime, lambda_error
 from idemlab.embedded.patching import wrap
 
 MAX_SYNC_RESPONSE_BYTES = 6 * 1024 * 1024  # Lambda's synchronous payload limit
+# Invoke API reference: "For synchronous invocations, the maximum payload size is 6 MB. For
+# asynchronous invocations, the maximum payload size is 1 MB." (MB of 2**20 bytes: AWS's own
+# message names 6291456 bytes.) Past them AWS answers HTTP 413 RequestEntityTooLargeException
+# (botocore's model calls the shape RequestTooLargeException), before running anything.
+MAX_SYNC_REQUEST_BYTES = 6 * 1024 * 1024
+MAX_ASYNC_REQUEST_BYTES = 1024 * 1024
+# Lambda quotas: a deployment package unzipped is at most 250 MB, the CodeSizeUnzipped that
+# GetAccountSettings reports; AWS refuses a larger one at CreateFunction/UpdateFunctionCode.
+MAX_UNZIPPED_CODE_BYTES = 262144000
+CODE_ATTRIBUTES = ("code_bytes", "code_size", "code_sha_256", "code_digest")
 REQUEST_ID = "x-amzn-requestid"  # the header moto fills with a random id of its own
 THROTTLE_HEADERS = {"status": "429", "content-type": "application/json", "x-amzn-ErrorType": "TooManyRequestsException"}
 DEFAULT_MAX_RETRY_ATTEMPTS = 2  # Lambda's documented default
 DEFAULT_MAX_EVENT_AGE_SECONDS = 21600  # 6 hours, Lambda's documented default
 RETRY_BASE_DELAY_SECONDS = float(os.environ.get("LAMBDA_RETRY_BASE_DELAY", "1"))
+
+
+class LambdaUserError(JsonRESTError):
+    """An error with the body Lambda sends for the caller's mistakes: its `Type` and `message`."""
+
+    def __init__(self, error_type: str, message: str, status: int = 400):
+        super().__init__(error_type, message)
+        self.code = status
+        self.description = json.dumps({"Type": "User", "message": message})
+
+
+def code_problem(code: bytes) -> str | None:
+    """Why Lambda would refuse this deployment package, with AWS's wording (recorded in
+    LocalStack's test_lambda_api.snapshot.json, v4.14.0: test_lambda_invalid_zip_file,
+    test_oversized_unzipped_lambda), or None."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(code)) as archive:
+            if sum(entry.file_size for entry in archive.infolist()) >= MAX_UNZIPPED_CODE_BYTES:
+                return f"Unzipped size must be smaller than {MAX_UNZIPPED_CODE_BYTES} bytes"
+            if archive.testzip() is None:  # every member reads back whole, its CRC matching
+                return None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, ValueError, EOFError, OSError):
+        pass  # not a zip, a corrupt one, or one compressed in a way nothing here can read
+    return "Could not unzip uploaded file. Please check your file, then try to upload again."
 
 
 class Throttled(Exception):
@@ -89,6 +126,18 @@ class LambdaService:
         self._running: Counter = Counter()
         self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="lambda-async")
         self._closed = False
+        self._accepted: set[str] = set()  # request ids of async events accepted and not yet finished
+
+    def accept(self, event: QueuedEvent) -> None:
+        """Queue an Event invocation the caller was answered 202 for."""
+        with self._lock:
+            self._accepted.add(event.request_id)
+        self.submit(event)
+
+    def pending_events(self) -> int:
+        """Async invocations accepted and not yet finished (queued, running, or waiting to retry)."""
+        with self._lock:
+            return len(self._accepted)
 
     def unreserved(self, functions) -> int:
         """The limit less the concurrency reserved by `functions` (moto's, of one account and Region)."""
@@ -158,6 +207,8 @@ class LambdaService:
 
     def _finish(self, event: QueuedEvent, result: InvokeResult | None, condition: str) -> None:
         """Send the invocation record to the destination for `condition`, else a failed event to the DLQ."""
+        with self._lock:
+            self._accepted.discard(event.request_id)
         try:
             destinations = event.config.get("DestinationConfig") or {}
             target = (destinations.get("OnSuccess" if condition == "Success" else "OnFailure") or {}).get("Destination")
@@ -201,24 +252,37 @@ class LambdaService:
 _service: LambdaService | None = None
 
 
+def pending_events() -> int:
+    return _service.pending_events() if _service else 0
+
+
 def _invoke(self: LambdaResponse):
     """Replacement for LambdaResponse.invoke (the Invoke API)."""
     fn = self.backend.get_function(unquote(self.path.rsplit("/", 2)[-2]), self._get_param("qualifier"))  # or AWS's 404
     payload = self.body if isinstance(self.body, bytes) else (self.body or "").encode()
+    invocation_type = self.headers.get("X-Amz-Invocation-Type", "RequestResponse")
+    limit = MAX_ASYNC_REQUEST_BYTES if invocation_type == "Event" else MAX_SYNC_REQUEST_BYTES
+    if len(payload) > limit:  # the wording AWS answers (its InvokeFunction and Event messages)
+        if invocation_type == "Event":
+            message = f"{len(payload)} byte payload is too large for the Event invocation type (limit {limit} bytes)"
+        else:
+            message = f"Request must be smaller than {limit} bytes for the InvokeFunction operation"
+        raise LambdaUserError("RequestEntityTooLargeException", message, status=413)
     try:
         json.loads(payload or b"{}")
     except ValueError as exc:  # Invoke API reference: "The request body could not be parsed as JSON"
         message = f"Could not parse request body into json: Could not parse payload into json: {exc}"
         raise LambdaClientError("InvalidRequestContentException", message) from exc
     headers = {"content-type": "application/json", "X-Amz-Executed-Version": "$LATEST"}
-    invocation_type = self.headers.get("X-Amz-Invocation-Type", "RequestResponse")
     if invocation_type == "DryRun":
-        return 204, {**headers, "status": "204"}, ""
+        return 204, {"content-type": "application/json", "status": "204"}, ""
     if invocation_type == "Event":
         config = fn.event_invoke_config[-1].config if fn.event_invoke_config else {}  # moto appends; the last wins
         event = QueuedEvent(fn.function_arn, payload, config, (fn.idemlab_dead_letter_config or {}).get("TargetArn"))
-        _service.submit(event)
-        return 202, {**headers, "status": "202", REQUEST_ID: event.request_id}, ""
+        _service.accept(event)
+        # No X-Amz-Executed-Version: no version has run yet (AWS sends none on a 202, as
+        # recorded in LocalStack's test_lambda.py snapshots, v4.14.0).
+        return 202, {"content-type": "application/json", "status": "202", REQUEST_ID: event.request_id}, ""
     try:
         result = _service.invoke(fn, payload)
     except Throttled as throttled:  # Lambda's 429, with the fields AWS sends
@@ -266,6 +330,23 @@ def install(service: LambdaService) -> None:
         fn = original(self, spec)
         fn.idemlab_dead_letter_config = spec.get("DeadLetterConfig")
         return fn
+
+    @wrap(LambdaFunction, "_set_function_code")
+    def checked_code(original, self, updated_spec):
+        """Refuse a package Lambda would refuse (CreateFunction, UpdateFunctionCode, from a zip
+        or from S3), leaving the function's code as it was: moto stores anything, and every
+        Invoke then failed with an HTML 500 (retried by boto3)."""
+        before = {name: getattr(self, name) for name in CODE_ATTRIBUTES if hasattr(self, name)}
+        code_before = dict(self.code)  # moto writes an update's ZipFile or S3 location into it
+        original(self, updated_spec)
+        code = getattr(self, "code_bytes", b"") if self.package_type == "Zip" else b""
+        problem = code_problem(code) if code else None
+        if problem:
+            for name, value in before.items():
+                setattr(self, name, value)
+            self.code.clear()
+            self.code.update(code_before)
+            raise LambdaUserError("InvalidParameterValueException", problem)
 
     @wrap(LambdaFunction, "update_configuration")
     def update_configuration(original, self, config_updates):

@@ -40,9 +40,20 @@ def fault(error_type: str, message: str, request_id: str = "", stack_trace: list
     return {"errorMessage": message, "errorType": error_type, "requestId": request_id, "stackTrace": stack_trace or []}
 
 
+# Where Lambda puts the function's code: its frames name files there ("/var/task/app.py" in
+# the stackTrace AWS answered in the recordings of LocalStack's test_lambda.py, v4.14.0).
+TASK_ROOT = "/var/task"
+
+
+def task_path(text: str) -> str:
+    """`text` with this environment's code directory named as Lambda names it."""
+    return text.replace(os.environ.get("LAMBDA_TASK_ROOT", TASK_ROOT).rstrip("/") + "/", TASK_ROOT + "/")
+
+
 def exception_fault(exc: BaseException, request_id: str = "") -> dict:
     # The first frame is this runtime's own; Lambda shows the frames after it.
-    return fault(type(exc).__name__, str(exc), request_id, traceback.format_tb(exc.__traceback__.tb_next))
+    frames = [task_path(frame) for frame in traceback.format_tb(exc.__traceback__.tb_next)]
+    return fault(type(exc).__name__, str(exc), request_id, frames)
 
 
 def load_handler():
@@ -68,7 +79,7 @@ def load_handler():
     except ImportError as exc:
         return fault("Runtime.ImportModuleError", f"Unable to import module '{module_name}': {exc}")
     except SyntaxError as exc:
-        trace = [f'  File "{exc.filename}" Line {exc.lineno}\n    {exc.text}']
+        trace = [f'  File "{task_path(exc.filename or "")}" Line {exc.lineno}\n    {exc.text}']
         return fault("Runtime.UserCodeSyntaxError", f"Syntax error in module '{module_name}': {exc}", stack_trace=trace)
     except Exception as exc:  # raised by the module's own top-level code
         return exception_fault(exc)

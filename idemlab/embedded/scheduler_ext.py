@@ -98,6 +98,14 @@ def install() -> None:
         return original(self, *args, **kwargs)
 
     ScheduleExists.code = 409  # ConflictException, as AWS answers a duplicate name
+
+    @wrap(ValidationException, "__init__")
+    def with_message_member(original, self, message):
+        """AWS's body carries the message as the exception's `Message` member, which botocore
+        puts beside `Error` in the parsed response (the ValidationException shape of
+        botocore's scheduler model; recorded in LocalStack's test_scheduler.snapshot.json, v4.14.0)."""
+        original(self, message)
+        self.description = json.dumps({"__type": self.error_type, "Message": message})
     for action in ("create_schedule", "update_schedule"):
         wrap(EventBridgeSchedulerBackend, action)(validated)
 

@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 ALLOW_REMOTE_VARIABLE = "IDEMLAB_ALLOW_REMOTE"
 HEALTH_PATH = "/_idemlab/health"  # control endpoints stay off the AWS API paths
 COUNTS_PATH = "/_idemlab/counts"
+STATE_PATH = "/_idemlab/state"  # what a stop would discard: all state is in this process's memory
 READY_TIMEOUT_SECONDS = 20
 FORBIDDEN = {"message": "Forbidden: the embedded backend answers only loopback clients"}
 # Lesson code runs at most 16 identical checkout requests at once (notebook 05's full
@@ -71,6 +72,41 @@ def health(url: str, timeout: float = 1.0) -> dict | None:
             return json.loads(response.read())
     except (OSError, ValueError):
         return None
+
+
+def in_memory_state() -> dict:
+    """What the server holds and a stop discards: accepted async invocations not yet run to
+    their end, SQS messages not yet deleted, and the resources a deploy created."""
+    from moto.awslambda.models import lambda_backends
+    from moto.dynamodb.models import dynamodb_backends
+    from moto.sqs.models import sqs_backends
+
+    from idemlab.embedded import lambda_api
+
+    def regional(backends):  # moto's backends of every account and Region used so far
+        return [backend for account in backends.values() for backend in account.values()]
+
+    queues = [queue for backend in regional(sqs_backends) for queue in backend.queues.values()]
+    return {
+        "async_invocations": lambda_api.pending_events(),
+        "sqs_messages": sum(len(queue._messages) for queue in queues),
+        "queues": len(queues),
+        "functions": sum(len(list(backend.list_functions())) for backend in regional(lambda_backends)),
+        "tables": sum(len(backend.tables) for backend in regional(dynamodb_backends)),
+    }
+
+
+def discarded_work(url: str) -> str:
+    """The line `make down` prints before it stops the server at `url`: what stopping discards."""
+    try:
+        with urllib.request.urlopen(url + STATE_PATH, timeout=5) as response:
+            state = json.loads(response.read())
+    except (OSError, ValueError) as exc:
+        return f"embedded backend: could not read what stopping discards ({exc})"
+    return (f"embedded backend: its state is in memory only; stopping discards {state['async_invocations']} "
+            f"accepted async invocation(s) not yet finished and {state['sqs_messages']} SQS message(s), with "
+            f"{state['functions']} function(s), {state['queues']} queue(s) and {state['tables']} table(s): "
+            "after `make up`, run `make deploy`")
 
 
 def request_counts(url: str) -> dict:
@@ -148,6 +184,7 @@ def _front_door(app, runtime, check_host: bool):
     documents = {
         HEALTH_PATH: lambda: {"status": "ready", "backend": "embedded", "lambda_environments": runtime.environments()},
         COUNTS_PATH: dynamodb_atomic.counts,
+        STATE_PATH: in_memory_state,
     }
 
     def answer(start_response, status: str, document: dict) -> list[bytes]:

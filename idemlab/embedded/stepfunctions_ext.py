@@ -9,6 +9,11 @@
 - StartExecution without a name: AWS names the execution with a fresh UUID (StartExecution
   API reference, `name`); moto named it `None`, so a second unnamed start failed with
   ExecutionAlreadyExists, a false deduplication.
+- Execution names AWS refuses are refused, on Standard and Express, StartExecution and
+  StartSyncExecution: moto checks them only in the backend that does not execute (its
+  executing backend has a TODO there), and every start comes here.
+- Execution stays on: moto's `/moto-api/config` endpoint would let any client switch it
+  off for the server's life (a reset does not switch it back), so a config that does is refused.
 - Express executions as AWS keeps them: ARNs of the shape
   `arn:aws:states:<region>:<account>:express:<machine>:<name>:<id>`, no name
   deduplication ("Execution guarantees", Step Functions developer guide), nothing to
@@ -28,7 +33,7 @@ import uuid
 from moto.core.config import default_user_config
 from moto.core.exceptions import AWSError
 from moto.core.responses import ActionResult
-from moto.stepfunctions.exceptions import InvalidArn, InvalidExecutionInput
+from moto.stepfunctions.exceptions import InvalidArn, InvalidExecutionInput, InvalidName, NameTooLongException
 from moto.stepfunctions.responses import StepFunctionResponse
 
 from idemlab.embedded.patching import wrap
@@ -43,13 +48,40 @@ def _is_express(state_machine) -> bool:
     return getattr(state_machine, "type", "STANDARD") == "EXPRESS"
 
 
+# What a name must not contain, from the StartExecution and StartSyncExecution API reference
+# (`name`; also botocore's stepfunctions model): white space, brackets < > { } [ ], wildcards
+# ? *, the special characters " # % \ ^ | ~ ` $ & , ; : /, control characters (U+0000-001F,
+# U+007F-009F), U+FFFE-FFFF and surrogates (U+D800-DFFF). Its length is 1-80.
+_FORBIDDEN_IN_NAME = set(' <>{}[]?*"#%\\^|~`$&,;:/')
+
+
+def _name_refused(name: str) -> bool:
+    return any(
+        char in _FORBIDDEN_IN_NAME or char.isspace() or ord(char) <= 0x1F or 0x7F <= ord(char) <= 0x9F
+        or 0xD800 <= ord(char) <= 0xDFFF or ord(char) in (0xFFFE, 0xFFFF)
+        for char in name
+    )
+
+
+def check_execution_name(name: str) -> None:
+    """Refuse a name AWS refuses, with AWS's error (moto's classes and wording: InvalidName,
+    or the ValidationException of a member longer than its model allows)."""
+    if _name_refused(name):
+        raise InvalidName(f"Invalid Name: '{name}'")
+    if len(name) > 80:
+        raise NameTooLongException(name)
+
+
 def _start(self: StepFunctionResponse, sync: bool):
     """Start an execution (a UUID names it when the request does not); an Express one
     as AWS keeps it, and a sync one (Express only) run to its end on this thread."""
     backend = self.stepfunction_backend
     arn = self._get_param("stateMachineArn")
     state_machine = backend.describe_state_machine(arn)  # AWS's StateMachineDoesNotExist
-    name, execution_input = self._get_param("name") or str(uuid.uuid4()), self._get_param("input", if_none="{}")
+    given = self._get_param("name")
+    if given:
+        check_execution_name(given)
+    name, execution_input = given or str(uuid.uuid4()), self._get_param("input", if_none="{}")
     if not _is_express(state_machine):
         if sync:
             raise _type_not_supported()
@@ -118,8 +150,33 @@ def list_state_machine_versions(self: StepFunctionResponse) -> ActionResult:
     return ActionResult({"stateMachineVersions": listed})
 
 
+def moto_config(request, full_url, headers):
+    """moto's `/moto-api/config` endpoint, except that Step Functions execution stays on: the
+    lessons' workflows depend on it, and nothing (not even a reset) would turn it back on."""
+    from moto.moto_api._internal.models import moto_api_backend
+    from moto.moto_api._internal.urls import response_instance
+
+    answer = {"Content-Type": "application/json"}
+    if request.method == "POST":
+        try:
+            config = response_instance._get_body(headers, request)
+        except (ValueError, KeyError) as exc:
+            config = exc
+        if not isinstance(config, dict):
+            return 400, answer, json.dumps({"message": f"the config must be a JSON object, got {config!r}"}).encode()
+        wanted = config.get("stepfunctions", {"execute_state_machine": True})
+        if not isinstance(wanted, dict) or wanted.get("execute_state_machine") is not True:
+            refusal = "the embedded backend always executes state machines: stepfunctions.execute_state_machine must stay true"
+            return 400, answer, json.dumps({"message": refusal}).encode()
+        moto_api_backend.set_config(config)
+    return 201, answer, json.dumps(moto_api_backend.get_config()).encode()
+
+
 def install() -> None:
+    from moto.moto_api._internal import urls
+
     default_user_config["stepfunctions"]["execute_state_machine"] = True
+    urls.url_paths["{0}/moto-api/config"] = moto_config
     for action in ("describe_execution", "stop_execution", "get_execution_history"):
         wrap(StepFunctionResponse, action)(_refuse_express_execution)
     wrap(StepFunctionResponse, "list_executions")(_list_executions_standard_only)
