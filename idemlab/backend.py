@@ -102,10 +102,18 @@ FIRER = Daemon("scheduler-firer", "scheduler firer")
 def firer_up() -> str:
     if pid := FIRER.pid():
         return f"scheduler firer already running (pid {pid}); log {FIRER.log}"
-    settled = time.monotonic() + 0.5  # still running half a second later: up
+    # Up once its log says so (its SIGTERM handler is installed by then, so `make down` right
+    # after `make up` ends it cleanly); the log is shared by its earlier runs: read what is new.
+    start = FIRER.log.stat().st_size if FIRER.log.exists() else 0
+
+    def says_up() -> bool:
+        with open(FIRER.log, "rb") as log:
+            log.seek(start)
+            return b"scheduler-firer: up" in log.read()
+
     command = [sys.executable, "-m", "idemlab.background.scheduler_firer"]
     env = {**os.environ, "AWS_ENDPOINT_URL": settings.endpoint_url()}
-    return FIRER.start(command, lambda: time.monotonic() > settled, 5, env)
+    return FIRER.start(command, says_up, READY_TIMEOUT_SECONDS, env)
 
 
 def embedded_up() -> str:
