@@ -37,3 +37,23 @@ def starting_point(notebook: str, name: str) -> Callable[..., Any]:
                 spec.loader.exec_module(module)
                 return getattr(module, name)
     raise LookupError(f"no code cell of {notebook} defines {name}")
+
+
+def code_cells(notebook: str) -> list[str]:
+    """The sources of the code cells of ``notebooks/<notebook>``, in order."""
+    cells = json.loads((settings.ROOT / "notebooks" / notebook).read_text())["cells"]
+    return ["".join(cell["source"]) for cell in cells if cell["cell_type"] == "code"]
+
+
+def run_cells(sources: list[str], namespace: dict) -> None:
+    """Run notebook cell sources in ``namespace``, one after the other, as a kernel would."""
+    for source in sources:
+        exec(compile(source, "<notebook cell>", "exec"), namespace)
+
+
+def index_of(sources: list[str], fragment: str) -> int:
+    """The one code cell that contains ``fragment``."""
+    hits = [n for n, source in enumerate(sources) if fragment in source]
+    if len(hits) != 1:
+        raise LookupError(f"{len(hits)} code cells contain {fragment!r}")
+    return hits[0]

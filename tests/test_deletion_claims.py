@@ -30,6 +30,11 @@ def new_request(table, due_at=T0) -> str:
     return request_id
 
 
+def owner_of(table, request_id) -> str:
+    """The user a request deletes: the only one who may cancel it."""
+    return state.read(table, request_id).user_id
+
+
 def claimed(table, request_id, owner, now=T0):
     result = state.claim(table, request_id, owner, LEASE, now=now)
     assert result.outcome is ClaimOutcome.CLAIMED, result
@@ -128,7 +133,7 @@ def test_progress_write_renews_the_lease(table):
 def test_a_loser_is_told_what_the_current_status_means(table, finish, outcome):
     request_id = new_request(table)
     if finish == "cancel":
-        assert state.cancel(table, request_id, now=T0)[0]
+        assert state.cancel(table, request_id, owner_of(table, request_id), now=T0)[0]
     else:
         claim = claimed(table, request_id, "worker-a")
         if finish == "complete":
@@ -194,11 +199,11 @@ def test_redrive_leaves_a_request_that_is_not_failed_alone(table):
 def test_cancel_wins_only_while_scheduled(table):
     request_id = new_request(table)
     claimed(table, request_id, "worker-a")
-    won, current = state.cancel(table, request_id, now=T0 + 1)
+    won, current = state.cancel(table, request_id, owner_of(table, request_id), now=T0 + 1)
     assert not won
     assert current.status is Status.PROCESSING
     fresh = new_request(table)
-    won, current = state.cancel(table, fresh, now=T0)
+    won, current = state.cancel(table, fresh, owner_of(table, fresh), now=T0)
     assert won and current.status is Status.CANCELLED
     assert state.claim(table, fresh, "worker-a", LEASE, now=T0 + 1).outcome is ClaimOutcome.CANCELLED
 
@@ -277,3 +282,25 @@ def test_completing_twice_under_the_same_claim_is_a_no_op_but_a_zombie_still_los
     with pytest.raises(errors.ClaimLost):
         state.complete(table, zombie, now=T0 + LEASE + 5)
     assert state.read(table, request_id).status is Status.COMPLETED
+
+
+def test_a_claim_before_the_due_time_is_refused_and_changes_nothing(table):
+    """The grace period holds whoever starts the workflow (issue 24, item 1)."""
+    request_id = new_request(table, due_at=T0 + 3600)
+    before = table.get_item(Key={"deletion_request_id": request_id}, ConsistentRead=True)["Item"]
+    early = state.claim(table, request_id, "forged-start", LEASE, now=T0)
+    assert (early.outcome, early.claim) == (ClaimOutcome.NOT_DUE, None)
+    assert table.get_item(Key={"deletion_request_id": request_id}, ConsistentRead=True)["Item"] == before
+    # A cancel within the grace period still wins, and once due the claim is allowed.
+    assert claimed(table, request_id, "the schedule", now=T0 + 3600).fencing_token == 1
+
+
+def test_a_cancel_for_another_user_is_refused_and_changes_nothing(table):
+    """Issue 24, item 2: the request id is derived from the user id, so knowing it
+    authorises nothing; the cancel must name the user the request deletes."""
+    request_id = new_request(table)
+    before = table.get_item(Key={"deletion_request_id": request_id}, ConsistentRead=True)["Item"]
+    with pytest.raises(errors.NotYourRequest, match="nothing was cancelled"):
+        state.cancel(table, request_id, "mallory", now=T0)
+    assert table.get_item(Key={"deletion_request_id": request_id}, ConsistentRead=True)["Item"] == before
+    assert state.cancel(table, request_id, owner_of(table, request_id), now=T0)[0] is True

@@ -80,7 +80,7 @@ def test_cancel_racing_the_fire_has_exactly_one_winner_every_round(tables):
 
         def act(table, i):
             if i % 2:
-                return "cancel" if state.cancel(table, request_id, now=T0)[0] else None
+                return "cancel" if state.cancel(table, request_id, "user-race", now=T0)[0] else None
             return "claim" if state.claim(table, request_id, f"worker-{i}", LEASE, now=T0).claim else None
 
         results = race(tables, act)

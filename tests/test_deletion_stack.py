@@ -271,3 +271,16 @@ def test_the_suite_stack_deploys_the_suites_timeouts_and_visibilities(stack):
     orders = Orders(stack)
     for source in functions.module_default("queue_lesson.tf", "event_sources").values():
         assert orders.visibility_timeout(source["queue"]) == VISIBILITY_PER_FUNCTION_TIMEOUT * deployed[source["function"]], source
+
+
+def test_an_alarm_goes_off_when_the_sweeper_stops_publishing(stack):
+    """Issue 24, item 3: the stuck alarm treats missing data as not breaching, so a dead
+    sweeper was silent. A second alarm watches the same metric for its absence (stored,
+    not evaluated, by the embedded backend: this reads its definition)."""
+    cloudwatch = clients.client("cloudwatch")
+    names = [stack["alarms"]["stuck_processing"], stack["alarms"]["sweeper_stopped"]]
+    stuck, stopped = (cloudwatch.describe_alarms(AlarmNames=[name])["MetricAlarms"][0] for name in names)
+    watched = ("Namespace", "MetricName", "Dimensions")
+    assert {key: stopped[key] for key in watched} == {key: stuck[key] for key in watched}
+    assert (stopped["TreatMissingData"], stopped["Statistic"], stopped["ComparisonOperator"], stopped["Threshold"]) == (
+        "breaching", "SampleCount", "LessThanThreshold", 1)

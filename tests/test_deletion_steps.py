@@ -63,6 +63,14 @@ def requested(user_id: str, **extra) -> str:
     return request_deletion.handler({"user_id": user_id, "delay_seconds": 0, **extra}, None)["deletion_request_id"]
 
 
+def claimed_long_ago(table, request_id: str, owner: str, seconds_ago: int):
+    """A claim made ``seconds_ago`` with a one-second lease: a worker that vanished long
+    since. The request is made due before that first (the claim refuses an early start)."""
+    table.update_item(Key={"deletion_request_id": request_id}, UpdateExpression="SET due_at = due_at - :back",
+                      ExpressionAttributeValues={":back": seconds_ago + 1})
+    return state.claim(table, request_id, owner, 1, now=time.time() - seconds_ago)
+
+
 GONE = {"records": 0, "files": 0, "identities": 0}
 
 
@@ -130,20 +138,21 @@ def test_a_step_handed_a_bad_claim_refuses_before_touching_anything(deletions, e
 def test_cancel_before_the_fire_wins_and_the_fire_then_does_nothing(deletions, env):
     user = new_user(deletions)
     request_id = requested(user)
-    answer = cancel_deletion.handler({"deletion_request_id": request_id}, None)
+    answer = cancel_deletion.handler({"deletion_request_id": request_id, "user_id": user}, None)
     assert answer == {"deletion_request_id": request_id, "cancelled": True, "status": "CANCELLED"}
     listed = clients.client("scheduler").list_schedules(GroupName=deletions.stack["schedule_group"], NamePrefix=f"deletion-{request_id}")
     assert listed["Schedules"] == []
     assert run_workflow_in_process(request_id, "exec-late") == "cancelled"
     assert deletions.leftovers(user) == {"records": 3, "files": 2, "identities": 1}
-    again = cancel_deletion.handler({"deletion_request_id": request_id}, None)
+    again = cancel_deletion.handler({"deletion_request_id": request_id, "user_id": user}, None)
     assert again["cancelled"] is False and again["status"] == "CANCELLED"
 
 
 def test_cancel_after_the_fire_loses_and_says_so(deletions, env):
-    request_id = requested(new_user(deletions))
+    user = new_user(deletions)
+    request_id = requested(user)
     run_workflow_in_process(request_id, "exec-1")
-    answer = cancel_deletion.handler({"deletion_request_id": request_id}, None)
+    answer = cancel_deletion.handler({"deletion_request_id": request_id, "user_id": user}, None)
     assert answer == {"deletion_request_id": request_id, "cancelled": False, "status": "COMPLETED"}
 
 
@@ -276,7 +285,7 @@ def test_the_sweeper_publishes_the_stuck_count(deletions, env):
     env.setenv("METRIC_NAMESPACE", f"Test{uuid.uuid4().hex[:6]}")
     env.setenv("LAB_PREFIX", "lab-under-test")
     request_id = requested(new_user(deletions))
-    state.claim(deletions.table("deletion_requests"), request_id, "vanished", 1, now=time.time() - 100)
+    claimed_long_ago(deletions.table("deletion_requests"), request_id, "vanished", 100)
     result = sweeper.run_once()
     assert result["stuck"] >= 1
     cloudwatch = clients.client("cloudwatch")
@@ -328,7 +337,7 @@ def test_cancel_refuses_bad_input(deletions, env, event, complaint):
 
 def test_cancelling_an_unknown_request_says_so(deletions, env):
     with pytest.raises(errors.UnknownDeletionRequest):
-        cancel_deletion.handler({"deletion_request_id": "del-never-asked"}, None)
+        cancel_deletion.handler({"deletion_request_id": "del-never-asked", "user_id": "u-nobody"}, None)
 
 
 @pytest.mark.parametrize(
@@ -374,7 +383,7 @@ def test_a_user_whose_request_is_over_can_ask_again(deletions, env, finish):
     user = new_user(deletions)
     first = requested(user)
     if finish == "cancel":
-        cancel_deletion.handler({"deletion_request_id": first}, None)
+        cancel_deletion.handler({"deletion_request_id": first, "user_id": user}, None)
     else:
         assert run_workflow_in_process(first, "exec-1") == "COMPLETED"
         deletions.seed_user(user)  # the user came back
@@ -466,8 +475,8 @@ def test_a_sweep_that_fails_on_one_request_still_handles_the_others_and_publishe
     env.setenv("METRIC_NAMESPACE", f"Test{uuid.uuid4().hex[:6]}")
     first, second, third = (requested(new_user(deletions)) for _ in range(3))
     table = deletions.table("deletion_requests")
-    state.claim(table, first, "vanished-1", 1, now=time.time() - 200)
-    state.claim(table, second, "vanished-2", 1, now=time.time() - 100)
+    claimed_long_ago(table, first, "vanished-1", 200)
+    claimed_long_ago(table, second, "vanished-2", 100)
     failed_once = state.claim(table, third, "exec-3", 60).claim
     state.release_after_failure(table, failed_once, "injected", 3, 0)  # RETRYABLE, due now
     deletions.arm_fault(sweeper.SWEEP, faults.BEFORE, first, faults.ERROR)
@@ -516,3 +525,27 @@ def test_a_restart_that_dies_before_claiming_gets_a_new_name_then_fails_to_the_d
     assert deletions.request_status(request_id) == "FAILED"
     mine = [m for m in drain(deletions.dead_letter_queue) if m["MessageAttributes"]["DELETION_REQUEST_ID"]["StringValue"] == request_id]
     assert len(mine) == 1 and "before claiming" in mine[0]["MessageAttributes"]["ERROR_MESSAGE"]["StringValue"]
+
+
+def test_a_malformed_row_beside_a_stuck_request_does_not_stop_the_sweep(deletions, env):
+    """Issue 24, item 3: a PROCESSING row without user_id used to fail the whole sweep with
+    KeyError: the stuck request stayed PROCESSING and no count was published."""
+    env.setenv("METRIC_NAMESPACE", f"Test{uuid.uuid4().hex[:6]}")
+    table = deletions.table("deletion_requests")
+    stuck = requested(new_user(deletions))
+    claimed_long_ago(table, stuck, "vanished", 100)
+    broken = f"del-broken-{uuid.uuid4().hex[:8]}"
+    table.put_item(Item={"deletion_request_id": broken, "status": "PROCESSING", "lease_expires_at": int(time.time()) - 100})
+    try:
+        with pytest.raises(errors.SweepIncomplete, match=broken):
+            sweeper.run_once()
+        assert deletions.request_status(stuck) == "RETRYABLE"
+        assert state.read(table, stuck).restarts == 1
+        stats = clients.client("cloudwatch").get_metric_statistics(
+            Namespace=sweeper.config.optional("METRIC_NAMESPACE"), MetricName="StuckDeletionRequests",
+            StartTime=time.time() - 600, EndTime=time.time() + 600, Period=60, Statistics=["Maximum", "SampleCount"],
+        )["Datapoints"]
+        assert sum(p["SampleCount"] for p in stats) == 1
+        assert max(p["Maximum"] for p in stats) >= 2  # the stuck request and the malformed row
+    finally:
+        table.delete_item(Key={"deletion_request_id": broken})

@@ -203,7 +203,9 @@ def test_a_requested_deletion_fires_on_schedule_and_completes(deployed, function
     asked = request_deletion.handler({"user_id": user_id, "delay_seconds": 2}, None)
     firer = SchedulerFirer(groups=(deployed.stack["schedule_group"],))
     assert firer.run_once(now=time.time()) == []  # not due yet
-    fired = firer.run_once(now=asked["due_at"] + 1)
+    # Fired on the real clock once due: the claim refuses a start before the due time.
+    deletion.wait_until_due(asked["due_at"])
+    fired = firer.run_once()
     assert [f.outcome for f in fired] == [DELIVERED]
     execution = finished(execution_arn(deployed, asked["deletion_request_id"]))
     assert execution["status"] == "SUCCEEDED"
@@ -251,7 +253,7 @@ def test_cancel_racing_the_fire_has_one_winner_and_a_consistent_end(deployed, fu
         def cancel():
             # Later in each round, so the claim sometimes gets there first.
             time.sleep(round_number * 0.4)
-            return cancel_deletion.handler({"deletion_request_id": request_id}, None)
+            return cancel_deletion.handler({"deletion_request_id": request_id, "user_id": user_id}, None)
 
         fired, cancelled = all_at_once([fire, cancel], join_seconds=30)
         answers = {"fire": fired, "cancel": cancelled}
@@ -285,3 +287,19 @@ def test_a_user_with_more_records_than_one_invocation_deletes_is_finished_by_the
     assert deployed.request_status(request_id) == "COMPLETED"
     assert deployed.leftovers(user_id) == GONE
     assert deployed.goodbyes(user_id) == 1
+
+
+@pytest.mark.timeout(120)
+def test_a_workflow_started_before_the_due_time_deletes_nothing_and_the_request_can_still_be_cancelled(deployed):
+    """Issue 24, item 1: a start by hand a day early ends at NotDueYet; records, files and
+    identity stay, the request stays SCHEDULED, and the user can still cancel."""
+    user_id = f"u{uuid.uuid4().hex[:10]}"
+    deployed.seed_user(user_id, records=4, files=2)
+    request_id = f"del-early-{uuid.uuid4().hex[:10]}"
+    state.create(deployed.table("deletion_requests"), request_id, user_id, int(time.time()) + 24 * 3600)
+    execution = finished(deployed.start(request_id))
+    assert (execution["status"], last_state(execution["executionArn"])) == ("SUCCEEDED", "NotDueYet")
+    assert deployed.leftovers(user_id) == {"records": 4, "files": 2, "identities": 1}
+    assert deployed.goodbyes(user_id) == 0
+    assert deployed.request_status(request_id) == "SCHEDULED"
+    assert state.cancel(deployed.table("deletion_requests"), request_id, user_id)[0] is True

@@ -18,6 +18,10 @@ class IdempotencyKeyReused(InvalidDeletionInput):
     """The same user and idempotency key were sent before with another payload; nothing was written."""
 
 
+class NotYourRequest(InvalidDeletionInput):
+    """A cancel named a request that deletes another user's account; nothing was changed."""
+
+
 class SweepIncomplete(DeletionError):
     """The sweeper could not handle some requests; it handled the others and published its count."""
 
@@ -36,6 +40,10 @@ class StepsNotFinished(DeletionError):
 
 class UnknownRecoveryPoint(DeletionError):
     """Bug: a status or step name outside the closed set reached the workflow."""
+
+
+class MalformedRequest(DeletionError):
+    """A stored deletion request lacks a field every request has (written by hand or by a bug)."""
 
 
 class InjectedFault(DeletionError):

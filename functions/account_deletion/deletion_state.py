@@ -33,6 +33,8 @@ from botocore.exceptions import ClientError
 from deletion_errors import (
     ClaimLost,
     DeletionStoreUnavailable,
+    MalformedRequest,
+    NotYourRequest,
     StepsNotFinished,
     UnknownDeletionRequest,
     UnknownRecoveryPoint,
@@ -95,6 +97,7 @@ class ClaimOutcome(StrEnum):
     IN_PROGRESS = "in_progress"  # another worker holds a live lease
     CANCELLED = "cancelled"
     FAILED = "failed"  # out of attempts; only a redrive may claim it
+    NOT_DUE = "not_due"  # still SCHEDULED and its due time has not come: the grace period holds
 
 
 # The steps that record progress, in workflow order: the one place the order is written.
@@ -136,6 +139,9 @@ class Request:
         status = item.get("status")
         if status not in Status.__members__:
             raise UnknownRecoveryPoint(f"bug: unknown status {status!r} on {item.get('deletion_request_id')}")
+        for name in ("deletion_request_id", "user_id"):
+            if not isinstance(item.get(name), str) or not item[name]:
+                raise MalformedRequest(f"{item.get('deletion_request_id')!r}: the stored request has no {name} ({item.get(name)!r})")
         lease = item.get("lease_expires_at")
         return cls(
             deletion_request_id=item["deletion_request_id"],
@@ -269,7 +275,12 @@ def claim(
     # A may claim only while nobody holds a live lease; B may claim after A's lease ran
     # out even though A is still alive, and the token is what stops A's late writes.
     exists = Attr("deletion_request_id").exists()
-    waiting = _from("claim")
+    # The grace period binds whoever starts the workflow: a schedule, a duplicate, an
+    # operator or a forged start. A request is claimed only once it is due, so a start
+    # before its due time finds it SCHEDULED, changes nothing, and the user can still
+    # cancel. (A RETRYABLE or lease-expired request was claimed before, so it is due.)
+    due = Attr("due_at").lte(t)
+    waiting = _from("claim") & due
     lease_expired = _from("claim_after_lease_expired") & Attr("lease_expires_at").lt(t)
     # Only an operator's redrive may take a FAILED request, with a fresh attempt budget.
     redriven = _from("claim_redriven")
@@ -354,6 +365,8 @@ def _loser_outcome(request: Request, redrive: bool) -> ClaimOutcome:
     # waiting for its ordinary delivery, which will claim it.
     if redrive:
         return ClaimOutcome.IN_PROGRESS
+    if request.status is Status.SCHEDULED:
+        return ClaimOutcome.NOT_DUE  # refused by the due time: started early
     raise UnknownRecoveryPoint(f"bug: claim refused while {request.status}")
 
 
@@ -484,37 +497,46 @@ def release_after_failure(
     return Status.FAILED if out_of_attempts else Status.RETRYABLE
 
 
-def cancel(table, deletion_request_id: str, now: float | None = None) -> tuple[bool, Request]:
-    """SCHEDULED -> CANCELLED. (True, request) for the winner; (False, current request) otherwise.
+def cancel(table, deletion_request_id: str, user_id: str, now: float | None = None) -> tuple[bool, Request]:
+    """SCHEDULED -> CANCELLED, for the user the request deletes and nobody else.
+    (True, request) for the winner; (False, current request) otherwise.
 
     Cancel and the schedule's claim race on the same item; each is one conditional write
-    from SCHEDULED, so exactly one of them wins.
+    from SCHEDULED, so exactly one of them wins. The request id is derived from the user
+    id, so anyone who knows a user id can compute it: the id says which request, never
+    who may cancel it. The user is checked in the same write (and then NotYourRequest).
     """
     update = {
         "Key": {"deletion_request_id": deletion_request_id},
         "UpdateExpression": "SET #status = :cancelled, cancelled_at = :now REMOVE lease_expires_at",
-        "ConditionExpression": _from("cancel"),
+        "ConditionExpression": _from("cancel") & Attr("user_id").eq(user_id),
         "ExpressionAttributeNames": {"#status": "status"},
         "ExpressionAttributeValues": {":cancelled": Status.CANCELLED.value, ":now": _now(now)},
     }
     request, written = _write_or_read_old(table, deletion_request_id, update, f"cancelling {deletion_request_id}")
+    if not written and request.user_id != user_id:
+        raise NotYourRequest(f"{deletion_request_id} is not a deletion of user {user_id}; nothing was cancelled")
     return written, request
 
 
-def expired_leases(table, now: float | None = None) -> list[Request]:
-    """PROCESSING requests whose lease ran out, from the index (no table scan)."""
-    return _query_status_before(table, Status.PROCESSING, _now(now))
+def expired_leases(table, now: float | None = None, malformed: list | None = None) -> list[Request]:
+    """PROCESSING requests whose lease ran out, from the index (no table scan).
+
+    ``malformed``: a list to which the rows that cannot be read as a request are added
+    (as MalformedRequest), instead of one such row failing the whole query.
+    """
+    return _query_status_before(table, Status.PROCESSING, _now(now), malformed)
 
 
-def due_retries(table, now: float | None = None) -> list[Request]:
+def due_retries(table, now: float | None = None, malformed: list | None = None) -> list[Request]:
     """RETRYABLE requests whose retry time has come, from the same index."""
-    return _query_status_before(table, Status.RETRYABLE, _now(now) + 1)
+    return _query_status_before(table, Status.RETRYABLE, _now(now) + 1, malformed)
 
 
-def overdue_scheduled(table, grace_seconds: int, now: float | None = None) -> list[Request]:
+def overdue_scheduled(table, grace_seconds: int, now: float | None = None, malformed: list | None = None) -> list[Request]:
     """SCHEDULED requests still unclaimed ``grace_seconds`` after they were due (or after
     their last restart's time to claim): their start failed before it could claim."""
-    return _query_status_before(table, Status.SCHEDULED, _now(now) - int(grace_seconds))
+    return _query_status_before(table, Status.SCHEDULED, _now(now) - int(grace_seconds), malformed)
 
 
 def _as_seen(seen: Request):
@@ -577,7 +599,7 @@ def capture_goodbye_address(table, claim: Claim, address: str) -> None:
     _fenced_update(table, claim, update, "capturing the goodbye address")
 
 
-def _query_status_before(table, status: Status, before: int) -> list[Request]:
+def _query_status_before(table, status: Status, before: int, malformed: list | None = None) -> list[Request]:
     found, start = [], None
     while True:
         page_args = {"ExclusiveStartKey": start} if start else {}
@@ -589,7 +611,13 @@ def _query_status_before(table, status: Status, before: int) -> list[Request]:
             )
         except ClientError as exc:
             raise _unavailable(exc, f"querying {status} on {BY_STATUS_LEASE}") from exc
-        found.extend(Request.from_item(item) for item in page.get("Items", []))
+        for item in page.get("Items", []):
+            try:
+                found.append(Request.from_item(item))
+            except MalformedRequest as exc:
+                if malformed is None:
+                    raise
+                malformed.append(exc)  # one bad row must not hide the others from the caller
         start = page.get("LastEvaluatedKey")
         if not start:
             return found

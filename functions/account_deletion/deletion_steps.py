@@ -12,6 +12,7 @@ import dataclasses
 from typing import Callable
 
 import deletion_config as config
+import deletion_input as checked
 import deletion_faults as faults
 import deletion_state as state
 from deletion_errors import ClaimLost, InvalidDeletionInput, UnknownRecoveryPoint
@@ -40,14 +41,23 @@ def claim_from_event(event: dict) -> state.Claim:
     token = event["fencing_token"]
     if isinstance(token, bool) or not isinstance(token, int) or token < 1:
         raise InvalidDeletionInput(f"fencing_token must be a positive integer, not {token!r}")
+    attempts = event.get("attempts", 0)
+    if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 0:
+        raise InvalidDeletionInput(f"attempts must be a whole number, not {attempts!r}")
+    steps_done = event.get("steps_done", [])
+    if not isinstance(steps_done, list) or not set(steps_done) <= set(state.STEPS):
+        raise InvalidDeletionInput(f"steps_done must be a list of {', '.join(state.STEPS)}, not {steps_done!r}")
+    lease = event.get("lease_expires_at", 0)
+    if isinstance(lease, bool) or not isinstance(lease, int):
+        raise InvalidDeletionInput(f"lease_expires_at must be epoch seconds, not {lease!r}")
     return state.Claim(
-        deletion_request_id=str(event["deletion_request_id"]),
+        deletion_request_id=checked.identifier(event, "deletion_request_id"),
         user_id=str(event.get("user_id", "")),
-        owner=str(event["owner"]),
+        owner=checked.identifier(event, "owner", checked.EXECUTION_NAME_MAX),
         fencing_token=token,
-        attempts=int(event.get("attempts", 0)),
-        lease_expires_at=int(event.get("lease_expires_at", 0)),
-        steps_done=frozenset(event.get("steps_done", ())),
+        attempts=attempts,
+        lease_expires_at=lease,
+        steps_done=frozenset(steps_done),
     )
 
 

@@ -12,7 +12,9 @@ moment the request should have moved by), never a table scan:
 
 Every request is handled on its own: one that fails is counted and the others are
 still handled; the count of stuck requests is published every time, then the sweep
-reports its failures by raising.
+reports its failures by raising. A row that cannot be read as a request (no user id,
+say) is one of those failures: it is counted as stuck (nobody can work on it, a human
+must look), reported by its id, and the rest of the sweep goes on.
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ def run_once(now: float | None = None) -> dict:
     moved = {state.Status.RETRYABLE.value: 0, state.Status.FAILED.value: 0}
     restarted: list[str] = []
     failures: dict[str, str] = {}
-    stuck = state.expired_leases(table, now=now)
+    malformed: list = []
+    stuck = state.expired_leases(table, now=now, malformed=malformed)
     for seen in stuck:
         try:
             faults.strike(SWEEP, faults.BEFORE, seen.deletion_request_id)
@@ -55,10 +58,14 @@ def run_once(now: float | None = None) -> dict:
                 moved[result.value] += 1
         except Exception as exc:  # noqa: BLE001 - one request's trouble must not hide the others
             failures[seen.deletion_request_id] = f"{type(exc).__name__}: {exc}"
-    overdue = state.overdue_scheduled(table, config.schedule_grace_seconds(), now=now)
-    waiting = overdue + state.due_retries(table, now=now)
-    # Stuck: a worker vanished, a schedule never started one, or a restart never claimed.
-    stuck_count = len(stuck) + len(overdue) + sum(1 for r in waiting if r.status is state.Status.RETRYABLE and r.unclaimed_restarts)
+    overdue = state.overdue_scheduled(table, config.schedule_grace_seconds(), now=now, malformed=malformed)
+    waiting = overdue + state.due_retries(table, now=now, malformed=malformed)
+    for bad in malformed:
+        failures[f"malformed#{len(failures)}"] = f"{type(bad).__name__}: {bad}"
+    # Stuck: a worker vanished, a schedule never started one, a restart never claimed, or
+    # the row is malformed and nobody can work on it.
+    restarted_unclaimed = sum(1 for r in waiting if r.status is state.Status.RETRYABLE and r.unclaimed_restarts)
+    stuck_count = len(stuck) + len(overdue) + restarted_unclaimed + len(malformed)
     for seen in waiting:
         try:
             faults.strike(RESTART, faults.BEFORE, seen.deletion_request_id)
@@ -72,7 +79,7 @@ def run_once(now: float | None = None) -> dict:
         except Exception as exc:  # noqa: BLE001
             failures[seen.deletion_request_id] = f"{type(exc).__name__}: {exc}"
     publish_stuck_count(stuck_count)
-    result = {"stuck": stuck_count, "moved": moved, "restarted": restarted, "failed": failures}
+    result = {"stuck": stuck_count, "moved": moved, "restarted": restarted, "failed": failures, "malformed": len(malformed)}
     if failures:
         print(json.dumps(result), file=sys.stderr, flush=True)
         raise SweepIncomplete(f"{len(failures)} requests not handled: {failures}")

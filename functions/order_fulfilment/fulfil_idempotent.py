@@ -16,6 +16,19 @@ from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from fulfilment import orders, stock
 from fulfilment.settings import table
 
+# The record must outlive every way the same line can still arrive, or a late copy
+# reserves again (lesson 7). SQS keeps a message at most 14 days on any queue (the
+# MessageRetentionPeriod limit, SetQueueAttributes). A line can wait that long on the work
+# queue, then on its DLQ (a FIFO DLQ restarts the clock), and a redrive sends it back as a
+# new message with a fresh retention (SQS developer guide, "Configure a dead-letter queue
+# redrive": redriven messages get a new enqueue time). So three maximum retentions, plus a
+# day for the operator to start the redrive and the consumer to drain it. Derived from
+# SQS's limit rather than this stack's settings, so no queue setting can outgrow it;
+# tests/test_queue_record_lifetime.py holds the deployed queues to it.
+SQS_MAX_RETENTION_SECONDS = 14 * 24 * 60 * 60
+REDRIVE_ALLOWANCE_SECONDS = 24 * 60 * 60
+RECORD_SECONDS = 3 * SQS_MAX_RETENTION_SECONDS + REDRIVE_ALLOWANCE_SECONDS
+
 processor = BatchProcessor(event_type=EventType.SQS)
 persistence = DynamoDBPersistenceLayer(table_name=table("order_idempotency"))
 config = IdempotencyConfig(
@@ -23,9 +36,7 @@ config = IdempotencyConfig(
     # The same line with another SKU or quantity is a producer bug, not a retry.
     payload_validation_jmespath="[sku, quantity]",
     raise_on_no_idempotency_key=True,
-    # Longer than a message can live on the queue and its DLQ (14 days at most) is not
-    # needed: a day covers the producer's retries and every redelivery of a workshop.
-    expires_after_seconds=24 * 60 * 60,
+    expires_after_seconds=RECORD_SECONDS,
 )
 
 

@@ -11,6 +11,7 @@ import datetime
 import functools
 import json
 import operator
+import time
 import uuid
 from collections import Counter
 
@@ -32,12 +33,19 @@ def outbox_items(outbox, **equal) -> list[dict]:
     return lessons.scan(outbox.name, outbox.meta.client, FilterExpression=condition)
 
 
-def new_request_item(stack: dict, user_id: str | None = None) -> str:
-    """A SCHEDULED request straight in the table (no schedule): for stories and races."""
+def new_request_item(stack: dict, user_id: str | None = None, due_at: int = 0) -> str:
+    """A SCHEDULED request straight in the table (no schedule, so nothing fires later):
+    for stories and races, which start or claim it themselves. Due at ``due_at`` (epoch
+    seconds): the claim refuses it before then."""
     request_id = f"del-story-{uuid.uuid4().hex[:10]}"
     requests = lessons.table(stack, "deletion_requests")
-    import_function_module("deletion_state").create(requests, request_id, user_id or f"user-{uuid.uuid4().hex[:6]}", 0)
+    import_function_module("deletion_state").create(requests, request_id, user_id or f"user-{uuid.uuid4().hex[:6]}", due_at)
     return request_id
+
+
+def wait_until_due(due_at: int, timeout: float = 60) -> None:
+    """Return once the clock has reached ``due_at``: the claim refuses a request before it."""
+    lessons.poll(lambda: time.time() >= due_at, timeout, every=0.2, what=f"the due time {due_at}")
 
 
 class Deletions(lessons.Deployment):
@@ -135,8 +143,9 @@ class Deletions(lessons.Deployment):
         """A cancel and a claim on the same SCHEDULED request at the same moment, ``rounds`` times."""
         state = import_function_module("deletion_state")
         tables = [self.table("deletion_requests") for _ in range(2)]
+        # The cancel is the user's own: it names the user the request deletes.
         per_round = self._races(rounds, lambda request_id: [
-            lambda: state.cancel(tables[0], request_id)[0],
+            lambda user=self.request(request_id).user_id: state.cancel(tables[0], request_id, user)[0],
             lambda: state.claim(tables[1], request_id, "the schedule", 60).claim is not None,
         ])
         winners = [[name for name, won in zip(("cancel", "claim"), answers) if won] for answers in per_round]
@@ -145,6 +154,15 @@ class Deletions(lessons.Deployment):
     def _races(self, rounds: int, calls_for) -> list[list]:
         """Each round: a fresh SCHEDULED request, ``calls_for(its id)`` run at once; their answers."""
         return [all_at_once(calls_for(new_request_item(self.stack))) for _ in range(rounds)]
+
+    def sweeper_alarms(self) -> dict[str, dict]:
+        """The two alarms on the sweeper's metric: one for stuck requests, one for a sweeper
+        that stopped publishing. What each watches, and how it treats missing data."""
+        cloudwatch = clients.client("cloudwatch")
+        names = [self.stack["alarms"][key] for key in ("stuck_processing", "sweeper_stopped")]
+        shown = ("MetricName", "Statistic", "Period", "EvaluationPeriods", "ComparisonOperator", "Threshold", "TreatMissingData")
+        return {alarm["AlarmName"]: {key: alarm[key] for key in shown}
+                for alarm in cloudwatch.describe_alarms(AlarmNames=names)["MetricAlarms"]}
 
     def stuck_metric(self, minutes: int = 15, wait_seconds: float = 0) -> dict:
         """What the stuck-requests alarm watches, and the values the sweeper published to it
@@ -170,8 +188,9 @@ class Deletions(lessons.Deployment):
         scheduler, group = clients.client("scheduler"), self.stack["schedule_group"]
         left = []
         for request_id in request_ids:
-            if self.request_status(request_id) == "SCHEDULED":
-                self.invoke("cancel_deletion", {"deletion_request_id": request_id})
+            stored = self.request(request_id)
+            if stored.status.value == "SCHEDULED":
+                self.invoke("cancel_deletion", {"deletion_request_id": request_id, "user_id": stored.user_id})
             name = import_function_module("request_deletion").schedule_name(request_id)
             with contextlib.suppress(scheduler.exceptions.ResourceNotFoundException):
                 scheduler.delete_schedule(Name=name, GroupName=group)

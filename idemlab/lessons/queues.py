@@ -34,8 +34,14 @@ def line(order_id: str, sku: str, number: int = 1) -> dict:
 
 
 def business_key(order_line: dict) -> str:
-    """One reservation per order line, whichever message carried it (a reservation row holds its line too)."""
+    """One reservation per order line, whichever message carried it."""
     return fulfilment_orders.parse(order_line).business_key
+
+
+def reserved_key(row: dict) -> str:
+    """The business key of a reservation row (its numbers come back from DynamoDB as Decimal,
+    which the strict order-line parser rightly refuses)."""
+    return fulfilment_orders.OrderLine(row["order_id"], int(row["line"]), row["sku"], int(row["quantity"])).business_key
 
 
 @dataclass
@@ -77,7 +83,7 @@ class Orders(lessons.Deployment):
     def reservation_rows(self, scenario: Scenario) -> list[dict]:
         """Every reservation made for the scenario's orders, oldest first."""
         mine = Attr("order_id").begins_with(scenario.prefix + "-")
-        rows = ({"key": business_key(item), "at": float(item["reserved_at"]), "consumer": item["consumer"],
+        rows = ({"key": reserved_key(item), "at": float(item["reserved_at"]), "consumer": item["consumer"],
                  "receive_count": int(item["receive_count"]), "message_id": item["message_id"]}
                 for item in lessons.scan(self.stack["tables"]["reservations"], FilterExpression=mine))
         return sorted(rows, key=lambda row: row["at"])

@@ -30,11 +30,43 @@ class OrderLine:
 
 
 def parse(body: str | dict) -> OrderLine:
+    """The order line a message carries, or InvalidOrderLine saying what is wrong.
+
+    Strictly typed, as the checkout's request parser is: nothing is converted. ``str()``
+    would make a null order id the order ``'None'`` and ``int()`` would make 2.9 units 2
+    and ``true`` 1, each a reservation for an order nobody placed. A refused line fails
+    its record; after the queue's maxReceiveCount it waits on the dead-letter queue.
+    """
     try:
         data = json.loads(body) if isinstance(body, str) else body
-        line = OrderLine(str(data["order_id"]), int(data["line"]), str(data["sku"]), int(data["quantity"]))
-    except (ValueError, TypeError, KeyError) as exc:
-        raise InvalidOrderLine(f"not an order line: {body!r}") from exc
-    if not line.order_id or line.line < 1 or not line.sku or line.quantity < 1:
-        raise InvalidOrderLine(f"not an order line: {body!r}")
-    return line
+    except ValueError as exc:
+        raise InvalidOrderLine(f"not JSON: {body!r}") from exc
+    if not isinstance(data, dict):
+        raise InvalidOrderLine(f"an order line is a JSON object, not {type(data).__name__}: {body!r}")
+    missing = [name for name in FIELDS if name not in data]
+    if missing:
+        raise InvalidOrderLine(f"order line without {', '.join(missing)}: {body!r}")
+    return OrderLine(
+        order_id=_text(data, "order_id"),
+        line=_positive_whole(data, "line"),
+        sku=_text(data, "sku"),
+        quantity=_positive_whole(data, "quantity"),
+    )
+
+
+FIELDS = ("order_id", "line", "sku", "quantity")
+
+
+def _text(data: dict, name: str) -> str:
+    value = data[name]
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidOrderLine(f"{name} must be a non-empty string, not {value!r}")
+    return value
+
+
+def _positive_whole(data: dict, name: str) -> int:
+    value = data[name]
+    # bool is an int in Python: true must not become one unit.
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidOrderLine(f"{name} must be a whole number from 1, not {value!r}")
+    return value
