@@ -95,9 +95,11 @@ def scheduling_order(nodeids: list[str], workers: int) -> list[str]:
     return sorted(nodeids, key=lambda n: rank[scope_of(n)])
 
 
-# The LocalStack stage (tests/localstack/) talks to the LocalStack `make up` started; the
-# embedded suite never collects it.
-if os.environ.get("BACKEND", "").strip().lower() != "localstack":
+# The LocalStack stage (`make test-localstack`, BACKEND=localstack): the session's backend is
+# the LocalStack `make up` started on LAB_PORT, not an embedded server of its own, and
+# tests/localstack/ is collected. The embedded suite never collects that folder.
+LOCALSTACK_STAGE = os.environ.get("BACKEND", "").strip().lower() == "localstack"
+if not LOCALSTACK_STAGE:
     collect_ignore = ["localstack"]
 
 _WANTS_STACK = pytest.StashKey[bool]()
@@ -131,6 +133,21 @@ def pytest_xdist_make_scheduler(config, log):
             return scope_of(nodeid)
 
     return FilesAndSplitTests(config, log)
+
+
+class RunningLocalStack:
+    """The LocalStack stage's backend: the one `make up BACKEND=localstack` started on LAB_PORT.
+    The stage stops it (`make down`), not the session."""
+
+    def __init__(self):
+        from idemlab import backend, settings
+
+        self.port = settings.port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        assert backend._localstack_health(self.url), f"no LocalStack answers on {self.url}: run `make up BACKEND=localstack`"
+
+    def stop(self) -> None:
+        pass
 
 
 class BackgroundDeploy:
@@ -178,7 +195,7 @@ class BackgroundDeploy:
 def backend(pytestconfig):
     os.environ.update(
         {
-            "BACKEND": "embedded",
+            "BACKEND": "localstack" if LOCALSTACK_STAGE else "embedded",
             "AWS_ACCESS_KEY_ID": "test",
             "AWS_SECRET_ACCESS_KEY": "test",
             "AWS_DEFAULT_REGION": "us-east-1",
@@ -188,7 +205,10 @@ def backend(pytestconfig):
             "TF_VAR_queues": json.dumps(suite_queues()),
         }
     )
-    server = EmbeddedBackend().start()
+    if LOCALSTACK_STAGE:
+        server = RunningLocalStack()
+    else:
+        server = EmbeddedBackend().start()
     os.environ["AWS_ENDPOINT_URL"] = server.url
     os.environ["LAB_PORT"] = str(server.port)
     if pytestconfig.stash.get(_WANTS_STACK, False):
