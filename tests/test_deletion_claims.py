@@ -209,7 +209,8 @@ def test_cancel_wins_only_while_scheduled(table):
 
 
 def test_sweep_finds_expired_leases_on_the_index_and_moves_them_to_retryable(table):
-    expired, live = new_request(table), new_request(table)
+    # Due before the first claim: a request is claimed only once it is due.
+    expired, live = new_request(table, due_at=T0 - 2 * LEASE), new_request(table)
     claimed(table, expired, "worker-a", now=T0 - 2 * LEASE)
     claimed(table, live, "worker-b", now=T0)
     found = {r.deletion_request_id for r in state.expired_leases(table, now=T0)}
@@ -222,7 +223,7 @@ def test_sweep_finds_expired_leases_on_the_index_and_moves_them_to_retryable(tab
 
 
 def test_sweep_leaves_alone_a_claim_made_after_its_query(table):
-    request_id = new_request(table)
+    request_id = new_request(table, due_at=T0 - 2 * LEASE)  # due before its first claim
     claimed(table, request_id, "worker-a", now=T0 - 2 * LEASE)
     seen = next(r for r in state.expired_leases(table, now=T0) if r.deletion_request_id == request_id)
     fresh = claimed(table, request_id, "worker-b", now=T0)
@@ -232,14 +233,14 @@ def test_sweep_leaves_alone_a_claim_made_after_its_query(table):
 
 
 def test_sweep_fails_a_request_out_of_attempts(table):
-    request_id = new_request(table)
+    request_id = new_request(table, due_at=T0 - 2 * LEASE)  # due before its first claim
     claimed(table, request_id, "worker-a", now=T0 - 2 * LEASE)
     seen = next(r for r in state.expired_leases(table, now=T0) if r.deletion_request_id == request_id)
     assert state.sweep(table, seen, max_attempts=1, now=T0) is Status.FAILED
 
 
 def test_zombie_write_after_a_sweep_is_refused(table):
-    request_id = new_request(table)
+    request_id = new_request(table, due_at=T0 - 2 * LEASE)  # due before its first claim
     zombie = claimed(table, request_id, "worker-a", now=T0 - 2 * LEASE)
     seen = next(r for r in state.expired_leases(table, now=T0) if r.deletion_request_id == request_id)
     state.sweep(table, seen, max_attempts=3, now=T0)

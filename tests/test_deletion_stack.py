@@ -55,9 +55,10 @@ def deletions(stack) -> Deletions:
 def new_request(deletions) -> tuple[str, str]:
     user_id = f"u{uuid.uuid4().hex[:10]}"
     deletions.seed_user(user_id)
-    # Due in an hour: the deliveries below stand in for the schedule firing.
-    asked = deletions.invoke("request_deletion", {"user_id": user_id, "delay_seconds": 3600})
-    return user_id, asked["deletion_request_id"]
+    # Due now, with no schedule: the deliveries below stand in for the schedule firing (a
+    # claim refuses a request before its due time, so a request due later would never run).
+    request_id = deletion.new_request_item(deletions.stack, user_id, due_at=0)
+    return user_id, request_id
 
 
 def deliver(deletions, request_id: str, deliveries: int, mode: str) -> list[dict]:
