@@ -96,11 +96,15 @@ test-embedded: install tools ## the suite on embedded backends it starts and sto
 
 # The LocalStack stage has a port of its own, so a learner's backend on 4566 may keep running.
 LOCALSTACK_STAGE_PORT ?= 4576
+# The stack tests that hold on any backend, run there too (on the suite's stack, tests/conftest.py):
+# the malformed-input batteries, the checkout races, the vehicle workflow.
+LOCALSTACK_STACK_TESTS := tests/test_deletion_malformed_inputs.py tests/test_queue_malformed_lines.py \
+	tests/test_checkout_stack.py tests/test_vehicle_workflow.py
 
-test-localstack: install ## the lab on LocalStack (Docker, else native): conformance, deploy, second plan, every notebook
+test-localstack: install ## the lab on LocalStack (Docker, else native): conformance, deploy, second plan, every notebook, the stack tests that hold anywhere
 	@export BACKEND=localstack LAB_PORT=$(LOCALSTACK_STAGE_PORT); start=$$SECONDS; \
 	if $(PY) -m idemlab up; then \
-	  env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest tests/conformance tests/localstack --durations=10; code=$$?; \
+	  env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest tests/conformance tests/localstack $(LOCALSTACK_STACK_TESTS) --durations=10; code=$$?; \
 	else code=1; fi; \
 	$(PY) -m idemlab down; \
 	echo "stage localstack: $$((SECONDS - start)) s, exit code $$code"; exit $$code
