@@ -9,8 +9,8 @@ Installed with `pip install "idemlab[testing]"`; pytest finds the fixtures throu
 """
 
 from idemlab.testing.handlers import Crash, CrashError, Handler, HandlerError
-from idemlab.testing.lab import Backend, DeliveryError, Lab
+from idemlab.testing.lab import Backend, DeliveryError, EffectCountError, Lab
 from idemlab.testing.report import CopyResult, CrashNotReached, Delivery, DuplicateEffectError, EffectReport
 
 __all__ = ["Backend", "CopyResult", "Crash", "CrashError", "CrashNotReached", "Delivery", "DeliveryError",
-           "DuplicateEffectError", "EffectReport", "Handler", "HandlerError", "Lab"]
+           "DuplicateEffectError", "EffectCountError", "EffectReport", "Handler", "HandlerError", "Lab"]

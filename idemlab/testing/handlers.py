@@ -23,7 +23,7 @@ import importlib.util
 import io
 import os
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from idemlab.build import zip_bytes
@@ -51,6 +51,8 @@ class Handler:
 
     code: bytes
     name: str
+    # The folder the zip was made from (Handler.module): a copy's traceback names files there.
+    root: Path | None = field(default=None, compare=False)
 
     @classmethod
     def module(cls, dotted: str, code_root: str | Path | None = None) -> "Handler":
@@ -74,7 +76,7 @@ class Handler:
         if code_root.name in ("site-packages", "dist-packages"):
             raise HandlerError(f"{top!r} is an installed package ({code_root}); deliver your own code by module path, "
                                f"or {or_zip}")
-        return cls(_zip_folder_once(code_root, top), dotted)
+        return cls(_zip_folder_once(code_root, top), dotted, code_root)
 
     @classmethod
     def zip(cls, archive: str | Path | bytes, handler: str) -> "Handler":

@@ -7,11 +7,14 @@ import functools
 import hashlib
 import io
 import json
+import numbers
 import os
 import re
 import threading
 import time
+import traceback
 import zipfile
+from pathlib import Path
 from typing import Callable
 from unittest import mock
 
@@ -69,9 +72,15 @@ class Backend(EmbeddedBackend):
     """The embedded backend for one test session, and what lives as long as it: the role
     functions run with, the crash-arming table, the deployed functions."""
 
-    def start(self) -> "Backend":
-        self._lock, self._clients = threading.RLock(), {}
+    def __init__(self, port: int = 0, environment: dict | None = None):
+        super().__init__(port, environment)
+        self._lock = threading.RLock()
+        self._clients: dict = {}  # service -> client, made on first use
+        self._session: boto3.session.Session | None = None  # made in start(), with the server
         self.warm: dict[str, int] = {}  # deployed function -> execution environments known to be warm
+        self.role_arn: str | None = None  # the role functions run with, made in start()
+
+    def start(self) -> "Backend":
         # The server (a child process) inherits the environment, and boto3 reads it when a
         # client is made: a developer's AWS_PROFILE would make either fail, so a clean one.
         with aws_environment(LOCAL_VARIABLES):
@@ -175,15 +184,16 @@ class Lab:
         if crash is not None and not isinstance(crash, Crash):
             raise TypeError(f"crash must be a Crash (e.g. Crash.after('shop.payments.charge')), not {crash!r}")
         environment = {**self.environment, **(environment or {})}
-        function = self.backend.function(Handler.of(handler), environment, timeout, crash)
+        handler = Handler.of(handler)
+        function = self.backend.function(handler, environment, timeout, crash)
         if together and copies > self.backend.warm[function]:
             # Give each copy a warm environment, so copies sent together start together.
             ping = json.dumps({_bootstrap.WARMUP_KEY: WARMUP_HOLD_SECONDS}).encode()
-            all_at_once([functools.partial(self._send, function, ping, 0)] * copies, join_seconds=None)
+            all_at_once([functools.partial(self._send, function, handler, ping, 0)] * copies, join_seconds=None)
             self.backend.warm[function] = copies
         if crash is not None:
             self.backend.crash_table.put_item(Item={"pk": function, "armed": crash.times})
-        sends = [functools.partial(self._send, function, json.dumps(event).encode(), n + 1) for n in range(copies)]
+        sends = [functools.partial(self._send, function, handler, json.dumps(event).encode(), n + 1) for n in range(copies)]
         results = all_at_once(sends, join_seconds=None) if together else [send() for send in sends]
         if any(copy.error_type in FATAL_ERROR_TYPES for copy in results):
             self.backend.warm[function] = 0  # some died; which ones is unknown
@@ -193,9 +203,9 @@ class Lab:
             crashes = crash.times - int(left.get("Attributes", {}).get("armed", 0))
         return Delivery(results, crash, crashes)
 
-    def _send(self, function: str, payload: bytes, number: int) -> CopyResult:
+    def _send(self, function: str, handler: Handler, payload: bytes, number: int) -> CopyResult:
         """Invoke once: copy `number`, or a warm-up ping (0); what came back, or the handler's error."""
-        copy = CopyResult(number, sent=time.time())
+        copy = CopyResult(number, sent=time.time(), code_root=str(handler.root) if handler.root else None)
         try:
             response = self.client("lambda").invoke(FunctionName=function, Payload=payload)
         except ClientError as exc:
@@ -207,16 +217,32 @@ class Lab:
             copy.error = document if isinstance(document, dict) else unknown
             # A ping calls no handler: its error, like a handler that could not load, is the setup's.
             if copy.error_type in INIT_ERROR_TYPES or not number:
-                raise DeliveryError(f"the handler could not start: {copy.error_type}: {copy.error.get('errorMessage')}")
+                raise DeliveryError(self._load_failure(handler, copy))
         else:
             report = document[_bootstrap.REPORT_KEY]
             copy.pid, copy.started, copy.ended = report["pid"], report.get("started"), report.get("ended")
+            copy.powertools = bool(report.get("powertools"))
             copy.result = document.get("result")
         return copy
 
+    @staticmethod
+    def _load_failure(handler: Handler, copy: CopyResult) -> str:
+        """Why the handler could not start, naming it and its own file and line first."""
+        message = str(copy.error.get("errorMessage"))
+        # The runtime names the module it imported, the plugin's bootstrap: the cause follows it.
+        _, found, cause = message.partition(f"Unable to import module '{BOOTSTRAP_MODULE}': {_bootstrap.LOAD_FAILURE}")
+        if found:
+            message = _bootstrap.LOAD_FAILURE + cause
+        else:
+            message = f"the handler {handler.name!r} could not start: {copy.error_type}: {message}"
+        if handler.root is not None:  # the worker's copy of the code is the user's folder, zipped
+            message = message.replace('"/var/task/', f'"{handler.root}/')
+        return message
+
     def assert_exactly_once(
         self, handler: Handler | str, make_event: Callable[[int], object], count_effect: Callable[[object], int],
-        rounds: int = 100, copies: int = 2, together: bool = True, crash: Crash | None = None, **options,
+        rounds: int = 100, copies: int = 2, together: bool = True, crash: Crash | None = None,
+        timeout: int = DEFAULT_TIMEOUT_SECONDS, environment: dict | None = None,
     ) -> EffectReport:
         """Deliver `copies` copies of a fresh event per round; the effect must count 1 each time.
 
@@ -226,15 +252,52 @@ class Lab:
         """
         __tracebackhide__ = True
         handler = Handler.of(handler)
-        report = EffectReport(handler.name, copies, together, crash)
+        report = EffectReport(handler.name, copies, together, crash, timeout=timeout)
+        options = {"copies": copies, "crash": crash, "timeout": timeout, "environment": environment}
         for number in range(rounds):
             event = make_event(number)
-            delivery = self.deliver(handler, event, copies=copies, together=together, crash=crash, **options)
-            if crash is not None and delivery.crashes == 0:
+            delivery = self.deliver(handler, event, together=together, **options)
+            if crash is not None and delivery.crashes == 0 and not delivery.failed:
                 never = f"Crash point never reached: no copy got {crash.when} {crash.target} in round {number}."
                 ask = "Is the name right, and does the handler call it for this event?"
                 raise CrashNotReached("\n".join([never, "Timeline:", *delivery.timeline(), ask]))
-            report.rounds.append(Round(number, event, delivery, int(count_effect(event))))
+            report.rounds.append(Round(number, event, delivery, self._count(count_effect, event, number)))
+        if report.doubled() and together and copies > 1 and crash is None:
+            # Did the copies double because they raced, or would they even one after another?
+            event = make_event(rounds)
+            delivery = self.deliver(handler, event, together=False, **options)
+            report.apart_check = Round(rounds, event, delivery, self._count(count_effect, event, rounds))
         if report.bad_rounds:
             raise DuplicateEffectError(report)
         return report
+
+    def _count(self, count_effect: Callable[[object], int], event: object, number: int) -> int:
+        """count_effect(event), or an EffectCountError naming it, the round, the table it asked for, and its frames."""
+        __tracebackhide__ = True
+        name = getattr(count_effect, "__qualname__", repr(count_effect))
+        try:
+            count = count_effect(event)
+        except Exception as exc:
+            table = _bootstrap._table_of(exc)
+            asked = ""
+            if table:
+                existing = self.backend.client("dynamodb").list_tables()["TableNames"]
+                asked = f" (table {table!r}; the tables on the backend now: {existing})"
+            frames = [f for f in traceback.extract_tb(exc.__traceback__) if not _library_frame(f.filename)]
+            lines = [f"count_effect {name} raised in round {number}, event {json.dumps(event, default=str)}: "
+                     f"{type(exc).__name__}: {exc}{asked}"]
+            lines += ["Traceback (its own frames):", *(line.rstrip("\n") for line in traceback.format_list(frames))]
+            raise EffectCountError("\n".join(lines)) from None
+        if isinstance(count, bool) or not isinstance(count, numbers.Number) or int(count) != count:
+            raise EffectCountError(f"count_effect {name} returned {count!r} in round {number}: it must return a whole number")
+        return int(count)
+
+
+class EffectCountError(RuntimeError):
+    """count_effect raised, or returned something other than a count."""
+
+
+def _library_frame(filename: str) -> bool:
+    """Frames of boto3, botocore and this plugin: not where a user's mistake is."""
+    parts = Path(filename).parts
+    return "botocore" in parts or "boto3" in parts or "s3transfer" in parts or str(Path(__file__).parent) in filename
