@@ -29,6 +29,8 @@ RACE_ROUNDS = 100
 UV = settings.STATE_DIR / "uv" / "bin" / "uv"  # where `make install` puts it
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 RED = "\x1b[31m"
+# The workshop's packages (pyproject.toml's `workshop` extra): none of them is the plugin's.
+WORKSHOP_ONLY = {"matplotlib", "nbclient", "nbformat", "ipykernel", "terraform-local", "python-hcl2", "jupyterlab"}
 
 
 def run(command: list[str], **options) -> subprocess.CompletedProcess:
@@ -54,6 +56,9 @@ def test_example_project_passes_the_safe_handler_and_fails_the_two_unsafe_ones(t
     installed = run([str(UV), "pip", "install", "--quiet", "--python", str(python), f"{source}[testing]"], timeout=900)
     assert installed.returncode == 0, installed.stdout + installed.stderr
     record_property("install_seconds", round(time.monotonic() - started, 1))
+    listed = run([str(UV), "pip", "list", "--python", str(python)], timeout=120)
+    installed_names = {line.split()[0].lower() for line in listed.stdout.splitlines()[2:] if line.strip()}
+    assert not installed_names & WORKSHOP_ONLY, f"the plugin's install pulled the workshop's {installed_names & WORKSHOP_ONLY}"
 
     project = tmp_path / "take-home"
     shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("__pycache__", "README.md"))
