@@ -18,6 +18,7 @@ yet supported), a timeout it does.
 
 from __future__ import annotations
 
+import ast
 import functools
 import importlib.util
 import io
@@ -76,7 +77,9 @@ class Handler:
         if code_root.name in ("site-packages", "dist-packages"):
             raise HandlerError(f"{top!r} is an installed package ({code_root}); deliver your own code by module path, "
                                f"or {or_zip}")
-        return cls(_zip_folder_once(code_root, top), dotted, code_root)
+        code = _zip_folder_once(code_root, top)
+        check_defines(code_root, module_name, function)
+        return cls(code, dotted, code_root)
 
     @classmethod
     def zip(cls, archive: str | Path | bytes, handler: str) -> "Handler":
@@ -111,6 +114,34 @@ def zip_folder(root: Path, must_hold: str) -> bytes:
     if sum(path.stat().st_size for path in files.values()) > MAX_ZIP_BYTES:
         raise HandlerError(f"code root {root} holds more than 50 MB; pass a zip with Handler.zip instead")
     return zip_bytes(files)
+
+
+def check_defines(code_root: Path, module_name: str, function: str) -> None:
+    """Read (without running) the handler's module: it must parse and define `function` at its
+    top level, so that a typo fails here, in the test, before anything is deployed."""
+    relative = Path(*module_name.split("."))
+    source = next((p for p in (code_root / f"{relative}.py", code_root / relative / "__init__.py") if p.is_file()), None)
+    if source is None:
+        raise HandlerError(f"handler '{module_name}.{function}': no module {module_name!r} under {code_root}")
+    try:
+        tree = ast.parse(source.read_bytes(), filename=str(source))
+    except SyntaxError as exc:
+        raise HandlerError(f"handler '{module_name}.{function}': {source}, line {exc.lineno}: {exc.msg}") from None
+    defined, dynamic = set(), False
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+            dynamic |= node.name == "__getattr__"  # a module-level __getattr__ answers any name
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [alias.asname or alias.name.split(".")[0] for alias in node.names]
+            dynamic |= "*" in names
+            defined.update(names)
+        else:  # assignments, and names bound inside if/try at the top level: any Name stored anywhere
+            defined.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    if function not in defined and not dynamic:
+        functions = sorted(n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        raise HandlerError(f"handler '{module_name}.{function}': {source} defines no {function!r} "
+                           f"(its functions: {', '.join(functions) or 'none'})")
 
 
 # A session packs each code root once: its files do not change while tests run.

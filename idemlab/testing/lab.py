@@ -15,6 +15,7 @@ import time
 import traceback
 import zipfile
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Callable
 from unittest import mock
 
@@ -240,14 +241,15 @@ class Lab:
         return message
 
     def assert_exactly_once(
-        self, handler: Handler | str, make_event: Callable[[int], object], count_effect: Callable[[object], int],
+        self, handler: Handler | str, make_event: Callable[[int], object], count_effect: Callable[[object], int | Mapping[str, int]],
         rounds: int = 100, copies: int = 2, together: bool = True, crash: Crash | None = None,
         timeout: int = DEFAULT_TIMEOUT_SECONDS, environment: dict | None = None,
     ) -> EffectReport:
         """Deliver `copies` copies of a fresh event per round; the effect must count 1 each time.
 
         make_event(round_number) builds the event; count_effect(event) counts what the
-        handler did for it (rows written, downstream calls recorded). Raises
+        handler did for it (rows written, downstream calls recorded), or counts several
+        effects by name ({"bonus": 1, "email": 1}), each of which must be 1. Raises
         DuplicateEffectError naming the rounds that went wrong, with their timelines.
         """
         __tracebackhide__ = True
@@ -271,7 +273,7 @@ class Lab:
             raise DuplicateEffectError(report)
         return report
 
-    def _count(self, count_effect: Callable[[object], int], event: object, number: int) -> int:
+    def _count(self, count_effect: Callable, event: object, number: int) -> int | dict[str, int]:
         """count_effect(event), or an EffectCountError naming it, the round, the table it asked for, and its frames."""
         __tracebackhide__ = True
         name = getattr(count_effect, "__qualname__", repr(count_effect))
@@ -288,9 +290,21 @@ class Lab:
                      f"{type(exc).__name__}: {exc}{asked}"]
             lines += ["Traceback (its own frames):", *(line.rstrip("\n") for line in traceback.format_list(frames))]
             raise EffectCountError("\n".join(lines)) from None
-        if isinstance(count, bool) or not isinstance(count, numbers.Number) or int(count) != count:
-            raise EffectCountError(f"count_effect {name} returned {count!r} in round {number}: it must return a whole number")
-        return int(count)
+        if isinstance(count, Mapping):  # named effects: each must happen exactly once
+            if not count or not all(isinstance(key, str) and key for key in count):
+                raise EffectCountError(f"count_effect {name} returned {count!r} in round {number}: a mapping of counts "
+                                       "needs at least one effect, each named by a non-empty string")
+            return {key: self._whole(name, value, number, key) for key, value in count.items()}
+        return self._whole(name, count, number)
+
+    @staticmethod
+    def _whole(name: str, value: object, number: int, effect: str = "") -> int:
+        """A count as an int: 2, or Decimal("2") as DynamoDB returns numbers; anything else refused."""
+        if isinstance(value, bool) or not isinstance(value, numbers.Number) or int(value) != value:
+            what = f"for effect {effect!r} " if effect else ""
+            raise EffectCountError(f"count_effect {name} returned {value!r} {what}in round {number}: a count must be a "
+                                   "whole number (or a mapping of effect names to whole numbers)")
+        return int(value)
 
 
 class EffectCountError(RuntimeError):

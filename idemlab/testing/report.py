@@ -134,7 +134,32 @@ class Round:
     number: int
     event: object
     delivery: Delivery
-    count: int  # the effect, counted after the round
+    count: int | dict[str, int]  # the effect, counted after the round; or each named effect's count
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Each effect's count by name ("" for a single, unnamed effect)."""
+        return dict(self.count) if isinstance(self.count, dict) else {"": self.count}
+
+    @property
+    def once(self) -> bool:
+        return all(value == 1 for value in self.counts.values())
+
+    @property
+    def more(self) -> bool:
+        return any(value > 1 for value in self.counts.values())
+
+    @property
+    def less(self) -> bool:
+        return any(value < 1 for value in self.counts.values())
+
+    def said(self) -> str:
+        """"2 times", or "bonus 2 times, email 1 time"."""
+        return ", ".join(f"{name} {_times(value)}".strip() for name, value in self.counts.items())
+
+
+def _times(count: int) -> str:
+    return f"{count} time{'s' if count != 1 else ''}"
 
 
 @dataclass
@@ -153,7 +178,7 @@ class EffectReport:
 
     @property
     def bad_rounds(self) -> list[Round]:
-        return [r for r in self.rounds if r.count != 1]
+        return [r for r in self.rounds if not r.once]
 
     @property
     def passed(self) -> bool:
@@ -161,11 +186,11 @@ class EffectReport:
 
     def doubled(self) -> list[int]:
         """Numbers of the rounds where the effect happened more than once."""
-        return [r.number for r in self.rounds if r.count > 1]
+        return [r.number for r in self.rounds if r.more]
 
     def lost(self) -> list[int]:
         """Numbers of the rounds where the effect did not happen, though a copy returned or crashed."""
-        return [r.number for r in self.rounds if r.count < 1 and not r.delivery.all_failed]
+        return [r.number for r in self.rounds if r.less and not r.delivery.all_failed]
 
     def failed(self) -> list[int]:
         """Numbers of the rounds where no copy returned and the effect was not once: the handler's own error."""
@@ -189,13 +214,15 @@ class EffectReport:
         parts += [f"failed in every copy in {len(failed)} of {total} rounds"] if failed else []
         lines = [f"{self.handler}: the effect was not exactly once. It {' and '.join(parts)} ({self._how()}).", ""]
         lines.append("Effect counted after each round:")
-        for count in sorted({r.count for r in self.rounds}):
-            numbers = [r.number for r in self.rounds if r.count == count]
-            listed = ", ".join(map(str, numbers[:LISTED_ROUNDS])) + (", ..." if len(numbers) > LISTED_ROUNDS else "")
-            mark, rounds = "ok" if count == 1 else "WRONG", len(numbers)
-            lines.append(f"  {count} time{'s' if count != 1 else ''}: {rounds:>4} rounds  {mark}  (rounds {listed})")
+        names = list(dict.fromkeys(name for r in self.rounds for name in r.counts))
+        for name in names:
+            for count in sorted({r.counts[name] for r in self.rounds if name in r.counts}):
+                numbers = [r.number for r in self.rounds if r.counts.get(name) == count]
+                listed = ", ".join(map(str, numbers[:LISTED_ROUNDS])) + (", ..." if len(numbers) > LISTED_ROUNDS else "")
+                mark, rounds, label = "ok" if count == 1 else "WRONG", len(numbers), f"{name}: " if name else ""
+                lines.append(f"  {label}{_times(count)}: {rounds:>4} rounds  {mark}  (rounds {listed})")
         for r in self.bad_rounds[:DRAWN_TIMELINES]:
-            lines += ["", f"Round {r.number}, event {_short(r.event)}: effect counted {r.count} times. Timeline:"]
+            lines += ["", f"Round {r.number}, event {_short(r.event)}: effect counted {r.said()}. Timeline:"]
             lines += r.delivery.timeline()
         if self.doubled():
             lines += ["", self._doubled_hint()]
@@ -228,14 +255,14 @@ class EffectReport:
 
     def _doubled_hint(self) -> str:
         crash = self.crash
-        rounds = [r for r in self.rounds if r.count > 1]
+        rounds = [r for r in self.rounds if r.more]
         if crash is not None and crash.how == "timeout" and any(c.powertools for r in rounds for c in r.delivery.copies):
             return (
                 f"Powertools' @idempotent recorded an in-progress record, then the copy timed out ({crash.describe()}).\n"
                 "That in-progress record expires with the invocation's remaining time, which the function's timeout "
                 f"sets (timeout={self.timeout} s here;\nLambda's Timeout on AWS): the retry, after the timeout, finds it "
-                "expired and runs the handler again. Nothing Powertools\ncan do fixes this: pass the idempotency key to "
-                "the downstream call, so that it does its effect once per key even when called twice."
+                "expired and runs the handler again. Pass the idempotency\nkey to the downstream call, so that it does "
+                "its effect once per key even when called twice."
             )
         if crash is not None:
             where = "after" if crash.when == "after" else "before"
@@ -246,14 +273,14 @@ class EffectReport:
                 "idempotency key to the downstream so that it does the effect once per key even when you call it twice."
             )
         check = self.apart_check
-        if self.together and check is not None and check.count == 1:
+        if self.together and check is not None and check.once:
             return (
                 "Copies that arrive at the same time each checked 'not done yet' before any of them recorded it "
                 f"(copies sent one after another did it once: round {check.number}).\n"
                 "A check and a write in two calls leave that window open. Make the claim one atomic step: a\n"
                 "conditional write (attribute_not_exists) that only one copy can win, or Powertools' @idempotent."
             )
-        seen = f" (round {check.number}: {check.count} times)" if check is not None else ""
+        seen = f" (round {check.number}: {check.said()})" if check is not None else ""
         return (
             "Nothing records that an event was handled: even copies sent one after another each did the effect"
             f"{seen}.\nRecord a claim on the event's key with a conditional write (attribute_not_exists) before the "
