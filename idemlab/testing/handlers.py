@@ -183,3 +183,32 @@ class Crash:
 
     def describe(self) -> str:
         return f"the copy {HOWS[self.how][1]} {self.when} {self.target}"
+
+
+@dataclass(frozen=True)
+class Queue:
+    """Deliver through an SQS queue and Lambda's event source mapping instead of Invoke.
+
+    Each copy of an event is a message of its own (its own message id), as when a producer
+    sends one event twice; the poller delivers batches of up to `batch_size`, a failed batch
+    (or, with `report_batch_item_failures`, the messages the function lists) comes back
+    after `visibility_timeout` seconds. A FIFO queue's copies share one message group and
+    carry different deduplication ids, as a producer's retry after SQS's five-minute
+    deduplication interval would (AWS docs: AWSSimpleQueueService/latest/SQSDeveloperGuide/FIFO-key-terms.html).
+    """
+
+    fifo: bool = False
+    batch_size: int = 10
+    report_batch_item_failures: bool = False
+    # At least the function's timeout: Lambda refuses a mapping whose queue's is shorter
+    # (AWS docs: lambda/latest/dg/services-sqs-configure.html). None: the function's timeout.
+    visibility_timeout: int | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.batch_size, int) or not 1 <= self.batch_size <= 10:
+            raise ValueError(f"batch_size must be a whole number from 1 to 10, not {self.batch_size!r}")
+        if self.visibility_timeout is not None and (not isinstance(self.visibility_timeout, int) or self.visibility_timeout < 1):
+            raise ValueError(f"visibility_timeout must be a whole number of seconds, at least 1, not {self.visibility_timeout!r}")
+
+    def describe(self) -> str:
+        return f"sent as messages to {'a FIFO' if self.fifo else 'a standard'} SQS queue"

@@ -13,6 +13,7 @@ import re
 import threading
 import time
 import traceback
+import uuid
 import zipfile
 from pathlib import Path
 from collections.abc import Mapping
@@ -26,7 +27,7 @@ from botocore.exceptions import ClientError
 from idemlab.barrier import all_at_once
 from idemlab.embedded.server import EmbeddedBackend
 from idemlab.testing import _bootstrap
-from idemlab.testing.handlers import Crash, Handler
+from idemlab.testing.handlers import Crash, Handler, Queue
 from idemlab.testing.report import CopyResult, CrashNotReached, Delivery, DuplicateEffectError, EffectReport, Round
 
 # The plugin's handler in every function's zip; it loads and calls the handler under test.
@@ -80,6 +81,7 @@ class Backend(EmbeddedBackend):
         self._session: boto3.session.Session | None = None  # made in start(), with the server
         self.warm: dict[str, int] = {}  # deployed function -> execution environments known to be warm
         self.role_arn: str | None = None  # the role functions run with, made in start()
+        self.queues: dict[str, str] = {}  # queue name -> URL, each feeding one function
 
     def start(self) -> "Backend":
         # The server (a child process) inherits the environment, and boto3 reads it when a
@@ -144,6 +146,25 @@ class Backend(EmbeddedBackend):
         return name
 
 
+    def queue(self, function: str, queue: Queue, timeout: int) -> str:
+        """The queue feeding `function` through an event source mapping, made once per both; its URL."""
+        visibility = max(queue.visibility_timeout or timeout, timeout)
+        name = f"{function}-{hashlib.sha256(repr((queue, visibility)).encode()).hexdigest()[:8]}"
+        name += ".fifo" if queue.fifo else ""
+        with self._lock:
+            if name not in self.queues:
+                sqs = self.client("sqs")
+                attributes = {"VisibilityTimeout": str(visibility), **({"FifoQueue": "true"} if queue.fifo else {})}
+                url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+                arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+                types = ["ReportBatchItemFailures"] if queue.report_batch_item_failures else []
+                self.client("lambda").create_event_source_mapping(
+                    EventSourceArn=arn, FunctionName=function, BatchSize=queue.batch_size, FunctionResponseTypes=types,
+                )
+                self.queues[name] = url
+            return self.queues[name]
+
+
 class Lab:
     """One test's tables, deleted when it ends, and `deliver` / `assert_exactly_once`, which send
     copies of an event to a handler in Lambda worker processes."""
@@ -204,6 +225,45 @@ class Lab:
             crashes = crash.times - int(left.get("Attributes", {}).get("armed", 0))
         return Delivery(results, crash, crashes)
 
+    def deliver_sqs(self, handler: Handler | str, event, copies: int = 2, queue: Queue | None = None,
+                    timeout: int = DEFAULT_TIMEOUT_SECONDS, environment: dict | None = None) -> Delivery:
+        """Send `copies` messages, each holding `event` as its JSON body, to a queue that feeds
+        `handler`; return when the queue is empty (every message handled and deleted).
+
+        A message the handler keeps failing stays: the delivery fails after `copies` times
+        the time a message can take (the visibility timeout, plus the function's timeout) and
+        a minute, naming what is left in the queue.
+        """
+        if not isinstance(copies, int) or copies < 1:
+            raise ValueError(f"copies must be a whole number, at least 1, not {copies!r}")
+        queue = queue or Queue()
+        if not isinstance(queue, Queue):
+            raise TypeError(f"queue must be a Queue (e.g. Queue(fifo=True)), not {queue!r}")
+        handler = Handler.of(handler)
+        function = self.backend.function(handler, {**self.environment, **(environment or {})}, timeout, None)
+        url = self.backend.queue(function, queue, timeout)
+        sqs, body, results = self.client("sqs"), json.dumps(event), []
+        for number in range(1, copies + 1):
+            copy = CopyResult(number, sent=time.time())
+            group = {"MessageGroupId": "idemlab", "MessageDeduplicationId": uuid.uuid4().hex} if queue.fifo else {}
+            copy.message_id = sqs.send_message(QueueUrl=url, MessageBody=body, **group)["MessageId"]
+            results.append(copy)
+        visibility = max(queue.visibility_timeout or timeout, timeout)
+        deadline = time.monotonic() + copies * (visibility + timeout) + 60
+        names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+        while True:
+            attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+            left = sum(int(attributes[name]) for name in names)
+            if not left:
+                break
+            if time.monotonic() > deadline:
+                raise DeliveryError(f"{left} of the {copies} messages for {handler.name!r} are still in the queue "
+                                    f"after {copies * (visibility + timeout) + 60} s: does the handler keep failing?")
+            time.sleep(0.05)  # polling the condition, not waiting out a time
+        for copy in results:
+            copy.answered = time.time()  # the queue was seen empty: every message handled
+        return Delivery(results)
+
     def _send(self, function: str, handler: Handler, payload: bytes, number: int) -> CopyResult:
         """Invoke once: copy `number`, or a warm-up ping (0); what came back, or the handler's error."""
         copy = CopyResult(number, sent=time.time(), code_root=str(handler.root) if handler.root else None)
@@ -243,7 +303,7 @@ class Lab:
     def assert_exactly_once(
         self, handler: Handler | str, make_event: Callable[[int], object], count_effect: Callable[[object], int | Mapping[str, int]],
         rounds: int = 100, copies: int = 2, together: bool = True, crash: Crash | None = None,
-        timeout: int = DEFAULT_TIMEOUT_SECONDS, environment: dict | None = None,
+        timeout: int = DEFAULT_TIMEOUT_SECONDS, environment: dict | None = None, queue: Queue | None = None,
     ) -> EffectReport:
         """Deliver `copies` copies of a fresh event per round; the effect must count 1 each time.
 
@@ -254,17 +314,22 @@ class Lab:
         """
         __tracebackhide__ = True
         handler = Handler.of(handler)
-        report = EffectReport(handler.name, copies, together, crash, timeout=timeout)
+        if queue is not None and crash is not None:
+            raise ValueError("a crash cannot be armed for a delivery through a queue (yet): pass crash or queue, not both")
+        report = EffectReport(handler.name, copies, together, crash, timeout=timeout, queue=queue)
         options = {"copies": copies, "crash": crash, "timeout": timeout, "environment": environment}
         for number in range(rounds):
             event = make_event(number)
-            delivery = self.deliver(handler, event, together=together, **options)
+            if queue is not None:
+                delivery = self.deliver_sqs(handler, event, copies=copies, queue=queue, timeout=timeout, environment=environment)
+            else:
+                delivery = self.deliver(handler, event, together=together, **options)
             if crash is not None and delivery.crashes == 0 and not delivery.failed:
                 never = f"Crash point never reached: no copy got {crash.when} {crash.target} in round {number}."
                 ask = "Is the name right, and does the handler call it for this event?"
                 raise CrashNotReached("\n".join([never, "Timeline:", *delivery.timeline(), ask]))
             report.rounds.append(Round(number, event, delivery, self._count(count_effect, event, number)))
-        if report.doubled() and together and copies > 1 and crash is None:
+        if report.doubled() and together and copies > 1 and crash is None and queue is None:
             # Did the copies double because they raced, or would they even one after another?
             event = make_event(rounds)
             delivery = self.deliver(handler, event, together=False, **options)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from idemlab.testing.handlers import Crash
+from idemlab.testing.handlers import Crash, Queue
 
 # Rounds listed by number, and timelines drawn, in a failure message: enough to see
 # the pattern, short enough to read.
@@ -42,6 +42,7 @@ class CopyResult:
     error: dict | None = None  # Lambda's error payload: errorType, errorMessage, stackTrace
     powertools: bool = False  # the worker had loaded Powertools' idempotency utility
     code_root: str | None = None  # where the handler's files are on this machine, for its traceback
+    message_id: str | None = None  # delivered through a queue: the message this copy was
 
     @property
     def ok(self) -> bool:
@@ -55,6 +56,8 @@ class CopyResult:
         return crash is not None and self.error_type == crash.error_type
 
     def outcome(self, crash: Crash | None) -> str:
+        if self.message_id is not None:  # the poller's invocations are not seen one by one
+            return f"message {self.message_id}: handled (the queue was empty when answered)"
         if self.ok:
             return "returned " + _short(self.result)
         if self.crashed(crash):
@@ -175,6 +178,7 @@ class EffectReport:
     # After copies sent together doubled: one more event's copies sent one after another,
     # which tells a handler that checks nothing from a check-then-act race.
     apart_check: Round | None = None
+    queue: Queue | None = None  # delivered through an SQS queue instead of Invoke
 
     @property
     def bad_rounds(self) -> list[Round]:
@@ -197,6 +201,8 @@ class EffectReport:
         return [r.number for r in self.bad_rounds if r.delivery.all_failed]
 
     def _how(self) -> str:
+        if self.queue is not None:
+            return f"{self.copies} cop{'ies' if self.copies != 1 else 'y'} of each event {self.queue.describe()}"
         how = f"{self.copies} cop{'ies' if self.copies != 1 else 'y'} of each event sent "
         how += "together" if self.together and self.copies > 1 else "one after another" if self.copies > 1 else "alone"
         return how + (f", and {self.crash.describe()}" if self.crash else "")
@@ -263,6 +269,12 @@ class EffectReport:
                 f"sets (timeout={self.timeout} s here;\nLambda's Timeout on AWS): the retry, after the timeout, finds it "
                 "expired and runs the handler again. Pass the idempotency\nkey to the downstream call, so that it does "
                 "its effect once per key even when called twice."
+            )
+        if self.queue is not None:
+            return (
+                "Each copy was a message of its own, with its own message id, and the handler did the effect for each.\n"
+                "A record keyed on the message id (or the record's messageId) cannot see that two messages carry one\n"
+                "event: claim the event's own key (an order id, say) with a conditional write before the effect."
             )
         if crash is not None:
             where = "after" if crash.when == "after" else "before"
