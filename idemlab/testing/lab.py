@@ -51,6 +51,9 @@ WARMUP_HOLD_SECONDS = 0.3
 # lambda/latest/dg/gettingstarted-limits.html) plus the cold start the runtime allows
 # (idemlab.embedded.lambda_runtime).
 CLIENT_CONFIG = Config(retries={"total_max_attempts": 1}, max_pool_connections=64, read_timeout=15 * 60 + 30)
+# Lambda's retries of a failed asynchronous invocation, at most and by default (AWS docs:
+# lambda/latest/dg/invocation-async-error-handling.html).
+ASYNC_RETRIES = 2
 # Errors after which the copy's execution environment is gone.
 FATAL_ERROR_TYPES = {"Runtime.ExitError", "Sandbox.Timedout", "Runtime.InitTimeout"}
 # Errors that mean the handler never loaded: nothing to count, the test is set up wrong.
@@ -165,6 +168,23 @@ class Backend(EmbeddedBackend):
             return self.queues[name]
 
 
+    def destination(self, function: str, retries: int) -> str:
+        """The queue receiving `function`'s asynchronous invocation records (on success and on
+        failure), its retries set; made once per both; its URL."""
+        name = f"{function}-async-{retries}"
+        with self._lock:
+            if name not in self.queues:
+                sqs = self.client("sqs")
+                url = sqs.create_queue(QueueName=name)["QueueUrl"]
+                arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+                self.client("lambda").put_function_event_invoke_config(
+                    FunctionName=function, MaximumRetryAttempts=retries,
+                    DestinationConfig={"OnSuccess": {"Destination": arn}, "OnFailure": {"Destination": arn}},
+                )
+                self.queues[name] = url
+            return self.queues[name]
+
+
 class Lab:
     """One test's tables, deleted when it ends, and `deliver` / `assert_exactly_once`, which send
     copies of an event to a handler in Lambda worker processes."""
@@ -264,6 +284,57 @@ class Lab:
             copy.answered = time.time()  # the queue was seen empty: every message handled
         return Delivery(results)
 
+    def deliver_async(self, handler: Handler | str, event, copies: int = 1, retries: int = ASYNC_RETRIES,
+                      timeout: int = DEFAULT_TIMEOUT_SECONDS, environment: dict | None = None) -> Delivery:
+        """Invoke asynchronously (InvocationType=Event) `copies` times: Lambda retries a failed
+        event up to `retries` times, then sends it to the on-failure destination. Returns when
+        every copy's invocation record has reached the destination, each copy with its attempts."""
+        if not isinstance(copies, int) or copies < 1:
+            raise ValueError(f"copies must be a whole number, at least 1, not {copies!r}")
+        if not isinstance(retries, int) or not 0 <= retries <= ASYNC_RETRIES:
+            # MaximumRetryAttempts: 0 to 2 (AWS docs: lambda/latest/api/API_PutFunctionEventInvokeConfig.html).
+            raise ValueError(f"retries must be 0, 1 or 2, not {retries!r}")
+        handler = Handler.of(handler)
+        function = self.backend.function(handler, {**self.environment, **(environment or {})}, timeout, None)
+        url = self.backend.destination(function, retries)
+        sqs, lam, pending = self.client("sqs"), self.client("lambda"), {}
+        for number in range(1, copies + 1):
+            copy = CopyResult(number, sent=time.time(), code_root=str(handler.root) if handler.root else None)
+            response = lam.invoke(FunctionName=function, InvocationType="Event", Payload=json.dumps(event).encode())
+            pending[response["ResponseMetadata"]["RequestId"]] = copy
+        results = list(pending.values())
+        # Each attempt can take the timeout; retries wait 1 s, then 2 s (the backend's LAMBDA_RETRY_BASE_DELAY).
+        deadline = time.monotonic() + copies * (retries + 1) * (timeout + 3) + 60
+        while pending:
+            if time.monotonic() > deadline:
+                raise DeliveryError(f"{len(pending)} of the {copies} asynchronous invocations of {handler.name!r} "
+                                    "sent no record to their destination in time")
+            messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages", [])
+            for message in messages:
+                record = json.loads(message["Body"])
+                copy = pending.pop(record["requestContext"]["requestId"], None)
+                sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+                if copy is not None:
+                    self._record(copy, record)
+        return Delivery(results)
+
+    @staticmethod
+    def _record(copy: CopyResult, record: dict) -> None:
+        """What an asynchronous invocation record says of the copy's last attempt."""
+        copy.answered = time.time()
+        copy.attempts = record["requestContext"].get("approximateInvokeCount")
+        copy.condition = record["requestContext"].get("condition")
+        response = record.get("responsePayload")
+        if record.get("responseContext", {}).get("functionError"):
+            copy.error = response if isinstance(response, dict) else {"errorType": "Unknown", "errorMessage": str(response)}
+        elif isinstance(response, dict) and _bootstrap.REPORT_KEY in response:
+            report = response[_bootstrap.REPORT_KEY]
+            copy.pid, copy.started, copy.ended = report["pid"], report.get("started"), report.get("ended")
+            copy.powertools = bool(report.get("powertools"))
+            copy.result = response.get("result")
+        else:  # no response: the event expired before it ran
+            copy.error = {"errorType": copy.condition or "Unknown", "errorMessage": "the event never ran"}
+
     def _send(self, function: str, handler: Handler, payload: bytes, number: int) -> CopyResult:
         """Invoke once: copy `number`, or a warm-up ping (0); what came back, or the handler's error."""
         copy = CopyResult(number, sent=time.time(), code_root=str(handler.root) if handler.root else None)
@@ -304,6 +375,7 @@ class Lab:
         self, handler: Handler | str, make_event: Callable[[int], object], count_effect: Callable[[object], int | Mapping[str, int]],
         rounds: int = 100, copies: int = 2, together: bool = True, crash: Crash | None = None,
         timeout: int = DEFAULT_TIMEOUT_SECONDS, environment: dict | None = None, queue: Queue | None = None,
+        asynchronous: bool = False,
     ) -> EffectReport:
         """Deliver `copies` copies of a fresh event per round; the effect must count 1 each time.
 
@@ -314,13 +386,17 @@ class Lab:
         """
         __tracebackhide__ = True
         handler = Handler.of(handler)
-        if queue is not None and crash is not None:
-            raise ValueError("a crash cannot be armed for a delivery through a queue (yet): pass crash or queue, not both")
-        report = EffectReport(handler.name, copies, together, crash, timeout=timeout, queue=queue)
+        if (queue is not None or asynchronous) and crash is not None:
+            raise ValueError("a crash cannot be armed for a delivery through a queue or an asynchronous invoke (yet)")
+        if queue is not None and asynchronous:
+            raise ValueError("deliver through a queue or asynchronously, not both")
+        report = EffectReport(handler.name, copies, together, crash, timeout=timeout, queue=queue, asynchronous=asynchronous)
         options = {"copies": copies, "crash": crash, "timeout": timeout, "environment": environment}
         for number in range(rounds):
             event = make_event(number)
-            if queue is not None:
+            if asynchronous:
+                delivery = self.deliver_async(handler, event, copies=copies, timeout=timeout, environment=environment)
+            elif queue is not None:
                 delivery = self.deliver_sqs(handler, event, copies=copies, queue=queue, timeout=timeout, environment=environment)
             else:
                 delivery = self.deliver(handler, event, together=together, **options)
@@ -329,7 +405,7 @@ class Lab:
                 ask = "Is the name right, and does the handler call it for this event?"
                 raise CrashNotReached("\n".join([never, "Timeline:", *delivery.timeline(), ask]))
             report.rounds.append(Round(number, event, delivery, self._count(count_effect, event, number)))
-        if report.doubled() and together and copies > 1 and crash is None and queue is None:
+        if report.doubled() and together and copies > 1 and crash is None and queue is None and not asynchronous:
             # Did the copies double because they raced, or would they even one after another?
             event = make_event(rounds)
             delivery = self.deliver(handler, event, together=False, **options)

@@ -43,6 +43,8 @@ class CopyResult:
     powertools: bool = False  # the worker had loaded Powertools' idempotency utility
     code_root: str | None = None  # where the handler's files are on this machine, for its traceback
     message_id: str | None = None  # delivered through a queue: the message this copy was
+    attempts: int | None = None  # invoked asynchronously: Lambda's attempts, retries included
+    condition: str | None = None  # and how it ended: Success, RetriesExhausted, EventAgeExceeded
 
     @property
     def ok(self) -> bool:
@@ -58,6 +60,9 @@ class CopyResult:
     def outcome(self, crash: Crash | None) -> str:
         if self.message_id is not None:  # the poller's invocations are not seen one by one
             return f"message {self.message_id}: handled (the queue was empty when answered)"
+        if self.attempts is not None:  # the last of Lambda's attempts
+            tried = f"{_times(self.attempts).replace('time', 'attempt')}, {self.condition}: "
+            return tried + ("returned " + _short(self.result) if self.ok else f"failed: {self.error_type} (its error below)")
         if self.ok:
             return "returned " + _short(self.result)
         if self.crashed(crash):
@@ -179,6 +184,7 @@ class EffectReport:
     # which tells a handler that checks nothing from a check-then-act race.
     apart_check: Round | None = None
     queue: Queue | None = None  # delivered through an SQS queue instead of Invoke
+    asynchronous: bool = False  # invoked with InvocationType=Event: Lambda retries a failed event
 
     @property
     def bad_rounds(self) -> list[Round]:
@@ -198,11 +204,13 @@ class EffectReport:
 
     def failed(self) -> list[int]:
         """Numbers of the rounds where no copy returned and the effect was not once: the handler's own error."""
-        return [r.number for r in self.bad_rounds if r.delivery.all_failed]
+        return [r.number for r in self.bad_rounds if r.delivery.all_failed and not r.more]
 
     def _how(self) -> str:
         if self.queue is not None:
             return f"{self.copies} cop{'ies' if self.copies != 1 else 'y'} of each event {self.queue.describe()}"
+        if self.asynchronous:
+            return f"{self.copies} cop{'ies' if self.copies != 1 else 'y'} of each event invoked asynchronously"
         how = f"{self.copies} cop{'ies' if self.copies != 1 else 'y'} of each event sent "
         how += "together" if self.together and self.copies > 1 else "one after another" if self.copies > 1 else "alone"
         return how + (f", and {self.crash.describe()}" if self.crash else "")
@@ -269,6 +277,14 @@ class EffectReport:
                 f"sets (timeout={self.timeout} s here;\nLambda's Timeout on AWS): the retry, after the timeout, finds it "
                 "expired and runs the handler again. Pass the idempotency\nkey to the downstream call, so that it does "
                 "its effect once per key even when called twice."
+            )
+        retried = [c for r in rounds for c in r.delivery.copies if (c.attempts or 0) > 1]
+        if retried:
+            most = max(c.attempts for c in retried)
+            return (
+                f"Lambda retried the event after the handler failed (up to {most} attempts): what the handler did before\n"
+                "failing, it did again on each retry. Claim the event's key with a conditional write before the effect,\n"
+                "so that a retry sees it done, and record the failure after the effect apart from the effect."
             )
         if self.queue is not None:
             return (
