@@ -113,3 +113,22 @@ def test_bad_queue_options_are_refused():
         Queue(batch_size=0)
     with pytest.raises(ValueError, match="visibility_timeout"):
         Queue(visibility_timeout=0)
+    with pytest.raises(ValueError, match="max_receive_count"):
+        Queue(max_receive_count=0)
+
+
+POISON = """
+def handler(event, context):
+    raise ValueError("cannot parse this order")
+"""
+
+
+def test_a_poison_message_goes_to_the_dead_letter_queue_and_the_report_says_so(idemlab, tmp_path, shipments):
+    (tmp_path / "poison.py").write_text(textwrap.dedent(POISON))
+    queue = Queue(max_receive_count=2, visibility_timeout=1)
+    handler = Handler.module("poison.handler", code_root=tmp_path)
+    with pytest.raises(DuplicateEffectError) as failure:
+        idemlab.assert_exactly_once(handler, orders, shipments, rounds=1, copies=1, queue=queue, timeout=1)
+    message = str(failure.value)
+    assert message.startswith("poison.handler: every copy failed in 1 of 1 rounds")
+    assert "MovedToDeadLetterQueue: the handler failed it 2 times; SQS moved it to the dead-letter queue" in message

@@ -203,8 +203,14 @@ class Queue:
     # At least the function's timeout: Lambda refuses a mapping whose queue's is shorter
     # (AWS docs: lambda/latest/dg/services-sqs-configure.html). None: the function's timeout.
     visibility_timeout: int | None = None
+    # Receives before SQS moves a message to a dead-letter queue (its redrive policy); None: no DLQ.
+    max_receive_count: int | None = None
 
     def __post_init__(self):
+        count = self.max_receive_count
+        if count is not None and (not isinstance(count, int) or not 1 <= count <= 1000):
+            # maxReceiveCount: 1 to 1,000 (AWS docs: AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-dead-letter-queues.html).
+            raise ValueError(f"max_receive_count must be a whole number from 1 to 1000, not {count!r}")
         if not isinstance(self.batch_size, int) or not 1 <= self.batch_size <= 10:
             raise ValueError(f"batch_size must be a whole number from 1 to 10, not {self.batch_size!r}")
         if self.visibility_timeout is not None and (not isinstance(self.visibility_timeout, int) or self.visibility_timeout < 1):

@@ -85,6 +85,7 @@ class Backend(EmbeddedBackend):
         self.warm: dict[str, int] = {}  # deployed function -> execution environments known to be warm
         self.role_arn: str | None = None  # the role functions run with, made in start()
         self.queues: dict[str, str] = {}  # queue name -> URL, each feeding one function
+        self.dead_letters: dict[str, str] = {}  # dead-letter queue name -> URL
 
     def start(self) -> "Backend":
         # The server (a child process) inherits the environment, and boto3 reads it when a
@@ -158,6 +159,17 @@ class Backend(EmbeddedBackend):
             if name not in self.queues:
                 sqs = self.client("sqs")
                 attributes = {"VisibilityTimeout": str(visibility), **({"FifoQueue": "true"} if queue.fifo else {})}
+                if queue.max_receive_count is not None:
+                    # A FIFO queue's dead-letter queue is a FIFO queue too
+                    # (AWS docs: AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-dead-letter-queues.html).
+                    dead_name = name.removesuffix(".fifo") + "-dlq" + (".fifo" if queue.fifo else "")
+                    fifo = {"FifoQueue": "true"} if queue.fifo else {}
+                    dead_url = sqs.create_queue(QueueName=dead_name, Attributes=fifo)["QueueUrl"]
+                    found = sqs.get_queue_attributes(QueueUrl=dead_url, AttributeNames=["QueueArn"])
+                    dead_arn = found["Attributes"]["QueueArn"]
+                    policy = {"deadLetterTargetArn": dead_arn, "maxReceiveCount": str(queue.max_receive_count)}
+                    attributes["RedrivePolicy"] = json.dumps(policy)
+                    self.dead_letters[dead_name] = dead_url
                 url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
                 arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
                 types = ["ReportBatchItemFailures"] if queue.report_batch_item_failures else []
@@ -269,7 +281,8 @@ class Lab:
             copy.message_id = sqs.send_message(QueueUrl=url, MessageBody=body, **group)["MessageId"]
             results.append(copy)
         visibility = max(queue.visibility_timeout or timeout, timeout)
-        deadline = time.monotonic() + copies * (visibility + timeout) + 60
+        allowed = copies * (queue.max_receive_count or 1) * (visibility + timeout) + 60
+        deadline = time.monotonic() + allowed
         names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
         while True:
             attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
@@ -278,11 +291,30 @@ class Lab:
                 break
             if time.monotonic() > deadline:
                 raise DeliveryError(f"{left} of the {copies} messages for {handler.name!r} are still in the queue "
-                                    f"after {copies * (visibility + timeout) + 60} s: does the handler keep failing?")
+                                    f"after {allowed} s: does the handler keep failing?")
             time.sleep(0.05)  # polling the condition, not waiting out a time
         for copy in results:
-            copy.answered = time.time()  # the queue was seen empty: every message handled
+            copy.answered = time.time()  # the queue was seen empty: every message handled or dead-lettered
+        if queue.max_receive_count is not None:
+            self._dead_lettered(url, results, queue.max_receive_count)
         return Delivery(results)
+
+    def _dead_lettered(self, url: str, copies: list[CopyResult], receives: int) -> None:
+        """Mark the copies whose messages SQS moved to the dead-letter queue (and empty it for the next round)."""
+        sqs = self.client("sqs")
+        dead_name = url.rsplit("/", 1)[1].removesuffix(".fifo") + "-dlq" + (".fifo" if url.endswith(".fifo") else "")
+        dead_url = self.backend.dead_letters[dead_name]
+        by_id = {copy.message_id: copy for copy in copies}
+        while True:
+            messages = sqs.receive_message(QueueUrl=dead_url, MaxNumberOfMessages=10).get("Messages", [])
+            if not messages:
+                break
+            for message in messages:
+                sqs.delete_message(QueueUrl=dead_url, ReceiptHandle=message["ReceiptHandle"])
+                copy = by_id.get(message["MessageId"])  # a redriven message keeps its id
+                if copy is not None:
+                    copy.error = {"errorType": "MovedToDeadLetterQueue",
+                                  "errorMessage": f"the handler failed it {receives} times; SQS moved it to the dead-letter queue"}
 
     def deliver_async(self, handler: Handler | str, event, copies: int = 1, retries: int = ASYNC_RETRIES,
                       timeout: int = DEFAULT_TIMEOUT_SECONDS, environment: dict | None = None) -> Delivery:

@@ -59,6 +59,8 @@ class CopyResult:
 
     def outcome(self, crash: Crash | None) -> str:
         if self.message_id is not None:  # the poller's invocations are not seen one by one
+            if not self.ok:
+                return f"message {self.message_id}: {self.error_type}: {self.error.get('errorMessage')}"
             return f"message {self.message_id}: handled (the queue was empty when answered)"
         if self.attempts is not None:  # the last of Lambda's attempts
             tried = f"{_times(self.attempts).replace('time', 'attempt')}, {self.condition}: "
