@@ -201,3 +201,29 @@ def test_a_missing_table_on_the_counting_side_names_the_table_and_the_count_func
     message = str(failure.value)
     assert "count_missing" in message and "'hint-counting-table'" in message and "ResourceNotFoundException" in message
     assert "round 0" in message
+
+
+CLAIM_OR_RAISE = """
+import os
+
+import boto3
+
+effects = boto3.resource("dynamodb").Table(os.environ["EFFECTS_TABLE"])
+
+
+def handler(event, context):
+    # The copy that loses the claim raises instead of answering "already done".
+    effects.put_item(Item={"pk": f"claim#{event['id']}", "id": event["id"]}, ConditionExpression="attribute_not_exists(pk)")
+    return "claimed"
+"""
+
+
+def test_copies_that_failed_in_a_passing_run_are_reported_as_a_warning(idemlab, tmp_path, effects):
+    (tmp_path / "claim_or_raise.py").write_text(textwrap.dedent(CLAIM_OR_RAISE))
+    handler = Handler.module("claim_or_raise.handler", code_root=tmp_path)
+    with pytest.warns(testing.CopiesFailedWarning) as caught:
+        report = idemlab.assert_exactly_once(handler, events("loser"), effects, rounds=2, together=False)
+    assert report.passed
+    text = str(caught[0].message)
+    assert text.startswith("claim_or_raise.handler: passed: the effect happened exactly once in each of 2 rounds")
+    assert "2 copies failed with an error of their own" in text and "ConditionalCheckFailedException" in text

@@ -15,8 +15,8 @@ except ImportError as exc:
     raise ImportError('idemlab.testing needs pytest, which is not installed: pip install "idemlab[testing]"') from exc
 
 from idemlab.testing.handlers import Crash, CrashError, Handler, HandlerError, Queue
-from idemlab.testing.lab import Backend, DeliveryError, EffectCountError, Lab
+from idemlab.testing.lab import Backend, CopiesFailedWarning, DeliveryError, EffectCountError, Lab
 from idemlab.testing.report import CopyResult, CrashNotReached, Delivery, DuplicateEffectError, EffectReport
 
-__all__ = ["Backend", "CopyResult", "Crash", "CrashError", "CrashNotReached", "Delivery", "DeliveryError",
+__all__ = ["Backend", "CopiesFailedWarning", "CopyResult", "Crash", "CrashError", "CrashNotReached", "Delivery", "DeliveryError",
            "DuplicateEffectError", "EffectCountError", "EffectReport", "Handler", "HandlerError", "Lab", "Queue"]
