@@ -251,8 +251,11 @@ class EffectReport:
         if not copies:
             return []
         note = [f"{len(copies)} copies failed with an error of their own (the effect still happened once):"]
-        for copy in _distinct_errors(copies):
-            note += [f"  {line}" for line in copy.error_text()]
+        by_type: dict[str, list[CopyResult]] = {}
+        for copy in copies:  # one example per error type: their messages often differ only by a key
+            by_type.setdefault(str(copy.error_type), []).append(copy)
+        for error_type, same in by_type.items():
+            note += [f"  {len(same)} with {error_type}, for example:", *(f"    {line}" for line in same[0].error_text())]
         return note
 
     def _every_copy_failed(self, failed: list[int]) -> list[str]:
