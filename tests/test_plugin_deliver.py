@@ -144,8 +144,8 @@ def test_a_doubled_effect_fails_with_the_rounds_counts_and_timeline(idemlab, cod
     assert failure.value.report.doubled() == [0, 1, 2]
 
 
-def test_an_effect_that_never_happened_fails_as_less_than_once(idemlab, code, effects):
-    with pytest.raises(DuplicateEffectError, match="LESS than once in 2 of 2 rounds"):
+def test_an_effect_that_never_happened_fails_as_lost(idemlab, code, effects):
+    with pytest.raises(DuplicateEffectError, match="LOST in 2 of 2 rounds"):
         idemlab.assert_exactly_once(probe(code), lambda n: {"id": f"none-{n}"}, lambda event: 0, rounds=2, copies=1)
 
 

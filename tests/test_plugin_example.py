@@ -1,9 +1,10 @@
 """CI runs the take-home example as a learner would: a fresh virtual environment outside
 the repository whose packages come only from installing "idemlab[testing]", the
-three files of examples/take-home copied next to it, and plain `pytest`.
+files of examples/take-home copied next to it, and plain `pytest`.
 
-One test on purpose passes and two fail; this checks exactly those two fail, in red,
-with the plugin's message. The run has no AWS variables, a HOME without ~/.aws, and
+Three tests pass (among them the SQS consumer's, one of which asserts that a consumer is
+unsafe) and two fail on purpose; this checks exactly those two fail, in red, with the
+plugin's message. The run has no AWS variables, a HOME without ~/.aws, and
 proxies that refuse every address but loopback: nothing may need credentials or network.
 """
 
@@ -29,6 +30,8 @@ RACE_ROUNDS = 100
 UV = settings.STATE_DIR / "uv" / "bin" / "uv"  # where `make install` puts it
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 RED = "\x1b[31m"
+# The workshop's packages (pyproject.toml's `workshop` extra): none of them is the plugin's.
+WORKSHOP_ONLY = {"matplotlib", "nbclient", "nbformat", "ipykernel", "terraform-local", "python-hcl2", "jupyterlab"}
 
 
 def run(command: list[str], **options) -> subprocess.CompletedProcess:
@@ -54,10 +57,14 @@ def test_example_project_passes_the_safe_handler_and_fails_the_two_unsafe_ones(t
     installed = run([str(UV), "pip", "install", "--quiet", "--python", str(python), f"{source}[testing]"], timeout=900)
     assert installed.returncode == 0, installed.stdout + installed.stderr
     record_property("install_seconds", round(time.monotonic() - started, 1))
+    listed = run([str(UV), "pip", "list", "--python", str(python)], timeout=120)
+    installed_names = {line.split()[0].lower() for line in listed.stdout.splitlines()[2:] if line.strip()}
+    assert not installed_names & WORKSHOP_ONLY, f"the plugin's install pulled the workshop's {installed_names & WORKSHOP_ONLY}"
 
     project = tmp_path / "take-home"
     shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("__pycache__", "README.md"))
-    assert sorted(p.name for p in project.iterdir()) == ["checkout.py", "conftest.py", "test_checkout.py"]
+    assert sorted(p.name for p in project.iterdir()) == ["checkout.py", "conftest.py", "consumer.py", "test_checkout.py",
+                                                         "test_consumer.py"]
     (tmp_path / "home").mkdir()
     env = {
         "PATH": os.environ["PATH"],
@@ -78,7 +85,7 @@ def test_example_project_passes_the_safe_handler_and_fails_the_two_unsafe_ones(t
         "test_checkout.py::test_handrolled_charges_once_when_retried_after_a_crash",
         "test_checkout.py::test_handrolled_charges_once_when_two_copies_race",
     ], output
-    assert re.search(r"\b1 passed\b", output) and re.search(r"\b2 failed\b", output), output
+    assert re.search(r"\b3 passed\b", output) and re.search(r"\b2 failed\b", output), output
     painted = [line for line in tested.stdout.splitlines() if "E       idemlab.testing.DuplicateEffectError" in line]
     assert len(painted) == 2 and all(RED in line for line in painted), "each failure's message is painted red"
 

@@ -1,4 +1,4 @@
-"""The tables the handlers in checkout.py use, and how to count what they did."""
+"""The tables the handlers in checkout.py and consumer.py use, and how to count what they did."""
 
 import uuid
 
@@ -13,6 +13,8 @@ def tables(idemlab):
     idemlab.make_table("orders", key="order_id")
     idemlab.make_table("charges", key="charge_id")
     idemlab.powertools_table("idempotency")
+    idemlab.make_table("consumer-claims", key="key")
+    idemlab.make_table("shipments", key="shipment_id")
 
 
 def new_order(round_number):
@@ -23,4 +25,11 @@ def charges_for(event):
     """How many times the card was charged for this event's order."""
     charges = boto3.resource("dynamodb").Table("charges")  # the plugin points boto3 at its backend
     scan = charges.scan(FilterExpression=Attr("order_id").eq(event["order_id"]), ConsistentRead=True)
+    return scan["Count"]
+
+
+def shipments_for(event):
+    """How many times the order was shipped."""
+    shipments = boto3.resource("dynamodb").Table("shipments")
+    scan = shipments.scan(FilterExpression=Attr("order_id").eq(event["order_id"]), ConsistentRead=True)
     return scan["Count"]

@@ -8,9 +8,15 @@ Installed with `pip install "idemlab[testing]"`; pytest finds the fixtures throu
 `pytest11` entry point (idemlab.testing.plugin). See examples/take-home/.
 """
 
-from idemlab.testing.handlers import Crash, CrashError, Handler, HandlerError
-from idemlab.testing.lab import Backend, DeliveryError, Lab
+# A pytest plugin: without pytest, say which install brings it, before anything else fails.
+try:
+    import pytest  # noqa: F401
+except ImportError as exc:
+    raise ImportError('idemlab.testing needs pytest, which is not installed: pip install "idemlab[testing]"') from exc
+
+from idemlab.testing.handlers import Crash, CrashError, Handler, HandlerError, Queue
+from idemlab.testing.lab import Backend, CopiesFailedWarning, DeliveryError, EffectCountError, Lab
 from idemlab.testing.report import CopyResult, CrashNotReached, Delivery, DuplicateEffectError, EffectReport
 
-__all__ = ["Backend", "CopyResult", "Crash", "CrashError", "CrashNotReached", "Delivery", "DeliveryError",
-           "DuplicateEffectError", "EffectReport", "Handler", "HandlerError", "Lab"]
+__all__ = ["Backend", "CopiesFailedWarning", "CopyResult", "Crash", "CrashError", "CrashNotReached", "Delivery", "DeliveryError",
+           "DuplicateEffectError", "EffectCountError", "EffectReport", "Handler", "HandlerError", "Lab", "Queue"]

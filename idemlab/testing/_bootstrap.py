@@ -20,6 +20,7 @@ import os
 import pkgutil
 import sys
 import time
+import traceback
 
 HANDLER_VARIABLE = "IDEMLAB_TESTING_HANDLER"
 CRASH_VARIABLE = "IDEMLAB_TESTING_CRASH"
@@ -29,13 +30,18 @@ CRASH_VARIABLE = "IDEMLAB_TESTING_CRASH"
 CRASH_TABLE = "idemlab-testing-crashes"
 WARMUP_KEY = "idemlab_testing_warmup"
 REPORT_KEY = "idemlab_testing"
+# How a load failure's message starts, after the runtime's "Unable to import module ...: ".
+LOAD_FAILURE = "the handler "
+POWERTOOLS_IDEMPOTENCY = "aws_lambda_powertools.utilities.idempotency"
 # Longer than any Lambda timeout (15 minutes, AWS docs: lambda/latest/dg/gettingstarted-limits.html):
 # the runtime stops the copy first.
 SLEEP_PAST_ANY_TIMEOUT_SECONDS = 15 * 60 + 60
 
 
-def install_crash(target: str, when: str, how: str, **_) -> None:
-    """Wrap the target function wherever a loaded module holds it (a Crash's fields as keywords)."""
+def install_crash(target: str, when: str, how: str, times: int) -> None:
+    """Wrap the target function wherever a loaded module holds it (a Crash's fields as keywords:
+    a field added to Crash must be handled here, or loading fails by name). `times` is armed
+    in CRASH_TABLE by the plugin before each delivery, not here: copies share that count."""
     import boto3  # made at init, as the handler loads: no client's cost in the timed calls
 
     dynamodb = boto3.client("dynamodb")
@@ -81,18 +87,44 @@ def install_crash(target: str, when: str, how: str, **_) -> None:
                 setattr(module, name, replacement)
 
 
+def _user_frames(exc: BaseException) -> list[str]:
+    """The traceback's frames in the user's code: this module's and the import machinery's left out
+    (a library's frames stay: an import that fails inside one is that library's story)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    kept = [f for f in frames if not (f.filename == __file__ or f.filename.startswith("<frozen")
+                                      or f.filename.endswith(os.path.join("importlib", "__init__.py")))]
+    # Named as Lambda names the code's folder in a stackTrace (the plugin maps it back to the user's).
+    task_root = os.environ.get("LAMBDA_TASK_ROOT", "/var/task").rstrip("/") + "/"
+    return [line.rstrip("\n").replace(f'"{task_root}', '"/var/task/') for line in traceback.format_list(kept)]
+
+
 def _load(name: str, crash: dict | None):
-    """The handler under test, its crash point installed; else an ImportError (Runtime.ImportModuleError)."""
-    step = f"load the handler under test {name!r}"
+    """The handler under test, its crash point installed; else an ImportError (Runtime.ImportModuleError)
+    whose message starts with LOAD_FAILURE and holds the user's own frames."""
+    step = "could not load"
     try:
         module, _, function = name.rpartition(".")  # as Lambda's runtime splits a handler name
         handler = getattr(importlib.import_module(module), function)
         if crash:
-            step = f"find the crash point {crash['target']!r}"
+            step = f"could not find the crash point {crash['target']!r}"
             install_crash(**crash)
         return handler
     except Exception as exc:
-        raise ImportError(f"could not {step}: {type(exc).__name__}: {exc}") from exc
+        frames = _user_frames(exc)
+        trace = ["Traceback (the handler's own frames; the plugin's hidden):", *frames] if frames else []
+        raise ImportError("\n".join([f"{LOAD_FAILURE}{name!r} {step}: {type(exc).__name__}: {exc}", *trace])) from exc
+
+
+def _table_of(exc: BaseException) -> str | None:
+    """The DynamoDB table of the AWS call that raised `exc`: botocore's _make_api_call holds its parameters."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name == "_make_api_call":
+            params = tb.tb_frame.f_locals.get("api_params")
+            if isinstance(params, dict) and isinstance(params.get("TableName"), str):
+                return params["TableName"]
+        tb = tb.tb_next
+    return None
 
 
 # Loaded at init, as Lambda imports a handler module: cold-start cost stays out of the
@@ -105,6 +137,31 @@ def handler(event, context):
     if isinstance(event, dict) and WARMUP_KEY in event:
         time.sleep(float(event[WARMUP_KEY]))  # hold the environment so the next ping needs its own
         return {REPORT_KEY: {"pid": os.getpid(), "warmup": True}}
+    if _from_sqs(event):
+        # Lambda's SQS poller reads the function's own answer (its batchItemFailures): no report around it.
+        return _call(event, context)
     started = time.time()
-    result = _handler(event, context)
-    return {REPORT_KEY: {"pid": os.getpid(), "started": started, "ended": time.time()}, "result": result}
+    result = _call(event, context)
+    report = {"pid": os.getpid(), "started": started, "ended": time.time(),
+              "powertools": POWERTOOLS_IDEMPOTENCY in sys.modules}
+    return {REPORT_KEY: report, "result": result}
+
+
+def _from_sqs(event) -> bool:
+    """An event Lambda's SQS poller sends: Records whose eventSource is aws:sqs (AWS docs: lambda/latest/dg/with-sqs.html)."""
+    records = event.get("Records") if isinstance(event, dict) else None
+    return isinstance(records, list) and bool(records) and all(
+        isinstance(record, dict) and record.get("eventSource") == "aws:sqs" for record in records)
+
+
+def _call(event, context):
+    """The handler under test; a DynamoDB error it raises names its table."""
+    try:
+        return _handler(event, context)
+    except Exception as exc:
+        table = _table_of(exc)
+        # AWS's message for a missing table does not name it ("Requested resource not found"):
+        # name it, in the message the runtime reports (botocore's errors keep it in args[0]).
+        if table and table not in str(exc) and len(exc.args) == 1 and str(exc) == exc.args[0]:
+            exc.args = (f"{exc.args[0]} (table {table!r})",)
+        raise

@@ -18,12 +18,13 @@ yet supported), a timeout it does.
 
 from __future__ import annotations
 
+import ast
 import functools
 import importlib.util
 import io
 import os
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from idemlab.build import zip_bytes
@@ -51,6 +52,8 @@ class Handler:
 
     code: bytes
     name: str
+    # The folder the zip was made from (Handler.module): a copy's traceback names files there.
+    root: Path | None = field(default=None, compare=False)
 
     @classmethod
     def module(cls, dotted: str, code_root: str | Path | None = None) -> "Handler":
@@ -74,7 +77,9 @@ class Handler:
         if code_root.name in ("site-packages", "dist-packages"):
             raise HandlerError(f"{top!r} is an installed package ({code_root}); deliver your own code by module path, "
                                f"or {or_zip}")
-        return cls(_zip_folder_once(code_root, top), dotted)
+        code = _zip_folder_once(code_root, top)
+        check_defines(code_root, module_name, function)
+        return cls(code, dotted, code_root)
 
     @classmethod
     def zip(cls, archive: str | Path | bytes, handler: str) -> "Handler":
@@ -109,6 +114,34 @@ def zip_folder(root: Path, must_hold: str) -> bytes:
     if sum(path.stat().st_size for path in files.values()) > MAX_ZIP_BYTES:
         raise HandlerError(f"code root {root} holds more than 50 MB; pass a zip with Handler.zip instead")
     return zip_bytes(files)
+
+
+def check_defines(code_root: Path, module_name: str, function: str) -> None:
+    """Read (without running) the handler's module: it must parse and define `function` at its
+    top level, so that a typo fails here, in the test, before anything is deployed."""
+    relative = Path(*module_name.split("."))
+    source = next((p for p in (code_root / f"{relative}.py", code_root / relative / "__init__.py") if p.is_file()), None)
+    if source is None:
+        raise HandlerError(f"handler '{module_name}.{function}': no module {module_name!r} under {code_root}")
+    try:
+        tree = ast.parse(source.read_bytes(), filename=str(source))
+    except SyntaxError as exc:
+        raise HandlerError(f"handler '{module_name}.{function}': {source}, line {exc.lineno}: {exc.msg}") from None
+    defined, dynamic = set(), False
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+            dynamic |= node.name == "__getattr__"  # a module-level __getattr__ answers any name
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [alias.asname or alias.name.split(".")[0] for alias in node.names]
+            dynamic |= "*" in names
+            defined.update(names)
+        else:  # assignments, and names bound inside if/try at the top level: any Name stored anywhere
+            defined.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    if function not in defined and not dynamic:
+        functions = sorted(n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        raise HandlerError(f"handler '{module_name}.{function}': {source} defines no {function!r} "
+                           f"(its functions: {', '.join(functions) or 'none'})")
 
 
 # A session packs each code root once: its files do not change while tests run.
@@ -150,3 +183,38 @@ class Crash:
 
     def describe(self) -> str:
         return f"the copy {HOWS[self.how][1]} {self.when} {self.target}"
+
+
+@dataclass(frozen=True)
+class Queue:
+    """Deliver through an SQS queue and Lambda's event source mapping instead of Invoke.
+
+    Each copy of an event is a message of its own (its own message id), as when a producer
+    sends one event twice; the poller delivers batches of up to `batch_size`, a failed batch
+    (or, with `report_batch_item_failures`, the messages the function lists) comes back
+    after `visibility_timeout` seconds. A FIFO queue's copies share one message group and
+    carry different deduplication ids, as a producer's retry after SQS's five-minute
+    deduplication interval would (AWS docs: AWSSimpleQueueService/latest/SQSDeveloperGuide/FIFO-key-terms.html).
+    """
+
+    fifo: bool = False
+    batch_size: int = 10
+    report_batch_item_failures: bool = False
+    # At least the function's timeout: Lambda refuses a mapping whose queue's is shorter
+    # (AWS docs: lambda/latest/dg/services-sqs-configure.html). None: the function's timeout.
+    visibility_timeout: int | None = None
+    # Receives before SQS moves a message to a dead-letter queue (its redrive policy); None: no DLQ.
+    max_receive_count: int | None = None
+
+    def __post_init__(self):
+        count = self.max_receive_count
+        if count is not None and (not isinstance(count, int) or not 1 <= count <= 1000):
+            # maxReceiveCount: 1 to 1,000 (AWS docs: AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-dead-letter-queues.html).
+            raise ValueError(f"max_receive_count must be a whole number from 1 to 1000, not {count!r}")
+        if not isinstance(self.batch_size, int) or not 1 <= self.batch_size <= 10:
+            raise ValueError(f"batch_size must be a whole number from 1 to 10, not {self.batch_size!r}")
+        if self.visibility_timeout is not None and (not isinstance(self.visibility_timeout, int) or self.visibility_timeout < 1):
+            raise ValueError(f"visibility_timeout must be a whole number of seconds, at least 1, not {self.visibility_timeout!r}")
+
+    def describe(self) -> str:
+        return f"sent as messages to {'a FIFO' if self.fifo else 'a standard'} SQS queue"
