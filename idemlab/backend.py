@@ -5,7 +5,6 @@ where the log is.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import functools
 import json
@@ -54,10 +53,12 @@ class Daemon:
 
     def pid(self) -> int | None:
         """The recorded pid, if that process still runs."""
-        with contextlib.suppress(OSError, ValueError):
-            os.kill(pid := int(self.pid_file.read_text().strip()), 0)
-            return pid
-        return None
+        try:
+            pid = int(self.pid_file.read_text().strip())
+            os.kill(pid, 0)  # signal 0: is it alive? (sends nothing)
+        except (OSError, ValueError):  # no pid file, an unreadable one, or no such process
+            return None
+        return pid
 
     def start(
         self, command: list[str], ready: Callable[[], object], seconds: float, env: dict | None = None, where: str = ""
@@ -117,7 +118,8 @@ def firer_up() -> str:
 
 
 def embedded_up() -> str:
-    port, log = settings.port(), EMBEDDED.log
+    port = settings.port()
+    log = EMBEDDED.log
     url = f"http://127.0.0.1:{port}"
     if (pid := EMBEDDED.pid()) and health(url):
         return f"embedded backend already running on {url} (pid {pid}), reusing it; log {log}"
@@ -147,8 +149,16 @@ def compose_service(env: dict[str, str] | None = None) -> dict:
             "ports": [sub(port) for port in service["ports"]]}
 
 
-# How LocalStack is started, waited for (None: poll its health) and stopped; `logs` shows its log, for errors.
-Launcher = collections.namedtuple("Launcher", "tool up wait down env logs")
+@dataclass(frozen=True)
+class Launcher:
+    """How LocalStack is started, waited for and stopped."""
+
+    tool: str  # what starts it, for messages ("docker compose", "LocalStack CLI")
+    up: list[str]  # the command that starts it
+    wait: list[str] | None  # the command that returns once it is healthy; None: poll its health endpoint
+    down: list[str]  # the command that stops it
+    env: dict[str, str]  # the environment of those commands
+    logs: str  # the command that shows its log, named in errors
 
 
 def localstack_cli_requirement() -> list[str]:
@@ -165,8 +175,14 @@ def localstack_launcher(env: dict[str, str] | None = None) -> Launcher:
         raise BackendError("Docker is not installed (no `docker` on PATH); install Docker, or use BACKEND=embedded")
     if _run(["docker", "compose", "version"], env, timeout=20)[0] == 0:
         compose = ["docker", "compose", "-f", str(COMPOSE_FILE)]
-        return Launcher("docker compose", compose + ["up", "-d"], None, compose + ["down"], env,
-                        "docker compose logs localstack")
+        return Launcher(
+            tool="docker compose",
+            up=[*compose, "up", "-d"],
+            wait=None,
+            down=[*compose, "down"],
+            env=env,
+            logs="docker compose logs localstack",
+        )
     service = compose_service(env)
     given = {name: value for name, value in service["environment"].items() if value}
     # "127.0.0.1:4566:4566": the CLI binds the host side of every port to GATEWAY_LISTEN's
@@ -179,9 +195,16 @@ def localstack_launcher(env: dict[str, str] | None = None) -> Launcher:
     up = [cli, "start", "--detached", "--no-banner", "-e", f"GATEWAY_LISTEN=:{container_port}"]
     # LOCALSTACK_* reach the CLI in its environment, which it forwards (the token stays off argv); the rest by -e.
     for name, value in given.items():
-        up += [] if name.startswith("LOCALSTACK_") else ["-e", f"{name}={value}"]
-    wait = [cli, "wait", "-t", str(LOCALSTACK_READY_SECONDS)]
-    return Launcher("LocalStack CLI", up, wait, [cli, "stop"], cli_env, "localstack logs")
+        if not name.startswith("LOCALSTACK_"):
+            up += ["-e", f"{name}={value}"]
+    return Launcher(
+        tool="LocalStack CLI",
+        up=up,
+        wait=[cli, "wait", "-t", str(LOCALSTACK_READY_SECONDS)],
+        down=[cli, "stop"],
+        env=cli_env,
+        logs="localstack logs",
+    )
 
 
 def _run(command: list[str], env: dict[str, str] | None = None, timeout: float | None = None) -> tuple[int, str]:
@@ -202,7 +225,8 @@ def expected_localstack_version(env: dict[str, str] | None = None) -> str:
 def reuse_running_localstack(url: str, found: dict) -> str:
     """What `make up` says of a LocalStack that already answers, or BackendError when it is not the
     version the lab is pinned to (another release behaves differently; its settings are unknown)."""
-    version, expected = found.get("version", "unknown"), expected_localstack_version()
+    version = found.get("version", "unknown")
+    expected = expected_localstack_version()
     if version != expected and expected != "latest":
         raise BackendError(f"LocalStack {version} already answers on {url}, but the lab needs {expected}: "
                            "stop it, or set LAB_PORT to start the lab's own on another port")
@@ -317,7 +341,8 @@ def up() -> None:
 
 
 def down() -> None:
-    if (chosen := settings.backend()) == "aws":
+    chosen = settings.backend()
+    if chosen == "aws":
         print("AWS: nothing to stop (use `make destroy` to remove the stack)")
     else:
         print(FIRER.stop())
@@ -327,7 +352,8 @@ def down() -> None:
 
 
 def status() -> None:
-    chosen, url = settings.backend(), settings.endpoint_url()
+    chosen = settings.backend()
+    url = settings.endpoint_url()
     if chosen == "aws":
         print(f"aws in {settings.region()}")
     elif chosen == "embedded":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import time
 import uuid
 from collections import Counter
 from typing import Callable, Iterable
@@ -161,16 +162,29 @@ def run_rounds(invoke: Invoke, ledger: Ledger, strategy: str, rounds: int, copie
     requests = [order(prefix=f"round-{strategy}", **options) for _ in range(rounds)]
     for request in requests:
         concurrently(lambda: invoke(strategy, request), copies)
-    counts = ledger.charges(keys := [request["idempotency_key"] for request in requests])
+    keys = [request["idempotency_key"] for request in requests]
+    counts = ledger.charges(keys)
     return [counts[key] for key in keys]
 
 
 def retry_until_answered(invoke: Invoke, strategy: str, request: dict, within_seconds: float, every: float = 0.5) -> list[dict]:
-    """Retry while the key is held by an invocation that will never finish; all answers."""
+    """Retry while the key is held by an invocation that will never finish; all answers.
+
+    Raises TimeoutError naming the last outcome if the key is still held after ``within_seconds``.
+    """
     answers: list[dict] = []
-    lessons.poll(lambda: answers.append(invoke(strategy, request)) or answers[-1], within_seconds, every,
-                 until=lambda answer: answer["outcome"] != outcomes.IN_PROGRESS)
-    return answers
+    deadline = time.monotonic() + within_seconds
+    while True:
+        answer = invoke(strategy, request)
+        answers.append(answer)
+        if answer["outcome"] != outcomes.IN_PROGRESS:
+            return answers
+        if time.monotonic() >= deadline:
+            raise TimeoutError(
+                f"{strategy}: still {answer['outcome']} after {within_seconds:.0f} s "
+                f"({len(answers)} attempts), wanted any other outcome"
+            )
+        time.sleep(every)
 
 
 def show_code(file: str, *names: str) -> None:

@@ -188,15 +188,25 @@ class Orders(lessons.Deployment):
             self._set_state(uuid_, enabled=True)
 
     def _set_state(self, uuid_: str, enabled: bool) -> None:
+        """Ask for the mapping to be Enabled or Disabled, and wait until it says so.
+
+        A mapping passes through Enabling or Disabling: it is asked again only when it
+        rests in the other state (a request made while it changes is refused).
+        Raises TimeoutError naming the last state seen.
+        """
         wanted = "Enabled" if enabled else "Disabled"
-
-        def state() -> str:
-            now = self.lambda_.get_event_source_mapping(UUID=uuid_)["State"]
-            if now in ("Enabled", "Disabled") and now != wanted:  # not already changing: ask
+        deadline = time.monotonic() + STATE_CHANGE_SECONDS
+        while True:
+            state = self.lambda_.get_event_source_mapping(UUID=uuid_)["State"]
+            if state == wanted:
+                return
+            if time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"event source mapping {uuid_}: still {state} after {STATE_CHANGE_SECONDS} s, wanted {wanted}"
+                )
+            if state in ("Enabled", "Disabled"):
                 self.lambda_.update_event_source_mapping(UUID=uuid_, Enabled=enabled)
-            return now
-
-        lessons.poll(state, STATE_CHANGE_SECONDS, 0.2, until=wanted.__eq__, what=f"mapping {uuid_} {wanted}")
+            time.sleep(0.2)
 
     def wait_until(self, condition, timeout: float, what: str):
         """Poll `condition` until it returns something true; TimeoutError names `what`."""
