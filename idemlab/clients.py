@@ -47,7 +47,8 @@ def wait_for_execution(execution_arn: str, timeout: float, poll_seconds: float =
     For Standard executions only: AWS refuses DescribeExecution for an Express execution
     (unless a Map Run started it; Step Functions API reference, DescribeExecution).
     """
-    sfn, deadline = sfn or client("stepfunctions"), time.monotonic() + timeout
+    sfn = sfn or client("stepfunctions")
+    deadline = time.monotonic() + timeout
     while (described := sfn.describe_execution(executionArn=execution_arn))["status"] == "RUNNING":
         if time.monotonic() > deadline:
             raise TimeoutError(f"{execution_arn} still RUNNING after {timeout:.0f} s")

@@ -109,9 +109,19 @@ def request_states(transitions=None) -> Graph:
     for source, target, by in transitions:
         writes.setdefault((str(source), str(target)), []).append(by)
     sources = {source for source, _ in writes}
-    return Graph(title="deletion request states (from deletion_state.TRANSITIONS)", start="SCHEDULED",
-                 nodes={status: "State" if status in sources else "Succeed" for pair in writes for status in pair},
-                 edges=[(*pair, "transition", ", ".join(dict.fromkeys(bys))) for pair, bys in writes.items()])
+    # A status no transition leaves is an end state, drawn as a Succeed box.
+    nodes = {}
+    for source, target in writes:
+        for status in (source, target):
+            nodes[status] = "State" if status in sources else "Succeed"
+    # One edge per (source, target), labelled with every function that writes it.
+    edges = [(source, target, "transition", ", ".join(dict.fromkeys(bys))) for (source, target), bys in writes.items()]
+    return Graph(
+        title="deletion request states (from deletion_state.TRANSITIONS)",
+        start="SCHEDULED",
+        nodes=nodes,
+        edges=edges,
+    )
 
 
 KINDS = ("schedule_group", "state_machines", "functions", "tables", "queues", "alarms")
@@ -154,7 +164,12 @@ def draw_graph(graph: Graph, ax=None, positions: dict[str, tuple] | None = None,
         colour, linestyle = EDGE_STYLE[kind]
         (x1, y1), (x2, y2) = positions[src], positions[dst]
         loop = src == dst  # a retry, or a write that keeps the status: a small loop right of the box
-        tail, head = ((x1 + 0.25, y1 - 0.12), (x1 + 0.25, y1 + 0.12)) if loop else ((x1, y1), (x2, y2))
+        if loop:
+            tail = (x1 + 0.25, y1 - 0.12)
+            head = (x1 + 0.25, y1 + 0.12)
+        else:
+            tail = (x1, y1)
+            head = (x2, y2)
         bend, shrink = (-1.6, 2) if loop else (0.0 if abs(x2 - x1) < 0.01 else 0.15, 12)
         ax.annotate("", xy=head, xytext=tail, gid=f"edge:{src}->{dst}:{kind}", arrowprops={
             "arrowstyle": "->", "shrinkA": shrink, "shrinkB": shrink, "color": colour, "linestyle": linestyle,
@@ -179,11 +194,16 @@ def _layered_positions(graph: Graph) -> dict[str, tuple[float, float]]:
     frontier = [graph.start] if graph.start else []
     while frontier:
         depth.update(dict.fromkeys(frontier, max(depth.values(), default=-1) + 1))
-        frontier = list(dict.fromkeys(dst for src, dst, kind, _ in graph.edges if src in frontier and kind != "catch"
-                                      and dst in graph.nodes and dst not in depth))
+        reached = []
+        for src, dst, kind, _ in graph.edges:
+            if src in frontier and kind != "catch" and dst in graph.nodes and dst not in depth:
+                reached.append(dst)
+        frontier = list(dict.fromkeys(reached))
     rows = [[node for node in graph.nodes if depth.get(node) == level] for level in sorted(set(depth.values()))]
-    positions = {node: (2.2 * (i - (len(row) - 1) / 2), -float(y))
-                 for y, row in enumerate(rows) for i, node in enumerate(row)}
+    positions = {}
+    for y, row in enumerate(rows):
+        for i, node in enumerate(row):
+            positions[node] = (2.2 * (i - (len(row) - 1) / 2), -float(y))  # centred on x = 0
     right = max((x for x, _ in positions.values()), default=0.0) + 2.6
     for i, node in enumerate(node for node in graph.nodes if node not in depth):
         positions[node] = (right + 2.2 * (i % 2), -1.0 - 1.2 * (i // 2) - 0.5 * (i % 2))
@@ -240,7 +260,8 @@ def sequence(spec: dict) -> list[tuple[str, str, str]]:
 
 def draw_sequence(spec: dict, ax=None):
     """Lifelines for the participants, one arrow per message, top to bottom."""
-    messages, column = sequence(spec), {name: i for i, name in enumerate(spec["participants"])}
+    messages = sequence(spec)
+    column = {name: i for i, name in enumerate(spec["participants"])}
     ax = axes(ax, 9, 0.45 * len(messages) + 1.4)
     bottom = -(len(messages) + 0.5)
     for name, x in column.items():

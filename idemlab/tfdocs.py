@@ -14,7 +14,8 @@ from pathlib import Path
 from idemlab.functions import hcl_blocks
 from idemlab.settings import MODULE_DIR
 
-BEGIN, END = "<!-- BEGIN_TF_DOCS -->", "<!-- END_TF_DOCS -->"
+BEGIN = "<!-- BEGIN_TF_DOCS -->"
+END = "<!-- END_TF_DOCS -->"
 
 
 def _cell(value: object) -> str:
@@ -28,14 +29,16 @@ def _cell(value: object) -> str:
 
 def render_readme(text: str, module_dir: Path = MODULE_DIR) -> str:
     """``text`` with the generated section (the inputs and outputs tables) replaced."""
-    start, stop = text.find(BEGIN), text.find(END)
+    start = text.find(BEGIN)
+    stop = text.find(END)
     if start < 0 or stop < start:
         raise ValueError(f"the README needs the markers {BEGIN} and {END}, in that order")
     rows = [text[:start] + BEGIN, "## Inputs", "", "| Name | Description | Type | Default | Required |"]
     rows.append("|------|-------------|------|---------|:--------:|")
     for name, body in sorted(hcl_blocks(module_dir / "variables.tf", "variable").items()):
         default = f"`{_cell(json.dumps(body['default']))}` | no" if "default" in body else "n/a | yes"
-        described, typed = _cell(body.get("description", "")), _cell(body.get("type", "any"))
+        described = _cell(body.get("description", ""))
+        typed = _cell(body.get("type", "any"))
         rows.append(f"| `{name}` | {described} | `{typed}` | {default} |")
     rows += ["", "## Outputs", "", "| Name | Description |", "|------|-------------|"]
     for name, body in sorted(hcl_blocks(module_dir / "outputs.tf", "output").items()):

@@ -79,7 +79,9 @@ def lean_json_errors() -> None:
 
     def __init__(self, error_type: str, message: str, _: str = "", **__) -> None:
         HTTPException.__init__(self)
-        self.error_type, self.message, self.content_type = error_type, message, "application/json"
+        self.error_type = error_type
+        self.message = message
+        self.content_type = "application/json"
         self.description = json.dumps({"__type": error_type, "message": message})
 
     JsonRESTError.__init__ = __init__
@@ -121,7 +123,8 @@ def cached_condition_parses() -> None:
         return isinstance(node, AttributeValue)
 
     def parse(original, self):
-        expression, names = self.condition_expression, self.expression_attribute_names
+        expression = self.condition_expression
+        names = self.expression_attribute_names
         values = self.expression_attribute_values
         if not (
             isinstance(expression, str) and expression and isinstance(names or {}, dict)
@@ -139,7 +142,8 @@ def cached_condition_parses() -> None:
             placeholder = ConditionExpressionParser(expression, names, placeholders)
             if len(parses) >= 1024:
                 parses.clear()
-            tree, holders = original(placeholder), set()
+            tree = original(placeholder)
+            holders = set()
             holding(tree, holders)
             found = (placeholder.expr_attr_names_found, placeholder.expr_attr_values_found)
             parses[key] = (tree, holders, [(slot, name) for name, slot in slots.items()], *found)
@@ -173,11 +177,14 @@ def short_paths(app):
             service = environ["HTTP_AUTHORIZATION"].split(",")[0].split()[1].split("/")[3].lower()
         except (KeyError, IndexError):
             return app(environ, start_response)
-        target, invoke = environ.get("HTTP_X_AMZ_TARGET"), None
+        target = environ.get("HTTP_X_AMZ_TARGET")
+        invoke = None
         if service == "dynamodb" and target in HOT_DYNAMODB_TARGETS and environ.get("PATH_INFO") == "/":
-            handler, request = DynamoHandler(), _lite_request(environ, recorder) or BackendRequest(environ)
+            handler = DynamoHandler()
+            request = _lite_request(environ, recorder) or BackendRequest(environ)
         elif service == "lambda" and (invoke := INVOKE_PATH.match(environ.get("PATH_INFO", ""))):
-            handler, request = LambdaResponse(), BackendRequest(environ)
+            handler = LambdaResponse()
+            request = BackendRequest(environ)
             handler._get_action = lambda: "Invoke"  # what moto's router finds for this path
         else:
             return app(environ, start_response)
@@ -228,12 +235,15 @@ def keep_alive_handler():
                 super().log_error(format, *args)
 
         def parse_request(self) -> bool:
-            line, self.plain = self.raw_requestline, None
+            line = self.raw_requestline
+            self.plain = None
             parts = line.split()
             if len(parts) != 3 or parts[2] != b"HTTP/1.1" or not line.endswith(b"\r\n"):
                 return super().parse_request()
-            self.command, self.path = parts[0].decode("latin-1"), parts[1].decode("latin-1")
-            self.request_version, self.requestline = "HTTP/1.1", line.decode("latin-1").rstrip("\r\n")
+            self.command = parts[0].decode("latin-1")
+            self.path = parts[1].decode("latin-1")
+            self.request_version = "HTTP/1.1"
+            self.requestline = line.decode("latin-1").rstrip("\r\n")
             lines: list[bytes] = []
             while (header := self.rfile.readline(65537)) not in (b"\r\n", b"\n", b""):
                 if len(header) > 65536 or len(lines) >= 100:  # http.client's limits
@@ -257,7 +267,8 @@ def keep_alive_handler():
             path, _, query = self.path.partition("?")
             if self.plain is None or not path.startswith("/") or path.startswith("//"):
                 return super().make_environ()
-            server, address = self.server, self.server.server_address
+            server = self.server
+            address = self.server.server_address
             environ = {
                 "wsgi.version": (1, 0), "wsgi.url_scheme": "http", "wsgi.input": self.rfile, "wsgi.run_once": False,
                 "wsgi.multithread": server.multithread, "wsgi.multiprocess": server.multiprocess, "SCRIPT_NAME": "",
@@ -294,7 +305,8 @@ def keep_alive_handler():
             except Exception as exc:  # as werkzeug: log it, answer 500 (and close)
                 print(f"embedded: error on {self.command} {self.path}: {exc!r}", file=sys.stderr, flush=True)
                 return self.send_error(500)
-            code, payload = int(status[:3]), b"".join(chunks)
+            code = int(status[:3])
+            payload = b"".join(chunks)
             self.send_response(code, status[4:])
             for name, value in headers:
                 self.send_header(name, value)
@@ -319,14 +331,18 @@ class _LiteRequest:
 
     from_wsgi_server = True
     path = raw_path = "/"
-    content_encoding, query_string = None, b""
+    content_encoding = None
+    query_string = b""
 
     def __init__(self, environ: dict, body: bytes):
         from moto.core.request import EnvironHeaders
         from werkzeug.datastructures import CombinedMultiDict, ImmutableMultiDict
 
-        self.environ, self.method, self.headers = environ, environ["REQUEST_METHOD"], EnvironHeaders(environ)
-        self.content_type, self.data = environ.get("CONTENT_TYPE"), body
+        self.environ = environ
+        self.method = environ["REQUEST_METHOD"]
+        self.headers = EnvironHeaders(environ)
+        self.content_type = environ.get("CONTENT_TYPE")
+        self.data = body
         self.raw_url = f"http://{environ['HTTP_HOST']}/"
         self.form = self.files = ImmutableMultiDict()
         self.values = CombinedMultiDict([ImmutableMultiDict(), self.form])

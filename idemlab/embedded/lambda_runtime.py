@@ -74,7 +74,8 @@ class ExecutionEnvironment:
     """A worker process (lambda_worker.py) serving one function version."""
 
     def __init__(self, fn, code_dir: Path, endpoint_url: str):
-        self.version, self.timeout = version_of(fn), int(fn.timeout or 3)
+        self.version = version_of(fn)
+        self.timeout = int(fn.timeout or 3)
         env = {
             **{k: os.environ[k] for k in _HOST_VARIABLES if k in os.environ},
             "AWS_ENDPOINT_URL": endpoint_url,  # as LocalStack does: boto3 in a handler finds us
@@ -93,7 +94,8 @@ class ExecutionEnvironment:
             "IDEMLAB_FUNCTION_ARN": fn.function_arn,
             "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1",
         }
-        worker, pipe = [sys.executable, "-m", "idemlab.embedded.lambda_worker"], subprocess.PIPE
+        worker = [sys.executable, "-m", "idemlab.embedded.lambda_worker"]
+        pipe = subprocess.PIPE
         self.process = subprocess.Popen(worker, bufsize=1, stdin=pipe, stdout=pipe, cwd=code_dir, env=env, text=True)
         self.last_used = time.monotonic()
 
@@ -101,9 +103,11 @@ class ExecutionEnvironment:
         """Invoke the handler with `payload` (None: wait for the worker to say it is ready) and return
         the worker's one-line reply as a result, None for "ready". A worker past its timeout (its
         init's, else the function's) is killed; one that died is a Runtime.ExitError."""
-        timeout, timed_out = INIT_TIMEOUT_SECONDS, ("Runtime.InitTimeout", "Init timed out")
+        timeout = INIT_TIMEOUT_SECONDS
+        timed_out = ("Runtime.InitTimeout", "Init timed out")
         if payload is not None:
-            timeout, deadline_ms = self.timeout, int(time.time() * 1000) + self.timeout * 1000
+            timeout = self.timeout
+            deadline_ms = int(time.time() * 1000) + self.timeout * 1000
             message = f"RequestId: {request_id} Error: Task timed out after {timeout:.2f} seconds"
             timed_out = ("Sandbox.Timedout", message)
             request = {"request_id": request_id, "payload": payload.decode() or "{}", "deadline_ms": deadline_ms}
@@ -147,8 +151,10 @@ class LambdaRuntime:
 
     def invoke(self, fn, payload: bytes) -> InvokeResult:
         """Invoke moto function `fn` in a warm environment of its version, else in a new one."""
-        request_id, version = str(uuid.uuid4()), version_of(fn)
-        environment, failure = self._take_idle(version), None
+        request_id = str(uuid.uuid4())
+        version = version_of(fn)
+        environment = self._take_idle(version)
+        failure = None
         if environment is None:
             with self._inits:  # a cold start waits here for its turn
                 environment = self._take_idle(version)  # one may have come free meanwhile

@@ -120,7 +120,8 @@ class EmbeddedBackend:
 
     def __init__(self, port: int = 0, environment: dict | None = None):
         """``environment``: variables to set for the server process (e.g. IDEMLAB_FAST_PATH=0)."""
-        self.port, self.environment = port or free_port(), environment
+        self.port = port or free_port()
+        self.environment = environment
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = Path(tempfile.mkstemp(prefix="idemlab-embedded-", suffix=".log")[1])
         self.process: subprocess.Popen | None = None
@@ -193,7 +194,8 @@ def _front_door(app, runtime, check_host: bool):
         return [body]
 
     def front(environ, start_response):
-        host, origin = environ.get("HTTP_HOST"), environ.get("HTTP_ORIGIN")
+        host = environ.get("HTTP_HOST")
+        origin = environ.get("HTTP_ORIGIN")
         parts = urlsplit(origin) if origin is not None else None
         if check_host and host is not None and not is_loopback_name(host, port=True):
             reason = f"Host {host!r} is not a loopback name"
@@ -222,7 +224,8 @@ def serve(port: int, host: str, allow_remote: bool, lambda_concurrency: int) -> 
     from idemlab.embedded import scheduler_ext, sqs_event_source, stepfunctions_ext, terraform_compat
     from idemlab.embedded.patching import every
 
-    session, lock = boto3.session.Session(aws_access_key_id="test", aws_secret_access_key="test"), threading.Lock()
+    session = boto3.session.Session(aws_access_key_id="test", aws_secret_access_key="test")
+    lock = threading.Lock()
 
     @functools.cache
     def client(service: str, region: str):

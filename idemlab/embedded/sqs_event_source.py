@@ -105,7 +105,8 @@ class MappingPoller:
     """Polls one queue for one mapping and invokes its function, one batch at a time."""
 
     def __init__(self, mapping, client_factory, invoke, endpoint_url: str):
-        self.mapping, self.invoke = mapping, invoke
+        self.mapping = mapping
+        self.invoke = invoke
         _, _, _, self.region, account, name = mapping.event_source_arn.split(":", 5)
         self.sqs = client_factory("sqs", self.region)
         self.queue_url = f"{endpoint_url}/{account}/{name}"

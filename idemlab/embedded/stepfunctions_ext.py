@@ -81,7 +81,8 @@ def _start(self: StepFunctionResponse, sync: bool):
     given = self._get_param("name")
     if given:
         check_execution_name(given)
-    name, execution_input = given or str(uuid.uuid4()), self._get_param("input", if_none="{}")
+    name = given or str(uuid.uuid4())
+    execution_input = self._get_param("input", if_none="{}")
     if not _is_express(state_machine):
         if sync:
             raise _type_not_supported()

@@ -83,6 +83,7 @@ def _stored(vehicles: Any, registration: dict) -> dict:
 
 def _registrations(attempts: int) -> list[dict]:
     """The registrations of ``attempts`` attempts at one new request, each with a fresh registration id."""
-    request_id, at = f"exercise-{uuid.uuid4().hex[:12]}", datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    request_id = f"exercise-{uuid.uuid4().hex[:12]}"
+    at = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
     return [{"request_id": request_id, "registration_id": str(uuid.uuid4()), "vin": VALID_VIN,
              "owner": "Exercise Learner", "registered_at": at} for _ in range(attempts)]

@@ -64,7 +64,8 @@ def verify(candidate: Callable[[Any, dict, Callable], str], stack: dict) -> str:
         request = order(prefix="exercise-race")
         # An attempt told to retry later (an exception) is a fine answer.
         returned = settled([lambda t=t: candidate(t, request, shop.charge_card) for t in tables])
-        charges, made = shop.charges(request), f"round {round_number}: {RACERS} simultaneous attempts made"
+        charges = shop.charges(request)
+        made = f"round {round_number}: {RACERS} simultaneous attempts made"
         expect(charges <= 1, f"{made} {charges} charges. Reading first and writing after lets several attempts "
                              "see no record; the claim must be a conditional write")
         expect(charges == 1, f"{made} 0 charges; the winning claim must charge")

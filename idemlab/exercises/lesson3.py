@@ -54,7 +54,8 @@ def record_step(table: Any, deletion_request_id: str, fencing_token: int, step: 
 
 
 def verify_fenced_write(candidate: Callable[[Any, str, int, str], bool], stack: dict) -> str:
-    requests, now = table(stack, "deletion_requests"), time.time()
+    requests = table(stack, "deletion_requests")
+    now = time.time()
 
     def write(request_id: str, token: int, step: str, what: str) -> tuple[Any, bool]:
         """The learner's write of ``step`` with ``token``, and whether ``step`` is recorded afterwards."""
@@ -136,7 +137,8 @@ def send_goodbye(outbox: Any, deletion_request_id: str, user_id: str) -> bool:
 
 
 def verify_goodbye(candidate: Callable[[Any, str, str], bool], stack: dict) -> str:
-    outbox, user_id = table(stack, "email_outbox"), f"user-ex-{uuid.uuid4().hex[:6]}"
+    outbox = table(stack, "email_outbox")
+    user_id = f"user-ex-{uuid.uuid4().hex[:6]}"
     request_id, other, raced = (f"del-ex-{uuid.uuid4().hex[:10]}" for _ in range(3))
     first, retry = (attempt(candidate, outbox, request_id, user_id, what=what, advice=ALREADY_SENT)
                     for what in ("the first attempt", "the retry"))

@@ -34,7 +34,8 @@ def reservation_key(record: dict) -> str:
 def verify(candidate: Callable[[dict], str], stack: dict) -> str:
     orders = Orders(stack)
     order_id = f"exercise-{uuid.uuid4().hex[:8]}"
-    first, other = line(order_id, "sku-exercise", number=1), line(order_id, "sku-exercise", number=2)
+    first = line(order_id, "sku-exercise", number=1)
+    other = line(order_id, "sku-exercise", number=2)
     with orders.paused(QUEUE):
         orders.send(QUEUE, first, first, other)  # the second send is the producer's retry
         deliveries = _receive(orders, order_id, 3)

@@ -89,7 +89,8 @@ def _settings(candidate: Callable[[], dict]) -> tuple[str, int]:
     chosen = attempt(candidate, what="key_and_lifetime()")
     expect(isinstance(chosen, dict) and set(chosen) == {"event_key_jmespath", "expires_after_seconds"},
            f"return a dict with event_key_jmespath and expires_after_seconds, got {chosen!r}")
-    key, expiry = chosen["event_key_jmespath"], chosen["expires_after_seconds"]
+    key = chosen["event_key_jmespath"]
+    expiry = chosen["expires_after_seconds"]
     expect(isinstance(key, str), f"event_key_jmespath must be a string (a JMESPath expression), got {key!r}")
     expect(type(expiry) is int and expiry >= 0,
            f"expires_after_seconds must be a whole number of seconds, got {expiry!r}")

@@ -60,7 +60,8 @@ class Ledger:
     """The card processor's ledger: every charge is one entry."""
 
     def __init__(self, table: str, dynamodb=None):
-        self.table, self._dynamodb = table, dynamodb or client("dynamodb")
+        self.table = table
+        self._dynamodb = dynamodb or client("dynamodb")
 
     def charges(self, references: Iterable[str] | None = None) -> Counter:
         """Charges per order reference (all of them, or only ``references``)."""
@@ -192,7 +193,8 @@ def show_code(file: str, *names: str) -> None:
     (a function with its decorators, a class, or an assigned variable), in the order
     asked: the notebook shows the real code, and no comment's wording can cut it short."""
     source = (FUNCTION_DIR / file).read_text()
-    lines, found = source.splitlines(), {}
+    lines = source.splitlines()
+    found = {}
     for node in ast.parse(source).body:
         first = min([decorator.lineno for decorator in getattr(node, "decorator_list", [])] + [node.lineno])
         targets = [target.id for target in getattr(node, "targets", []) if isinstance(target, ast.Name)]
@@ -216,7 +218,8 @@ def plot_timeline(answers: list[dict], title: str = "", ax=None):
     origin = min((step["start"] for answer in answers for step in answer.get("trace", [])), default=0.0)
     for row, answer in enumerate(answers):
         for step in answer.get("trace", []):
-            begin_ms, width_ms = (step["start"] - origin) * 1000, max((step["end"] - step["start"]) * 1000, 1.0)
+            begin_ms = (step["start"] - origin) * 1000
+            width_ms = max((step["end"] - step["start"]) * 1000, 1.0)
             ax.broken_barh([(begin_ms, width_ms)], (row - 0.35, 0.7), color=STEP_COLOURS[step["step"]])
     handles = [plt.Rectangle((0, 0), 1, 1, color=colour) for colour in STEP_COLOURS.values()]
     ax.legend(handles, list(STEP_COLOURS), loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
@@ -226,7 +229,8 @@ def plot_timeline(answers: list[dict], title: str = "", ax=None):
 def plot_charges(results: dict[str, list[int]], copies: int, ax=None):
     """Charges per round for each strategy: one is right, more is a double charge."""
     ax = pictures.axes(ax, 9, 3.5)
-    names, bottom = list(results), [0] * len(results)
+    names = list(results)
+    bottom = [0] * len(results)
     for label, colour, rounds_of in (("charged once", "#55a868", lambda n: n == 1),
                                      ("charged more than once", "#c44e52", lambda n: n > 1),
                                      ("never charged", "#999999", lambda n: n == 0)):

@@ -53,7 +53,8 @@ class Deletions(lessons.Deployment):
 
     def __init__(self, stack: dict):
         super().__init__(stack)
-        self.s3, self.sfn = clients.client("s3"), clients.client("stepfunctions")
+        self.s3 = clients.client("s3")
+        self.sfn = clients.client("stepfunctions")
         self.bucket = stack["buckets"]["user_files"]
         self.state_machine_arn = stack["state_machines"]["account_deletion"]
         self.dead_letter_queue = stack["queues"]["deletion_dlq"]
@@ -104,7 +105,8 @@ class Deletions(lessons.Deployment):
 
     def start(self, deletion_request_id: str, execution_name: str | None = None) -> str:
         """Start the workflow for a request, named like the schedule names it unless told."""
-        event, name = json.dumps({"deletion_request_id": deletion_request_id}), execution_name or deletion_request_id
+        event = json.dumps({"deletion_request_id": deletion_request_id})
+        name = execution_name or deletion_request_id
         return self.sfn.start_execution(stateMachineArn=self.state_machine_arn, name=name, input=event)["executionArn"]
 
     def executions_of(self, name_prefix: str) -> list[dict]:
@@ -117,7 +119,8 @@ class Deletions(lessons.Deployment):
         """Start attempts until the request is FAILED, as the sweeper would restart it after
         each failure (without waiting for its retry delay), under the sweeper's execution
         names; the end states of the attempts."""
-        name, ends = deletion_request_id, []
+        name = deletion_request_id
+        ends = []
         for restart in range(1, max_attempts + 1):
             execution = wait_for(self.start(deletion_request_id, name))
             stored = self.request(deletion_request_id)
@@ -173,7 +176,8 @@ class Deletions(lessons.Deployment):
         metric = {name: alarm[name] for name in ("Namespace", "MetricName", "Dimensions")}
 
         def points() -> list[dict]:
-            now, minute = datetime.datetime.now(datetime.timezone.utc), datetime.timedelta(minutes=1)
+            now = datetime.datetime.now(datetime.timezone.utc)
+            minute = datetime.timedelta(minutes=1)
             window = {"StartTime": now - minutes * minute, "EndTime": now + minute}
             return cloudwatch.get_metric_statistics(**metric, **window, Period=60, Statistics=["Maximum"])["Datapoints"]
 
@@ -185,7 +189,8 @@ class Deletions(lessons.Deployment):
         """Leave nothing scheduled behind: cancel each request still SCHEDULED (which deletes
         its schedule) and delete any schedule left for the others. The schedules of these
         requests that still exist afterwards (none, unless something refused)."""
-        scheduler, group = clients.client("scheduler"), self.stack["schedule_group"]
+        scheduler = clients.client("scheduler")
+        group = self.stack["schedule_group"]
         left = []
         for request_id in request_ids:
             stored = self.request(request_id)
@@ -216,7 +221,8 @@ def last_state(execution_arn: str) -> str:
 
 def task_attempts(execution_arn: str) -> list[tuple[str, str]]:
     """(state, what happened) for every Lambda attempt of an execution, in order."""
-    current, attempts = None, []
+    current = None
+    attempts = []
     for event in _history(execution_arn):
         if event.get("stateEnteredEventDetails"):
             current = event["stateEnteredEventDetails"]["name"]
@@ -232,7 +238,8 @@ class Timeline:
     """What happened to one request, per worker, on one clock: for the pictures."""
 
     def __init__(self):
-        self.events, self.leases = [], []  # (time, worker, label, accepted: True, False or None for a note)
+        self.events = []  # (time, worker, label, accepted: True, False or None for a note)
+        self.leases = []
 
     def event(self, t: float, worker: str, label: str, accepted: bool | None) -> None:
         self.events.append((t, worker, label, accepted))

@@ -94,7 +94,8 @@ def start(stack: dict, kind: str, request: object) -> str:
     (the table, see ``wait_for_rows``) and in CloudWatch Logs, not in an API answer.
     """
     # No name: Step Functions gives each execution a fresh UUID, so the same request sent twice is two executions.
-    sfn, (workflow, _) = clients.client("stepfunctions"), _deployed(stack, kind)
+    sfn = clients.client("stepfunctions")
+    workflow, _ = _deployed(stack, kind)
     return sfn.start_execution(stateMachineArn=workflow, input=json.dumps(request))["executionArn"]
 
 
@@ -127,7 +128,8 @@ def outline(stack: dict, kind: str) -> None:
             runs = f" runs {state['Resource'].rsplit(':', 1)[-1]}" if "Resource" in state else ""
             print(f"{pad}{name}: {state['Type']}{runs}")
             for retry in state.get("Retry", []):
-                errors, more = ", ".join(retry["ErrorEquals"]), retry.get("MaxAttempts", 3)
+                errors = ", ".join(retry["ErrorEquals"])
+                more = retry.get("MaxAttempts", 3)
                 print(f"{pad}    Retry on {errors}: up to {more} more attempts")
             for branch in state.get("Branches", []):
                 states(branch, pad + "    ")
@@ -163,7 +165,9 @@ def show(registrations: list[dict]) -> None:
 
 def chart(counts: dict[str, dict[str, int]]) -> Any:
     """Grouped bars: rows per logical request, naive vs idempotent, per scenario (``counts[kind][scenario]``)."""
-    ax, width, scenarios = pictures.axes(None, 6, 3.2), 0.38, list(counts[KINDS[0]])
+    ax = pictures.axes(None, 6, 3.2)
+    width = 0.38
+    scenarios = list(counts[KINDS[0]])
     for offset, kind in zip((-width / 2, width / 2), KINDS):
         heights = [counts[kind][scenario] for scenario in scenarios]
         ax.bar_label(ax.bar([i + offset for i in range(len(scenarios))], heights, width, label=kind))

@@ -146,7 +146,8 @@ class Environment:
 
     def kill_runtime(self) -> None:
         with self.lock:
-            runtime, self.runtime = self.runtime, None
+            runtime = self.runtime
+            self.runtime = None
         self.events.put(None)  # frees the killed runtime's pending poll, if any
         if runtime is not None and runtime.poll() is None:
             try:
@@ -181,7 +182,8 @@ class Environment:
             invocation.done.set()
             if self.current is invocation:
                 self.current = None
-            lines, self.log_lines = self.log_lines, []
+            lines = self.log_lines
+            self.log_lines = []
         elapsed_ms = (time.monotonic() - invocation.started) * 1000
         request_id = invocation.request_id
         logs = (
