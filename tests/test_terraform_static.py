@@ -244,9 +244,9 @@ def test_wrong_module_inputs_stop_the_plan_with_a_message_naming_the_entry(tmp_p
 def test_the_embedded_rule_scheduler_states_the_sweepers_real_default_schedule():
     import hcl2
 
-    from idemlab.embedded import scheduler_ext
+    from idemlab.embedded import rule_scheduler
 
     with open(MODULE_DIR / "variables.tf") as handle:
         variables = {name.strip('"'): body for block in hcl2.load(handle)["variable"] for name, body in block.items()}
     default = variables["sweeper_schedule_expression"]["default"].strip('"')
-    assert f"`{default}`" in scheduler_ext.__doc__ and "sweeper_schedule_expression" in scheduler_ext.__doc__, scheduler_ext.__doc__
+    assert f"`{default}`" in rule_scheduler.__doc__ and "sweeper_schedule_expression" in rule_scheduler.__doc__, rule_scheduler.__doc__

@@ -221,7 +221,7 @@ def serve(port: int, host: str, allow_remote: bool, lambda_concurrency: int) -> 
     from werkzeug.serving import make_server
 
     from idemlab.embedded import dynamodb_atomic, fast_path, lambda_api
-    from idemlab.embedded import scheduler_ext, sqs_event_source, stepfunctions_ext, terraform_compat
+    from idemlab.embedded import rule_scheduler, scheduler_api, sqs_event_source, stepfunctions_ext, terraform_compat
     from idemlab.embedded.patching import every
 
     session = boto3.session.Session(aws_access_key_id="test", aws_secret_access_key="test")
@@ -236,7 +236,7 @@ def serve(port: int, host: str, allow_remote: bool, lambda_concurrency: int) -> 
     service = lambda_api.LambdaService(endpoint_url, client, lambda_concurrency)
     dynamodb_atomic.install(fast_path=fast_path.enabled())
     lambda_api.install(service)
-    for module in (stepfunctions_ext, scheduler_ext, sqs_event_source, terraform_compat):
+    for module in (stepfunctions_ext, scheduler_api, sqs_event_source, terraform_compat):
         module.install()
     app, handler = fast_path.app_and_handler()  # after every install: it caches the patched classes' methods
     app = _front_door(app, service.runtime, check_host=not allow_remote)
@@ -244,8 +244,8 @@ def serve(port: int, host: str, allow_remote: bool, lambda_concurrency: int) -> 
 
     for signum in (signal.SIGTERM, signal.SIGINT):  # shutdown() waits for serve_forever: call it from another thread
         signal.signal(signum, lambda *_: threading.Thread(target=server.shutdown, daemon=True).start())
-    rules = scheduler_ext.RuleScheduler(client, region=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
-    rules_stop = every(scheduler_ext.RULE_POLL_SECONDS, rules.run_once, "rule scheduler")
+    rules = rule_scheduler.RuleScheduler(client, region=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
+    rules_stop = every(rule_scheduler.RULE_POLL_SECONDS, rules.run_once, "rule scheduler")
     event_sources = sqs_event_source.SqsEventSources(client, service.invoke_by_arn, endpoint_url)
     print(f"embedded: serving AWS APIs on {endpoint_url}", file=sys.stderr, flush=True)
     try:
