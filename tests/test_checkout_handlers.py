@@ -18,9 +18,9 @@ import uuid
 
 import pytest
 
-import checkout_in_process as in_process
+from support import checkout_in_process as in_process
 from idemlab import build, functions
-from terraform_tables import table_keys
+from support.terraform_tables import table_keys
 from idemlab.clients import client
 from idemlab.lessons import checkout as lab2
 
@@ -169,10 +169,10 @@ CRASHING_CHILD = """
 import json, sys
 strategy, request, timeout, tests = sys.argv[1], json.loads(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 sys.path.insert(0, tests)
-from checkout_in_process import invoke_in_process
+from support.checkout_in_process import invoke_in_process
 print(json.dumps(invoke_in_process(strategy, request, timeout_seconds=timeout)))
 """
-TESTS = os.path.dirname(__file__)  # the child imports checkout_in_process from here
+TESTS = os.path.dirname(__file__)  # the child imports support.checkout_in_process from here
 # What the fault does where no Lambda runtime stops it (functions/checkout/charging/faults.py).
 NO_RUNTIME_EXIT_CODE = 70
 

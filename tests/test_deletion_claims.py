@@ -7,7 +7,7 @@ import uuid
 import boto3
 import pytest
 
-from deletion_scenario import copy_tables
+from support.deletion_scenario import copy_tables
 from idemlab.lessons import deletion
 
 state = deletion.import_function_module("deletion_state")

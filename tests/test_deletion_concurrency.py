@@ -15,7 +15,7 @@ from collections import Counter
 import boto3
 import pytest
 
-from deletion_scenario import copy_tables
+from support.deletion_scenario import copy_tables
 from idemlab.barrier import all_at_once
 from idemlab.lessons import deletion
 

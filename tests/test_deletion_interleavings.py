@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from deletion_scenario import copy_tables
+from support.deletion_scenario import copy_tables
 from idemlab.lessons import deletion
 
 state = deletion.import_function_module("deletion_state")

@@ -15,7 +15,7 @@ import uuid
 import pytest
 
 from idemlab import clients
-from deletion_scenario import private_scenario
+from support.deletion_scenario import private_scenario
 from idemlab.lessons import deletion
 from idemlab.lessons.deletion import Deletions
 

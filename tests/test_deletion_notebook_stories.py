@@ -15,7 +15,7 @@ import pytest
 from idemlab import lessons
 from idemlab.background.scheduler_firer import DEAD_LETTERED, SchedulerFirer
 from idemlab.lessons import deletion
-from notebook_cells import code_cells, index_of, run_cells
+from support.notebook_cells import code_cells, index_of, run_cells
 
 matplotlib.use("Agg")
 pytestmark = pytest.mark.stack

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from idemlab import clients
-from deletion_scenario import private_scenario, run_steps_in_process, run_workflow_in_process, step_retries
+from support.deletion_scenario import private_scenario, run_steps_in_process, run_workflow_in_process, step_retries
 from idemlab.lessons import deletion
 from idemlab.lessons.deletion import Deletions
 
@@ -238,7 +238,7 @@ def test_a_crashed_worker_is_swept_restarted_and_resumed(deletions, env):
     user = new_user(deletions)
     request_id = requested(user)
     deletions.arm_fault("delete_files", faults.AFTER_EFFECT, request_id, faults.CRASH)
-    code = f"import sys; sys.path.insert(0, {str(TESTS)!r}); from deletion_scenario import run_workflow_in_process; run_workflow_in_process(sys.argv[1], 'exec-crash')"
+    code = f"import sys; sys.path.insert(0, {str(TESTS)!r}); from support.deletion_scenario import run_workflow_in_process; run_workflow_in_process(sys.argv[1], 'exec-crash')"
     died = subprocess.run([sys.executable, "-c", code, request_id], capture_output=True, text=True, timeout=30)
     assert died.returncode == faults.CRASH_EXIT_CODE, died.stderr
     stored = state.read(deletions.table("deletion_requests"), request_id)

@@ -17,7 +17,7 @@ import zipfile
 import pytest
 
 from idemlab import build, clients
-from deletion_scenario import private_scenario
+from support.deletion_scenario import private_scenario
 from idemlab.barrier import all_at_once
 from idemlab.lessons import deletion
 from idemlab.lessons.deletion import Deletions, last_state

@@ -2,7 +2,7 @@
 
 A notebook cell does ``ex = lesson1.exercise(stack)``, then ``ex.check(learner_function)``; CI
 checks the answer key both ways: the solution must pass, the notebook's starting point must
-fail (tests/notebook_cells.py).
+fail (tests/support/notebook_cells.py).
 """
 
 from __future__ import annotations
