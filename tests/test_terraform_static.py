@@ -168,6 +168,26 @@ def test_checkov_finds_no_failed_check_and_every_skip_has_a_reason():
     assert not unexplained, f"skips without a written reason: {unexplained}"
 
 
+def test_module_readme_documents_every_variable_and_output_block():
+    # Found with a plain pattern, not the generator's own reader: a block it missed would
+    # otherwise be missing from both sides of the comparison.
+    import re
+
+    declared = {"variable": set(), "output": set()}
+    for path in MODULE_DIR.glob("*.tf"):
+        for kind, name in re.findall(r'^(variable|output)\s+"([^"]+)"', path.read_text(), flags=re.MULTILINE):
+            declared[kind].add(name)
+    readme = (MODULE_DIR / "README.md").read_text()
+    inputs, _, outputs = readme.partition("## Outputs")
+    documented_inputs = set(re.findall(r"^\| `([^`]+)` \|", inputs, flags=re.MULTILINE))
+    documented_outputs = set(re.findall(r"^\| `([^`]+)` \|", outputs, flags=re.MULTILINE))
+    assert declared["variable"] == documented_inputs, (
+        f"inputs missing from the README: {sorted(declared['variable'] - documented_inputs)}; "
+        f"documented but not declared: {sorted(documented_inputs - declared['variable'])}"
+    )
+    assert declared["output"] == documented_outputs, sorted(declared["output"] ^ documented_outputs)
+
+
 def test_module_readme_tables_are_current():
     readme = MODULE_DIR / "README.md"
     assert readme.read_text() == tfdocs.render_readme(readme.read_text(), MODULE_DIR), (
