@@ -270,3 +270,17 @@ def test_the_embedded_rule_scheduler_states_the_sweepers_real_default_schedule()
         variables = {name.strip('"'): body for block in hcl2.load(handle)["variable"] for name, body in block.items()}
     default = variables["sweeper_schedule_expression"]["default"].strip('"')
     assert f"`{default}`" in rule_scheduler.__doc__ and "sweeper_schedule_expression" in rule_scheduler.__doc__, rule_scheduler.__doc__
+
+
+def test_the_harness_prefix_check_agrees_with_the_modules_validation():
+    # The rule's owner is the module's `prefix` validation; stack.py checks a copy before
+    # Terraform runs, so a bad prefix never gets a working copy. Held to the owner here.
+    text = (MODULE_DIR / "variables.tf").read_text()
+    block = text.split('variable "prefix"', 1)[1].split("\n}\n", 1)[0]
+    pattern = re.search(r'regex\("([^"]+)", var\.prefix\)', block).group(1)
+    refuses_a_dash_last = '!endswith(var.prefix, "-")' in block
+    samples = ["lab", "a", "x1", "lab-1", "ab-cd", "a" * 20, "a" * 21, "", "a-", "ab--", "-a", "1ab", "Lab", "lab_1"]
+    for prefix in samples:
+        module_accepts = re.fullmatch(pattern, prefix) is not None and not (refuses_a_dash_last and prefix.endswith("-"))
+        harness_accepts = stack.PREFIX_PATTERN.match(prefix) is not None
+        assert harness_accepts == module_accepts, f"prefix {prefix!r}: module {module_accepts}, stack.py {harness_accepts}"
