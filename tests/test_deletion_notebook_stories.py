@@ -22,8 +22,13 @@ pytestmark = pytest.mark.stack
 
 
 def namespace(stack) -> dict:
-    return {"stack": stack, "deletion": deletion, "deletions": deletion.Deletions(stack),
-            "state": deletion.import_function_module("deletion_state")}
+    return {
+        "stack": stack,
+        "deletion": deletion,
+        "deletions": deletion.Deletions(stack),
+        "state": deletion.import_function_module("deletion_state"),
+        "claims": deletion.import_function_module("deletion_claims"),
+    }
 
 
 def sweep_now(deletions: deletion.Deletions) -> None:
