@@ -17,9 +17,9 @@ import sys
 import time
 import tomllib
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import yaml  # PyYAML comes with moto[server]
 
@@ -67,8 +67,9 @@ class Daemon:
         once ``ready()`` while it still runs, record its pid and say so."""
         settings.STATE_DIR.mkdir(parents=True, exist_ok=True)
         with open(self.log, "ab") as log:
-            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                       env=env, start_new_session=True)
+            process = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True
+            )
         deadline = time.monotonic() + seconds
         while process.poll() is None and not ready():
             if time.monotonic() > deadline:
@@ -144,9 +145,12 @@ def compose_service(env: dict[str, str] | None = None) -> dict:
     """The localstack service of docker-compose.yml, with variables substituted from env."""
     service = yaml.safe_load(COMPOSE_FILE.read_text())["services"]["localstack"]
     sub = functools.partial(interpolate, env=dict(os.environ) if env is None else env)
-    return {"container_name": sub(service["container_name"]), "image": sub(service["image"]),
-            "environment": {name: sub(value) for name, value in service["environment"].items()},
-            "ports": [sub(port) for port in service["ports"]]}
+    return {
+        "container_name": sub(service["container_name"]),
+        "image": sub(service["image"]),
+        "environment": {name: sub(value) for name, value in service["environment"].items()},
+        "ports": [sub(port) for port in service["ports"]],
+    }
 
 
 @dataclass(frozen=True)
@@ -189,8 +193,13 @@ def localstack_launcher(env: dict[str, str] | None = None) -> Launcher:
     # address, as compose does; inside the container LocalStack must listen on all
     # interfaces, so the container gets the port alone (-e overrides what the CLI derived).
     host, host_port, container_port = service["ports"][0].split(":")
-    cli_env = {**env, **given, "IMAGE_NAME": service["image"], "GATEWAY_LISTEN": f"{host}:{host_port}",
-               "MAIN_CONTAINER_NAME": service["container_name"]}  # also what `wait` and `stop` look for
+    cli_env = {
+        **env,
+        **given,
+        "IMAGE_NAME": service["image"],
+        "GATEWAY_LISTEN": f"{host}:{host_port}",
+        "MAIN_CONTAINER_NAME": service["container_name"],
+    }  # also what `wait` and `stop` look for
     cli = str(LOCALSTACK_CLI)
     up = [cli, "start", "--detached", "--no-banner", "-e", f"GATEWAY_LISTEN=:{container_port}"]
     # LOCALSTACK_* reach the CLI in its environment, which it forwards (the token stays off argv); the rest by -e.
@@ -228,12 +237,16 @@ def reuse_running_localstack(url: str, found: dict) -> str:
     version = found.get("version", "unknown")
     expected = expected_localstack_version()
     if version != expected and expected != "latest":
-        raise BackendError(f"LocalStack {version} already answers on {url}, but the lab needs {expected}: "
-                           "stop it, or set LAB_PORT to start the lab's own on another port")
+        raise BackendError(
+            f"LocalStack {version} already answers on {url}, but the lab needs {expected}: "
+            "stop it, or set LAB_PORT to start the lab's own on another port"
+        )
     if pid := NATIVE.pid():
         return f"native LocalStack {version} already running on {url} (pid {pid}), reusing it; log {NATIVE.log}"
-    return (f"LocalStack {version} already running on {url}, reusing it: the lab did not start it, so its "
-            "settings may differ from docker-compose.yml's, and `make down` will not stop it")
+    return (
+        f"LocalStack {version} already running on {url}, reusing it: the lab did not start it, so its "
+        "settings may differ from docker-compose.yml's, and `make down` will not stop it"
+    )
 
 
 def localstack_up() -> str:
@@ -245,13 +258,18 @@ def localstack_up() -> str:
     launcher = localstack_launcher()
     if launcher.wait and not LOCALSTACK_CLI.exists():
         requirement = localstack_cli_requirement()
-        print(f"Docker Compose plugin not found: installing the LocalStack CLI ({', '.join(requirement)})",
-              file=sys.stderr)
-        code, last = _run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                           *requirement])
+        print(
+            f"Docker Compose plugin not found: installing the LocalStack CLI ({', '.join(requirement)})",
+            file=sys.stderr,
+        )
+        code, last = _run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *requirement]
+        )
         if code != 0 or not LOCALSTACK_CLI.exists():
-            raise BackendError(f"installing the LocalStack CLI failed: {last}; install the Compose plugin, "
-                               "or pip install -e '.[localstack]'")
+            raise BackendError(
+                f"installing the LocalStack CLI failed: {last}; install the Compose plugin, "
+                "or pip install -e '.[localstack]'"
+            )
     code, last = _run(launcher.up, launcher.env)
     if code != 0:
         raise BackendError(f"{launcher.tool} failed to start LocalStack: {last}; log: {launcher.logs}")
@@ -277,21 +295,25 @@ def native_localstack_up(url: str) -> str:
     except native.InstallError as exc:
         raise BackendError(str(exc)) from exc
     env = {**os.environ, **native.settings_for(settings.port(), compose_service()["environment"])}
-    started = NATIVE.start(native.command(python), lambda: _localstack_health(url), LOCALSTACK_READY_SECONDS, env,
-                           where=f" on {url}")
+    started = NATIVE.start(
+        native.command(python), lambda: _localstack_health(url), LOCALSTACK_READY_SECONDS, env, where=f" on {url}"
+    )
     try:
         _warm_dynamodb(url)
     except Exception as exc:  # its log says why
         NATIVE.stop()
-        raise BackendError(f"native LocalStack started but its DynamoDB did not answer ({exc}); log {NATIVE.log}") from exc
+        raise BackendError(
+            f"native LocalStack started but its DynamoDB did not answer ({exc}); log {NATIVE.log}"
+        ) from exc
     return f"{started} (no Docker engine: LocalStack {native.LOCALSTACK_VERSION} as local processes)"
 
 
 def _warm_dynamodb(url: str) -> None:
     from idemlab import clients
 
-    dynamodb = clients.client("dynamodb", endpoint_url=url, read_timeout=LOCALSTACK_READY_SECONDS,
-                              retries={"max_attempts": 1})
+    dynamodb = clients.client(
+        "dynamodb", endpoint_url=url, read_timeout=LOCALSTACK_READY_SECONDS, retries={"max_attempts": 1}
+    )
     dynamodb.list_tables(Limit=1)
 
 

@@ -15,8 +15,12 @@ def endpoint(endpoint_url: str | None = None) -> str | None:
     """``endpoint_url``, else the backend's (None on AWS). Emulators take any key, so with an
     endpoint dummy keys are set: without any, boto3 stops at "Unable to locate credentials"."""
     if url := endpoint_url or settings.endpoint_url():
-        for name, value in (("AWS_ACCESS_KEY_ID", "test"), ("AWS_SECRET_ACCESS_KEY", "test"),
-                            ("AWS_DEFAULT_REGION", settings.region()), ("AWS_REGION", settings.region())):
+        for name, value in (
+            ("AWS_ACCESS_KEY_ID", "test"),
+            ("AWS_SECRET_ACCESS_KEY", "test"),
+            ("AWS_DEFAULT_REGION", settings.region()),
+            ("AWS_REGION", settings.region()),
+        ):
             os.environ.setdefault(name, value)
     return url
 

@@ -92,7 +92,7 @@ def hcl_blocks(path: Path, kind: str) -> dict[str, dict]:
     return blocks
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def module_default(file: str, variable: str) -> dict:
     """The default of a module variable (the lab's tables and functions are typed inputs)."""
     body = hcl_blocks(settings.MODULE_DIR / file, "variable").get(variable, {})

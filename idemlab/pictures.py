@@ -18,13 +18,27 @@ from idemlab import functions, settings
 
 # How each kind of transition is drawn: (colour, line style).
 EDGE_STYLE = {
-    "next": ("black", "-"), "choice": ("tab:blue", "-"), "default": ("tab:blue", "--"), "catch": ("tab:red", ":"),
-    "retry": ("tab:orange", "-"), "branch": ("tab:green", "-."), "uses": ("grey", "-"), "watches": ("tab:red", ":"),
-    "starts": ("tab:purple", "-"), "transition": ("black", "-"),
+    "next": ("black", "-"),
+    "choice": ("tab:blue", "-"),
+    "default": ("tab:blue", "--"),
+    "catch": ("tab:red", ":"),
+    "retry": ("tab:orange", "-"),
+    "branch": ("tab:green", "-."),
+    "uses": ("grey", "-"),
+    "watches": ("tab:red", ":"),
+    "starts": ("tab:purple", "-"),
+    "transition": ("black", "-"),
 }
 NODE_COLOURS = {
-    "Task": "#dbe9f6", "Choice": "#fff2cc", "Succeed": "#d9ead3", "Fail": "#f4cccc",
-    "Pass": "#eeeeee", "Parallel": "#d9d2e9", "Map": "#d9d2e9", "Wait": "#eeeeee", "End": "#d9ead3",
+    "Task": "#dbe9f6",
+    "Choice": "#fff2cc",
+    "Succeed": "#d9ead3",
+    "Fail": "#f4cccc",
+    "Pass": "#eeeeee",
+    "Parallel": "#d9d2e9",
+    "Map": "#d9d2e9",
+    "Wait": "#eeeeee",
+    "End": "#d9ead3",
 }
 # How a lane marks an outcome: accepted (green dot), refused (red cross), a note (grey).
 OUTCOME_LOOK = {True: ("#55a868", "o"), False: ("#c44e52", "X"), None: ("#777777", "d")}
@@ -171,13 +185,24 @@ def draw_graph(graph: Graph, ax=None, positions: dict[str, tuple] | None = None,
             tail = (x1, y1)
             head = (x2, y2)
         bend, shrink = (-1.6, 2) if loop else (0.0 if abs(x2 - x1) < 0.01 else 0.15, 12)
-        ax.annotate("", xy=head, xytext=tail, gid=f"edge:{src}->{dst}:{kind}", arrowprops={
-            "arrowstyle": "->", "shrinkA": shrink, "shrinkB": shrink, "color": colour, "linestyle": linestyle,
-            "connectionstyle": f"arc3,rad={bend}"})
+        ax.annotate(
+            "",
+            xy=head,
+            xytext=tail,
+            gid=f"edge:{src}->{dst}:{kind}",
+            arrowprops={
+                "arrowstyle": "->",
+                "shrinkA": shrink,
+                "shrinkB": shrink,
+                "color": colour,
+                "linestyle": linestyle,
+                "connectionstyle": f"arc3,rad={bend}",
+            },
+        )
         if label:  # on the curve, halfway to the arc's control point, so two opposite arrows part
             x, y = (x1 + 0.45, y1) if loop else ((x1 + x2 + bend * (y2 - y1)) / 2, (y1 + y2 - bend * (x2 - x1)) / 2)
             ax.text(x, y, label, fontsize=6, color=colour, ha="left" if loop else "center", va="center")
-    xs, ys = zip(*positions.values())
+    xs, ys = zip(*positions.values(), strict=True)
     ax.set(xlim=(min(xs) - 1.2, max(xs) + 1.2), ylim=(min(ys) - 0.6, max(ys) + 0.6))
     ax.set_axis_off()
     kinds = dict.fromkeys(kind for _, _, kind, _ in graph.edges)
@@ -268,9 +293,13 @@ def draw_sequence(spec: dict, ax=None):
         _box(ax, x, 0.6, name, "#dbe9f6", fontsize=9)
     ax.vlines(list(column.values()), bottom, 0.3, color="grey", linewidth=0.8)
     for n, (sender, receiver, what) in enumerate(messages):
-        ax.annotate("", xy=(column[receiver], -(n + 0.5)), xytext=(column[sender], -(n + 0.5)),
-                    gid=f"message:{n}:{sender}->{receiver}:{what}",
-                    arrowprops={"arrowstyle": "->", "color": "tab:red" if "second" in what else "black"})
+        ax.annotate(
+            "",
+            xy=(column[receiver], -(n + 0.5)),
+            xytext=(column[sender], -(n + 0.5)),
+            gid=f"message:{n}:{sender}->{receiver}:{what}",
+            arrowprops={"arrowstyle": "->", "color": "tab:red" if "second" in what else "black"},
+        )
         ax.text((column[sender] + column[receiver]) / 2, 0.12 - (n + 0.5), what, ha="center", fontsize=7)
     ax.set(xlim=(-0.7, len(column) - 0.3), ylim=(bottom - 0.2, 1.0))
     ax.set_axis_off()

@@ -23,7 +23,6 @@ from idemlab.embedded.server import EmbeddedBackend
 from support.scheduling import DURATIONS_FILE, measured, record, scheduling_order, scope_key, scope_of
 from support.suite_timeouts import suite_functions, suite_queues
 
-
 # Long files that use no `lab` stack: each worker starts with one of these while its
 # stack deploys in the background (`early_stack`), so the deploy's minute of waiting on
 # Terraform's polls (two rounds of SQS queues at 25 s each) overlaps with tests. Checked
@@ -51,7 +50,9 @@ _DEPLOY = pytest.StashKey["BackgroundDeploy"]()
 
 
 def pytest_collection_modifyitems(config, items):
-    stacked = [item.nodeid for item in items if scope_key(item.path.name) in WITHOUT_STACK and "stack" in item.fixturenames]
+    stacked = [
+        item.nodeid for item in items if scope_key(item.path.name) in WITHOUT_STACK and "stack" in item.fixturenames
+    ]
     if stacked:
         raise pytest.UsageError(f"WITHOUT_STACK lists files whose tests use the stack: {stacked}")
     config.stash[_WANTS_STACK] = any("stack" in item.fixturenames for item in items)
@@ -110,7 +111,9 @@ class RunningLocalStack:
 
         self.port = settings.port()
         self.url = f"http://127.0.0.1:{self.port}"
-        assert backend._localstack_health(self.url), f"no LocalStack answers on {self.url}: run `make up BACKEND=localstack`"
+        assert backend._localstack_health(self.url), (
+            f"no LocalStack answers on {self.url}: run `make up BACKEND=localstack`"
+        )
 
     def stop(self) -> None:
         pass
@@ -143,7 +146,9 @@ class BackgroundDeploy:
         if self.lab is None:
             out, err = self.process.communicate()
             if self.process.returncode != 0:
-                raise lab_stack.StackError(f"the background deploy failed (exit {self.process.returncode}):\n{err[-4000:]}")
+                raise lab_stack.StackError(
+                    f"the background deploy failed (exit {self.process.returncode}):\n{err[-4000:]}"
+                )
             print(err.strip())  # "deployed <name> in <seconds> s"
             self.lab = json.loads(out)
         return self.lab
@@ -213,9 +218,13 @@ def lambda_role(backend) -> str:
     """An IAM role for functions created directly by tests (moto checks it exists)."""
     trust = {
         "Version": "2012-10-17",
-        "Statement": [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}],
+        "Statement": [
+            {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
+        ],
     }
-    role = clients.client("iam").create_role(RoleName=f"test-{uuid.uuid4().hex[:8]}", AssumeRolePolicyDocument=json.dumps(trust))
+    role = clients.client("iam").create_role(
+        RoleName=f"test-{uuid.uuid4().hex[:8]}", AssumeRolePolicyDocument=json.dumps(trust)
+    )
     return role["Role"]["Arn"]
 
 

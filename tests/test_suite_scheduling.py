@@ -10,7 +10,7 @@ RAN: list[int] = []
 @pytest.mark.parametrize("n", range(8))
 def test_every_test_of_a_file_runs_in_one_worker_in_order(n):
     RAN.append(n)
-    assert RAN == list(range(n + 1)), f"this worker ran {RAN}: the file's other tests went elsewhere"
+    assert list(range(n + 1)) == RAN, f"this worker ran {RAN}: the file's other tests went elsewhere"
 
 
 def run_copy_of_the_suite(tmp_path, durations: dict | None) -> tuple[list[str], dict]:

@@ -10,7 +10,8 @@ import json
 import uuid
 
 from botocore import xform_name
-from botocore.exceptions import ClientError, ConnectionError as BotocoreConnectionError, ParamValidationError
+from botocore.exceptions import ClientError, ParamValidationError
+from botocore.exceptions import ConnectionError as BotocoreConnectionError
 from botocore.retries.standard import RetryContext, ThrottledRetryableChecker
 
 from idemlab import clients
@@ -93,7 +94,9 @@ def _as_universal(target_arn: str, body: str) -> tuple[str, str, dict]:
             raise DeliveryFailed("ValidationException", f"the input of {target_arn} is not JSON: {exc}") from exc
         if not isinstance(parameters, dict):
             kind = type(parameters).__name__
-            raise DeliveryFailed("ValidationException", f"the input of {target_arn} must be a JSON object, not a {kind}")
+            raise DeliveryFailed(
+                "ValidationException", f"the input of {target_arn} must be a JSON object, not a {kind}"
+            )
         return service, action, parameters
     parts = target_arn.split(":", 5)
     service = None

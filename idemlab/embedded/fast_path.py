@@ -115,9 +115,10 @@ def cached_condition_parses() -> None:
 
     def holding(node, holders: set) -> bool:
         """Note every Op and Func above a placeholder leaf in `holders`."""
+        # A list, not a generator: every child must be visited (and marked), so any() must not stop early.
         if isinstance(node, (list, tuple)):
-            return any([holding(child, holders) for child in node])
-        if isinstance(node, (Op, Func)) and any([holding(value, holders) for value in node.__dict__.values()]):
+            return any([holding(child, holders) for child in node])  # noqa: C419
+        if isinstance(node, (Op, Func)) and any([holding(value, holders) for value in node.__dict__.values()]):  # noqa: C419
             holders.add(id(node))
             return True
         return isinstance(node, AttributeValue)
@@ -127,8 +128,11 @@ def cached_condition_parses() -> None:
         names = self.expression_attribute_names
         values = self.expression_attribute_values
         if not (
-            isinstance(expression, str) and expression and isinstance(names or {}, dict)
-            and isinstance(values or {}, dict) and all(isinstance(name, str) for name in (names or {}).values())
+            isinstance(expression, str)
+            and expression
+            and isinstance(names or {}, dict)
+            and isinstance(values or {}, dict)
+            and all(isinstance(name, str) for name in (names or {}).values())
             and all(isinstance(value, dict) and len(value) == 1 for value in (values or {}).values())
         ):
             return original(self)
@@ -270,13 +274,26 @@ def keep_alive_handler():
             server = self.server
             address = self.server.server_address
             environ = {
-                "wsgi.version": (1, 0), "wsgi.url_scheme": "http", "wsgi.input": self.rfile, "wsgi.run_once": False,
-                "wsgi.multithread": server.multithread, "wsgi.multiprocess": server.multiprocess, "SCRIPT_NAME": "",
-                "wsgi.errors": sys.stderr, "werkzeug.socket": self.connection, "SERVER_SOFTWARE": self.server_version,
-                "REQUEST_METHOD": self.command, "QUERY_STRING": query, "REQUEST_URI": self.path, "RAW_URI": self.path,
+                "wsgi.version": (1, 0),
+                "wsgi.url_scheme": "http",
+                "wsgi.input": self.rfile,
+                "wsgi.run_once": False,
+                "wsgi.multithread": server.multithread,
+                "wsgi.multiprocess": server.multiprocess,
+                "SCRIPT_NAME": "",
+                "wsgi.errors": sys.stderr,
+                "werkzeug.socket": self.connection,
+                "SERVER_SOFTWARE": self.server_version,
+                "REQUEST_METHOD": self.command,
+                "QUERY_STRING": query,
+                "REQUEST_URI": self.path,
+                "RAW_URI": self.path,
                 "PATH_INFO": unquote(path).encode().decode("latin-1"),  # werkzeug's: its UTF-8 as latin-1 text
-                "REMOTE_ADDR": self.client_address[0], "REMOTE_PORT": self.client_address[1],
-                "SERVER_NAME": address[0], "SERVER_PORT": str(address[1]), "SERVER_PROTOCOL": "HTTP/1.1",
+                "REMOTE_ADDR": self.client_address[0],
+                "REMOTE_PORT": self.client_address[1],
+                "SERVER_NAME": address[0],
+                "SERVER_PORT": str(address[1]),
+                "SERVER_PROTOCOL": "HTTP/1.1",
                 PRESERVED_HEADER_NAMES_ENVIRON_KEY: {},  # no underscored names to preserve
             }
             for name, value in self.plain:

@@ -144,7 +144,9 @@ class AsyncInvocations:
                 name: {"DataType": "String", "StringValue": value} for name, value in attributes.items() if value
             }
             url = f"{self.endpoint_url}/{account}/{resource}"
-            self.client("sqs", region).send_message(QueueUrl=url, MessageBody=body, MessageAttributes=message_attributes)
+            self.client("sqs", region).send_message(
+                QueueUrl=url, MessageBody=body, MessageAttributes=message_attributes
+            )
         elif service == "sns":
             self.client("sns", region).publish(TopicArn=target_arn, Message=body)
         elif service == "lambda":

@@ -89,10 +89,13 @@ class ExecutionEnvironment:
             "AWS_LAMBDA_LOG_STREAM_NAME": uuid.uuid4().hex,
             "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
             "AWS_EXECUTION_ENV": "AWS_Lambda_python3",
-            "AWS_REGION": fn.region, "AWS_DEFAULT_REGION": fn.region,
-            "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+            "AWS_REGION": fn.region,
+            "AWS_DEFAULT_REGION": fn.region,
+            "AWS_ACCESS_KEY_ID": "test",
+            "AWS_SECRET_ACCESS_KEY": "test",
             "IDEMLAB_FUNCTION_ARN": fn.function_arn,
-            "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
         }
         worker = [sys.executable, "-m", "idemlab.embedded.lambda_worker"]
         pipe = subprocess.PIPE
@@ -187,9 +190,9 @@ class LambdaRuntime:
     def _trim_idle(self, function_arn: str) -> None:
         """Stop the least recently used idle environments past the caps (called under the lock)."""
         of_function = [e for e in self._idle if e.version[0] == function_arn]
-        excess = of_function[:max(0, len(of_function) - MAX_IDLE_PER_FUNCTION)]
+        excess = of_function[: max(0, len(of_function) - MAX_IDLE_PER_FUNCTION)]
         remaining = [e for e in self._idle if e not in excess]
-        excess += remaining[:max(0, len(remaining) - MAX_IDLE)]
+        excess += remaining[: max(0, len(remaining) - MAX_IDLE)]
         for environment in excess:  # _idle runs from the least to the most recently used
             self._idle.remove(environment)
             self._all.discard(environment)

@@ -103,10 +103,12 @@ def discarded_work(url: str) -> str:
             state = json.loads(response.read())
     except (OSError, ValueError) as exc:
         return f"embedded backend: could not read what stopping discards ({exc})"
-    return (f"embedded backend: its state is in memory only; stopping discards {state['async_invocations']} "
-            f"accepted async invocation(s) not yet finished and {state['sqs_messages']} SQS message(s), with "
-            f"{state['functions']} function(s), {state['queues']} queue(s) and {state['tables']} table(s): "
-            "after `make up`, run `make deploy`")
+    return (
+        f"embedded backend: its state is in memory only; stopping discards {state['async_invocations']} "
+        f"accepted async invocation(s) not yet finished and {state['sqs_messages']} SQS message(s), with "
+        f"{state['functions']} function(s), {state['queues']} queue(s) and {state['tables']} table(s): "
+        "after `make up`, run `make deploy`"
+    )
 
 
 def request_counts(url: str) -> dict:
@@ -126,14 +128,15 @@ class EmbeddedBackend:
         self.log_path = Path(tempfile.mkstemp(prefix="idemlab-embedded-", suffix=".log")[1])
         self.process: subprocess.Popen | None = None
 
-    def start(self) -> "EmbeddedBackend":
+    def start(self) -> EmbeddedBackend:
         if port_in_use(self.port):
             raise RuntimeError(f"port {self.port} is already in use; see log {self.log_path}")
         environment = {**os.environ, **self.environment} if self.environment else None
         command = [sys.executable, "-m", "idemlab.embedded", "--port", str(self.port)]
         with open(self.log_path, "ab") as log:  # the child keeps its own copy
-            self.process = subprocess.Popen(command, env=environment, stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL)
+            self.process = subprocess.Popen(
+                command, env=environment, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
         deadline = time.monotonic() + READY_TIMEOUT_SECONDS
         while time.monotonic() < deadline:
             if health(self.url, timeout=0.5):
@@ -153,7 +156,7 @@ class EmbeddedBackend:
                 self.process.kill()
                 self.process.wait()
 
-    def __enter__(self) -> "EmbeddedBackend":
+    def __enter__(self) -> EmbeddedBackend:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -220,8 +223,16 @@ def serve(port: int, host: str, allow_remote: bool, lambda_concurrency: int) -> 
     import boto3
     from werkzeug.serving import make_server
 
-    from idemlab.embedded import dynamodb_atomic, fast_path, lambda_api
-    from idemlab.embedded import rule_scheduler, scheduler_api, sqs_event_source, stepfunctions_ext, terraform_compat
+    from idemlab.embedded import (
+        dynamodb_atomic,
+        fast_path,
+        lambda_api,
+        rule_scheduler,
+        scheduler_api,
+        sqs_event_source,
+        stepfunctions_ext,
+        terraform_compat,
+    )
     from idemlab.embedded.patching import every
 
     session = boto3.session.Session(aws_access_key_id="test", aws_secret_access_key="test")

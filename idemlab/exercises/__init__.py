@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from idemlab.barrier import settled
 from idemlab.lessons import table  # noqa: F401 (the exercises' Tables, one per thread)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from idemlab import clients, pictures
 
@@ -84,8 +85,15 @@ def queue_depth(url: str, sqs=None) -> int:
     return sum(int(attributes[name]) for name in names)
 
 
-def draw_lanes(marks: list[tuple], xlabel: str, title: str = "", ax=None, lanes: list[str] | None = None,
-               lane_inches: float = 0.5, width: float = 10):
+def draw_lanes(
+    marks: list[tuple],
+    xlabel: str,
+    title: str = "",
+    ax=None,
+    lanes: list[str] | None = None,
+    lane_inches: float = 0.5,
+    width: float = 10,
+):
     """Marks in lanes over a shared x axis: each ``(x, lane, label, outcome)`` a green dot
     (outcome True), a red cross (False) or a grey note (None). A lane's labels alternate
     above and below it, so neighbours do not collide. The axes and each lane's row."""

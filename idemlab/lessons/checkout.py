@@ -11,7 +11,7 @@ import functools
 import time
 import uuid
 from collections import Counter
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from idemlab import functions, lessons, pictures, settings
 from idemlab.barrier import all_at_once
@@ -153,8 +153,10 @@ def copies_that_fit(wanted: int, concurrency_limit: int) -> int:
     """
     fit = (concurrency_limit - CONCURRENCY_HEADROOM) // EXECUTIONS_PER_COPY
     if fit < 2:
-        raise RuntimeError(f"this account runs {concurrency_limit} Lambda executions at once; a race needs at least "
-                           f"{2 * EXECUTIONS_PER_COPY + CONCURRENCY_HEADROOM}: ask AWS for a higher concurrency quota")
+        raise RuntimeError(
+            f"this account runs {concurrency_limit} Lambda executions at once; a race needs at least "
+            f"{2 * EXECUTIONS_PER_COPY + CONCURRENCY_HEADROOM}: ask AWS for a higher concurrency quota"
+        )
     return min(wanted, fit)
 
 
@@ -168,7 +170,9 @@ def run_rounds(invoke: Invoke, ledger: Ledger, strategy: str, rounds: int, copie
     return [counts[key] for key in keys]
 
 
-def retry_until_answered(invoke: Invoke, strategy: str, request: dict, within_seconds: float, every: float = 0.5) -> list[dict]:
+def retry_until_answered(
+    invoke: Invoke, strategy: str, request: dict, within_seconds: float, every: float = 0.5
+) -> list[dict]:
     """Retry while the key is held by an invocation that will never finish; all answers.
 
     Raises TimeoutError naming the last outcome if the key is still held after ``within_seconds``.
@@ -231,14 +235,18 @@ def plot_charges(results: dict[str, list[int]], copies: int, ax=None):
     ax = pictures.axes(ax, 9, 3.5)
     names = list(results)
     bottom = [0] * len(results)
-    for label, colour, rounds_of in (("charged once", "#55a868", lambda n: n == 1),
-                                     ("charged more than once", "#c44e52", lambda n: n > 1),
-                                     ("never charged", "#999999", lambda n: n == 0)):
+    for label, colour, rounds_of in (
+        ("charged once", "#55a868", lambda n: n == 1),
+        ("charged more than once", "#c44e52", lambda n: n > 1),
+        ("never charged", "#999999", lambda n: n == 0),
+    ):
         heights = [sum(map(rounds_of, results[name])) for name in names]
         ax.bar(names, heights, bottom=bottom, color=colour, label=label)
-        bottom = [b + h for b, h in zip(bottom, heights)]
+        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
     for x, name in enumerate(names):
-        ax.annotate(f"{sum(results[name])} charges", (x, len(results[name])), ha="center", va="bottom", fontsize="small")
+        ax.annotate(
+            f"{sum(results[name])} charges", (x, len(results[name])), ha="center", va="bottom", fontsize="small"
+        )
     ax.set(ylabel=f"rounds of {copies} identical requests", ylim=(0, max(len(r) for r in results.values()) * 1.2))
     ax.legend(loc="upper left", fontsize="small", bbox_to_anchor=(1.0, 1.0))
     ax.tick_params(axis="x", labelrotation=15)

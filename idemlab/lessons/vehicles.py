@@ -34,8 +34,10 @@ MALFORMED_REQUESTS: dict[str, tuple[object, str]] = {
     "request_id is null": ({"request_id": None, "vin": VALID_VIN, "owner": "Ada"}, MALFORMED),
     "blank owner": ({"request_id": "bad-5", "vin": VALID_VIN, "owner": "  "}, MALFORMED),
     "misspelt field": ({"request_id": "bad-6", "vin": VALID_VIN, "owner": "Ada", "fault_injektion": {}}, MALFORMED),
-    "fault count is a string": ({"request_id": "bad-7", "vin": VALID_VIN, "owner": "Ada",
-                                 "fault_injection": {"notify_failures": "1"}}, MALFORMED),
+    "fault count is a string": (
+        {"request_id": "bad-7", "vin": VALID_VIN, "owner": "Ada", "fault_injection": {"notify_failures": "1"}},
+        MALFORMED,
+    ),
     "request is an array": ([VALID_VIN], MALFORMED),
     "VIN check digit wrong": ({"request_id": "bad-9", "vin": "1M8GDM9A1KP042788", "owner": "Ada"}, "InvalidVinError"),
     "VIN too short": ({"request_id": "bad-10", "vin": "1M8GDM9AXKP04278", "owner": "Ada"}, "InvalidVinError"),
@@ -168,7 +170,7 @@ def chart(counts: dict[str, dict[str, int]]) -> Any:
     ax = pictures.axes(None, 6, 3.2)
     width = 0.38
     scenarios = list(counts[KINDS[0]])
-    for offset, kind in zip((-width / 2, width / 2), KINDS):
+    for offset, kind in zip((-width / 2, width / 2), KINDS, strict=True):
         heights = [counts[kind][scenario] for scenario in scenarios]
         ax.bar_label(ax.bar([i + offset for i in range(len(scenarios))], heights, width, label=kind))
     ax.axhline(1, color="grey", linestyle=":", linewidth=1)

@@ -26,6 +26,7 @@ side, chosen by the system, so no two environments race for one.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -142,7 +143,11 @@ class Environment:
         if not ready:
             self.report_status("error", error_document("Runtime.ExitError", message))
         elif invocation is not None:
-            self.finish(invocation, error_document("Runtime.ExitError", f"RequestId: {invocation.request_id} Error: {message}"), error=True)
+            self.finish(
+                invocation,
+                error_document("Runtime.ExitError", f"RequestId: {invocation.request_id} Error: {message}"),
+                error=True,
+            )
 
     def kill_runtime(self) -> None:
         with self.lock:
@@ -150,10 +155,8 @@ class Environment:
             self.runtime = None
         self.events.put(None)  # frees the killed runtime's pending poll, if any
         if runtime is not None and runtime.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
                 os.killpg(runtime.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             runtime.wait()
 
     # Callbacks to LocalStack's executor endpoint.
