@@ -210,9 +210,15 @@ def test_cancel_wins_only_while_scheduled(table):
     assert claims.claim(table, fresh, "worker-a", LEASE, now=T0 + 1).outcome is ClaimOutcome.CANCELLED
 
 
+# Claimed two leases before T0, so its lease has expired by T0: due by then, since a
+# request is claimed only once it is due (the grace period).
+LONG_AGO = T0 - 2 * LEASE
+
+
 def test_sweep_finds_expired_leases_on_the_index_and_moves_them_to_retryable(table):
-    expired, live = new_request(table), new_request(table)
-    claimed(table, expired, "worker-a", now=T0 - 2 * LEASE)
+    expired = new_request(table, due_at=LONG_AGO)
+    live = new_request(table)
+    claimed(table, expired, "worker-a", now=LONG_AGO)
     claimed(table, live, "worker-b", now=T0)
     found = {r.deletion_request_id for r in sweeps.expired_leases(table, now=T0)}
     assert expired in found and live not in found
@@ -224,8 +230,8 @@ def test_sweep_finds_expired_leases_on_the_index_and_moves_them_to_retryable(tab
 
 
 def test_sweep_leaves_alone_a_claim_made_after_its_query(table):
-    request_id = new_request(table)
-    claimed(table, request_id, "worker-a", now=T0 - 2 * LEASE)
+    request_id = new_request(table, due_at=LONG_AGO)
+    claimed(table, request_id, "worker-a", now=LONG_AGO)
     seen = next(r for r in sweeps.expired_leases(table, now=T0) if r.deletion_request_id == request_id)
     fresh = claimed(table, request_id, "worker-b", now=T0)
     assert sweeps.sweep(table, seen, max_attempts=3, now=T0 + 1) is None
@@ -234,15 +240,15 @@ def test_sweep_leaves_alone_a_claim_made_after_its_query(table):
 
 
 def test_sweep_fails_a_request_out_of_attempts(table):
-    request_id = new_request(table)
-    claimed(table, request_id, "worker-a", now=T0 - 2 * LEASE)
+    request_id = new_request(table, due_at=LONG_AGO)
+    claimed(table, request_id, "worker-a", now=LONG_AGO)
     seen = next(r for r in sweeps.expired_leases(table, now=T0) if r.deletion_request_id == request_id)
     assert sweeps.sweep(table, seen, max_attempts=1, now=T0) is Status.FAILED
 
 
 def test_zombie_write_after_a_sweep_is_refused(table):
-    request_id = new_request(table)
-    zombie = claimed(table, request_id, "worker-a", now=T0 - 2 * LEASE)
+    request_id = new_request(table, due_at=LONG_AGO)
+    zombie = claimed(table, request_id, "worker-a", now=LONG_AGO)
     seen = next(r for r in sweeps.expired_leases(table, now=T0) if r.deletion_request_id == request_id)
     sweeps.sweep(table, seen, max_attempts=3, now=T0)
     with pytest.raises(errors.ClaimLost):
