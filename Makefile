@@ -15,7 +15,7 @@ export BACKEND
 # JupyterLab refuses to start as root (containers, cloud notebooks) unless told to.
 JUPYTER_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help install tools up down status build deploy plan destroy lab test test-embedded test-localstack test-localstack-stage conformance soak bench redrive clean
+.PHONY: help install tools up down status build deploy plan destroy lab lint test test-embedded test-localstack test-localstack-stage conformance soak bench redrive clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -87,7 +87,14 @@ TEST_WORKERS ?= 5
 # notebook kernels, racing clients). Where the environment says PYTHONDONTWRITEBYTECODE
 # (some images do), each would compile the lab's modules again and pytest would rewrite
 # the asserts of every test module and plugin package again: let them keep what they compiled.
-test: install tools ## the whole suite: on embedded backends it starts itself, and beside it the lab on LocalStack
+# One style, checked before any test runs (configuration: [tool.ruff] in pyproject.toml).
+LINT_PATHS := idemlab functions tests
+
+lint: install ## ruff format --check and ruff check over idemlab/, functions/, tests/
+	$(VENV)/bin/ruff format --check $(LINT_PATHS)
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+
+test: install tools lint ## the whole suite: on embedded backends it starts itself, and beside it the lab on LocalStack
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-embedded test-localstack-stage
 
 test-embedded: install tools ## the suite on embedded backends it starts and stops itself

@@ -1,8 +1,8 @@
 """The lab's command line (what the Makefile calls).
 
-    python -m idemlab up | down | status       the selected backend
-    python -m idemlab deploy | plan | destroy  the Terraform stack on it
-    python -m idemlab outputs                  the `lab` map, as JSON
+python -m idemlab up | down | status       the selected backend
+python -m idemlab deploy | plan | destroy  the Terraform stack on it
+python -m idemlab outputs                  the `lab` map, as JSON
 """
 
 from __future__ import annotations

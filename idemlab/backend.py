@@ -5,7 +5,6 @@ where the log is.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import functools
 import json
@@ -18,9 +17,9 @@ import sys
 import time
 import tomllib
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import yaml  # PyYAML comes with moto[server]
 
@@ -54,10 +53,12 @@ class Daemon:
 
     def pid(self) -> int | None:
         """The recorded pid, if that process still runs."""
-        with contextlib.suppress(OSError, ValueError):
-            os.kill(pid := int(self.pid_file.read_text().strip()), 0)
-            return pid
-        return None
+        try:
+            pid = int(self.pid_file.read_text().strip())
+            os.kill(pid, 0)  # signal 0: is it alive? (sends nothing)
+        except (OSError, ValueError):  # no pid file, an unreadable one, or no such process
+            return None
+        return pid
 
     def start(
         self, command: list[str], ready: Callable[[], object], seconds: float, env: dict | None = None, where: str = ""
@@ -66,8 +67,9 @@ class Daemon:
         once ``ready()`` while it still runs, record its pid and say so."""
         settings.STATE_DIR.mkdir(parents=True, exist_ok=True)
         with open(self.log, "ab") as log:
-            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                       env=env, start_new_session=True)
+            process = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True
+            )
         deadline = time.monotonic() + seconds
         while process.poll() is None and not ready():
             if time.monotonic() > deadline:
@@ -117,7 +119,8 @@ def firer_up() -> str:
 
 
 def embedded_up() -> str:
-    port, log = settings.port(), EMBEDDED.log
+    port = settings.port()
+    log = EMBEDDED.log
     url = f"http://127.0.0.1:{port}"
     if (pid := EMBEDDED.pid()) and health(url):
         return f"embedded backend already running on {url} (pid {pid}), reusing it; log {log}"
@@ -142,13 +145,24 @@ def compose_service(env: dict[str, str] | None = None) -> dict:
     """The localstack service of docker-compose.yml, with variables substituted from env."""
     service = yaml.safe_load(COMPOSE_FILE.read_text())["services"]["localstack"]
     sub = functools.partial(interpolate, env=dict(os.environ) if env is None else env)
-    return {"container_name": sub(service["container_name"]), "image": sub(service["image"]),
-            "environment": {name: sub(value) for name, value in service["environment"].items()},
-            "ports": [sub(port) for port in service["ports"]]}
+    return {
+        "container_name": sub(service["container_name"]),
+        "image": sub(service["image"]),
+        "environment": {name: sub(value) for name, value in service["environment"].items()},
+        "ports": [sub(port) for port in service["ports"]],
+    }
 
 
-# How LocalStack is started, waited for (None: poll its health) and stopped; `logs` shows its log, for errors.
-Launcher = collections.namedtuple("Launcher", "tool up wait down env logs")
+@dataclass(frozen=True)
+class Launcher:
+    """How LocalStack is started, waited for and stopped."""
+
+    tool: str  # what starts it, for messages ("docker compose", "LocalStack CLI")
+    up: list[str]  # the command that starts it
+    wait: list[str] | None  # the command that returns once it is healthy; None: poll its health endpoint
+    down: list[str]  # the command that stops it
+    env: dict[str, str]  # the environment of those commands
+    logs: str  # the command that shows its log, named in errors
 
 
 def localstack_cli_requirement() -> list[str]:
@@ -165,23 +179,41 @@ def localstack_launcher(env: dict[str, str] | None = None) -> Launcher:
         raise BackendError("Docker is not installed (no `docker` on PATH); install Docker, or use BACKEND=embedded")
     if _run(["docker", "compose", "version"], env, timeout=20)[0] == 0:
         compose = ["docker", "compose", "-f", str(COMPOSE_FILE)]
-        return Launcher("docker compose", compose + ["up", "-d"], None, compose + ["down"], env,
-                        "docker compose logs localstack")
+        return Launcher(
+            tool="docker compose",
+            up=[*compose, "up", "-d"],
+            wait=None,
+            down=[*compose, "down"],
+            env=env,
+            logs="docker compose logs localstack",
+        )
     service = compose_service(env)
     given = {name: value for name, value in service["environment"].items() if value}
     # "127.0.0.1:4566:4566": the CLI binds the host side of every port to GATEWAY_LISTEN's
     # address, as compose does; inside the container LocalStack must listen on all
     # interfaces, so the container gets the port alone (-e overrides what the CLI derived).
     host, host_port, container_port = service["ports"][0].split(":")
-    cli_env = {**env, **given, "IMAGE_NAME": service["image"], "GATEWAY_LISTEN": f"{host}:{host_port}",
-               "MAIN_CONTAINER_NAME": service["container_name"]}  # also what `wait` and `stop` look for
+    cli_env = {
+        **env,
+        **given,
+        "IMAGE_NAME": service["image"],
+        "GATEWAY_LISTEN": f"{host}:{host_port}",
+        "MAIN_CONTAINER_NAME": service["container_name"],
+    }  # also what `wait` and `stop` look for
     cli = str(LOCALSTACK_CLI)
     up = [cli, "start", "--detached", "--no-banner", "-e", f"GATEWAY_LISTEN=:{container_port}"]
     # LOCALSTACK_* reach the CLI in its environment, which it forwards (the token stays off argv); the rest by -e.
     for name, value in given.items():
-        up += [] if name.startswith("LOCALSTACK_") else ["-e", f"{name}={value}"]
-    wait = [cli, "wait", "-t", str(LOCALSTACK_READY_SECONDS)]
-    return Launcher("LocalStack CLI", up, wait, [cli, "stop"], cli_env, "localstack logs")
+        if not name.startswith("LOCALSTACK_"):
+            up += ["-e", f"{name}={value}"]
+    return Launcher(
+        tool="LocalStack CLI",
+        up=up,
+        wait=[cli, "wait", "-t", str(LOCALSTACK_READY_SECONDS)],
+        down=[cli, "stop"],
+        env=cli_env,
+        logs="localstack logs",
+    )
 
 
 def _run(command: list[str], env: dict[str, str] | None = None, timeout: float | None = None) -> tuple[int, str]:
@@ -202,14 +234,19 @@ def expected_localstack_version(env: dict[str, str] | None = None) -> str:
 def reuse_running_localstack(url: str, found: dict) -> str:
     """What `make up` says of a LocalStack that already answers, or BackendError when it is not the
     version the lab is pinned to (another release behaves differently; its settings are unknown)."""
-    version, expected = found.get("version", "unknown"), expected_localstack_version()
+    version = found.get("version", "unknown")
+    expected = expected_localstack_version()
     if version != expected and expected != "latest":
-        raise BackendError(f"LocalStack {version} already answers on {url}, but the lab needs {expected}: "
-                           "stop it, or set LAB_PORT to start the lab's own on another port")
+        raise BackendError(
+            f"LocalStack {version} already answers on {url}, but the lab needs {expected}: "
+            "stop it, or set LAB_PORT to start the lab's own on another port"
+        )
     if pid := NATIVE.pid():
         return f"native LocalStack {version} already running on {url} (pid {pid}), reusing it; log {NATIVE.log}"
-    return (f"LocalStack {version} already running on {url}, reusing it: the lab did not start it, so its "
-            "settings may differ from docker-compose.yml's, and `make down` will not stop it")
+    return (
+        f"LocalStack {version} already running on {url}, reusing it: the lab did not start it, so its "
+        "settings may differ from docker-compose.yml's, and `make down` will not stop it"
+    )
 
 
 def localstack_up() -> str:
@@ -221,13 +258,18 @@ def localstack_up() -> str:
     launcher = localstack_launcher()
     if launcher.wait and not LOCALSTACK_CLI.exists():
         requirement = localstack_cli_requirement()
-        print(f"Docker Compose plugin not found: installing the LocalStack CLI ({', '.join(requirement)})",
-              file=sys.stderr)
-        code, last = _run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                           *requirement])
+        print(
+            f"Docker Compose plugin not found: installing the LocalStack CLI ({', '.join(requirement)})",
+            file=sys.stderr,
+        )
+        code, last = _run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *requirement]
+        )
         if code != 0 or not LOCALSTACK_CLI.exists():
-            raise BackendError(f"installing the LocalStack CLI failed: {last}; install the Compose plugin, "
-                               "or pip install -e '.[localstack]'")
+            raise BackendError(
+                f"installing the LocalStack CLI failed: {last}; install the Compose plugin, "
+                "or pip install -e '.[localstack]'"
+            )
     code, last = _run(launcher.up, launcher.env)
     if code != 0:
         raise BackendError(f"{launcher.tool} failed to start LocalStack: {last}; log: {launcher.logs}")
@@ -253,21 +295,25 @@ def native_localstack_up(url: str) -> str:
     except native.InstallError as exc:
         raise BackendError(str(exc)) from exc
     env = {**os.environ, **native.settings_for(settings.port(), compose_service()["environment"])}
-    started = NATIVE.start(native.command(python), lambda: _localstack_health(url), LOCALSTACK_READY_SECONDS, env,
-                           where=f" on {url}")
+    started = NATIVE.start(
+        native.command(python), lambda: _localstack_health(url), LOCALSTACK_READY_SECONDS, env, where=f" on {url}"
+    )
     try:
         _warm_dynamodb(url)
     except Exception as exc:  # its log says why
         NATIVE.stop()
-        raise BackendError(f"native LocalStack started but its DynamoDB did not answer ({exc}); log {NATIVE.log}") from exc
+        raise BackendError(
+            f"native LocalStack started but its DynamoDB did not answer ({exc}); log {NATIVE.log}"
+        ) from exc
     return f"{started} (no Docker engine: LocalStack {native.LOCALSTACK_VERSION} as local processes)"
 
 
 def _warm_dynamodb(url: str) -> None:
     from idemlab import clients
 
-    dynamodb = clients.client("dynamodb", endpoint_url=url, read_timeout=LOCALSTACK_READY_SECONDS,
-                              retries={"max_attempts": 1})
+    dynamodb = clients.client(
+        "dynamodb", endpoint_url=url, read_timeout=LOCALSTACK_READY_SECONDS, retries={"max_attempts": 1}
+    )
     dynamodb.list_tables(Limit=1)
 
 
@@ -317,7 +363,8 @@ def up() -> None:
 
 
 def down() -> None:
-    if (chosen := settings.backend()) == "aws":
+    chosen = settings.backend()
+    if chosen == "aws":
         print("AWS: nothing to stop (use `make destroy` to remove the stack)")
     else:
         print(FIRER.stop())
@@ -327,7 +374,8 @@ def down() -> None:
 
 
 def status() -> None:
-    chosen, url = settings.backend(), settings.endpoint_url()
+    chosen = settings.backend()
+    url = settings.endpoint_url()
     if chosen == "aws":
         print(f"aws in {settings.region()}")
     elif chosen == "embedded":

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def all_at_once(calls: list[Callable[[], Any]], join_seconds: float | None = 60, capture_errors: bool = False) -> list:

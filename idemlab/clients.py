@@ -15,8 +15,12 @@ def endpoint(endpoint_url: str | None = None) -> str | None:
     """``endpoint_url``, else the backend's (None on AWS). Emulators take any key, so with an
     endpoint dummy keys are set: without any, boto3 stops at "Unable to locate credentials"."""
     if url := endpoint_url or settings.endpoint_url():
-        for name, value in (("AWS_ACCESS_KEY_ID", "test"), ("AWS_SECRET_ACCESS_KEY", "test"),
-                            ("AWS_DEFAULT_REGION", settings.region()), ("AWS_REGION", settings.region())):
+        for name, value in (
+            ("AWS_ACCESS_KEY_ID", "test"),
+            ("AWS_SECRET_ACCESS_KEY", "test"),
+            ("AWS_DEFAULT_REGION", settings.region()),
+            ("AWS_REGION", settings.region()),
+        ):
             os.environ.setdefault(name, value)
     return url
 
@@ -47,7 +51,8 @@ def wait_for_execution(execution_arn: str, timeout: float, poll_seconds: float =
     For Standard executions only: AWS refuses DescribeExecution for an Express execution
     (unless a Map Run started it; Step Functions API reference, DescribeExecution).
     """
-    sfn, deadline = sfn or client("stepfunctions"), time.monotonic() + timeout
+    sfn = sfn or client("stepfunctions")
+    deadline = time.monotonic() + timeout
     while (described := sfn.describe_execution(executionArn=execution_arn))["status"] == "RUNNING":
         if time.monotonic() > deadline:
             raise TimeoutError(f"{execution_arn} still RUNNING after {timeout:.0f} s")

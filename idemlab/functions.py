@@ -75,7 +75,8 @@ def environment(function_key: str, tables: dict[str, str], functions: dict[str, 
 
 def spec(key: str) -> dict:
     """The function's entry in ``functions.tf`` (scenario, timeout, tables, invokes, env)."""
-    if (entry := module_default("functions.tf", "functions").get(key)) is None:
+    entry = module_default("functions.tf", "functions").get(key)
+    if entry is None:
         raise KeyError(f"no function {key!r} in functions.tf")
     return entry
 
@@ -83,12 +84,18 @@ def spec(key: str) -> dict:
 def hcl_blocks(path: Path, kind: str) -> dict[str, dict]:
     """The blocks of one kind (``variable``, ``output``) of a Terraform file, by name."""
     parsed = hcl2.loads(path.read_text(), serialization_options=_HCL)
-    return {name.strip('"'): body for block in parsed.get(kind, []) for name, body in block.items()}
+    blocks = {}
+    # python-hcl2 gives a list of one-entry maps, one per block: {"<name>": {...body...}}
+    for block in parsed.get(kind, []):
+        for name, body in block.items():
+            blocks[name.strip('"')] = body
+    return blocks
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def module_default(file: str, variable: str) -> dict:
     """The default of a module variable (the lab's tables and functions are typed inputs)."""
-    if "default" not in (body := hcl_blocks(settings.MODULE_DIR / file, "variable").get(variable, {})):
+    body = hcl_blocks(settings.MODULE_DIR / file, "variable").get(variable, {})
+    if "default" not in body:
         raise KeyError(f"no variable {variable!r} with a default in {file}")
     return body["default"]

@@ -1,7 +1,7 @@
 """The first cell of every notebook: which backend, which endpoint, what is deployed.
 
-    from idemlab import lab
-    stack = lab.connect()
+from idemlab import lab
+stack = lab.connect()
 """
 
 from __future__ import annotations
@@ -16,9 +16,13 @@ def missing_resources(outputs: dict) -> str:
     the outputs file outlives an emulator's restart, the resources it names do not."""
     try:
         tables = set(clients.client("dynamodb").get_paginator("list_tables").paginate().search("TableNames[]"))
-        functions = set(clients.client("lambda").get_paginator("list_functions").paginate().search("Functions[].FunctionName"))
+        functions = set(
+            clients.client("lambda").get_paginator("list_functions").paginate().search("Functions[].FunctionName")
+        )
     except (BotoCoreError, ClientError) as exc:
-        raise stack.StackError(f"the backend at {clients.endpoint() or 'AWS'} does not answer ({exc}): run `make up`") from exc
+        raise stack.StackError(
+            f"the backend at {clients.endpoint() or 'AWS'} does not answer ({exc}): run `make up`"
+        ) from exc
     gone = [f"table {name}" for name in sorted(set((outputs.get("tables") or {}).values()) - tables)]
     gone += [f"function {name}" for name in sorted(set((outputs.get("functions") or {}).values()) - functions)]
     return ", ".join(gone[:3]) + (f" and {len(gone) - 3} more" if len(gone) > 3 else "")
@@ -34,8 +38,10 @@ def connect(prefix: str = "lab") -> dict:
         raise stack.StackError(f"no '{prefix}' stack on {chosen} ({where}): run `make up deploy` ({exc})") from exc
     missing = missing_resources(outputs)
     if missing and chosen != "aws":  # an emulator keeps its state in memory: a restart empties it
-        raise stack.StackError(f"the backend restarted: run `make deploy` (the '{prefix}' stack's {missing} "
-                               f"are gone from {chosen} at {where})")
+        raise stack.StackError(
+            f"the backend restarted: run `make deploy` (the '{prefix}' stack's {missing} "
+            f"are gone from {chosen} at {where})"
+        )
     if missing:
         raise stack.StackError(f"the '{prefix}' stack's {missing} are gone from {where}: run `make deploy`")
     print(f"Backend: {chosen} at {where}")

@@ -18,13 +18,27 @@ from idemlab import functions, settings
 
 # How each kind of transition is drawn: (colour, line style).
 EDGE_STYLE = {
-    "next": ("black", "-"), "choice": ("tab:blue", "-"), "default": ("tab:blue", "--"), "catch": ("tab:red", ":"),
-    "retry": ("tab:orange", "-"), "branch": ("tab:green", "-."), "uses": ("grey", "-"), "watches": ("tab:red", ":"),
-    "starts": ("tab:purple", "-"), "transition": ("black", "-"),
+    "next": ("black", "-"),
+    "choice": ("tab:blue", "-"),
+    "default": ("tab:blue", "--"),
+    "catch": ("tab:red", ":"),
+    "retry": ("tab:orange", "-"),
+    "branch": ("tab:green", "-."),
+    "uses": ("grey", "-"),
+    "watches": ("tab:red", ":"),
+    "starts": ("tab:purple", "-"),
+    "transition": ("black", "-"),
 }
 NODE_COLOURS = {
-    "Task": "#dbe9f6", "Choice": "#fff2cc", "Succeed": "#d9ead3", "Fail": "#f4cccc",
-    "Pass": "#eeeeee", "Parallel": "#d9d2e9", "Map": "#d9d2e9", "Wait": "#eeeeee", "End": "#d9ead3",
+    "Task": "#dbe9f6",
+    "Choice": "#fff2cc",
+    "Succeed": "#d9ead3",
+    "Fail": "#f4cccc",
+    "Pass": "#eeeeee",
+    "Parallel": "#d9d2e9",
+    "Map": "#d9d2e9",
+    "Wait": "#eeeeee",
+    "End": "#d9ead3",
 }
 # How a lane marks an outcome: accepted (green dot), refused (red cross), a note (grey).
 OUTCOME_LOOK = {True: ("#55a868", "o"), False: ("#c44e52", "X"), None: ("#777777", "d")}
@@ -109,9 +123,19 @@ def request_states(transitions=None) -> Graph:
     for source, target, by in transitions:
         writes.setdefault((str(source), str(target)), []).append(by)
     sources = {source for source, _ in writes}
-    return Graph(title="deletion request states (from deletion_state.TRANSITIONS)", start="SCHEDULED",
-                 nodes={status: "State" if status in sources else "Succeed" for pair in writes for status in pair},
-                 edges=[(*pair, "transition", ", ".join(dict.fromkeys(bys))) for pair, bys in writes.items()])
+    # A status no transition leaves is an end state, drawn as a Succeed box.
+    nodes = {}
+    for source, target in writes:
+        for status in (source, target):
+            nodes[status] = "State" if status in sources else "Succeed"
+    # One edge per (source, target), labelled with every function that writes it.
+    edges = [(source, target, "transition", ", ".join(dict.fromkeys(bys))) for (source, target), bys in writes.items()]
+    return Graph(
+        title="deletion request states (from deletion_state.TRANSITIONS)",
+        start="SCHEDULED",
+        nodes=nodes,
+        edges=edges,
+    )
 
 
 KINDS = ("schedule_group", "state_machines", "functions", "tables", "queues", "alarms")
@@ -154,15 +178,31 @@ def draw_graph(graph: Graph, ax=None, positions: dict[str, tuple] | None = None,
         colour, linestyle = EDGE_STYLE[kind]
         (x1, y1), (x2, y2) = positions[src], positions[dst]
         loop = src == dst  # a retry, or a write that keeps the status: a small loop right of the box
-        tail, head = ((x1 + 0.25, y1 - 0.12), (x1 + 0.25, y1 + 0.12)) if loop else ((x1, y1), (x2, y2))
+        if loop:
+            tail = (x1 + 0.25, y1 - 0.12)
+            head = (x1 + 0.25, y1 + 0.12)
+        else:
+            tail = (x1, y1)
+            head = (x2, y2)
         bend, shrink = (-1.6, 2) if loop else (0.0 if abs(x2 - x1) < 0.01 else 0.15, 12)
-        ax.annotate("", xy=head, xytext=tail, gid=f"edge:{src}->{dst}:{kind}", arrowprops={
-            "arrowstyle": "->", "shrinkA": shrink, "shrinkB": shrink, "color": colour, "linestyle": linestyle,
-            "connectionstyle": f"arc3,rad={bend}"})
+        ax.annotate(
+            "",
+            xy=head,
+            xytext=tail,
+            gid=f"edge:{src}->{dst}:{kind}",
+            arrowprops={
+                "arrowstyle": "->",
+                "shrinkA": shrink,
+                "shrinkB": shrink,
+                "color": colour,
+                "linestyle": linestyle,
+                "connectionstyle": f"arc3,rad={bend}",
+            },
+        )
         if label:  # on the curve, halfway to the arc's control point, so two opposite arrows part
             x, y = (x1 + 0.45, y1) if loop else ((x1 + x2 + bend * (y2 - y1)) / 2, (y1 + y2 - bend * (x2 - x1)) / 2)
             ax.text(x, y, label, fontsize=6, color=colour, ha="left" if loop else "center", va="center")
-    xs, ys = zip(*positions.values())
+    xs, ys = zip(*positions.values(), strict=True)
     ax.set(xlim=(min(xs) - 1.2, max(xs) + 1.2), ylim=(min(ys) - 0.6, max(ys) + 0.6))
     ax.set_axis_off()
     kinds = dict.fromkeys(kind for _, _, kind, _ in graph.edges)
@@ -179,11 +219,16 @@ def _layered_positions(graph: Graph) -> dict[str, tuple[float, float]]:
     frontier = [graph.start] if graph.start else []
     while frontier:
         depth.update(dict.fromkeys(frontier, max(depth.values(), default=-1) + 1))
-        frontier = list(dict.fromkeys(dst for src, dst, kind, _ in graph.edges if src in frontier and kind != "catch"
-                                      and dst in graph.nodes and dst not in depth))
+        reached = []
+        for src, dst, kind, _ in graph.edges:
+            if src in frontier and kind != "catch" and dst in graph.nodes and dst not in depth:
+                reached.append(dst)
+        frontier = list(dict.fromkeys(reached))
     rows = [[node for node in graph.nodes if depth.get(node) == level] for level in sorted(set(depth.values()))]
-    positions = {node: (2.2 * (i - (len(row) - 1) / 2), -float(y))
-                 for y, row in enumerate(rows) for i, node in enumerate(row)}
+    positions = {}
+    for y, row in enumerate(rows):
+        for i, node in enumerate(row):
+            positions[node] = (2.2 * (i - (len(row) - 1) / 2), -float(y))  # centred on x = 0
     right = max((x for x, _ in positions.values()), default=0.0) + 2.6
     for i, node in enumerate(node for node in graph.nodes if node not in depth):
         positions[node] = (right + 2.2 * (i % 2), -1.0 - 1.2 * (i // 2) - 0.5 * (i % 2))
@@ -240,16 +285,21 @@ def sequence(spec: dict) -> list[tuple[str, str, str]]:
 
 def draw_sequence(spec: dict, ax=None):
     """Lifelines for the participants, one arrow per message, top to bottom."""
-    messages, column = sequence(spec), {name: i for i, name in enumerate(spec["participants"])}
+    messages = sequence(spec)
+    column = {name: i for i, name in enumerate(spec["participants"])}
     ax = axes(ax, 9, 0.45 * len(messages) + 1.4)
     bottom = -(len(messages) + 0.5)
     for name, x in column.items():
         _box(ax, x, 0.6, name, "#dbe9f6", fontsize=9)
     ax.vlines(list(column.values()), bottom, 0.3, color="grey", linewidth=0.8)
     for n, (sender, receiver, what) in enumerate(messages):
-        ax.annotate("", xy=(column[receiver], -(n + 0.5)), xytext=(column[sender], -(n + 0.5)),
-                    gid=f"message:{n}:{sender}->{receiver}:{what}",
-                    arrowprops={"arrowstyle": "->", "color": "tab:red" if "second" in what else "black"})
+        ax.annotate(
+            "",
+            xy=(column[receiver], -(n + 0.5)),
+            xytext=(column[sender], -(n + 0.5)),
+            gid=f"message:{n}:{sender}->{receiver}:{what}",
+            arrowprops={"arrowstyle": "->", "color": "tab:red" if "second" in what else "black"},
+        )
         ax.text((column[sender] + column[receiver]) / 2, 0.12 - (n + 0.5), what, ha="center", fontsize=7)
     ax.set(xlim=(-0.7, len(column) - 0.3), ylim=(bottom - 0.2, 1.0))
     ax.set_axis_off()

@@ -20,44 +20,9 @@ import pytest
 
 from idemlab import clients
 from idemlab.embedded.server import EmbeddedBackend
-from suite_timeouts import suite_functions, suite_queues
+from support.scheduling import DURATIONS_FILE, measured, record, scheduling_order, scope_key, scope_of
+from support.suite_timeouts import suite_functions, suite_queues
 
-
-# Seconds the longest scopes (a file, or one test of SPLIT_BY_TEST) took in one `make test`
-# (--durations=0, summed per scope; 5 workers on 2 cores shared with other jobs, load ~15,
-# so only their order matters; 607 passed in 10.4 min). Workers take scopes longest first,
-# so that none starts a long one while the others are nearly done; unlisted scopes follow
-# in collection order. The WITHOUT_STACK files at the top ran beside five deploys.
-SCOPE_SECONDS = {
-    "test_embedded_dynamodb.py": 125,  # since a transaction copies items, not tables
-    "test_plugin_example.py": 110,  # since its venv is filled by uv
-    "test_terraform_lifecycle.py": 200,  # since one stack is planned, not three
-    "test_terraform_static.py": 221,
-    "test_notebooks.py::test_notebook_on_a_backend_of_its_own_runs_and_leaves_the_learners_alone[05_cost_of_idempotency.ipynb]": 90,
-    "test_deletion_stack.py::test_every_fault_point_and_delivery_pattern_deletes_once": 132,
-    "test_plugin_deliver.py": 120,
-    "test_embedded_limits.py": 90,
-    "test_deletion_stack.py::test_executions_that_die_before_or_at_the_claim_are_recovered_by_the_sweeper": 83,
-    "test_traps_exercise.py": 81,
-    "test_checkout_stack.py": 77,
-    "test_queue_lesson.py": 135,  # with the suite's 30 s order-queue visibility (suite_timeouts.py)
-    "test_notebooks.py::test_notebook_runs_headless_and_asserts_its_outcomes[06_queues.ipynb]": 190,  # likewise
-    "test_notebooks.py::test_notebook_runs_headless_and_asserts_its_outcomes[02_side_effects_and_races.ipynb]": 66,
-    "test_notebooks.py::test_notebook_runs_headless_and_asserts_its_outcomes[04_partial_failures_and_recovery.ipynb]": 56,
-    "test_checkout_handlers.py": 49,
-    "test_notebooks.py::test_notebook_runs_headless_and_asserts_its_outcomes[07_keys_and_record_lifetime.ipynb]": 46,
-    "test_bench_strategy_counts.py": 46,
-    "test_plugin_dogfood.py": 44,
-    "test_vehicle_workflow.py": 42,
-    "test_deletion_workflow.py": 41,
-    "test_embedded_event_source.py": 37,
-    "test_notebooks.py::test_notebook_runs_headless_and_asserts_its_outcomes[03_claims_and_leases.ipynb]": 35,
-    "test_deletion_steps.py": 29,
-    "test_checkout_exercise.py": 29,
-}
-# Files whose tests are scopes of their own: they share nothing but the session's stack
-# (test_deletion_stack's module fixture is a plain object), and each is long.
-SPLIT_BY_TEST = ("test_notebooks.py", "test_deletion_stack.py")
 # Long files that use no `lab` stack: each worker starts with one of these while its
 # stack deploys in the background (`early_stack`), so the deploy's minute of waiting on
 # Terraform's polls (two rounds of SQS queues at 25 s each) overlaps with tests. Checked
@@ -73,28 +38,6 @@ WITHOUT_STACK = (
 )
 
 
-def scope_of(nodeid: str) -> str:
-    """The scheduling unit of a test: its file, or the test itself in a SPLIT_BY_TEST file."""
-    path = nodeid.split("::", 1)[0]
-    return nodeid if path.endswith(SPLIT_BY_TEST) else path
-
-
-def scope_key(scope: str) -> str:
-    """The SCOPE_SECONDS key of a scope (its path relative to tests/)."""
-    return scope.split("tests/", 1)[-1]
-
-
-def scheduling_order(nodeids: list[str], workers: int) -> list[str]:
-    """The tests in the order the workers should take their scopes: one long WITHOUT_STACK
-    file per worker first, then longest first (SCOPE_SECONDS); a scope's tests keep their order."""
-    scopes = list(dict.fromkeys(scope_of(n) for n in nodeids))
-    seconds = {scope: SCOPE_SECONDS.get(scope_key(scope), 0) for scope in scopes}
-    heads = sorted((s for s in scopes if scope_key(s) in WITHOUT_STACK), key=lambda s: -seconds[s])[:workers]
-    rest = sorted((s for s in scopes if s not in heads), key=lambda s: -seconds[s])  # stable
-    rank = {scope: position for position, scope in enumerate(heads + rest)}
-    return sorted(nodeids, key=lambda n: rank[scope_of(n)])
-
-
 # The LocalStack stage (`make test-localstack`, BACKEND=localstack): the session's backend is
 # the LocalStack `make up` started on LAB_PORT, not an embedded server of its own, and
 # tests/localstack/ is collected. The embedded suite never collects that folder.
@@ -107,13 +50,37 @@ _DEPLOY = pytest.StashKey["BackgroundDeploy"]()
 
 
 def pytest_collection_modifyitems(config, items):
-    stacked = [item.nodeid for item in items if scope_key(item.path.name) in WITHOUT_STACK and "stack" in item.fixturenames]
+    stacked = [
+        item.nodeid for item in items if scope_key(item.path.name) in WITHOUT_STACK and "stack" in item.fixturenames
+    ]
     if stacked:
         raise pytest.UsageError(f"WITHOUT_STACK lists files whose tests use the stack: {stacked}")
     config.stash[_WANTS_STACK] = any("stack" in item.fixturenames for item in items)
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    position = {nodeid: n for n, nodeid in enumerate(scheduling_order([item.nodeid for item in items], workers))}
+    # Every worker reads the same file (only the controller writes it, at the end), so all
+    # collect the same order, as xdist requires.
+    seconds = measured(config.rootpath / DURATIONS_FILE)
+    order = scheduling_order([item.nodeid for item in items], workers, seconds, WITHOUT_STACK)
+    position = {nodeid: n for n, nodeid in enumerate(order)}
     items.sort(key=lambda item: position[item.nodeid])
+
+
+# Seconds per scope key measured in this run (support/scheduling.py says what it is for).
+_durations_of_this_run: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    """Sum each scope's setup, call and teardown time, as reports arrive (on the xdist
+    controller, from every worker)."""
+    key = scope_key(scope_of(report.nodeid))
+    _durations_of_this_run[key] = _durations_of_this_run.get(key, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session):
+    """The controller (or a run without xdist) keeps what this run measured for the next."""
+    if hasattr(session.config, "workerinput") or not _durations_of_this_run:
+        return
+    record(session.config.rootpath / DURATIONS_FILE, _durations_of_this_run)
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -144,7 +111,9 @@ class RunningLocalStack:
 
         self.port = settings.port()
         self.url = f"http://127.0.0.1:{self.port}"
-        assert backend._localstack_health(self.url), f"no LocalStack answers on {self.url}: run `make up BACKEND=localstack`"
+        assert backend._localstack_health(self.url), (
+            f"no LocalStack answers on {self.url}: run `make up BACKEND=localstack`"
+        )
 
     def stop(self) -> None:
         pass
@@ -177,7 +146,9 @@ class BackgroundDeploy:
         if self.lab is None:
             out, err = self.process.communicate()
             if self.process.returncode != 0:
-                raise lab_stack.StackError(f"the background deploy failed (exit {self.process.returncode}):\n{err[-4000:]}")
+                raise lab_stack.StackError(
+                    f"the background deploy failed (exit {self.process.returncode}):\n{err[-4000:]}"
+                )
             print(err.strip())  # "deployed <name> in <seconds> s"
             self.lab = json.loads(out)
         return self.lab
@@ -247,9 +218,13 @@ def lambda_role(backend) -> str:
     """An IAM role for functions created directly by tests (moto checks it exists)."""
     trust = {
         "Version": "2012-10-17",
-        "Statement": [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}],
+        "Statement": [
+            {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
+        ],
     }
-    role = clients.client("iam").create_role(RoleName=f"test-{uuid.uuid4().hex[:8]}", AssumeRolePolicyDocument=json.dumps(trust))
+    role = clients.client("iam").create_role(
+        RoleName=f"test-{uuid.uuid4().hex[:8]}", AssumeRolePolicyDocument=json.dumps(trust)
+    )
     return role["Role"]["Arn"]
 
 

@@ -18,9 +18,9 @@ import uuid
 
 import pytest
 
-import checkout_in_process as in_process
+from support import checkout_in_process as in_process
 from idemlab import build, functions
-from terraform_tables import table_keys
+from support.terraform_tables import table_keys
 from idemlab.clients import client
 from idemlab.lessons import checkout as lab2
 
@@ -169,10 +169,10 @@ CRASHING_CHILD = """
 import json, sys
 strategy, request, timeout, tests = sys.argv[1], json.loads(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 sys.path.insert(0, tests)
-from checkout_in_process import invoke_in_process
+from support.checkout_in_process import invoke_in_process
 print(json.dumps(invoke_in_process(strategy, request, timeout_seconds=timeout)))
 """
-TESTS = os.path.dirname(__file__)  # the child imports checkout_in_process from here
+TESTS = os.path.dirname(__file__)  # the child imports support.checkout_in_process from here
 # What the fault does where no Lambda runtime stops it (functions/checkout/charging/faults.py).
 NO_RUNTIME_EXIT_CODE = 70
 
@@ -287,3 +287,19 @@ def test_an_armed_fault_fires_exactly_as_often_as_armed_when_invocations_race(ta
         fired = sum(a["fired"] for a in lab2.concurrently(reach_the_point, FAULT_THREADS))
         fired_per_round[fired - times] += 1
     assert fired_per_round == Counter({0: FAULT_ROUNDS}), f"fired minus armed, per round: {dict(fired_per_round)}"
+
+
+def test_retrying_a_key_that_stays_held_names_the_last_outcome():
+    # The key never frees (the checkout behind `held` always answers in_progress): the
+    # retry gives up at its deadline and says what it last saw, and how often it asked.
+    asked = []
+
+    def held(strategy, request):
+        asked.append(request["idempotency_key"])
+        return {"strategy": strategy, "outcome": lab2.outcomes.IN_PROGRESS}
+
+    request = lab2.order(prefix="held")
+    with pytest.raises(TimeoutError, match=r"powertools: still in_progress after 0 s \(\d+ attempts\)") as gave_up:
+        lab2.retry_until_answered(held, "powertools", request, within_seconds=0.3, every=0.05)
+    assert f"({len(asked)} attempts)" in str(gave_up.value)
+    assert len(asked) >= 2

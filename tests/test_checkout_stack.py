@@ -146,7 +146,7 @@ def test_the_environment_read_from_functions_tf_is_what_the_deployed_function_ha
 
 def test_the_table_keys_read_from_tables_tf_are_the_deployed_tables_keys(stack):
     from idemlab.clients import client
-    from terraform_tables import table_keys
+    from support.terraform_tables import table_keys
 
     keys = table_keys("card_processor", *lab2.FUNCTION_KEYS)
     dynamodb = client("dynamodb")

@@ -15,12 +15,13 @@ from collections import Counter
 import boto3
 import pytest
 
-from deletion_scenario import copy_tables
 from idemlab.barrier import all_at_once
 from idemlab.lessons import deletion
+from support.deletion_scenario import copy_tables
 
 state = deletion.import_function_module("deletion_state")
-Status, ClaimOutcome = state.Status, state.ClaimOutcome
+claims = deletion.import_function_module("deletion_claims")
+Status, ClaimOutcome = state.Status, claims.ClaimOutcome
 
 WORKERS = 12  # threads per round; more than the cores, so requests really overlap on the server
 ROUNDS = 30
@@ -60,7 +61,7 @@ def test_workers_claiming_together_leave_exactly_one_winner_every_round(tables):
     outcomes = Counter()
     for _ in range(ROUNDS):
         request_id = new_request(tables[0])
-        results = race(tables, lambda table, i: state.claim(table, request_id, f"worker-{i}", LEASE, now=T0))
+        results = race(tables, lambda table, i: claims.claim(table, request_id, f"worker-{i}", LEASE, now=T0))
         assert not [r for r in results if isinstance(r, Exception)]
         outcomes.update(r.outcome for r in results)
         winners = [r for r in results if r.outcome is ClaimOutcome.CLAIMED]
@@ -81,7 +82,7 @@ def test_cancel_racing_the_fire_has_exactly_one_winner_every_round(tables):
         def act(table, i):
             if i % 2:
                 return "cancel" if state.cancel(table, request_id, "user-race", now=T0)[0] else None
-            return "claim" if state.claim(table, request_id, f"worker-{i}", LEASE, now=T0).claim else None
+            return "claim" if claims.claim(table, request_id, f"worker-{i}", LEASE, now=T0).claim else None
 
         results = race(tables, act)
         assert not [r for r in results if isinstance(r, Exception)]
@@ -103,16 +104,16 @@ def test_zombie_writes_racing_the_new_holder_never_land(tables):
     tally = Counter()
     for _ in range(ROUNDS):
         request_id = new_request(tables[0])
-        zombie = state.claim(tables[0], request_id, "zombie", LEASE, now=T0).claim
+        zombie = claims.claim(tables[0], request_id, "zombie", LEASE, now=T0).claim
         later = T0 + LEASE + 1
-        holder = state.claim(tables[0], request_id, "holder", LEASE, now=later).claim
+        holder = claims.claim(tables[0], request_id, "holder", LEASE, now=later).claim
         holder_steps = set()
 
         def act(table, i):
             writer = zombie if i % 2 else holder
             step = state.STEPS[(i // 2) % len(state.STEPS)]
             try:
-                state.record_step(table, writer, step, LEASE, now=later + 1)
+                claims.record_step(table, writer, step, LEASE, now=later + 1)
             except errors.ClaimLost:
                 return f"{writer.owner}_refused"
             if writer is holder:

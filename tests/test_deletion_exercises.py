@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from idemlab.exercises import ExerciseFailed, lesson3
-from notebook_cells import starting_point
+from support.notebook_cells import starting_point
 
 
 @pytest.fixture(scope="module")

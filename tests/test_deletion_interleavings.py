@@ -18,12 +18,14 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from deletion_scenario import copy_tables
 from idemlab.lessons import deletion
+from support.deletion_scenario import copy_tables
 
 state = deletion.import_function_module("deletion_state")
+claims = deletion.import_function_module("deletion_claims")
+sweeps = deletion.import_function_module("deletion_sweeps")
 errors = deletion.import_function_module("deletion_errors")
-Status, ClaimOutcome = state.Status, state.ClaimOutcome
+Status, ClaimOutcome = state.Status, claims.ClaimOutcome
 
 LEASE = 30
 MAX_ATTEMPTS = 4  # low enough that runs reach FAILED
@@ -76,7 +78,7 @@ class DeletionInterleavings(RuleBasedStateMachine):
         expired = self.status is Status.PROCESSING and self.lease_until < self.now
         fresh = self.status in (Status.SCHEDULED, Status.RETRYABLE) or expired
         again = self.status is Status.PROCESSING and not expired and self.owner == worker
-        result = state.claim(self.table, self.request_id, worker, LEASE, now=self.now)
+        result = claims.claim(self.table, self.request_id, worker, LEASE, now=self.now)
         if not (fresh or again):
             assert result.outcome is not ClaimOutcome.CLAIMED
             return
@@ -101,7 +103,7 @@ class DeletionInterleavings(RuleBasedStateMachine):
             return
         current = self._is_current(claim)
         try:
-            state.record_step(self.table, claim, step, LEASE, now=self.now)
+            claims.record_step(self.table, claim, step, LEASE, now=self.now)
             accepted = True
         except errors.ClaimLost:
             accepted = False
@@ -128,7 +130,7 @@ class DeletionInterleavings(RuleBasedStateMachine):
             return
         current = self._is_current(claim)
         try:
-            state.complete(self.table, claim, now=self.now)
+            claims.complete(self.table, claim, now=self.now)
             outcome = "completed"
         except errors.StepsNotFinished:
             outcome = "unfinished"
@@ -153,7 +155,7 @@ class DeletionInterleavings(RuleBasedStateMachine):
             return
         current = self._is_current(claim)
         try:
-            released = state.release_after_failure(self.table, claim, "injected", MAX_ATTEMPTS, 0, now=self.now)
+            released = claims.release_after_failure(self.table, claim, "injected", MAX_ATTEMPTS, 0, now=self.now)
         except errors.ClaimLost:
             released = None
         if not current:
@@ -167,7 +169,7 @@ class DeletionInterleavings(RuleBasedStateMachine):
 
     @rule(fails_midway=st.booleans())
     def sweep(self, fails_midway):
-        for seen in state.expired_leases(self.table, now=self.now):
+        for seen in sweeps.expired_leases(self.table, now=self.now):
             if seen.deletion_request_id != self.request_id:
                 continue
             assert self.status is Status.PROCESSING and self.lease_until < self.now
@@ -176,7 +178,7 @@ class DeletionInterleavings(RuleBasedStateMachine):
                 # before its write: nothing changed, the next sweep finds it again.
                 self.tally.sweeps_failed_midway += 1
                 continue
-            moved = state.sweep(self.table, seen, MAX_ATTEMPTS, 0, now=self.now)
+            moved = sweeps.sweep(self.table, seen, MAX_ATTEMPTS, 0, now=self.now)
             expected = Status.FAILED if self.attempts >= MAX_ATTEMPTS else Status.RETRYABLE
             assert moved is expected
             self.status, self.owner = expected, None
@@ -186,16 +188,16 @@ class DeletionInterleavings(RuleBasedStateMachine):
     def restart(self):
         """The sweeper's second half: restart what waits past its time. The restart here
         never claims (it died before claiming) unless a worker's claim rule follows."""
-        waiting = state.overdue_scheduled(self.table, 0, now=self.now) + state.due_retries(self.table, now=self.now)
+        waiting = sweeps.overdue_scheduled(self.table, 0, now=self.now) + sweeps.due_retries(self.table, now=self.now)
         for seen in waiting:
             if seen.deletion_request_id != self.request_id:
                 continue
             assert self.status in (Status.SCHEDULED, Status.RETRYABLE) and self.lease_until <= self.now
             if self.unclaimed_restarts >= MAX_ATTEMPTS:
-                assert state.fail_unclaimed(self.table, seen, "restarts died before claiming")
+                assert sweeps.fail_unclaimed(self.table, seen, "restarts died before claiming")
                 self.status, self.lease_until = Status.FAILED, None
                 return
-            number = state.mark_restart(self.table, seen, LEASE, now=self.now)
+            number = sweeps.mark_restart(self.table, seen, LEASE, now=self.now)
             self.restarts += 1
             self.unclaimed_restarts += 1
             assert number == self.restarts

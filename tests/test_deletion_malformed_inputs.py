@@ -15,12 +15,13 @@ import uuid
 import pytest
 
 from idemlab import clients
-from deletion_scenario import private_scenario
 from idemlab.lessons import deletion
 from idemlab.lessons.deletion import Deletions
+from support.deletion_scenario import private_scenario
 
 errors = deletion.import_function_module("deletion_errors")
 state = deletion.import_function_module("deletion_state")
+claims = deletion.import_function_module("deletion_claims")
 request_deletion = deletion.import_function_module("request_deletion")
 
 REQUEST = [
@@ -159,7 +160,7 @@ def test_a_malformed_claim_changes_nothing(deletions, env, event):
 @pytest.mark.parametrize("event", STEP, ids=[f"step-{n}" for n in range(len(STEP))])
 def test_a_step_handed_a_malformed_claim_changes_nothing(deletions, env, event):
     request_id, user_id = waiting_request(deletions)
-    won = state.claim(deletions.table("deletion_requests"), request_id, "exec-1", 60).claim
+    won = claims.claim(deletions.table("deletion_requests"), request_id, "exec-1", 60).claim
     handed = fill(event, request_id, user_id, won.fencing_token)
     for function in STEP_FUNCTIONS:
         refused(deletions, user_id, lambda: deletion.import_function_module(function).handler(handed, None))

@@ -15,15 +15,20 @@ import pytest
 from idemlab import lessons
 from idemlab.background.scheduler_firer import DEAD_LETTERED, SchedulerFirer
 from idemlab.lessons import deletion
-from notebook_cells import code_cells, index_of, run_cells
+from support.notebook_cells import code_cells, index_of, run_cells
 
 matplotlib.use("Agg")
 pytestmark = pytest.mark.stack
 
 
 def namespace(stack) -> dict:
-    return {"stack": stack, "deletion": deletion, "deletions": deletion.Deletions(stack),
-            "state": deletion.import_function_module("deletion_state")}
+    return {
+        "stack": stack,
+        "deletion": deletion,
+        "deletions": deletion.Deletions(stack),
+        "state": deletion.import_function_module("deletion_state"),
+        "claims": deletion.import_function_module("deletion_claims"),
+    }
 
 
 def sweep_now(deletions: deletion.Deletions) -> None:

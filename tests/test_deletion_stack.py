@@ -259,10 +259,9 @@ def test_the_suite_stack_deploys_the_suites_timeouts_and_visibilities(stack):
     # conftest passes these to Terraform (the root's `functions` and `queues`); the
     # lessons' own stay as functions.tf and queues.tf have them. The crash tests above
     # wait out the deletion timeouts, which are shorter than the lessons'.
-    from suite_timeouts import TEST_FUNCTION_TIMEOUTS, VISIBILITY_PER_FUNCTION_TIMEOUT
-
     from idemlab import functions
     from idemlab.lessons.queues import Orders
+    from support.suite_timeouts import TEST_FUNCTION_TIMEOUTS, VISIBILITY_PER_FUNCTION_TIMEOUT
 
     lam = clients.client("lambda")
     deployed = {key: lam.get_function_configuration(FunctionName=stack["functions"][key])["Timeout"] for key in TEST_FUNCTION_TIMEOUTS}

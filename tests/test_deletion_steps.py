@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 
 from idemlab import clients
-from deletion_scenario import private_scenario, run_steps_in_process, run_workflow_in_process, step_retries
 from idemlab.lessons import deletion
 from idemlab.lessons.deletion import Deletions
+from support.deletion_scenario import private_scenario, run_steps_in_process, run_workflow_in_process, step_retries
 
 TESTS = Path(__file__).parent
 
 state = deletion.import_function_module("deletion_state")
+claims = deletion.import_function_module("deletion_claims")
 errors = deletion.import_function_module("deletion_errors")
 faults = deletion.import_function_module("deletion_faults")
 request_deletion = deletion.import_function_module("request_deletion")
@@ -68,7 +69,7 @@ def claimed_long_ago(table, request_id: str, owner: str, seconds_ago: int):
     since. The request is made due before that first (the claim refuses an early start)."""
     table.update_item(Key={"deletion_request_id": request_id}, UpdateExpression="SET due_at = due_at - :back",
                       ExpressionAttributeValues={":back": seconds_ago + 1})
-    return state.claim(table, request_id, owner, 1, now=time.time() - seconds_ago)
+    return claims.claim(table, request_id, owner, 1, now=time.time() - seconds_ago)
 
 
 GONE = {"records": 0, "files": 0, "identities": 0}
@@ -238,7 +239,7 @@ def test_a_crashed_worker_is_swept_restarted_and_resumed(deletions, env):
     user = new_user(deletions)
     request_id = requested(user)
     deletions.arm_fault("delete_files", faults.AFTER_EFFECT, request_id, faults.CRASH)
-    code = f"import sys; sys.path.insert(0, {str(TESTS)!r}); from deletion_scenario import run_workflow_in_process; run_workflow_in_process(sys.argv[1], 'exec-crash')"
+    code = f"import sys; sys.path.insert(0, {str(TESTS)!r}); from support.deletion_scenario import run_workflow_in_process; run_workflow_in_process(sys.argv[1], 'exec-crash')"
     died = subprocess.run([sys.executable, "-c", code, request_id], capture_output=True, text=True, timeout=30)
     assert died.returncode == faults.CRASH_EXIT_CODE, died.stderr
     stored = state.read(deletions.table("deletion_requests"), request_id)
@@ -269,7 +270,7 @@ def test_a_zombie_that_stalled_past_its_lease_is_stopped_by_the_token(deletions,
     while deletions.request_status(request_id) != "PROCESSING" and time.time() < deadline:
         time.sleep(0.02)
     # The successor claims as if the zombie's lease had run out (its clock is ahead).
-    successor = state.claim(deletions.table("deletion_requests"), request_id, "successor", 60, now=time.time() + 120)
+    successor = claims.claim(deletions.table("deletion_requests"), request_id, "successor", 60, now=time.time() + 120)
     assert successor.claim.fencing_token == 2
     claim = {k: v for k, v in steps.claim_to_event(successor.claim).items()}
     assert run_steps_in_process(claim) == "COMPLETED"
@@ -402,7 +403,7 @@ def test_a_user_whose_request_is_over_can_ask_again(deletions, env, finish):
 def test_a_step_acts_on_the_stored_user_not_the_one_the_event_names(deletions, env, step):
     user, victim = new_user(deletions), new_user(deletions)
     request_id = requested(user)
-    won = state.claim(deletions.table("deletion_requests"), request_id, "exec-forged", 60)
+    won = claims.claim(deletions.table("deletion_requests"), request_id, "exec-forged", 60)
     forged = {**steps.claim_to_event(won.claim), "user_id": victim}
     deletion.import_function_module(step).handler(forged, None)
     assert deletions.leftovers(victim) == {"records": 3, "files": 2, "identities": 1}
@@ -447,7 +448,7 @@ def test_a_large_user_is_deleted_page_by_page_across_invocations(deletions, env,
     monkeypatch.setattr(delete_files, "OBJECTS_PER_DELETE", 2)  # 7 files: 4 pages of 2
     user = new_user(deletions, records=250, files=7)
     request_id = requested(user)
-    claim = steps.claim_to_event(state.claim(deletions.table("deletion_requests"), request_id, "exec-big", 60).claim)
+    claim = steps.claim_to_event(claims.claim(deletions.table("deletion_requests"), request_id, "exec-big", 60).claim)
     invocations = {}
     for step, module in (("delete_records", delete_records), ("delete_files", delete_files)):
         invocations[step] = 0
@@ -477,8 +478,8 @@ def test_a_sweep_that_fails_on_one_request_still_handles_the_others_and_publishe
     table = deletions.table("deletion_requests")
     claimed_long_ago(table, first, "vanished-1", 200)
     claimed_long_ago(table, second, "vanished-2", 100)
-    failed_once = state.claim(table, third, "exec-3", 60).claim
-    state.release_after_failure(table, failed_once, "injected", 3, 0)  # RETRYABLE, due now
+    failed_once = claims.claim(table, third, "exec-3", 60).claim
+    claims.release_after_failure(table, failed_once, "injected", 3, 0)  # RETRYABLE, due now
     deletions.arm_fault(sweeper.SWEEP, faults.BEFORE, first, faults.ERROR)
     deletions.arm_fault(sweeper.RESTART, faults.BEFORE, third, faults.ERROR)
     with pytest.raises(errors.SweepIncomplete) as failed:
@@ -511,8 +512,8 @@ def test_a_restart_that_dies_before_claiming_gets_a_new_name_then_fails_to_the_d
     drain(deletions.dead_letter_queue)
     request_id = requested(new_user(deletions))
     table = deletions.table("deletion_requests")
-    won = state.claim(table, request_id, "exec-1", 60).claim
-    state.release_after_failure(table, won, "injected", 2, 0)
+    won = claims.claim(table, request_id, "exec-1", 60).claim
+    claims.release_after_failure(table, won, "injected", 2, 0)
     lease = sweeper.config.lease_seconds()
     later = time.time()
     names_started = []

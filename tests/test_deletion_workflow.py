@@ -17,10 +17,10 @@ import zipfile
 import pytest
 
 from idemlab import build, clients
-from deletion_scenario import private_scenario
 from idemlab.barrier import all_at_once
 from idemlab.lessons import deletion
 from idemlab.lessons.deletion import Deletions, last_state
+from support.deletion_scenario import private_scenario
 
 faults = deletion.import_function_module("deletion_faults")
 request_deletion = deletion.import_function_module("request_deletion")

@@ -7,7 +7,7 @@ moto alone lets two conditional writers both win in about 1 % of 50-way races
 
 import pytest
 
-from dynamodb_race import PROCESSING, SCHEDULED, race
+from support.dynamodb_race import PROCESSING, SCHEDULED, race
 from idemlab import clients
 
 ROUNDS = 200

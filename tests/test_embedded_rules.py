@@ -6,7 +6,8 @@ import uuid
 import pytest
 
 from idemlab import clients
-from idemlab.embedded.scheduler_ext import RuleScheduler, rate_seconds
+from idemlab.embedded.rule_scheduler import RuleScheduler
+from idemlab.embedded.schedule_expressions import rate_seconds
 
 
 def test_rate_expressions_are_read_in_seconds():

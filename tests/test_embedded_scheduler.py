@@ -58,9 +58,14 @@ def test_malformed_schedule_expression_is_refused_on_create(backend, expression)
         scheduler.get_schedule(Name=name)
 
 
-def test_well_formed_schedule_expressions_are_accepted(backend):
-    for expression in ACCEPTED:
-        create(f"s-{uuid.uuid4().hex[:8]}", expression)
+@pytest.mark.parametrize("expression", ACCEPTED)
+def test_well_formed_schedule_expressions_are_accepted(backend, expression):
+    scheduler = clients.client("scheduler")
+    name = f"s-{uuid.uuid4().hex[:8]}"
+    created = create(name, expression)
+    assert created["ResponseMetadata"]["HTTPStatusCode"] == 200
+    stored = scheduler.get_schedule(Name=name)
+    assert (stored["Name"], stored["ScheduleExpression"]) == (name, expression)
 
 
 def test_malformed_schedule_expression_is_refused_on_update_and_nothing_changes(backend):

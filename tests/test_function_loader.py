@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from idemlab import functions, settings
-from terraform_tables import table_keys
+from support.terraform_tables import table_keys
 
 FOLDERS = settings.ROOT / "functions"
 

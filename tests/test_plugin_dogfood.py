@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from checkout_in_process import environment
+from support.checkout_in_process import environment
 from idemlab import build, functions
 from idemlab.lessons import checkout as lab2
 from idemlab.testing import Crash, DuplicateEffectError, Handler
-from terraform_tables import table_keys
+from support.terraform_tables import table_keys
 
 CODE = Path(__file__).resolve().parents[1] / "functions" / "checkout"
 ROUNDS = 20

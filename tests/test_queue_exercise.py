@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from idemlab.exercises import ExerciseFailed, lesson4
-from notebook_cells import starting_point
+from support.notebook_cells import starting_point
 
 pytestmark = pytest.mark.stack
 

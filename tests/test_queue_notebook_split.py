@@ -11,7 +11,7 @@ import matplotlib
 import pytest
 
 from idemlab.lessons import queues as lab4
-from notebook_cells import code_cells, index_of, run_cells
+from support.notebook_cells import code_cells, index_of, run_cells
 
 matplotlib.use("Agg")
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(400)]

@@ -18,6 +18,7 @@ import pytest
 from idemlab import clients
 from idemlab.background import scheduler_firer
 from idemlab.background.scheduler_firer import DEAD_LETTERED, DELIVERED, RETRY_LATER, SchedulerFirer
+from idemlab.background.targets import DeliveryFailed, deliver
 
 
 
@@ -295,3 +296,18 @@ def test_a_sigterm_sent_the_moment_the_firer_starts_ends_it_cleanly():
         process.kill()
     assert process.returncode == 0, err
     assert "scheduler-firer: stopped" in err
+
+
+def test_an_input_that_is_not_json_is_refused_with_the_parse_error():
+    # Refused before any call is made: the message keeps json's own text (where it failed).
+    with pytest.raises(DeliveryFailed) as refused:
+        deliver("arn:aws:scheduler:::aws-sdk:sfn:startExecution", "{not json")
+    assert refused.value.code == "ValidationException"
+    assert "is not JSON: Expecting property name enclosed in double quotes" in str(refused.value)
+    assert not refused.value.retryable
+
+
+def test_an_input_that_is_json_but_not_an_object_is_refused_naming_its_type():
+    with pytest.raises(DeliveryFailed) as refused:
+        deliver("arn:aws:scheduler:::aws-sdk:sfn:startExecution", "[1, 2]")
+    assert "must be a JSON object, not a list" in str(refused.value)

@@ -10,27 +10,56 @@ RAN: list[int] = []
 @pytest.mark.parametrize("n", range(8))
 def test_every_test_of_a_file_runs_in_one_worker_in_order(n):
     RAN.append(n)
-    assert RAN == list(range(n + 1)), f"this worker ran {RAN}: the file's other tests went elsewhere"
+    assert list(range(n + 1)) == RAN, f"this worker ran {RAN}: the file's other tests went elsewhere"
 
 
-def test_workers_take_the_longest_scopes_first_whatever_their_test_counts(tmp_path):
-    """xdist's --loadscope-reorder hands out the files with the most tests first; the
-    scheduler keeps conftest's order instead: here a one-test file listed as long runs
-    before an unlisted file of eight tests, and one worker runs them in that order."""
+def run_copy_of_the_suite(tmp_path, durations: dict | None) -> tuple[list[str], dict]:
+    """Run two test files in a copy of this suite's conftest and support package, on one
+    xdist worker: a one-test file and a file of eight. What ran, in order, and the
+    durations file the run left."""
+    import json
     import shutil
     import subprocess
     import sys
     from pathlib import Path
 
-    for name in ("conftest.py", "suite_timeouts.py"):
-        shutil.copy(Path(__file__).with_name(name), tmp_path / name)
+    here = Path(__file__).parent
+    shutil.copy(here / "conftest.py", tmp_path / "conftest.py")
+    shutil.copytree(here / "support", tmp_path / "support", ignore=shutil.ignore_patterns("__pycache__"))
+    durations_file = tmp_path / ".lab" / "test-durations.json"
+    if durations is not None:
+        durations_file.parent.mkdir()
+        durations_file.write_text(json.dumps(durations))
     ran = tmp_path / "ran.txt"
     record = f"def record(name):\n    with open({str(ran)!r}, 'a') as out:\n        out.write(name + '\\n')\n"
-    (tmp_path / "test_aaa_many.py").write_text(record + "".join(f"def test_{n}():\n    record('many')\n" for n in range(8)))
-    (tmp_path / "test_bench_strategy_counts.py").write_text(record + "def test_long():\n    record('long')\n")
+    many = "".join(f"def test_{n}():\n    record('many')\n" for n in range(8))
+    (tmp_path / "test_aaa_many.py").write_text(record + many)
+    (tmp_path / "test_zzz_one.py").write_text(record + "def test_one():\n    record('one')\n")
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-n", "1", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", str(tmp_path)],
-        cwd=tmp_path, capture_output=True, text=True,
+        [sys.executable, "-m", "pytest", "-n", "1", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert ran.read_text().split() == ["long"] + ["many"] * 8
+    return ran.read_text().split(), json.loads(durations_file.read_text())
+
+
+def test_without_measured_durations_the_scopes_run_in_collection_order(tmp_path):
+    ran, _ = run_copy_of_the_suite(tmp_path, durations=None)
+    assert ran == ["many"] * 8 + ["one"]
+
+
+def test_workers_take_the_longest_measured_scopes_first_whatever_their_test_counts(tmp_path):
+    """xdist's --loadscope-reorder hands out the files with the most tests first; the
+    scheduler orders by what earlier runs measured instead: here a one-test file measured
+    as long runs before the file of eight tests, collected first."""
+    ran, _ = run_copy_of_the_suite(tmp_path, durations={"test_zzz_one.py": 90.0, "test_aaa_many.py": 1.5})
+    assert ran == ["one"] + ["many"] * 8
+
+
+def test_a_run_records_each_scopes_duration_and_keeps_what_it_did_not_run(tmp_path):
+    _, durations = run_copy_of_the_suite(tmp_path, durations={"test_gone.py": 12.0})
+    assert set(durations) == {"test_aaa_many.py", "test_zzz_one.py", "test_gone.py"}
+    assert durations["test_gone.py"] == 12.0
+    assert all(isinstance(seconds, float) and seconds >= 0 for seconds in durations.values()), durations

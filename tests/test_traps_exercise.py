@@ -8,7 +8,7 @@ import pytest
 
 from idemlab.exercises import ExerciseFailed, lesson7
 from idemlab.lessons import traps
-from notebook_cells import starting_point
+from support.notebook_cells import starting_point
 
 pytestmark = pytest.mark.stack
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from checkout_in_process import InvocationContext, import_handler
+from support.checkout_in_process import InvocationContext, import_handler
 from idemlab.exercises import ExerciseFailed, lesson7
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from idemlab.exercises import ExerciseFailed
 from idemlab.exercises import lesson1
-from notebook_cells import starting_point
+from support.notebook_cells import starting_point
 
 # Generous: the first stack test of a session also waits for the one terraform apply.
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(600)]

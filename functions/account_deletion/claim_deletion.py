@@ -6,10 +6,10 @@ loser gets the outcome the current status means, and the workflow stops there.
 
 from __future__ import annotations
 
+import deletion_claims as claims
 import deletion_config as config
 import deletion_faults as faults
 import deletion_input as checked
-import deletion_state as state
 from deletion_steps import claim_to_event
 
 STEP = "claim"
@@ -24,7 +24,7 @@ def handler(event, context):
     owner = checked.identifier(event, "owner", checked.EXECUTION_NAME_MAX)  # unique per attempt
     redrive = checked.flag(request, "redrive")
     faults.strike(STEP, faults.BEFORE, request_id, context)
-    result = state.claim(config.table("deletion_requests"), request_id, owner, config.lease_seconds(), redrive=redrive)
+    result = claims.claim(config.table("deletion_requests"), request_id, owner, config.lease_seconds(), redrive=redrive)
     if result.claim is None:
         return {"outcome": result.outcome.value, "deletion_request_id": request_id, "status": result.request.status.value}
     faults.strike(STEP, faults.AFTER_PROGRESS, request_id, context)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import deletion_claims as claims
 import deletion_config as config
 import deletion_dead_letters as dead_letters
 import deletion_faults as faults
@@ -22,12 +23,12 @@ def handler(event, context):
     if "error" in event:
         return release(claim, _describe(event["error"]))
     faults.strike(STEP, faults.BEFORE, claim.deletion_request_id, context)
-    state.complete(config.table("deletion_requests"), claim)
+    claims.complete(config.table("deletion_requests"), claim)
     faults.strike(STEP, faults.AFTER_PROGRESS, claim.deletion_request_id, context)
     return {"deletion_request_id": claim.deletion_request_id, "status": state.Status.COMPLETED.value}
 
 
-def release(claim: state.Claim, reason: str) -> dict:
+def release(claim: claims.Claim, reason: str) -> dict:
     table = config.table("deletion_requests")
     current = state.read(table, claim.deletion_request_id)
     if current.status is not state.Status.PROCESSING or current.fencing_token != claim.fencing_token:
@@ -36,7 +37,7 @@ def release(claim: state.Claim, reason: str) -> dict:
     try:
         # The attempt count is the stored one, not what the event says.
         held = dataclasses.replace(claim, user_id=current.user_id, attempts=current.attempts)
-        status = state.release_after_failure(table, held, reason, config.max_attempts(), config.retry_delay_seconds())
+        status = claims.release_after_failure(table, held, reason, config.max_attempts(), config.retry_delay_seconds())
     except ClaimLost:
         return {"deletion_request_id": claim.deletion_request_id, "status": "superseded"}
     return {"deletion_request_id": claim.deletion_request_id, "status": status.value, "error": reason}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from botocore.exceptions import ClientError
 
+import deletion_claims as claims
 import deletion_config as config
 import deletion_state as state
 from deletion_errors import DeletionStoreUnavailable
@@ -28,7 +29,7 @@ def user_prefix(user_id: str) -> str:
     return f"{user_id}/"
 
 
-def delete_files(claim: state.Claim, request: state.Request, context=None) -> bool:
+def delete_files(claim: claims.Claim, request: state.Request, context=None) -> bool:
     """True once no file is left; False when it stopped for time."""
     s3 = config.client("s3")
     bucket = config.required("USER_FILES_BUCKET")
@@ -43,7 +44,7 @@ def delete_files(claim: state.Claim, request: state.Request, context=None) -> bo
             if done.get("Errors"):
                 first = done["Errors"][0]
                 raise DeletionStoreUnavailable(f"{STEP}: {len(done['Errors'])} objects not deleted, first {first.get('Key')}: {first.get('Code')}")
-            state.renew_lease(table, claim, config.lease_seconds())  # ClaimLost stops a superseded worker here
+            claims.renew_lease(table, claim, config.lease_seconds())  # ClaimLost stops a superseded worker here
             if time_is_short(context):
                 return False
     except ClientError as exc:

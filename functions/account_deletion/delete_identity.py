@@ -8,6 +8,7 @@ no check of its own to be safe to repeat.
 
 from __future__ import annotations
 
+import deletion_claims as claims
 import deletion_config as config
 import deletion_state as state
 from deletion_steps import run_step
@@ -19,9 +20,9 @@ def handler(event, context):
     return run_step(STEP, event, context, delete_identity)
 
 
-def delete_identity(claim: state.Claim, request: state.Request, context=None) -> None:
+def delete_identity(claim: claims.Claim, request: state.Request, context=None) -> None:
     identities = config.table("identities")
     identity = identities.get_item(Key={"user_id": claim.user_id}, ConsistentRead=True).get("Item") or {}
     if identity.get("email") and not request.goodbye_address:
-        state.capture_goodbye_address(config.table("deletion_requests"), claim, identity["email"])
+        claims.capture_goodbye_address(config.table("deletion_requests"), claim, identity["email"])
     identities.delete_item(Key={"user_id": claim.user_id})

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from boto3.dynamodb.conditions import Key
 
+import deletion_claims as claims
 import deletion_config as config
 import deletion_state as state
 from deletion_steps import run_step, time_is_short
@@ -26,7 +27,7 @@ def handler(event, context):
     return run_step(STEP, event, context, delete_records, effect_records_progress=True)
 
 
-def delete_records(claim: state.Claim, request: state.Request, context=None) -> bool:
+def delete_records(claim: claims.Claim, request: state.Request, context=None) -> bool:
     """True once every record is gone and the step recorded; False when it stopped for time."""
     records = config.table("user_records")
     requests_table = config.table_name("deletion_requests")
@@ -35,11 +36,11 @@ def delete_records(claim: state.Claim, request: state.Request, context=None) -> 
         items = [{"Delete": {"TableName": records.name, "Key": key}} for key in page]
         last = len(page) < DELETES_PER_TRANSACTION
         if last:
-            items.append({"Update": state.step_done_update(requests_table, claim, STEP, config.lease_seconds())})
+            items.append({"Update": claims.step_done_update(requests_table, claim, STEP, config.lease_seconds())})
         else:
-            items.append({"Update": state.lease_renewal(requests_table, claim, config.lease_seconds())})
+            items.append({"Update": claims.lease_renewal(requests_table, claim, config.lease_seconds())})
         # The claim's write is the last action: its condition failing means we were fenced.
-        state.fenced_transaction(config.transact_write, items, claim, STEP)
+        claims.fenced_transaction(config.transact_write, items, claim, STEP)
         if last:
             return True
         if time_is_short(context):

@@ -117,5 +117,5 @@ def _resource(endpoint_url: str | None):
 
 def transact_write(items: list[dict]) -> None:
     """TransactWriteItems through the resource's client, which serialises Python values;
-    each action's condition must already be written out (deletion_state.with_condition)."""
+    each action's condition must already be written out (deletion_claims.with_condition)."""
     _dynamodb().meta.client.transact_write_items(TransactItems=items)

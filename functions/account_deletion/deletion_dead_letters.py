@@ -12,6 +12,7 @@ import json
 
 from botocore.exceptions import ClientError
 
+import deletion_claims as claims
 import deletion_config as config
 import deletion_state as state
 from deletion_errors import DeletionStoreUnavailable
@@ -41,5 +42,5 @@ def send(deletion_request_id: str, user_id: str, reason: str) -> str:
 def send_on_last_attempt(request: state.Request, reason: str) -> None:
     """Put ``request`` on the queue if its attempt that just failed or vanished was its
     last: the caller then gives it back as FAILED."""
-    if state.is_last_attempt(request.attempts, config.max_attempts()):
+    if claims.is_last_attempt(request.attempts, config.max_attempts()):
         send(request.deletion_request_id, request.user_id, reason)

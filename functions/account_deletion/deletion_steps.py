@@ -11,13 +11,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
+import deletion_claims as claims
 import deletion_config as config
-import deletion_input as checked
 import deletion_faults as faults
+import deletion_input as checked
 import deletion_state as state
 from deletion_errors import ClaimLost, InvalidDeletionInput, UnknownRecoveryPoint
 
-def claim_to_event(claim: state.Claim) -> dict:
+
+def claim_to_event(claim: claims.Claim) -> dict:
     """The claim as JSON for the workflow state."""
     return {
         "deletion_request_id": claim.deletion_request_id,
@@ -30,7 +32,7 @@ def claim_to_event(claim: state.Claim) -> dict:
     }
 
 
-def claim_from_event(event: dict) -> state.Claim:
+def claim_from_event(event: dict) -> claims.Claim:
     """The claim a step was handed; bad input raises before anything is touched."""
     if not isinstance(event, dict):
         raise InvalidDeletionInput(f"a step needs the claim as a JSON object, not {type(event).__name__}")
@@ -50,7 +52,7 @@ def claim_from_event(event: dict) -> state.Claim:
     lease = event.get("lease_expires_at", 0)
     if isinstance(lease, bool) or not isinstance(lease, int):
         raise InvalidDeletionInput(f"lease_expires_at must be epoch seconds, not {lease!r}")
-    return state.Claim(
+    return claims.Claim(
         deletion_request_id=checked.identifier(event, "deletion_request_id"),
         user_id=str(event.get("user_id", "")),
         owner=checked.identifier(event, "owner", checked.EXECUTION_NAME_MAX),
@@ -110,6 +112,6 @@ def run_step(
         return {**done, MORE_TO_DO: True}
     if not effect_records_progress:
         faults.strike(step, faults.AFTER_EFFECT, claim.deletion_request_id, context)
-        state.record_step(table, claim, step, config.lease_seconds())
+        claims.record_step(table, claim, step, config.lease_seconds())
     faults.strike(step, faults.AFTER_PROGRESS, claim.deletion_request_id, context)
     return {**done, "user_id": current.user_id, "steps_done": sorted(current.steps_done | {step})}

@@ -12,6 +12,7 @@ import time
 from boto3.dynamodb.conditions import Attr
 from botocore.exceptions import ClientError
 
+import deletion_claims as claims
 import deletion_config as config
 import deletion_state as state
 from deletion_steps import run_step
@@ -27,7 +28,7 @@ def goodbye_key(deletion_request_id: str) -> str:
     return f"goodbye#{deletion_request_id}"
 
 
-def send_goodbye(claim: state.Claim, request: state.Request, context=None) -> None:
+def send_goodbye(claim: claims.Claim, request: state.Request, context=None) -> None:
     """One email to the address captured before the identity was deleted; a user who
     had no address gets none (there is nowhere to send it)."""
     if not request.goodbye_address:

@@ -28,6 +28,7 @@ import deletion_config as config
 import deletion_dead_letters as dead_letters
 import deletion_faults as faults
 import deletion_state as state
+import deletion_sweeps as sweeps
 from deletion_errors import DeletionStoreUnavailable, SweepIncomplete
 
 # Fault hooks: the sweeper can be made to fail on one request (a sweep that fails midway).
@@ -46,20 +47,20 @@ def run_once(now: float | None = None) -> dict:
     restarted: list[str] = []
     failures: dict[str, str] = {}
     malformed: list = []
-    stuck = state.expired_leases(table, now=now, malformed=malformed)
+    stuck = sweeps.expired_leases(table, now=now, malformed=malformed)
     for seen in stuck:
         try:
             faults.strike(SWEEP, faults.BEFORE, seen.deletion_request_id)
             dead_letters.send_on_last_attempt(seen, f"lease of {seen.lease_owner} expired on the last attempt")
             # No retry delay: the lease that ran out was the wait, so the request is
             # restarted below in this same sweep, not one sweeper period later.
-            result = state.sweep(table, seen, max_attempts, 0, now=now)
+            result = sweeps.sweep(table, seen, max_attempts, 0, now=now)
             if result is not None:
                 moved[result.value] += 1
         except Exception as exc:  # noqa: BLE001 - one request's trouble must not hide the others
             failures[seen.deletion_request_id] = f"{type(exc).__name__}: {exc}"
-    overdue = state.overdue_scheduled(table, config.schedule_grace_seconds(), now=now, malformed=malformed)
-    waiting = overdue + state.due_retries(table, now=now, malformed=malformed)
+    overdue = sweeps.overdue_scheduled(table, config.schedule_grace_seconds(), now=now, malformed=malformed)
+    waiting = overdue + sweeps.due_retries(table, now=now, malformed=malformed)
     for bad in malformed:
         failures[f"malformed#{len(failures)}"] = f"{type(bad).__name__}: {bad}"
     # Stuck: a worker vanished, a schedule never started one, a restart never claimed, or
@@ -97,7 +98,7 @@ def give_up(table, seen: state.Request) -> bool:
     (sent first, so a crash in between leaves a message too many, never none)."""
     reason = f"{seen.unclaimed_restarts} restarts ended before claiming"
     dead_letters.send(seen.deletion_request_id, seen.user_id, reason)
-    return state.fail_unclaimed(table, seen, reason)
+    return sweeps.fail_unclaimed(table, seen, reason)
 
 
 def restart(table, seen: state.Request, now: float | None = None) -> str | None:
@@ -105,7 +106,7 @@ def restart(table, seen: state.Request, now: float | None = None) -> str | None:
     got there first."""
     # Marked first: a crash between the mark and the start leaves a restart that never
     # claims, which the next sweep after the time to claim restarts again.
-    number = state.mark_restart(table, seen, config.lease_seconds(), now=now)
+    number = sweeps.mark_restart(table, seen, config.lease_seconds(), now=now)
     if number is None:
         return None
     name = execution_name(seen, number)

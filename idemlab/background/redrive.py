@@ -50,7 +50,8 @@ class RedriveReport:
 
 def target_of(message: dict) -> tuple[str, str] | None:
     """(target ARN, input) the message was meant for, or None when it does not say."""
-    if "TARGET_ARN" in (attributes := message.get("MessageAttributes") or {}):
+    attributes = message.get("MessageAttributes") or {}
+    if "TARGET_ARN" in attributes:
         return attributes["TARGET_ARN"]["StringValue"], message["Body"]
     try:
         record = json.loads(message["Body"])
@@ -67,17 +68,27 @@ def run_once(queue_url: str, rate_per_second: float = DEFAULT_RATE_PER_SECOND, l
     """One pass over the queue; a RedriveReport of what happened to each message."""
     if rate_per_second <= 0:
         raise ValueError(f"rate_per_second must be positive, not {rate_per_second}")
-    sqs, report, seen, next_slot = clients.client("sqs"), RedriveReport(queue_url), set(), time.monotonic()
+    sqs = clients.client("sqs")
+    report = RedriveReport(queue_url)
+    seen: set[str] = set()  # message ids handled in this pass: a message seen again ends it
+    next_slot = time.monotonic()  # when the next delivery may start, at rate_per_second
     left: list[str] = []  # receipt handles of messages that stay on the queue
     try:
         while limit is None or len(seen) < limit:
-            batch = sqs.receive_message(QueueUrl=queue_url, MessageAttributeNames=["All"], WaitTimeSeconds=0,
-                                        MaxNumberOfMessages=10 if limit is None else min(10, limit - len(seen)),
-                                        VisibilityTimeout=VISIBILITY_SECONDS).get("Messages", [])
-            if not (fresh := [m for m in batch if m["MessageId"] not in seen]):
+            batch_size = 10 if limit is None else min(10, limit - len(seen))
+            batch = sqs.receive_message(
+                QueueUrl=queue_url,
+                MessageAttributeNames=["All"],
+                WaitTimeSeconds=0,
+                MaxNumberOfMessages=batch_size,
+                VisibilityTimeout=VISIBILITY_SECONDS,
+            ).get("Messages", [])
+            fresh = [message for message in batch if message["MessageId"] not in seen]
+            if not fresh:
                 break
             for message in fresh:
-                message_id, destination = message["MessageId"], target_of(message)
+                message_id = message["MessageId"]
+                destination = target_of(message)
                 seen.add(message_id)
                 if destination is None:
                     report.not_understood.append(message_id)
@@ -122,7 +133,8 @@ def _deliver_once(target_arn: str, input_text: str, message_id: str) -> tuple[st
 def _named_execution_went_on(input_text: str) -> bool:
     """True when the execution a startExecution event names is running or succeeded."""
     parameters = {key.lower(): value for key, value in json.loads(input_text).items()}
-    machine, name = parameters.get("statemachinearn", ""), parameters.get("name", "")
+    machine = parameters.get("statemachinearn", "")
+    name = parameters.get("name", "")
     execution_arn = machine.replace(":stateMachine:", ":execution:", 1) + f":{name}"
     status = clients.client("stepfunctions").describe_execution(executionArn=execution_arn)["status"]
     return status in ("RUNNING", "SUCCEEDED")

@@ -32,7 +32,6 @@ if __name__ == "__main__":
     stop_on_sigterm()
 
 import argparse
-import collections
 import contextlib
 import datetime
 import functools
@@ -66,7 +65,15 @@ DROPPED = "dropped"  # failed for good, and no dead-letter queue took it
 PASS_FAILED = "pass_failed"  # the firer could not finish this schedule; the next pass retries
 
 
-Firing = collections.namedtuple("Firing", "group name outcome attempt detail", defaults=[""])  # one schedule, one pass
+@dataclass(frozen=True)
+class Firing:
+    """What one pass did with one schedule."""
+
+    group: str  # the schedule's group
+    name: str  # the schedule's name
+    outcome: str  # DELIVERED, RETRY_LATER, DEAD_LETTERED, DROPPED or PASS_FAILED
+    attempt: int  # which delivery attempt of this event it was (1 for the first)
+    detail: str = ""  # the target's answer (JSON) or why the delivery failed
 
 
 def due_time(schedule: dict) -> float | None:
@@ -93,9 +100,14 @@ class SchedulerFirer:
         now = time.time() if now is None else now
         firings = []
         for listed in self.scheduler.get_paginator("list_schedules").paginate(State="ENABLED").search("Schedules[]"):
-            group, name = listed["GroupName"], listed["Name"]
-            schedule = None if self.groups and group not in self.groups else self._get(group, name, required=False)
-            due = schedule and due_time(schedule)
+            group = listed["GroupName"]
+            name = listed["Name"]
+            if self.groups and group not in self.groups:
+                continue
+            schedule = self._get(group, name, required=False)
+            if schedule is None:  # deleted since the listing
+                continue
+            due = due_time(schedule)
             attempts, next_try = self.retrying.get((group, name), (0, 0.0))
             if due is None or due > now or next_try > now:
                 continue
@@ -109,7 +121,8 @@ class SchedulerFirer:
     def fire_twice(self, name: str, group: str = "default") -> list[Firing]:
         """Deliver the same event twice before completing: Scheduler delivers at least
         once, so a target must cope with this."""
-        schedule, now = self._get(group, name), time.time()
+        schedule = self._get(group, name)
+        now = time.time()
         return [self._attempt(schedule, now, now, complete=False), self._attempt(schedule, now, now)]
 
     def fire_late(self, name: str, group: str = "default", seconds_late: float = 0) -> Firing:
@@ -131,14 +144,18 @@ class SchedulerFirer:
 
     def _attempt(self, schedule: dict, due: float, now: float, complete: bool = True) -> Firing:
         """Deliver one event; retry later, dead-letter or complete the schedule, as its policy says."""
-        group, name, target = schedule["GroupName"], schedule["Name"], schedule["Target"]
+        group = schedule["GroupName"]
+        name = schedule["Name"]
+        target = schedule["Target"]
         policy = target.get("RetryPolicy") or {}
         max_age = policy.get("MaximumEventAgeInSeconds", DEFAULT_MAX_EVENT_AGE_SECONDS)
         attempt = self.retrying.get((group, name), (0, 0.0))[0] + 1
         try:
             if now - due > max_age:
                 raise DeliveryFailed("AWS.Scheduler.EventAgeExceeded", f"event older than {max_age} s")
-            outcome, detail = DELIVERED, json.dumps(deliver(target["Arn"], target.get("Input")), default=str)
+            answer = deliver(target["Arn"], target.get("Input"))
+            outcome = DELIVERED
+            detail = json.dumps(answer, default=str)
         except DeliveryFailed as failure:
             detail = str(failure)
             if failure.retryable and attempt <= policy.get("MaximumRetryAttempts", DEFAULT_MAX_RETRY_ATTEMPTS):
@@ -161,12 +178,15 @@ class SchedulerFirer:
         return Firing(group, name, outcome, attempt, detail)
 
     def _dead_letter(self, schedule: dict, failure: DeliveryFailed, attempt: int) -> str:
-        target, why = schedule["Target"], "has no dead-letter queue"
+        target = schedule["Target"]
         dlq_arn = (target.get("DeadLetterConfig") or {}).get("Arn")
-        try:
-            url = dlq_arn and queue_url(dlq_arn)
-        except ClientError as exc:
-            url, why = None, f"its dead-letter queue is unusable ({exc})"
+        url = None
+        why = "has no dead-letter queue"
+        if dlq_arn:
+            try:
+                url = queue_url(dlq_arn)
+            except ClientError as exc:
+                why = f"its dead-letter queue is unusable ({exc})"
         if not url:
             print(f"scheduler-firer: {schedule['Name']} failed for good and {why}: {failure}", file=sys.stderr)
             return DROPPED
@@ -180,8 +200,14 @@ class SchedulerFirer:
             "SCHEDULE_ARN": schedule.get("Arn", ""),
             "TARGET_ARN": target["Arn"],
         }
-        clients.client("sqs").send_message(QueueUrl=url, MessageBody=target.get("Input") or "{}", MessageAttributes={
-            k: {"DataType": "String", "StringValue": v} for k, v in attributes.items() if v})
+        message_attributes = {
+            name: {"DataType": "String", "StringValue": value} for name, value in attributes.items() if value
+        }
+        clients.client("sqs").send_message(
+            QueueUrl=url,
+            MessageBody=target.get("Input") or "{}",
+            MessageAttributes=message_attributes,
+        )
         return DEAD_LETTERED
 
 

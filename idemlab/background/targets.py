@@ -6,12 +6,12 @@ and must tell a failure worth retrying from one that no retry can fix.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import uuid
 
 from botocore import xform_name
-from botocore.exceptions import ClientError, ConnectionError as BotocoreConnectionError, ParamValidationError
+from botocore.exceptions import ClientError, ParamValidationError
+from botocore.exceptions import ConnectionError as BotocoreConnectionError
 from botocore.retries.standard import RetryContext, ThrottledRetryableChecker
 
 from idemlab import clients
@@ -25,7 +25,9 @@ class DeliveryFailed(Exception):
 
     def __init__(self, code: str, message: str, retryable: bool = False):
         super().__init__(f"{code}: {message}")
-        self.code, self.message, self.retryable = code, message, retryable
+        self.code = code  # the AWS error code, or Scheduler's own (AWS.Scheduler.EventAgeExceeded)
+        self.message = message
+        self.retryable = retryable  # throttled, unreachable or a 5xx: worth another attempt
 
 
 def queue_url(queue_arn: str) -> str:
@@ -50,7 +52,8 @@ def deliver(target_arn: str, input_text: str | None, execution_name: str | None 
             # moto needs a name on every StartExecution; AWS would make one up the same way.
             parameters["Name"] = execution_name or next(iter(given), None) or uuid.uuid4().hex
         client = clients.client(BOTO3_SERVICE.get(service, service))
-        operation, service_model = action[0].upper() + action[1:], client.meta.service_model
+        operation = action[0].upper() + action[1:]
+        service_model = client.meta.service_model
         if operation not in service_model.operation_names:
             raise DeliveryFailed("ValidationException", f"{service} has no action {action}")
         # Universal targets spell parameters in PascalCase ("StateMachineArn"); some APIs
@@ -58,11 +61,13 @@ def deliver(target_arn: str, input_text: str | None, execution_name: str | None 
         # botocore refuses one the action does not take (ParamValidationError, below).
         shape = service_model.operation_model(operation).input_shape
         members = {name.lower(): name for name in (shape.members if shape else {})}
-        answer = getattr(client, xform_name(operation))(**{members.get(k.lower(), k): v for k, v in parameters.items()})
+        arguments = {members.get(key.lower(), key): value for key, value in parameters.items()}
+        answer = getattr(client, xform_name(operation))(**arguments)
     except ClientError as exc:
         # Scheduler retries throttling (botocore's list of its codes) and the service's own trouble (5xx);
         # anything else (a missing target, a bad input, a refused permission) fails the same way every time.
-        code, message = exc.response["Error"].get("Code", "Unknown"), exc.response["Error"].get("Message", "")
+        code = exc.response["Error"].get("Code", "Unknown")
+        message = exc.response["Error"].get("Message", "")
         throttled = ThrottledRetryableChecker().is_retryable(RetryContext(1, parsed_response=exc.response))
         status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
         raise DeliveryFailed(code, message, throttled or status >= 500) from exc
@@ -83,12 +88,22 @@ def _as_universal(target_arn: str, body: str) -> tuple[str, str, dict]:
         service, _, action = target_arn[len(UNIVERSAL_PREFIX) :].partition(":")
         if not service or not action:
             raise DeliveryFailed("ValidationException", f"incomplete universal target: {target_arn}")
-        with contextlib.suppress(ValueError):  # not JSON at all
-            if isinstance(parameters := json.loads(body), dict):
-                return service, action, parameters
-        raise DeliveryFailed("ValidationException", f"the input of {target_arn} must be a JSON object")
+        try:
+            parameters = json.loads(body)
+        except ValueError as exc:
+            raise DeliveryFailed("ValidationException", f"the input of {target_arn} is not JSON: {exc}") from exc
+        if not isinstance(parameters, dict):
+            kind = type(parameters).__name__
+            raise DeliveryFailed(
+                "ValidationException", f"the input of {target_arn} must be a JSON object, not a {kind}"
+            )
+        return service, action, parameters
     parts = target_arn.split(":", 5)
-    service, resource = (parts[2], parts[5]) if len(parts) == 6 and parts[0] == "arn" else (None, "")
+    service = None
+    resource = ""
+    if len(parts) == 6 and parts[0] == "arn":
+        service = parts[2]
+        resource = parts[5]
     if service == "lambda":
         # Scheduler invokes Lambda asynchronously: delivered means queued, not run.
         return "lambda", "invoke", {"FunctionName": target_arn, "InvocationType": "Event", "Payload": body}

@@ -14,10 +14,10 @@ import threading
 import types
 from collections import Counter, defaultdict
 
+from moto.core.responses import ActionResult
 from moto.dynamodb import models as dynamodb_models
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.table import Table
-from moto.core.responses import ActionResult
 from moto.dynamodb.responses import DynamoHandler, DynamoResult
 
 from idemlab.embedded.patching import wrap

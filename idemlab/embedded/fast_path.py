@@ -79,7 +79,9 @@ def lean_json_errors() -> None:
 
     def __init__(self, error_type: str, message: str, _: str = "", **__) -> None:
         HTTPException.__init__(self)
-        self.error_type, self.message, self.content_type = error_type, message, "application/json"
+        self.error_type = error_type
+        self.message = message
+        self.content_type = "application/json"
         self.description = json.dumps({"__type": error_type, "message": message})
 
     JsonRESTError.__init__ = __init__
@@ -113,19 +115,24 @@ def cached_condition_parses() -> None:
 
     def holding(node, holders: set) -> bool:
         """Note every Op and Func above a placeholder leaf in `holders`."""
+        # A list, not a generator: every child must be visited (and marked), so any() must not stop early.
         if isinstance(node, (list, tuple)):
-            return any([holding(child, holders) for child in node])
-        if isinstance(node, (Op, Func)) and any([holding(value, holders) for value in node.__dict__.values()]):
+            return any([holding(child, holders) for child in node])  # noqa: C419
+        if isinstance(node, (Op, Func)) and any([holding(value, holders) for value in node.__dict__.values()]):  # noqa: C419
             holders.add(id(node))
             return True
         return isinstance(node, AttributeValue)
 
     def parse(original, self):
-        expression, names = self.condition_expression, self.expression_attribute_names
+        expression = self.condition_expression
+        names = self.expression_attribute_names
         values = self.expression_attribute_values
         if not (
-            isinstance(expression, str) and expression and isinstance(names or {}, dict)
-            and isinstance(values or {}, dict) and all(isinstance(name, str) for name in (names or {}).values())
+            isinstance(expression, str)
+            and expression
+            and isinstance(names or {}, dict)
+            and isinstance(values or {}, dict)
+            and all(isinstance(name, str) for name in (names or {}).values())
             and all(isinstance(value, dict) and len(value) == 1 for value in (values or {}).values())
         ):
             return original(self)
@@ -139,7 +146,8 @@ def cached_condition_parses() -> None:
             placeholder = ConditionExpressionParser(expression, names, placeholders)
             if len(parses) >= 1024:
                 parses.clear()
-            tree, holders = original(placeholder), set()
+            tree = original(placeholder)
+            holders = set()
             holding(tree, holders)
             found = (placeholder.expr_attr_names_found, placeholder.expr_attr_values_found)
             parses[key] = (tree, holders, [(slot, name) for name, slot in slots.items()], *found)
@@ -173,11 +181,14 @@ def short_paths(app):
             service = environ["HTTP_AUTHORIZATION"].split(",")[0].split()[1].split("/")[3].lower()
         except (KeyError, IndexError):
             return app(environ, start_response)
-        target, invoke = environ.get("HTTP_X_AMZ_TARGET"), None
+        target = environ.get("HTTP_X_AMZ_TARGET")
+        invoke = None
         if service == "dynamodb" and target in HOT_DYNAMODB_TARGETS and environ.get("PATH_INFO") == "/":
-            handler, request = DynamoHandler(), _lite_request(environ, recorder) or BackendRequest(environ)
+            handler = DynamoHandler()
+            request = _lite_request(environ, recorder) or BackendRequest(environ)
         elif service == "lambda" and (invoke := INVOKE_PATH.match(environ.get("PATH_INFO", ""))):
-            handler, request = LambdaResponse(), BackendRequest(environ)
+            handler = LambdaResponse()
+            request = BackendRequest(environ)
             handler._get_action = lambda: "Invoke"  # what moto's router finds for this path
         else:
             return app(environ, start_response)
@@ -228,12 +239,15 @@ def keep_alive_handler():
                 super().log_error(format, *args)
 
         def parse_request(self) -> bool:
-            line, self.plain = self.raw_requestline, None
+            line = self.raw_requestline
+            self.plain = None
             parts = line.split()
             if len(parts) != 3 or parts[2] != b"HTTP/1.1" or not line.endswith(b"\r\n"):
                 return super().parse_request()
-            self.command, self.path = parts[0].decode("latin-1"), parts[1].decode("latin-1")
-            self.request_version, self.requestline = "HTTP/1.1", line.decode("latin-1").rstrip("\r\n")
+            self.command = parts[0].decode("latin-1")
+            self.path = parts[1].decode("latin-1")
+            self.request_version = "HTTP/1.1"
+            self.requestline = line.decode("latin-1").rstrip("\r\n")
             lines: list[bytes] = []
             while (header := self.rfile.readline(65537)) not in (b"\r\n", b"\n", b""):
                 if len(header) > 65536 or len(lines) >= 100:  # http.client's limits
@@ -257,15 +271,29 @@ def keep_alive_handler():
             path, _, query = self.path.partition("?")
             if self.plain is None or not path.startswith("/") or path.startswith("//"):
                 return super().make_environ()
-            server, address = self.server, self.server.server_address
+            server = self.server
+            address = self.server.server_address
             environ = {
-                "wsgi.version": (1, 0), "wsgi.url_scheme": "http", "wsgi.input": self.rfile, "wsgi.run_once": False,
-                "wsgi.multithread": server.multithread, "wsgi.multiprocess": server.multiprocess, "SCRIPT_NAME": "",
-                "wsgi.errors": sys.stderr, "werkzeug.socket": self.connection, "SERVER_SOFTWARE": self.server_version,
-                "REQUEST_METHOD": self.command, "QUERY_STRING": query, "REQUEST_URI": self.path, "RAW_URI": self.path,
+                "wsgi.version": (1, 0),
+                "wsgi.url_scheme": "http",
+                "wsgi.input": self.rfile,
+                "wsgi.run_once": False,
+                "wsgi.multithread": server.multithread,
+                "wsgi.multiprocess": server.multiprocess,
+                "SCRIPT_NAME": "",
+                "wsgi.errors": sys.stderr,
+                "werkzeug.socket": self.connection,
+                "SERVER_SOFTWARE": self.server_version,
+                "REQUEST_METHOD": self.command,
+                "QUERY_STRING": query,
+                "REQUEST_URI": self.path,
+                "RAW_URI": self.path,
                 "PATH_INFO": unquote(path).encode().decode("latin-1"),  # werkzeug's: its UTF-8 as latin-1 text
-                "REMOTE_ADDR": self.client_address[0], "REMOTE_PORT": self.client_address[1],
-                "SERVER_NAME": address[0], "SERVER_PORT": str(address[1]), "SERVER_PROTOCOL": "HTTP/1.1",
+                "REMOTE_ADDR": self.client_address[0],
+                "REMOTE_PORT": self.client_address[1],
+                "SERVER_NAME": address[0],
+                "SERVER_PORT": str(address[1]),
+                "SERVER_PROTOCOL": "HTTP/1.1",
                 PRESERVED_HEADER_NAMES_ENVIRON_KEY: {},  # no underscored names to preserve
             }
             for name, value in self.plain:
@@ -294,7 +322,8 @@ def keep_alive_handler():
             except Exception as exc:  # as werkzeug: log it, answer 500 (and close)
                 print(f"embedded: error on {self.command} {self.path}: {exc!r}", file=sys.stderr, flush=True)
                 return self.send_error(500)
-            code, payload = int(status[:3]), b"".join(chunks)
+            code = int(status[:3])
+            payload = b"".join(chunks)
             self.send_response(code, status[4:])
             for name, value in headers:
                 self.send_header(name, value)
@@ -319,14 +348,18 @@ class _LiteRequest:
 
     from_wsgi_server = True
     path = raw_path = "/"
-    content_encoding, query_string = None, b""
+    content_encoding = None
+    query_string = b""
 
     def __init__(self, environ: dict, body: bytes):
         from moto.core.request import EnvironHeaders
         from werkzeug.datastructures import CombinedMultiDict, ImmutableMultiDict
 
-        self.environ, self.method, self.headers = environ, environ["REQUEST_METHOD"], EnvironHeaders(environ)
-        self.content_type, self.data = environ.get("CONTENT_TYPE"), body
+        self.environ = environ
+        self.method = environ["REQUEST_METHOD"]
+        self.headers = EnvironHeaders(environ)
+        self.content_type = environ.get("CONTENT_TYPE")
+        self.data = body
         self.raw_url = f"http://{environ['HTTP_HOST']}/"
         self.form = self.files = ImmutableMultiDict()
         self.values = CombinedMultiDict([ImmutableMultiDict(), self.form])

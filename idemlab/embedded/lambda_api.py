@@ -1,46 +1,18 @@
-"""Lambda's Invoke API on the real runtime (lambda_runtime.py), within Lambda's concurrency
-limits, and its asynchronous invocation.
+"""Lambda's Invoke API on the real runtime (lambda_runtime.py), and GetAccountSettings.
 
 moto keeps the function's configuration and zip; this module replaces what happens
-at Invoke: RequestResponse runs the handler and waits, Event queues it (202),
-DryRun only checks the function exists (204). It also keeps a function's
-DeadLetterConfig, which moto drops, because async failures must reach it.
-
-Concurrency: Lambda counts the invocations in flight per account and Region. A function
-with reserved concurrency (PutFunctionConcurrency) runs at most that many at once; the
-others share what is left of the account's limit. Past either, Invoke answers HTTP 429
-TooManyRequestsException, message "Rate Exceeded.", Type "User", with the Reason below
-(Invoke API reference, and what AWS answered in the recordings of LocalStack's
-tests/aws/services/lambda_/test_lambda.py, v4.14.0), before running anything. Each
-invocation in flight is a process here, so the account limit also bounds the processes.
-
-Asynchronous invocation (InvocationType=Event): the caller gets 202 at once; the event is
-queued and invoked, and on error retried up to MaximumRetryAttempts (default 2) while
-younger than MaximumEventAgeInSeconds (default 6 h); then the record goes to the on-failure
-destination, or the event to the dead-letter queue. Retry delays scale with
-LAMBDA_RETRY_BASE_DELAY (seconds, LocalStack's knob too): AWS waits about 1 and then 2
-minutes, a workshop cannot. An event too old when its turn comes (queued, throttled or
-between retries), or whose next retry would come too late, is discarded unrun with the
-condition EventAgeExceeded (what AWS did in the recording of LocalStack's
-test_lambda_destinations.py::test_maxeventage, v4.14.0). A throttled attempt is not an
-attempt: the event is tried again with a growing delay until it is too old (the Lambda
-developer guide, "Asynchronous invocation").
+at Invoke: RequestResponse runs the handler and waits, Event queues it (202,
+lambda_async.py), DryRun only checks the function exists (204); every run first takes a
+place within Lambda's concurrency limits (lambda_concurrency.py). It also keeps a
+function's DeadLetterConfig, which moto drops, because async failures must reach it, and
+refuses a deployment package Lambda would refuse.
 """
 
 from __future__ import annotations
 
 import io
 import json
-import os
-import sys
-import threading
-import time
-import uuid
 import zipfile
-from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from urllib.parse import unquote
 
 from moto.awslambda.exceptions import LambdaClientError
@@ -48,6 +20,8 @@ from moto.awslambda.models import LambdaBackend, LambdaFunction, lambda_backends
 from moto.awslambda.responses import LambdaResponse
 from moto.core.exceptions import JsonRESTError
 
+from idemlab.embedded.lambda_async import AsyncInvocations, QueuedEvent
+from idemlab.embedded.lambda_concurrency import ConcurrencyLimits, Throttled
 from idemlab.embedded.lambda_runtime import InvokeResult, LambdaRuntime, lambda_error
 from idemlab.embedded.patching import wrap
 
@@ -64,9 +38,6 @@ MAX_UNZIPPED_CODE_BYTES = 262144000
 CODE_ATTRIBUTES = ("code_bytes", "code_size", "code_sha_256", "code_digest")
 REQUEST_ID = "x-amzn-requestid"  # the header moto fills with a random id of its own
 THROTTLE_HEADERS = {"status": "429", "content-type": "application/json", "x-amzn-ErrorType": "TooManyRequestsException"}
-DEFAULT_MAX_RETRY_ATTEMPTS = 2  # Lambda's documented default
-DEFAULT_MAX_EVENT_AGE_SECONDS = 21600  # 6 hours, Lambda's documented default
-RETRY_BASE_DELAY_SECONDS = float(os.environ.get("LAMBDA_RETRY_BASE_DELAY", "1"))
 
 
 class LambdaUserError(JsonRESTError):
@@ -93,172 +64,58 @@ def code_problem(code: bytes) -> str | None:
     return "Could not unzip uploaded file. Please check your file, then try to upload again."
 
 
-class Throttled(Exception):
-    """Past a concurrency limit: Lambda refuses the invocation before running it. Its argument is the Reason."""
-
-
-@dataclass
-class QueuedEvent:
-    """One asynchronous invocation, with its function's async settings as they were when queued."""
-
-    function_arn: str
-    payload: bytes
-    config: dict  # the function's event invoke config (PutFunctionEventInvokeConfig), {} when it has none
-    dead_letter_arn: str | None
-    request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    attempts: int = 0
-    throttles: int = 0
-    last_result: InvokeResult | None = None  # of the last attempt that ran
-
-    def __post_init__(self):
-        self.expires_at = time.time() + int(self.config.get("MaximumEventAgeInSeconds", DEFAULT_MAX_EVENT_AGE_SECONDS))
-
-
 class LambdaService:
-    """The runtime, the invocations in flight (by function ARN with reserved concurrency, else by
-    account and Region) and the async queue, shared by every request thread. `client(service,
+    """What the Invoke API needs, shared by every request thread: the runtime, the concurrency
+    limits (lambda_concurrency.py) and the async queue (lambda_async.py). `client(service,
     region)` is a boto3 client of this server: async records reach their destinations through it."""
 
     def __init__(self, endpoint_url: str, client, limit: int):
         self.runtime = LambdaRuntime(endpoint_url)
-        self.endpoint_url, self.client, self.limit = endpoint_url, client, limit
-        self._lock = threading.Lock()
-        self._running: Counter = Counter()
-        self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="lambda-async")
-        self._closed = False
-        self._accepted: set[str] = set()  # request ids of async events accepted and not yet finished
+        self.limits = ConcurrencyLimits(limit)
+        self.events = AsyncInvocations(self.invoke_by_arn, endpoint_url, client)
 
-    def accept(self, event: QueuedEvent) -> None:
-        """Queue an Event invocation the caller was answered 202 for."""
-        with self._lock:
-            self._accepted.add(event.request_id)
-        self.submit(event)
-
-    def pending_events(self) -> int:
-        """Async invocations accepted and not yet finished (queued, running, or waiting to retry)."""
-        with self._lock:
-            return len(self._accepted)
+    @property
+    def limit(self) -> int:
+        return self.limits.limit
 
     def unreserved(self, functions) -> int:
-        """The limit less the concurrency reserved by `functions` (moto's, of one account and Region)."""
-        return max(0, self.limit - sum(int(fn.reserved_concurrency or 0) for fn in functions))
+        return self.limits.unreserved(functions)
 
     def invoke(self, fn: LambdaFunction, payload: bytes) -> InvokeResult:
         """Run one invocation of moto function `fn`; raises Throttled past a concurrency limit, before running."""
-        if fn.reserved_concurrency is None:
-            functions = lambda_backends[fn.account_id][fn.region].list_functions()
-            scope, limit = (fn.account_id, fn.region), self.unreserved(functions)
-            reason = "ConcurrentInvocationLimitExceeded"
-        else:  # PutFunctionConcurrency; 0 stops the function
-            scope, limit = fn.function_arn, int(fn.reserved_concurrency)
-            reason = "ReservedFunctionConcurrentInvocationLimitExceeded"
-        with self._lock:
-            if self._running[scope] >= limit:
-                raise Throttled(reason)
-            self._running[scope] += 1
-        try:
+        with self.limits.slot(fn):
             return self.runtime.invoke(fn, payload)
-        finally:
-            with self._lock:
-                self._running[scope] -= 1
 
     def invoke_by_arn(self, function_arn: str, payload: bytes) -> InvokeResult:
         _, _, _, region, account, _ = function_arn.split(":", 5)
         return self.invoke(lambda_backends[account][region].get_function(function_arn), payload)
 
-    def submit(self, event: QueuedEvent) -> None:
-        if not self._closed:
-            self._pool.submit(self._attempt, event)
+    def accept(self, event: QueuedEvent) -> None:
+        """Queue an Event invocation the caller was answered 202 for."""
+        self.events.accept(event)
+
+    def pending_events(self) -> int:
+        return self.events.pending()
 
     def shutdown(self) -> None:
-        self._closed = True  # a retry timer still pending finds it closed, and does nothing
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self.events.shutdown()
         self.runtime.shutdown()
-
-    def _attempt(self, event: QueuedEvent) -> None:
-        if time.time() >= event.expires_at:  # it waited too long: never run it
-            return self._finish(event, event.last_result, "EventAgeExceeded")
-        try:
-            result = self.invoke_by_arn(event.function_arn, event.payload)
-        except Throttled:
-            event.throttles += 1
-            # After 1 s, then twice as long each time, up to 5 minutes (developer guide, "Asynchronous invocation").
-            backoff = min(2.0 ** (event.throttles - 1), 300.0)
-            remaining = event.expires_at - time.time()  # wake up when it expires at the latest
-            return self._retry_later(event, max(0.0, min(backoff, remaining)))
-        except Exception as exc:  # the function was deleted meanwhile: give up like Lambda
-            result = lambda_error(type(exc).__name__, str(exc))
-        event.attempts += 1
-        event.last_result = result
-        delay = RETRY_BASE_DELAY_SECONDS * event.attempts
-        if result.function_error is None:
-            self._finish(event, result, "Success")
-        elif event.attempts > int(event.config.get("MaximumRetryAttempts", DEFAULT_MAX_RETRY_ATTEMPTS)):
-            self._finish(event, result, "RetriesExhausted")
-        elif time.time() + delay > event.expires_at:
-            self._finish(event, result, "EventAgeExceeded")
-        else:
-            self._retry_later(event, delay)
-
-    def _retry_later(self, event: QueuedEvent, delay: float) -> None:
-        timer = threading.Timer(delay, self.submit, (event,))
-        timer.daemon = True
-        timer.start()
-
-    def _finish(self, event: QueuedEvent, result: InvokeResult | None, condition: str) -> None:
-        """Send the invocation record to the destination for `condition`, else a failed event to the DLQ."""
-        with self._lock:
-            self._accepted.discard(event.request_id)
-        try:
-            destinations = event.config.get("DestinationConfig") or {}
-            target = (destinations.get("OnSuccess" if condition == "Success" else "OnFailure") or {}).get("Destination")
-            if target:  # the record Lambda sends to a destination (no response when the event never ran)
-                context = {"requestId": event.request_id, "functionArn": f"{event.function_arn}:$LATEST",
-                           "condition": condition, "approximateInvokeCount": event.attempts}
-                now = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-                record = {"version": "1.0", "timestamp": now, "requestContext": context}
-                record["requestPayload"] = json.loads(event.payload or b"{}")  # _invoke let only JSON in
-                if result is not None:
-                    response = {"statusCode": 200, "executedVersion": "$LATEST", "functionError": result.function_error}
-                    record["responseContext"] = {key: value for key, value in response.items() if value is not None}
-                    record["responsePayload"] = json.loads(result.payload)
-                self._deliver(target, json.dumps(record), {})
-            elif condition != "Success" and event.dead_letter_arn:
-                # A DLQ receives the original event, with the error in message attributes.
-                message = str((json.loads(result.payload or b"{}") if result else {}).get("errorMessage", ""))[:256]
-                attributes = {"RequestID": event.request_id, "ErrorCode": "200", "ErrorMessage": message}
-                self._deliver(event.dead_letter_arn, event.payload.decode() or "{}", attributes)
-        except Exception as exc:  # the pool would swallow it; a lost record must at least be visible
-            print(f"embedded: async event {event.request_id} for {event.function_arn} lost: {exc!r}", file=sys.stderr)
-
-    def _deliver(self, target_arn: str, body: str, attributes: dict) -> None:
-        """Send an async-invocation record to its destination, through this server's own API."""
-        _, _, service, region, account, resource = target_arn.split(":", 5)
-        if service == "sqs":
-            attributes = {k: {"DataType": "String", "StringValue": v} for k, v in attributes.items() if v}
-            url = f"{self.endpoint_url}/{account}/{resource}"
-            self.client("sqs", region).send_message(QueueUrl=url, MessageBody=body, MessageAttributes=attributes)
-        elif service == "sns":
-            self.client("sns", region).publish(TopicArn=target_arn, Message=body)
-        elif service == "lambda":
-            self.client("lambda", region).invoke(FunctionName=target_arn, InvocationType="Event", Payload=body.encode())
-        elif service == "events":
-            entry = {"Source": "lambda", "DetailType": "Lambda Function Invocation Result", "Detail": body}
-            self.client("events", region).put_events(Entries=[entry | {"EventBusName": target_arn}])
-        else:
-            print(f"embedded: cannot deliver to {target_arn}", file=sys.stderr)
 
 
 _service: LambdaService | None = None
 
 
 def pending_events() -> int:
-    return _service.pending_events() if _service else 0
+    """Async invocations accepted and not yet finished; 0 before the server is set up."""
+    if _service is None:
+        return 0
+    return _service.pending_events()
 
 
 def _invoke(self: LambdaResponse):
     """Replacement for LambdaResponse.invoke (the Invoke API)."""
-    fn = self.backend.get_function(unquote(self.path.rsplit("/", 2)[-2]), self._get_param("qualifier"))  # or AWS's 404
+    name = unquote(self.path.rsplit("/", 2)[-2])
+    fn = self.backend.get_function(name, self._get_param("qualifier"))  # or AWS's 404
     payload = self.body if isinstance(self.body, bytes) else (self.body or "").encode()
     invocation_type = self.headers.get("X-Amz-Invocation-Type", "RequestResponse")
     limit = MAX_ASYNC_REQUEST_BYTES if invocation_type == "Event" else MAX_SYNC_REQUEST_BYTES
@@ -278,7 +135,8 @@ def _invoke(self: LambdaResponse):
         return 204, {"content-type": "application/json", "status": "204"}, ""
     if invocation_type == "Event":
         config = fn.event_invoke_config[-1].config if fn.event_invoke_config else {}  # moto appends; the last wins
-        event = QueuedEvent(fn.function_arn, payload, config, (fn.idemlab_dead_letter_config or {}).get("TargetArn"))
+        dead_letter_arn = (fn.idemlab_dead_letter_config or {}).get("TargetArn")
+        event = QueuedEvent(fn.function_arn, payload, config, dead_letter_arn)
         _service.accept(event)
         # No X-Amz-Executed-Version: no version has run yet (AWS sends none on a 202, as
         # recorded in LocalStack's test_lambda.py snapshots, v4.14.0).
@@ -305,7 +163,9 @@ def _get_account_settings(self: LambdaResponse):
     document = {
         "AccountLimit": {
             # Lambda's published quotas for code storage and deployment package size.
-            "TotalCodeSize": 80530636800, "CodeSizeUnzipped": 262144000, "CodeSizeZipped": 52428800,
+            "TotalCodeSize": 80530636800,
+            "CodeSizeUnzipped": MAX_UNZIPPED_CODE_BYTES,
+            "CodeSizeZipped": 52428800,
             "ConcurrentExecutions": _service.limit,
             "UnreservedConcurrentExecutions": _service.unreserved(functions),
         },

@@ -74,7 +74,8 @@ class ExecutionEnvironment:
     """A worker process (lambda_worker.py) serving one function version."""
 
     def __init__(self, fn, code_dir: Path, endpoint_url: str):
-        self.version, self.timeout = version_of(fn), int(fn.timeout or 3)
+        self.version = version_of(fn)
+        self.timeout = int(fn.timeout or 3)
         env = {
             **{k: os.environ[k] for k in _HOST_VARIABLES if k in os.environ},
             "AWS_ENDPOINT_URL": endpoint_url,  # as LocalStack does: boto3 in a handler finds us
@@ -88,12 +89,16 @@ class ExecutionEnvironment:
             "AWS_LAMBDA_LOG_STREAM_NAME": uuid.uuid4().hex,
             "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
             "AWS_EXECUTION_ENV": "AWS_Lambda_python3",
-            "AWS_REGION": fn.region, "AWS_DEFAULT_REGION": fn.region,
-            "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+            "AWS_REGION": fn.region,
+            "AWS_DEFAULT_REGION": fn.region,
+            "AWS_ACCESS_KEY_ID": "test",
+            "AWS_SECRET_ACCESS_KEY": "test",
             "IDEMLAB_FUNCTION_ARN": fn.function_arn,
-            "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
         }
-        worker, pipe = [sys.executable, "-m", "idemlab.embedded.lambda_worker"], subprocess.PIPE
+        worker = [sys.executable, "-m", "idemlab.embedded.lambda_worker"]
+        pipe = subprocess.PIPE
         self.process = subprocess.Popen(worker, bufsize=1, stdin=pipe, stdout=pipe, cwd=code_dir, env=env, text=True)
         self.last_used = time.monotonic()
 
@@ -101,9 +106,11 @@ class ExecutionEnvironment:
         """Invoke the handler with `payload` (None: wait for the worker to say it is ready) and return
         the worker's one-line reply as a result, None for "ready". A worker past its timeout (its
         init's, else the function's) is killed; one that died is a Runtime.ExitError."""
-        timeout, timed_out = INIT_TIMEOUT_SECONDS, ("Runtime.InitTimeout", "Init timed out")
+        timeout = INIT_TIMEOUT_SECONDS
+        timed_out = ("Runtime.InitTimeout", "Init timed out")
         if payload is not None:
-            timeout, deadline_ms = self.timeout, int(time.time() * 1000) + self.timeout * 1000
+            timeout = self.timeout
+            deadline_ms = int(time.time() * 1000) + self.timeout * 1000
             message = f"RequestId: {request_id} Error: Task timed out after {timeout:.2f} seconds"
             timed_out = ("Sandbox.Timedout", message)
             request = {"request_id": request_id, "payload": payload.decode() or "{}", "deadline_ms": deadline_ms}
@@ -147,8 +154,10 @@ class LambdaRuntime:
 
     def invoke(self, fn, payload: bytes) -> InvokeResult:
         """Invoke moto function `fn` in a warm environment of its version, else in a new one."""
-        request_id, version = str(uuid.uuid4()), version_of(fn)
-        environment, failure = self._take_idle(version), None
+        request_id = str(uuid.uuid4())
+        version = version_of(fn)
+        environment = self._take_idle(version)
+        failure = None
         if environment is None:
             with self._inits:  # a cold start waits here for its turn
                 environment = self._take_idle(version)  # one may have come free meanwhile
@@ -181,9 +190,9 @@ class LambdaRuntime:
     def _trim_idle(self, function_arn: str) -> None:
         """Stop the least recently used idle environments past the caps (called under the lock)."""
         of_function = [e for e in self._idle if e.version[0] == function_arn]
-        excess = of_function[:max(0, len(of_function) - MAX_IDLE_PER_FUNCTION)]
+        excess = of_function[: max(0, len(of_function) - MAX_IDLE_PER_FUNCTION)]
         remaining = [e for e in self._idle if e not in excess]
-        excess += remaining[:max(0, len(remaining) - MAX_IDLE)]
+        excess += remaining[: max(0, len(remaining) - MAX_IDLE)]
         for environment in excess:  # _idle runs from the least to the most recently used
             self._idle.remove(environment)
             self._all.discard(environment)

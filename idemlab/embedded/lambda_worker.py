@@ -28,7 +28,8 @@ class LambdaContext:
     identity = client_context = None
 
     def __init__(self, request_id: str, deadline_ms: int):
-        self.aws_request_id, self._deadline_ms = request_id, deadline_ms
+        self.aws_request_id = request_id
+        self._deadline_ms = deadline_ms
 
     def get_remaining_time_in_millis(self) -> int:
         return max(0, self._deadline_ms - int(time.time() * 1000))

@@ -105,10 +105,12 @@ def discarded_work(url: str) -> str:
             state = json.loads(response.read())
     except (OSError, ValueError) as exc:
         return f"embedded backend: could not read what stopping discards ({exc})"
-    return (f"embedded backend: its state is in memory only; stopping discards {state['async_invocations']} "
-            f"accepted async invocation(s) not yet finished and {state['sqs_messages']} SQS message(s), with "
-            f"{state['functions']} function(s), {state['queues']} queue(s) and {state['tables']} table(s): "
-            "after `make up`, run `make deploy`")
+    return (
+        f"embedded backend: its state is in memory only; stopping discards {state['async_invocations']} "
+        f"accepted async invocation(s) not yet finished and {state['sqs_messages']} SQS message(s), with "
+        f"{state['functions']} function(s), {state['queues']} queue(s) and {state['tables']} table(s): "
+        "after `make up`, run `make deploy`"
+    )
 
 
 def request_counts(url: str) -> dict:
@@ -122,19 +124,21 @@ class EmbeddedBackend:
 
     def __init__(self, port: int = 0, environment: dict | None = None):
         """``environment``: variables to set for the server process (e.g. IDEMLAB_FAST_PATH=0)."""
-        self.port, self.environment = port or free_port(), environment
+        self.port = port or free_port()
+        self.environment = environment
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = Path(tempfile.mkstemp(prefix="idemlab-embedded-", suffix=".log")[1])
         self.process: subprocess.Popen | None = None
 
-    def start(self) -> "EmbeddedBackend":
+    def start(self) -> EmbeddedBackend:
         if port_in_use(self.port):
             raise RuntimeError(f"port {self.port} is already in use; see log {self.log_path}")
         environment = {**os.environ, **self.environment} if self.environment else None
         command = [sys.executable, "-m", "idemlab.embedded", "--port", str(self.port)]
         with open(self.log_path, "ab") as log:  # the child keeps its own copy
-            self.process = subprocess.Popen(command, env=environment, stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL)
+            self.process = subprocess.Popen(
+                command, env=environment, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
         deadline = time.monotonic() + READY_TIMEOUT_SECONDS
         while time.monotonic() < deadline:
             if health(self.url, timeout=0.5):
@@ -154,7 +158,7 @@ class EmbeddedBackend:
                 self.process.kill()
                 self.process.wait()
 
-    def __enter__(self) -> "EmbeddedBackend":
+    def __enter__(self) -> EmbeddedBackend:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -195,7 +199,8 @@ def _front_door(app, runtime, check_host: bool):
         return [body]
 
     def front(environ, start_response):
-        host, origin = environ.get("HTTP_HOST"), environ.get("HTTP_ORIGIN")
+        host = environ.get("HTTP_HOST")
+        origin = environ.get("HTTP_ORIGIN")
         parts = urlsplit(origin) if origin is not None else None
         if check_host and host is not None and not is_loopback_name(host, port=True):
             reason = f"Host {host!r} is not a loopback name"
@@ -220,11 +225,20 @@ def serve(port: int, host: str, allow_remote: bool, lambda_concurrency: int) -> 
     import boto3
     from werkzeug.serving import make_server
 
-    from idemlab.embedded import dynamodb_atomic, fast_path, lambda_api
-    from idemlab.embedded import scheduler_ext, sqs_event_source, stepfunctions_ext, terraform_compat
+    from idemlab.embedded import (
+        dynamodb_atomic,
+        fast_path,
+        lambda_api,
+        rule_scheduler,
+        scheduler_api,
+        sqs_event_source,
+        stepfunctions_ext,
+        terraform_compat,
+    )
     from idemlab.embedded.patching import every
 
-    session, lock = boto3.session.Session(aws_access_key_id="test", aws_secret_access_key="test"), threading.Lock()
+    session = boto3.session.Session(aws_access_key_id="test", aws_secret_access_key="test")
+    lock = threading.Lock()
 
     @functools.cache
     def client(service: str, region: str):
@@ -235,7 +249,7 @@ def serve(port: int, host: str, allow_remote: bool, lambda_concurrency: int) -> 
     service = lambda_api.LambdaService(endpoint_url, client, lambda_concurrency)
     dynamodb_atomic.install(fast_path=fast_path.enabled())
     lambda_api.install(service)
-    for module in (stepfunctions_ext, scheduler_ext, sqs_event_source, terraform_compat):
+    for module in (stepfunctions_ext, scheduler_api, sqs_event_source, terraform_compat):
         module.install()
     app, handler = fast_path.app_and_handler()  # after every install: it caches the patched classes' methods
     app = _front_door(app, service.runtime, check_host=not allow_remote)
@@ -243,8 +257,8 @@ def serve(port: int, host: str, allow_remote: bool, lambda_concurrency: int) -> 
 
     for signum in (signal.SIGTERM, signal.SIGINT):  # shutdown() waits for serve_forever: call it from another thread
         signal.signal(signum, lambda *_: threading.Thread(target=server.shutdown, daemon=True).start())
-    rules = scheduler_ext.RuleScheduler(client, region=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
-    rules_stop = every(scheduler_ext.RULE_POLL_SECONDS, rules.run_once, "rule scheduler")
+    rules = rule_scheduler.RuleScheduler(client, region=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
+    rules_stop = every(rule_scheduler.RULE_POLL_SECONDS, rules.run_once, "rule scheduler")
     event_sources = sqs_event_source.SqsEventSources(client, service.invoke_by_arn, endpoint_url)
     print(f"embedded: serving AWS APIs on {endpoint_url}", file=sys.stderr, flush=True)
     try:

@@ -90,11 +90,15 @@ def lambda_record(message: dict, queue_arn: str, region: str) -> dict:
         }
 
     record = {
-        "messageId": message["MessageId"], "receiptHandle": message["ReceiptHandle"], "body": message["Body"],
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
         "attributes": dict(message.get("Attributes") or {}),
         "messageAttributes": {name: attribute(v) for name, v in message.get("MessageAttributes", {}).items()},
         "md5OfBody": message["MD5OfBody"],
-        "eventSource": "aws:sqs", "eventSourceARN": queue_arn, "awsRegion": region,
+        "eventSource": "aws:sqs",
+        "eventSourceARN": queue_arn,
+        "awsRegion": region,
     }
     if message.get("MD5OfMessageAttributes"):
         record["md5OfMessageAttributes"] = message["MD5OfMessageAttributes"]
@@ -105,7 +109,8 @@ class MappingPoller:
     """Polls one queue for one mapping and invokes its function, one batch at a time."""
 
     def __init__(self, mapping, client_factory, invoke, endpoint_url: str):
-        self.mapping, self.invoke = mapping, invoke
+        self.mapping = mapping
+        self.invoke = invoke
         _, _, _, self.region, account, name = mapping.event_source_arn.split(":", 5)
         self.sqs = client_factory("sqs", self.region)
         self.queue_url = f"{endpoint_url}/{account}/{name}"
@@ -122,7 +127,9 @@ class MappingPoller:
         while not self.stopped.is_set():
             left = LONG_POLL_SECONDS if deadline is None else math.ceil(deadline - time.monotonic())
             messages = self.sqs.receive_message(
-                QueueUrl=self.queue_url, MessageAttributeNames=["All"], MessageSystemAttributeNames=["All"],
+                QueueUrl=self.queue_url,
+                MessageAttributeNames=["All"],
+                MessageSystemAttributeNames=["All"],
                 MaxNumberOfMessages=min(MAX_RECEIVE, batch_size - len(batch)),
                 WaitTimeSeconds=max(0, min(LONG_POLL_SECONDS, left)),
             ).get("Messages", [])

@@ -57,8 +57,12 @@ _FORBIDDEN_IN_NAME = set(' <>{}[]?*"#%\\^|~`$&,;:/')
 
 def _name_refused(name: str) -> bool:
     return any(
-        char in _FORBIDDEN_IN_NAME or char.isspace() or ord(char) <= 0x1F or 0x7F <= ord(char) <= 0x9F
-        or 0xD800 <= ord(char) <= 0xDFFF or ord(char) in (0xFFFE, 0xFFFF)
+        char in _FORBIDDEN_IN_NAME
+        or char.isspace()
+        or ord(char) <= 0x1F
+        or 0x7F <= ord(char) <= 0x9F
+        or 0xD800 <= ord(char) <= 0xDFFF
+        or ord(char) in (0xFFFE, 0xFFFF)
         for char in name
     )
 
@@ -81,7 +85,8 @@ def _start(self: StepFunctionResponse, sync: bool):
     given = self._get_param("name")
     if given:
         check_execution_name(given)
-    name, execution_input = given or str(uuid.uuid4()), self._get_param("input", if_none="{}")
+    name = given or str(uuid.uuid4())
+    execution_input = self._get_param("input", if_none="{}")
     if not _is_express(state_machine):
         if sync:
             raise _type_not_supported()
@@ -100,11 +105,18 @@ def _start(self: StepFunctionResponse, sync: bool):
     snapshot = copy.deepcopy(state_machine, memo)
     arn_prefix = f"arn:{backend.partition}:states:{backend.region_name}:{backend.account_id}:express"
     execution = (SyncExecution if sync else Execution)(
-        name=name, exec_arn=f"{arn_prefix}:{state_machine.name}:{name}:{uuid.uuid4()}", input_data=execution_input,
-        state_machine=snapshot, sm_type=snapshot.sm_type, role_arn=snapshot.roleArn,
-        account_id=backend.account_id, region_name=backend.region_name,
-        start_date=datetime.datetime.now(tz=datetime.timezone.utc),
-        cloud_watch_logging_session=None, trace_header=None, activity_store={},
+        name=name,
+        exec_arn=f"{arn_prefix}:{state_machine.name}:{name}:{uuid.uuid4()}",
+        input_data=execution_input,
+        state_machine=snapshot,
+        sm_type=snapshot.sm_type,
+        role_arn=snapshot.roleArn,
+        account_id=backend.account_id,
+        region_name=backend.region_name,
+        start_date=datetime.datetime.now(tz=datetime.UTC),
+        cloud_watch_logging_session=None,
+        trace_header=None,
+        activity_store={},
     )
     execution.start()  # not kept on the state machine: AWS answers no read of an Express execution
     return execution
@@ -166,7 +178,10 @@ def moto_config(request, full_url, headers):
             return 400, answer, json.dumps({"message": f"the config must be a JSON object, got {config!r}"}).encode()
         wanted = config.get("stepfunctions", {"execute_state_machine": True})
         if not isinstance(wanted, dict) or wanted.get("execute_state_machine") is not True:
-            refusal = "the embedded backend always executes state machines: stepfunctions.execute_state_machine must stay true"
+            refusal = (
+                "the embedded backend always executes state machines: "
+                "stepfunctions.execute_state_machine must stay true"
+            )
             return 400, answer, json.dumps({"message": refusal}).encode()
         moto_api_backend.set_config(config)
     return 201, answer, json.dumps(moto_api_backend.get_config()).encode()

@@ -2,14 +2,15 @@
 
 A notebook cell does ``ex = lesson1.exercise(stack)``, then ``ex.check(learner_function)``; CI
 checks the answer key both ways: the solution must pass, the notebook's starting point must
-fail (tests/notebook_cells.py).
+fail (tests/support/notebook_cells.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from idemlab.barrier import settled
 from idemlab.lessons import table  # noqa: F401 (the exercises' Tables, one per thread)

@@ -5,8 +5,9 @@ check runs it against the deployed ``vehicles`` table."""
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
-from typing import Any, Callable
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
 
 from idemlab.barrier import settled
 from idemlab.exercises import RACERS, ROUNDS, Exercise, attempt, expect, race, table
@@ -47,25 +48,38 @@ def verify(candidate: Callable[[Any, dict], dict], stack: dict) -> str:
     expect(returned == first, f"the first attempt should return the registration it stored, got {returned!r}")
     returned = attempt(candidate, vehicles, retry, what="the retry", advice=ALREADY_STORED)
     stored = _stored(vehicles, first)
-    expect(stored == first, f"the retry replaced the stored registration ({first['registration_id']} became "
-                            f"{stored['registration_id']}): a put without a condition overwrites the row")
-    expect(returned == first, f"the retry returned registration {_id_of(returned)!r}; it should return the "
-                              f"stored one, {first['registration_id']}")
+    expect(
+        stored == first,
+        f"the retry replaced the stored registration ({first['registration_id']} became "
+        f"{stored['registration_id']}): a put without a condition overwrites the row",
+    )
+    expect(
+        returned == first,
+        f"the retry returned registration {_id_of(returned)!r}; it should return the "
+        f"stored one, {first['registration_id']}",
+    )
     returned = settled([lambda: candidate(vehicles, {"registration_id": "no-request-id"})])[0]  # DynamoDB refuses it
-    expect(isinstance(returned, Exception), f"a write DynamoDB refused (the item had no request_id) returned "
-           f"{returned!r}; only ConditionalCheckFailedException means 'already registered', "
-           "other errors must propagate")
+    expect(
+        isinstance(returned, Exception),
+        f"a write DynamoDB refused (the item had no request_id) returned "
+        f"{returned!r}; only ConditionalCheckFailedException means 'already registered', "
+        "other errors must propagate",
+    )
     for round_number in range(1, ROUNDS + 1):
         attempts = _registrations(RACERS)
         # A Table per thread; an exception is reported as the learner's outcome.
         returned = race(candidate, [(table(stack, "vehicles"), r) for r in attempts], f"round {round_number}")
         answers = {_id_of(r) for r in returned}
-        expect(answers == {_stored(vehicles, attempts[0])["registration_id"]},
-               f"round {round_number}: {RACERS} simultaneous attempts returned {len(answers)} different registrations, "
-               "and only one of them is stored. Reading first and writing after lets several attempts see no row; "
-               "the condition must be part of the write itself")
-    return (f"a retry returns the first registration and leaves it in place, and {RACERS} simultaneous attempts "
-            f"agreed on one stored registration in each of {ROUNDS} rounds")
+        expect(
+            answers == {_stored(vehicles, attempts[0])["registration_id"]},
+            f"round {round_number}: {RACERS} simultaneous attempts returned {len(answers)} different registrations, "
+            "and only one of them is stored. Reading first and writing after lets several attempts see no row; "
+            "the condition must be part of the write itself",
+        )
+    return (
+        f"a retry returns the first registration and leaves it in place, and {RACERS} simultaneous attempts "
+        f"agreed on one stored registration in each of {ROUNDS} rounds"
+    )
 
 
 exercise = Exercise("Register a vehicle once per request", HINT, register_once, verify)
@@ -83,6 +97,15 @@ def _stored(vehicles: Any, registration: dict) -> dict:
 
 def _registrations(attempts: int) -> list[dict]:
     """The registrations of ``attempts`` attempts at one new request, each with a fresh registration id."""
-    request_id, at = f"exercise-{uuid.uuid4().hex[:12]}", datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-    return [{"request_id": request_id, "registration_id": str(uuid.uuid4()), "vin": VALID_VIN,
-             "owner": "Exercise Learner", "registered_at": at} for _ in range(attempts)]
+    request_id = f"exercise-{uuid.uuid4().hex[:12]}"
+    at = datetime.now(UTC).isoformat(timespec="milliseconds")
+    return [
+        {
+            "request_id": request_id,
+            "registration_id": str(uuid.uuid4()),
+            "vin": VALID_VIN,
+            "owner": "Exercise Learner",
+            "registered_at": at,
+        }
+        for _ in range(attempts)
+    ]

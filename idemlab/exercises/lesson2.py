@@ -8,7 +8,8 @@ no downstream key, and returns the new charge id. ``exercise(stack).check(charge
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from idemlab.barrier import settled
 from idemlab.exercises import RACERS, ROUNDS, Exercise, attempt, expect, table
@@ -33,12 +34,14 @@ def charge_once(table: Any, order: dict, charge_card: Callable[[dict], str]) -> 
     key = {"idempotency_key": order["idempotency_key"]}
     try:
         # The claim is the check: only one attempt's conditional put can succeed.
-        table.put_item(Item={**key, "status": "IN_PROGRESS"}, ConditionExpression="attribute_not_exists(idempotency_key)")
+        table.put_item(
+            Item={**key, "status": "IN_PROGRESS"}, ConditionExpression="attribute_not_exists(idempotency_key)"
+        )
     except table.meta.client.exceptions.ConditionalCheckFailedException:
         stored = table.get_item(Key=key, ConsistentRead=True)["Item"]
         if "charge_id" in stored:
             return stored["charge_id"]
-        raise ChargeInProgress(f"order {order['idempotency_key']} is being charged; retry later")
+        raise ChargeInProgress(f"order {order['idempotency_key']} is being charged; retry later") from None
     charge_id = charge_card(order)
     table.update_item(
         Key=key,
@@ -54,24 +57,34 @@ def verify(candidate: Callable[[Any, dict, Callable], str], stack: dict) -> str:
     shop = Checkout(stack)
     tables = [table(stack, "handrolled_idempotency") for _ in range(RACERS)]  # one per thread
     request = order(prefix="exercise")
-    first, retry = (attempt(candidate, tables[0], request, shop.charge_card, what=what)
-                    for what in ("the first attempt", "the retry"))
+    first, retry = (
+        attempt(candidate, tables[0], request, shop.charge_card, what=what)
+        for what in ("the first attempt", "the retry")
+    )
     charges = shop.charges(request)
     expect(charges == 1, f"a first attempt and one retry made {charges} charges; a retry must not charge again")
-    expect(first == retry == shop.ledger.charge_ids(request["idempotency_key"])[0],
-           f"first attempt returned {first!r} and the retry {retry!r}; both must return the one charge id")
+    expect(
+        first == retry == shop.ledger.charge_ids(request["idempotency_key"])[0],
+        f"first attempt returned {first!r} and the retry {retry!r}; both must return the one charge id",
+    )
     for round_number in range(1, ROUNDS + 1):
         request = order(prefix="exercise-race")
         # An attempt told to retry later (an exception) is a fine answer.
         returned = settled([lambda t=t: candidate(t, request, shop.charge_card) for t in tables])
-        charges, made = shop.charges(request), f"round {round_number}: {RACERS} simultaneous attempts made"
-        expect(charges <= 1, f"{made} {charges} charges. Reading first and writing after lets several attempts "
-                             "see no record; the claim must be a conditional write")
+        charges = shop.charges(request)
+        made = f"round {round_number}: {RACERS} simultaneous attempts made"
+        expect(
+            charges <= 1,
+            f"{made} {charges} charges. Reading first and writing after lets several attempts "
+            "see no record; the claim must be a conditional write",
+        )
         expect(charges == 1, f"{made} 0 charges; the winning claim must charge")
         charge_id = shop.ledger.charge_ids(request["idempotency_key"])[0]
         wrong = [r for r in returned if not isinstance(r, Exception) and r != charge_id]
         expect(not wrong, f"round {round_number}: attempts returned {wrong[:3]}, but the one charge is {charge_id}")
-    return f"a retry returns the first charge, and {RACERS} simultaneous attempts charged once in each of {ROUNDS} rounds"
+    return (
+        f"a retry returns the first charge, and {RACERS} simultaneous attempts charged once in each of {ROUNDS} rounds"
+    )
 
 
 exercise = Exercise("Charge a card once per idempotency key", HINT, charge_once, verify)

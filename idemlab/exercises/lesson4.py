@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Callable
+from collections.abc import Callable
 
 from idemlab import lessons
 from idemlab.embedded.sqs_event_source import lambda_record
@@ -34,7 +34,8 @@ def reservation_key(record: dict) -> str:
 def verify(candidate: Callable[[dict], str], stack: dict) -> str:
     orders = Orders(stack)
     order_id = f"exercise-{uuid.uuid4().hex[:8]}"
-    first, other = line(order_id, "sku-exercise", number=1), line(order_id, "sku-exercise", number=2)
+    first = line(order_id, "sku-exercise", number=1)
+    other = line(order_id, "sku-exercise", number=2)
     with orders.paused(QUEUE):
         orders.send(QUEUE, first, first, other)  # the second send is the producer's retry
         deliveries = _receive(orders, order_id, 3)
@@ -44,16 +45,22 @@ def verify(candidate: Callable[[dict], str], stack: dict) -> str:
         for record in redeliveries:
             orders.sqs.delete_message(QueueUrl=orders.url(QUEUE), ReceiptHandle=record["receiptHandle"])
     records = deliveries + redeliveries
-    keys = [attempt(candidate, r, what="reservation_key", advice=f" for a record with body {r['body']}")
-            for r in records]
-    keyed = [(json.loads(r["body"]), r["messageId"], key) for r, key in zip(records, keys)]
+    keys = [
+        attempt(candidate, r, what="reservation_key", advice=f" for a record with body {r['body']}") for r in records
+    ]
+    keyed = [(json.loads(r["body"]), r["messageId"], key) for r, key in zip(records, keys, strict=True)]
     keys_of_first = {key for body, _, key in keyed if body == first}
     ids = ", ".join(sorted({message_id[:8] for body, message_id, _ in keyed if body == first}))
-    expect(len(keys_of_first) == 1, f"one order line, sent twice (messages {ids}) and delivered twice each, got "
-           f"{len(keys_of_first)} different keys: {sorted(keys_of_first)[:4]}. Each would reserve stock again")
+    expect(
+        len(keys_of_first) == 1,
+        f"one order line, sent twice (messages {ids}) and delivered twice each, got "
+        f"{len(keys_of_first)} different keys: {sorted(keys_of_first)[:4]}. Each would reserve stock again",
+    )
     (key,) = keys_of_first
-    expect(key not in {key for body, _, key in keyed if body == other},
-           f"two different order lines got the same key {key!r}: the second would never be reserved")
+    expect(
+        key not in {key for body, _, key in keyed if body == other},
+        f"two different order lines got the same key {key!r}: the second would never be reserved",
+    )
     return "a producer's retry and a redelivery get the line's own key, and another line gets another"
 
 

@@ -13,16 +13,24 @@ import inspect
 import tempfile
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import jmespath
 
 from idemlab.exercises import Exercise, ExerciseFailed, attempt, expect
 from idemlab.lessons import FunctionFailed
 from idemlab.lessons.checkout import concurrently
-from idemlab.lessons.traps import DAY, DLQ_MAX_RETENTION_SECONDS, KeyedCheckouts, Variant
-from idemlab.lessons.traps import delivery, new_order_id, retry_of
+from idemlab.lessons.traps import (
+    DAY,
+    DLQ_MAX_RETENTION_SECONDS,
+    KeyedCheckouts,
+    Variant,
+    delivery,
+    new_order_id,
+    retry_of,
+)
 
 # Compressed time: one real second stands for one day, so a 14-day redrive takes 14 s.
 SECONDS_PER_DAY = 1.0
@@ -75,11 +83,16 @@ def verify(candidate: Callable[[], dict], stack: dict) -> str:
         _expect(shop, first, redriven, answers)
     finally:
         shop.remove()
-    expect(expiry >= HORIZON_SECONDS, f"the record lives {expiry} s, {expiry / DAY:.2f} days; a delivery can come "
-           f"back for {HORIZON_SECONDS // DAY} days (1 day of retries + 14 days in the DLQ): a redrive on the last "
-           "day would charge again")
-    return (f"{COPIES_TOGETHER} copies together, a retry with a new trace id and a redrive on day {REDRIVE_AFTER_DAYS} "
-            "charged once; another order was charged on its own")
+    expect(
+        expiry >= HORIZON_SECONDS,
+        f"the record lives {expiry} s, {expiry / DAY:.2f} days; a delivery can come "
+        f"back for {HORIZON_SECONDS // DAY} days (1 day of retries + 14 days in the DLQ): a redrive on the last "
+        "day would charge again",
+    )
+    return (
+        f"{COPIES_TOGETHER} copies together, a retry with a new trace id and a redrive on day {REDRIVE_AFTER_DAYS} "
+        "charged once; another order was charged on its own"
+    )
 
 
 exercise = Exercise("Choose the key, and how long it lives", HINT, key_and_lifetime, verify)
@@ -87,12 +100,16 @@ exercise = Exercise("Choose the key, and how long it lives", HINT, key_and_lifet
 
 def _settings(candidate: Callable[[], dict]) -> tuple[str, int]:
     chosen = attempt(candidate, what="key_and_lifetime()")
-    expect(isinstance(chosen, dict) and set(chosen) == {"event_key_jmespath", "expires_after_seconds"},
-           f"return a dict with event_key_jmespath and expires_after_seconds, got {chosen!r}")
-    key, expiry = chosen["event_key_jmespath"], chosen["expires_after_seconds"]
+    expect(
+        isinstance(chosen, dict) and set(chosen) == {"event_key_jmespath", "expires_after_seconds"},
+        f"return a dict with event_key_jmespath and expires_after_seconds, got {chosen!r}",
+    )
+    key = chosen["event_key_jmespath"]
+    expiry = chosen["expires_after_seconds"]
     expect(isinstance(key, str), f"event_key_jmespath must be a string (a JMESPath expression), got {key!r}")
-    expect(type(expiry) is int and expiry >= 0,
-           f"expires_after_seconds must be a whole number of seconds, got {expiry!r}")
+    expect(
+        type(expiry) is int and expiry >= 0, f"expires_after_seconds must be a whole number of seconds, got {expiry!r}"
+    )
     try:
         jmespath.compile(key or "@")
     except Exception as exc:
@@ -100,16 +117,22 @@ def _settings(candidate: Callable[[], dict]) -> tuple[str, int]:
     return key, expiry
 
 
-def _copies_retry_and_another(shop: KeyedCheckouts, target: Variant | str, copies: int, with_key: bool,
-                              too_many: str | None = None) -> dict:
+def _copies_retry_and_another(
+    shop: KeyedCheckouts, target: Variant | str, copies: int, with_key: bool, too_many: str | None = None
+) -> dict:
     """``copies`` of one order together, a retry of it, then another order: each order charged
     once. With ``with_key`` every delivery carries the client's Idempotency-Key header."""
-    first, other = (delivery(order_id, key=f"client-{order_id}" if with_key else None)
-                    for order_id in (new_order_id("exercise"), new_order_id("exercise")))
+    first, other = (
+        delivery(order_id, key=f"client-{order_id}" if with_key else None)
+        for order_id in (new_order_id("exercise"), new_order_id("exercise"))
+    )
     answers = concurrently(lambda: shop.send(target, first), copies)
     _expect(shop, first, f"{copies} copies of one delivery sent together", answers, too_many)
-    retried = ("a retry of the order (same body and Idempotency-Key, a new X-Amzn-Trace-Id)" if with_key
-               else "a retry with a new X-Amzn-Trace-Id")
+    retried = (
+        "a retry of the order (same body and Idempotency-Key, a new X-Amzn-Trace-Id)"
+        if with_key
+        else "a retry with a new X-Amzn-Trace-Id"
+    )
     _expect(shop, first, retried, [shop.send(target, retry_of(first))], too_many)
     _expect(shop, other, "another order from the same customer, same amount", [shop.send(target, other)])
     return first
@@ -130,8 +153,11 @@ def _expect(shop: KeyedCheckouts, sent: dict, what: str, answers: list[Any], too
     why = too_many or "the key changed between attempts, or the record had expired"
     if not charges:
         why = "the key is the same for different orders, so this order was answered with another order's charge"
-    expect(charges == 1, f"after {what}: {charges} charges for order {order_id}, expected 1 "
-                         f"(answers: {', '.join(map(_outcome, answers))}); {why}")
+    expect(
+        charges == 1,
+        f"after {what}: {charges} charges for order {order_id}, expected 1 "
+        f"(answers: {', '.join(map(_outcome, answers))}); {why}",
+    )
 
 
 # -- exercise 2: your handler, deployed: the key passed downstream -----------------------
@@ -177,11 +203,15 @@ def verify_downstream(candidate: Callable, stack: dict) -> str:
         raise ExerciseFailed(f"your handler failed in Lambda: {exc}") from exc
     finally:
         shop.remove()
-    return f"{HANDLER_COPIES} copies together, a retry with a new trace id and a late redrive charged once; another order on its own"
+    return (
+        f"{HANDLER_COPIES} copies together, a retry with a new trace id and a late redrive charged once; "
+        "another order on its own"
+    )
 
 
 downstream_exercise = Exercise(
-    "Pass the key downstream", DOWNSTREAM_HINT, charge_with_downstream_key, verify_downstream)
+    "Pass the key downstream", DOWNSTREAM_HINT, charge_with_downstream_key, verify_downstream
+)
 
 
 def handler_zip(candidate: Callable) -> bytes:
@@ -191,7 +221,9 @@ def handler_zip(candidate: Callable) -> bytes:
     try:
         source = inspect.getsource(candidate)
     except (OSError, TypeError) as exc:
-        raise ExerciseFailed(f"cannot read the source of {candidate!r}: define it with def in a cell of its own ({exc})") from exc
+        raise ExerciseFailed(
+            f"cannot read the source of {candidate!r}: define it with def in a cell of its own ({exc})"
+        ) from exc
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / f"{HANDLER_MODULE}.py").write_text(textwrap.dedent(source))
         return zip_folder(Path(folder), HANDLER_MODULE)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from idemlab import clients, pictures
 
@@ -41,7 +42,8 @@ class Deployment:
     """A lesson's handle on the deployed stack: its tables and functions by key."""
 
     def __init__(self, stack: dict, **lambda_config):
-        self.stack, self.lambda_ = stack, clients.client("lambda", **lambda_config)
+        self.stack = stack
+        self.lambda_ = clients.client("lambda", **lambda_config)
 
     def table(self, key: str):
         """A boto3 Table of the stack, on a resource of its own (``table``): safe in any thread."""
@@ -54,12 +56,17 @@ class Deployment:
 
 def poll(read: Callable[[], T], seconds: float, every: float, until: Callable[[T], Any] = bool, what: str = "") -> T:
     """``read()`` every ``every`` s until ``until`` holds for its value or ``seconds`` have passed; the last
-    value, or a TimeoutError naming ``what`` if one was given and the wait was in vain."""
+    value, or a TimeoutError naming ``what`` and the last value if ``what`` was given and the wait was in vain."""
     deadline = time.monotonic() + seconds
-    while not (done := until(value := read())) and time.monotonic() < deadline:
+    while True:
+        value = read()
+        if until(value):
+            return value
+        if time.monotonic() >= deadline:
+            break
         time.sleep(every)
-    if what and not done:
-        raise TimeoutError(f"{what}: not seen within {seconds:.0f} s")
+    if what:
+        raise TimeoutError(f"{what}: not seen within {seconds:.0f} s; last saw {value!r}")
     return value
 
 
@@ -78,8 +85,15 @@ def queue_depth(url: str, sqs=None) -> int:
     return sum(int(attributes[name]) for name in names)
 
 
-def draw_lanes(marks: list[tuple], xlabel: str, title: str = "", ax=None, lanes: list[str] | None = None,
-               lane_inches: float = 0.5, width: float = 10):
+def draw_lanes(
+    marks: list[tuple],
+    xlabel: str,
+    title: str = "",
+    ax=None,
+    lanes: list[str] | None = None,
+    lane_inches: float = 0.5,
+    width: float = 10,
+):
     """Marks in lanes over a shared x axis: each ``(x, lane, label, outcome)`` a green dot
     (outcome True), a red cross (False) or a grey note (None). A lane's labels alternate
     above and below it, so neighbours do not collide. The axes and each lane's row."""

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import ast
 import functools
+import time
 import uuid
 from collections import Counter
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from idemlab import functions, lessons, pictures, settings
 from idemlab.barrier import all_at_once
@@ -59,7 +60,8 @@ class Ledger:
     """The card processor's ledger: every charge is one entry."""
 
     def __init__(self, table: str, dynamodb=None):
-        self.table, self._dynamodb = table, dynamodb or client("dynamodb")
+        self.table = table
+        self._dynamodb = dynamodb or client("dynamodb")
 
     def charges(self, references: Iterable[str] | None = None) -> Counter:
         """Charges per order reference (all of them, or only ``references``)."""
@@ -151,8 +153,10 @@ def copies_that_fit(wanted: int, concurrency_limit: int) -> int:
     """
     fit = (concurrency_limit - CONCURRENCY_HEADROOM) // EXECUTIONS_PER_COPY
     if fit < 2:
-        raise RuntimeError(f"this account runs {concurrency_limit} Lambda executions at once; a race needs at least "
-                           f"{2 * EXECUTIONS_PER_COPY + CONCURRENCY_HEADROOM}: ask AWS for a higher concurrency quota")
+        raise RuntimeError(
+            f"this account runs {concurrency_limit} Lambda executions at once; a race needs at least "
+            f"{2 * EXECUTIONS_PER_COPY + CONCURRENCY_HEADROOM}: ask AWS for a higher concurrency quota"
+        )
     return min(wanted, fit)
 
 
@@ -161,16 +165,31 @@ def run_rounds(invoke: Invoke, ledger: Ledger, strategy: str, rounds: int, copie
     requests = [order(prefix=f"round-{strategy}", **options) for _ in range(rounds)]
     for request in requests:
         concurrently(lambda: invoke(strategy, request), copies)
-    counts = ledger.charges(keys := [request["idempotency_key"] for request in requests])
+    keys = [request["idempotency_key"] for request in requests]
+    counts = ledger.charges(keys)
     return [counts[key] for key in keys]
 
 
-def retry_until_answered(invoke: Invoke, strategy: str, request: dict, within_seconds: float, every: float = 0.5) -> list[dict]:
-    """Retry while the key is held by an invocation that will never finish; all answers."""
+def retry_until_answered(
+    invoke: Invoke, strategy: str, request: dict, within_seconds: float, every: float = 0.5
+) -> list[dict]:
+    """Retry while the key is held by an invocation that will never finish; all answers.
+
+    Raises TimeoutError naming the last outcome if the key is still held after ``within_seconds``.
+    """
     answers: list[dict] = []
-    lessons.poll(lambda: answers.append(invoke(strategy, request)) or answers[-1], within_seconds, every,
-                 until=lambda answer: answer["outcome"] != outcomes.IN_PROGRESS)
-    return answers
+    deadline = time.monotonic() + within_seconds
+    while True:
+        answer = invoke(strategy, request)
+        answers.append(answer)
+        if answer["outcome"] != outcomes.IN_PROGRESS:
+            return answers
+        if time.monotonic() >= deadline:
+            raise TimeoutError(
+                f"{strategy}: still {answer['outcome']} after {within_seconds:.0f} s "
+                f"({len(answers)} attempts), wanted any other outcome"
+            )
+        time.sleep(every)
 
 
 def show_code(file: str, *names: str) -> None:
@@ -178,7 +197,8 @@ def show_code(file: str, *names: str) -> None:
     (a function with its decorators, a class, or an assigned variable), in the order
     asked: the notebook shows the real code, and no comment's wording can cut it short."""
     source = (FUNCTION_DIR / file).read_text()
-    lines, found = source.splitlines(), {}
+    lines = source.splitlines()
+    found = {}
     for node in ast.parse(source).body:
         first = min([decorator.lineno for decorator in getattr(node, "decorator_list", [])] + [node.lineno])
         targets = [target.id for target in getattr(node, "targets", []) if isinstance(target, ast.Name)]
@@ -202,7 +222,8 @@ def plot_timeline(answers: list[dict], title: str = "", ax=None):
     origin = min((step["start"] for answer in answers for step in answer.get("trace", [])), default=0.0)
     for row, answer in enumerate(answers):
         for step in answer.get("trace", []):
-            begin_ms, width_ms = (step["start"] - origin) * 1000, max((step["end"] - step["start"]) * 1000, 1.0)
+            begin_ms = (step["start"] - origin) * 1000
+            width_ms = max((step["end"] - step["start"]) * 1000, 1.0)
             ax.broken_barh([(begin_ms, width_ms)], (row - 0.35, 0.7), color=STEP_COLOURS[step["step"]])
     handles = [plt.Rectangle((0, 0), 1, 1, color=colour) for colour in STEP_COLOURS.values()]
     ax.legend(handles, list(STEP_COLOURS), loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
@@ -212,15 +233,20 @@ def plot_timeline(answers: list[dict], title: str = "", ax=None):
 def plot_charges(results: dict[str, list[int]], copies: int, ax=None):
     """Charges per round for each strategy: one is right, more is a double charge."""
     ax = pictures.axes(ax, 9, 3.5)
-    names, bottom = list(results), [0] * len(results)
-    for label, colour, rounds_of in (("charged once", "#55a868", lambda n: n == 1),
-                                     ("charged more than once", "#c44e52", lambda n: n > 1),
-                                     ("never charged", "#999999", lambda n: n == 0)):
+    names = list(results)
+    bottom = [0] * len(results)
+    for label, colour, rounds_of in (
+        ("charged once", "#55a868", lambda n: n == 1),
+        ("charged more than once", "#c44e52", lambda n: n > 1),
+        ("never charged", "#999999", lambda n: n == 0),
+    ):
         heights = [sum(map(rounds_of, results[name])) for name in names]
         ax.bar(names, heights, bottom=bottom, color=colour, label=label)
-        bottom = [b + h for b, h in zip(bottom, heights)]
+        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
     for x, name in enumerate(names):
-        ax.annotate(f"{sum(results[name])} charges", (x, len(results[name])), ha="center", va="bottom", fontsize="small")
+        ax.annotate(
+            f"{sum(results[name])} charges", (x, len(results[name])), ha="center", va="bottom", fontsize="small"
+        )
     ax.set(ylabel=f"rounds of {copies} identical requests", ylim=(0, max(len(r) for r in results.values()) * 1.2))
     ax.legend(loc="upper left", fontsize="small", bbox_to_anchor=(1.0, 1.0))
     ax.tick_params(axis="x", labelrotation=15)

@@ -39,7 +39,9 @@ def new_request_item(stack: dict, user_id: str | None = None, due_at: int = 0) -
     seconds): the claim refuses it before then."""
     request_id = f"del-story-{uuid.uuid4().hex[:10]}"
     requests = lessons.table(stack, "deletion_requests")
-    import_function_module("deletion_state").create(requests, request_id, user_id or f"user-{uuid.uuid4().hex[:6]}", due_at)
+    import_function_module("deletion_state").create(
+        requests, request_id, user_id or f"user-{uuid.uuid4().hex[:6]}", due_at
+    )
     return request_id
 
 
@@ -53,7 +55,8 @@ class Deletions(lessons.Deployment):
 
     def __init__(self, stack: dict):
         super().__init__(stack)
-        self.s3, self.sfn = clients.client("s3"), clients.client("stepfunctions")
+        self.s3 = clients.client("s3")
+        self.sfn = clients.client("stepfunctions")
         self.bucket = stack["buckets"]["user_files"]
         self.state_machine_arn = stack["state_machines"]["account_deletion"]
         self.dead_letter_queue = stack["queues"]["deletion_dlq"]
@@ -65,7 +68,9 @@ class Deletions(lessons.Deployment):
                 batch.put_item(Item={"user_id": user_id, "record_id": f"r{n:04d}", "body": f"record {n} of {user_id}"})
         self.table("identities").put_item(Item={"user_id": user_id, "email": f"{user_id}@example.com"})
         for n in range(files):
-            self.s3.put_object(Bucket=self.bucket, Key=f"{user_id}/file-{n}.txt", Body=f"file {n} of {user_id}".encode())
+            self.s3.put_object(
+                Bucket=self.bucket, Key=f"{user_id}/file-{n}.txt", Body=f"file {n} of {user_id}".encode()
+            )
 
     def leftovers(self, user_id: str) -> dict[str, int]:
         """What is left of ``user_id``: records, files and identities (all 0 once deleted)."""
@@ -104,7 +109,8 @@ class Deletions(lessons.Deployment):
 
     def start(self, deletion_request_id: str, execution_name: str | None = None) -> str:
         """Start the workflow for a request, named like the schedule names it unless told."""
-        event, name = json.dumps({"deletion_request_id": deletion_request_id}), execution_name or deletion_request_id
+        event = json.dumps({"deletion_request_id": deletion_request_id})
+        name = execution_name or deletion_request_id
         return self.sfn.start_execution(stateMachineArn=self.state_machine_arn, name=name, input=event)["executionArn"]
 
     def executions_of(self, name_prefix: str) -> list[dict]:
@@ -117,7 +123,8 @@ class Deletions(lessons.Deployment):
         """Start attempts until the request is FAILED, as the sweeper would restart it after
         each failure (without waiting for its retry delay), under the sweeper's execution
         names; the end states of the attempts."""
-        name, ends = deletion_request_id, []
+        name = deletion_request_id
+        ends = []
         for restart in range(1, max_attempts + 1):
             execution = wait_for(self.start(deletion_request_id, name))
             stored = self.request(deletion_request_id)
@@ -131,24 +138,35 @@ class Deletions(lessons.Deployment):
         """``workers`` invocations of the deployed ``claim_deletion`` function for the same
         request at once, ``rounds`` times: the claim runs where it runs in production, in
         the function, not in this process. Outcomes counted, and the winners per round."""
+
         def claims(request_id: str) -> list:
             events = [{"deletion_request_id": request_id, "owner": f"worker-{i}"} for i in range(workers)]
             return [lambda event=event: self.invoke("claim_deletion", event)["outcome"] for event in events]
 
         per_round = self._races(rounds, claims)
-        return {"outcomes": dict(Counter(outcome for outcomes in per_round for outcome in outcomes)),
-                "winners_per_round": dict(Counter(outcomes.count("claimed") for outcomes in per_round))}
+        return {
+            "outcomes": dict(Counter(outcome for outcomes in per_round for outcome in outcomes)),
+            "winners_per_round": dict(Counter(outcomes.count("claimed") for outcomes in per_round)),
+        }
 
     def cancel_race(self, rounds: int = 20) -> dict[str, int]:
         """A cancel and a claim on the same SCHEDULED request at the same moment, ``rounds`` times."""
         state = import_function_module("deletion_state")
+        claims = import_function_module("deletion_claims")
         tables = [self.table("deletion_requests") for _ in range(2)]
+
         # The cancel is the user's own: it names the user the request deletes.
-        per_round = self._races(rounds, lambda request_id: [
-            lambda user=self.request(request_id).user_id: state.cancel(tables[0], request_id, user)[0],
-            lambda: state.claim(tables[1], request_id, "the schedule", 60).claim is not None,
-        ])
-        winners = [[name for name, won in zip(("cancel", "claim"), answers) if won] for answers in per_round]
+        def cancel_and_claim(request_id: str) -> list:
+            user = self.request(request_id).user_id  # read before the race, not inside it
+            return [
+                lambda: state.cancel(tables[0], request_id, user)[0],
+                lambda: claims.claim(tables[1], request_id, "the schedule", 60).claim is not None,
+            ]
+
+        per_round = self._races(rounds, cancel_and_claim)
+        winners = [
+            [name for name, won in zip(("cancel", "claim"), answers, strict=True) if won] for answers in per_round
+        ]
         return dict(Counter(names[0] if len(names) == 1 else f"{len(names)} winners" for names in winners))
 
     def _races(self, rounds: int, calls_for) -> list[list]:
@@ -160,9 +178,19 @@ class Deletions(lessons.Deployment):
         that stopped publishing. What each watches, and how it treats missing data."""
         cloudwatch = clients.client("cloudwatch")
         names = [self.stack["alarms"][key] for key in ("stuck_processing", "sweeper_stopped")]
-        shown = ("MetricName", "Statistic", "Period", "EvaluationPeriods", "ComparisonOperator", "Threshold", "TreatMissingData")
-        return {alarm["AlarmName"]: {key: alarm[key] for key in shown}
-                for alarm in cloudwatch.describe_alarms(AlarmNames=names)["MetricAlarms"]}
+        shown = (
+            "MetricName",
+            "Statistic",
+            "Period",
+            "EvaluationPeriods",
+            "ComparisonOperator",
+            "Threshold",
+            "TreatMissingData",
+        )
+        return {
+            alarm["AlarmName"]: {key: alarm[key] for key in shown}
+            for alarm in cloudwatch.describe_alarms(AlarmNames=names)["MetricAlarms"]
+        }
 
     def stuck_metric(self, minutes: int = 15, wait_seconds: float = 0) -> dict:
         """What the stuck-requests alarm watches, and the values the sweeper published to it
@@ -173,19 +201,24 @@ class Deletions(lessons.Deployment):
         metric = {name: alarm[name] for name in ("Namespace", "MetricName", "Dimensions")}
 
         def points() -> list[dict]:
-            now, minute = datetime.datetime.now(datetime.timezone.utc), datetime.timedelta(minutes=1)
+            now = datetime.datetime.now(datetime.UTC)
+            minute = datetime.timedelta(minutes=1)
             window = {"StartTime": now - minutes * minute, "EndTime": now + minute}
             return cloudwatch.get_metric_statistics(**metric, **window, Period=60, Statistics=["Maximum"])["Datapoints"]
 
         found = sorted(lessons.poll(points, wait_seconds, every=10), key=lambda p: p["Timestamp"])
-        return {"metric": f"{alarm['Namespace']}/{alarm['MetricName']}", "dimensions": alarm["Dimensions"],
-                "maximum per minute": [p["Maximum"] for p in found]}
+        return {
+            "metric": f"{alarm['Namespace']}/{alarm['MetricName']}",
+            "dimensions": alarm["Dimensions"],
+            "maximum per minute": [p["Maximum"] for p in found],
+        }
 
     def clean_up(self, request_ids) -> list[str]:
         """Leave nothing scheduled behind: cancel each request still SCHEDULED (which deletes
         its schedule) and delete any schedule left for the others. The schedules of these
         requests that still exist afterwards (none, unless something refused)."""
-        scheduler, group = clients.client("scheduler"), self.stack["schedule_group"]
+        scheduler = clients.client("scheduler")
+        group = self.stack["schedule_group"]
         left = []
         for request_id in request_ids:
             stored = self.request(request_id)
@@ -216,14 +249,17 @@ def last_state(execution_arn: str) -> str:
 
 def task_attempts(execution_arn: str) -> list[tuple[str, str]]:
     """(state, what happened) for every Lambda attempt of an execution, in order."""
-    current, attempts = None, []
+    current = None
+    attempts = []
     for event in _history(execution_arn):
         if event.get("stateEnteredEventDetails"):
             current = event["stateEnteredEventDetails"]["name"]
         elif event["type"] == "LambdaFunctionSucceeded":
             attempts.append((current, "succeeded"))
         elif event["type"] in ("LambdaFunctionFailed", "LambdaFunctionTimedOut"):
-            details = event.get("lambdaFunctionFailedEventDetails") or event.get("lambdaFunctionTimedOutEventDetails") or {}
+            details = (
+                event.get("lambdaFunctionFailedEventDetails") or event.get("lambdaFunctionTimedOutEventDetails") or {}
+            )
             attempts.append((current, f"failed: {details.get('error', event['type'])}"))
     return attempts
 
@@ -232,7 +268,8 @@ class Timeline:
     """What happened to one request, per worker, on one clock: for the pictures."""
 
     def __init__(self):
-        self.events, self.leases = [], []  # (time, worker, label, accepted: True, False or None for a note)
+        self.events = []  # (time, worker, label, accepted: True, False or None for a note)
+        self.leases = []
 
     def event(self, t: float, worker: str, label: str, accepted: bool | None) -> None:
         self.events.append((t, worker, label, accepted))
@@ -246,12 +283,21 @@ class Timeline:
         ax, row = lessons.draw_lanes(self.events, f"seconds   {meaning}", title, ax, workers, lane_inches=1.5, width=11)
         for worker, start, end, token in self.leases:
             ax.broken_barh([(start, end - start)], (row[worker] - 0.12, 0.24), color="#e4e4e4", edgecolor="#aaaaaa")
-            ax.annotate(f"lease (token {token})", (end, row[worker]), fontsize="x-small", color="#777777", ha="right", va="center")
+            ax.annotate(
+                f"lease (token {token})",
+                (end, row[worker]),
+                fontsize="x-small",
+                color="#777777",
+                ha="right",
+                va="center",
+            )
         return ax
 
 
 def draw_attempts(attempts: list[tuple[str, str]], title: str = "", ax=None):
     """One row per workflow state; a green dot per successful attempt, a red cross per failure."""
-    marks = [(n, state, "" if what == "succeeded" else what.removeprefix("failed: "), what == "succeeded")
-             for n, (state, what) in enumerate(attempts)]
+    marks = [
+        (n, state, "" if what == "succeeded" else what.removeprefix("failed: "), what == "succeeded")
+        for n, (state, what) in enumerate(attempts)
+    ]
     return lessons.draw_lanes(marks, "Lambda attempts, in order", title, ax)[0]

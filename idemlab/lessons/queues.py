@@ -83,9 +83,16 @@ class Orders(lessons.Deployment):
     def reservation_rows(self, scenario: Scenario) -> list[dict]:
         """Every reservation made for the scenario's orders, oldest first."""
         mine = Attr("order_id").begins_with(scenario.prefix + "-")
-        rows = ({"key": reserved_key(item), "at": float(item["reserved_at"]), "consumer": item["consumer"],
-                 "receive_count": int(item["receive_count"]), "message_id": item["message_id"]}
-                for item in lessons.scan(self.stack["tables"]["reservations"], FilterExpression=mine))
+        rows = (
+            {
+                "key": reserved_key(item),
+                "at": float(item["reserved_at"]),
+                "consumer": item["consumer"],
+                "receive_count": int(item["receive_count"]),
+                "message_id": item["message_id"],
+            }
+            for item in lessons.scan(self.stack["tables"]["reservations"], FilterExpression=mine)
+        )
         return sorted(rows, key=lambda row: row["at"])
 
     def reservations(self, scenario: Scenario) -> Counter:
@@ -123,8 +130,12 @@ class Orders(lessons.Deployment):
     def receive(self, queue: str, wait_seconds: int = 0, visibility: int = 30) -> list[dict]:
         """One ReceiveMessage (up to 10 messages, hidden for ``visibility`` s), with every attribute."""
         return self.sqs.receive_message(
-            QueueUrl=self.url(queue), MaxNumberOfMessages=10, WaitTimeSeconds=wait_seconds,
-            VisibilityTimeout=visibility, MessageSystemAttributeNames=["All"], MessageAttributeNames=["All"],
+            QueueUrl=self.url(queue),
+            MaxNumberOfMessages=10,
+            WaitTimeSeconds=wait_seconds,
+            VisibilityTimeout=visibility,
+            MessageSystemAttributeNames=["All"],
+            MessageAttributeNames=["All"],
         ).get("Messages", [])
 
     def release(self, queue: str, receipt_handles: list[str]) -> None:
@@ -163,7 +174,9 @@ class Orders(lessons.Deployment):
         arn = self.stack["queue_arns"][queue]
         mappings = self.lambda_.list_event_source_mappings(EventSourceArn=arn)["EventSourceMappings"]
         if len(mappings) != 1:
-            raise RuntimeError(f"expected one event source mapping on {queue}, found {len(mappings)}; is the stack deployed?")
+            raise RuntimeError(
+                f"expected one event source mapping on {queue}, found {len(mappings)}; is the stack deployed?"
+            )
         return mappings[0]
 
     @contextmanager
@@ -188,15 +201,25 @@ class Orders(lessons.Deployment):
             self._set_state(uuid_, enabled=True)
 
     def _set_state(self, uuid_: str, enabled: bool) -> None:
+        """Ask for the mapping to be Enabled or Disabled, and wait until it says so.
+
+        A mapping passes through Enabling or Disabling: it is asked again only when it
+        rests in the other state (a request made while it changes is refused).
+        Raises TimeoutError naming the last state seen.
+        """
         wanted = "Enabled" if enabled else "Disabled"
-
-        def state() -> str:
-            now = self.lambda_.get_event_source_mapping(UUID=uuid_)["State"]
-            if now in ("Enabled", "Disabled") and now != wanted:  # not already changing: ask
+        deadline = time.monotonic() + STATE_CHANGE_SECONDS
+        while True:
+            state = self.lambda_.get_event_source_mapping(UUID=uuid_)["State"]
+            if state == wanted:
+                return
+            if time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"event source mapping {uuid_}: still {state} after {STATE_CHANGE_SECONDS} s, wanted {wanted}"
+                )
+            if state in ("Enabled", "Disabled"):
                 self.lambda_.update_event_source_mapping(UUID=uuid_, Enabled=enabled)
-            return now
-
-        lessons.poll(state, STATE_CHANGE_SECONDS, 0.2, until=wanted.__eq__, what=f"mapping {uuid_} {wanted}")
+            time.sleep(0.2)
 
     def wait_until(self, condition, timeout: float, what: str):
         """Poll `condition` until it returns something true; TimeoutError names `what`."""
@@ -216,8 +239,10 @@ def draw_timeline(orders: Orders, scenario: Scenario, title: str | None = None):
     """One row per order line: a dot per reservation (labelled with the delivery's
     ApproximateReceiveCount), and a cross per event the lesson noted (DLQ, redrive)."""
     marks = [(row["at"], row["key"], f"#{row['receive_count']}", True) for row in orders.reservation_rows(scenario)]
-    marks = [(at - scenario.started, key.removeprefix(scenario.prefix + "-"), label, outcome)
-             for at, key, label, outcome in marks + [(at, key, what, False) for at, key, what in scenario.events]]
+    marks = [
+        (at - scenario.started, key.removeprefix(scenario.prefix + "-"), label, outcome)
+        for at, key, label, outcome in marks + [(at, key, what, False) for at, key, what in scenario.events]
+    ]
     xlabel = "seconds since the first send (dots: reservations, #n: the delivery's receive count)"
     axes, _ = lessons.draw_lanes(marks, xlabel, title or scenario.name, lanes=sorted({m[1] for m in marks}), width=8)
     axes.grid(axis="x", alpha=0.3)

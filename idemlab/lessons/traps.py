@@ -76,15 +76,27 @@ class KeyedCheckouts(Checkout):
 
     def deploy(self, variant: Variant) -> str:
         """Create (or update) the variant's function; returns its name once it is active."""
-        return self.deploy_handler(variant.name, checkout_zip(), HANDLER, TEMPLATE_FUNCTION, {
-            "POWERTOOLS_SERVICE_NAME": f"checkout_{variant.name}",
-            "IDEMPOTENCY_KEY_JMESPATH": variant.key,
-            "IDEMPOTENCY_EXPIRES_AFTER_SECONDS": str(variant.expires_after_seconds),
-            "PASS_KEY_DOWNSTREAM": str(variant.pass_key_downstream).lower(),
-        })
+        return self.deploy_handler(
+            variant.name,
+            checkout_zip(),
+            HANDLER,
+            TEMPLATE_FUNCTION,
+            {
+                "POWERTOOLS_SERVICE_NAME": f"checkout_{variant.name}",
+                "IDEMPOTENCY_KEY_JMESPATH": variant.key,
+                "IDEMPOTENCY_EXPIRES_AFTER_SECONDS": str(variant.expires_after_seconds),
+                "PASS_KEY_DOWNSTREAM": str(variant.pass_key_downstream).lower(),
+            },
+        )
 
-    def deploy_handler(self, label: str, code: bytes, handler: str, template_key: str = HANDLER_TEMPLATE_FUNCTION,
-                       variables: dict[str, str] | None = None) -> str:
+    def deploy_handler(
+        self,
+        label: str,
+        code: bytes,
+        handler: str,
+        template_key: str = HANDLER_TEMPLATE_FUNCTION,
+        variables: dict[str, str] | None = None,
+    ) -> str:
         """A function of ``code`` (a zip) with the template function's role and environment plus
         ``variables``; by default ``checkout_naive``'s, which may invoke the card processor
         (CARD_PROCESSOR_FUNCTION). Its name once it is active."""
@@ -97,8 +109,10 @@ class KeyedCheckouts(Checkout):
             self.lambda_.create_function(FunctionName=name, Code={"ZipFile": code}, **settings)
             self.lambda_.get_waiter("function_active_v2").wait(FunctionName=name)
         except self.lambda_.exceptions.ResourceConflictException:
-            for update in (lambda: self.lambda_.update_function_code(FunctionName=name, ZipFile=code),
-                           lambda: self.lambda_.update_function_configuration(FunctionName=name, **settings)):
+            for update in (
+                lambda: self.lambda_.update_function_code(FunctionName=name, ZipFile=code),
+                lambda: self.lambda_.update_function_configuration(FunctionName=name, **settings),
+            ):
                 update()
                 self.lambda_.get_waiter("function_updated_v2").wait(FunctionName=name)
         self.deployed[label] = name

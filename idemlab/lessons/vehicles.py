@@ -34,8 +34,10 @@ MALFORMED_REQUESTS: dict[str, tuple[object, str]] = {
     "request_id is null": ({"request_id": None, "vin": VALID_VIN, "owner": "Ada"}, MALFORMED),
     "blank owner": ({"request_id": "bad-5", "vin": VALID_VIN, "owner": "  "}, MALFORMED),
     "misspelt field": ({"request_id": "bad-6", "vin": VALID_VIN, "owner": "Ada", "fault_injektion": {}}, MALFORMED),
-    "fault count is a string": ({"request_id": "bad-7", "vin": VALID_VIN, "owner": "Ada",
-                                 "fault_injection": {"notify_failures": "1"}}, MALFORMED),
+    "fault count is a string": (
+        {"request_id": "bad-7", "vin": VALID_VIN, "owner": "Ada", "fault_injection": {"notify_failures": "1"}},
+        MALFORMED,
+    ),
     "request is an array": ([VALID_VIN], MALFORMED),
     "VIN check digit wrong": ({"request_id": "bad-9", "vin": "1M8GDM9A1KP042788", "owner": "Ada"}, "InvalidVinError"),
     "VIN too short": ({"request_id": "bad-10", "vin": "1M8GDM9AXKP04278", "owner": "Ada"}, "InvalidVinError"),
@@ -94,7 +96,8 @@ def start(stack: dict, kind: str, request: object) -> str:
     (the table, see ``wait_for_rows``) and in CloudWatch Logs, not in an API answer.
     """
     # No name: Step Functions gives each execution a fresh UUID, so the same request sent twice is two executions.
-    sfn, (workflow, _) = clients.client("stepfunctions"), _deployed(stack, kind)
+    sfn = clients.client("stepfunctions")
+    workflow, _ = _deployed(stack, kind)
     return sfn.start_execution(stateMachineArn=workflow, input=json.dumps(request))["executionArn"]
 
 
@@ -127,7 +130,8 @@ def outline(stack: dict, kind: str) -> None:
             runs = f" runs {state['Resource'].rsplit(':', 1)[-1]}" if "Resource" in state else ""
             print(f"{pad}{name}: {state['Type']}{runs}")
             for retry in state.get("Retry", []):
-                errors, more = ", ".join(retry["ErrorEquals"]), retry.get("MaxAttempts", 3)
+                errors = ", ".join(retry["ErrorEquals"])
+                more = retry.get("MaxAttempts", 3)
                 print(f"{pad}    Retry on {errors}: up to {more} more attempts")
             for branch in state.get("Branches", []):
                 states(branch, pad + "    ")
@@ -163,8 +167,10 @@ def show(registrations: list[dict]) -> None:
 
 def chart(counts: dict[str, dict[str, int]]) -> Any:
     """Grouped bars: rows per logical request, naive vs idempotent, per scenario (``counts[kind][scenario]``)."""
-    ax, width, scenarios = pictures.axes(None, 6, 3.2), 0.38, list(counts[KINDS[0]])
-    for offset, kind in zip((-width / 2, width / 2), KINDS):
+    ax = pictures.axes(None, 6, 3.2)
+    width = 0.38
+    scenarios = list(counts[KINDS[0]])
+    for offset, kind in zip((-width / 2, width / 2), KINDS, strict=True):
         heights = [counts[kind][scenario] for scenario in scenarios]
         ax.bar_label(ax.bar([i + offset for i in range(len(scenarios))], heights, width, label=kind))
     ax.axhline(1, color="grey", linestyle=":", linewidth=1)

@@ -26,6 +26,7 @@ side, chosen by the system, so no two environments race for one.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -142,17 +143,20 @@ class Environment:
         if not ready:
             self.report_status("error", error_document("Runtime.ExitError", message))
         elif invocation is not None:
-            self.finish(invocation, error_document("Runtime.ExitError", f"RequestId: {invocation.request_id} Error: {message}"), error=True)
+            self.finish(
+                invocation,
+                error_document("Runtime.ExitError", f"RequestId: {invocation.request_id} Error: {message}"),
+                error=True,
+            )
 
     def kill_runtime(self) -> None:
         with self.lock:
-            runtime, self.runtime = self.runtime, None
+            runtime = self.runtime
+            self.runtime = None
         self.events.put(None)  # frees the killed runtime's pending poll, if any
         if runtime is not None and runtime.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
                 os.killpg(runtime.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             runtime.wait()
 
     # Callbacks to LocalStack's executor endpoint.
@@ -181,7 +185,8 @@ class Environment:
             invocation.done.set()
             if self.current is invocation:
                 self.current = None
-            lines, self.log_lines = self.log_lines, []
+            lines = self.log_lines
+            self.log_lines = []
         elapsed_ms = (time.monotonic() - invocation.started) * 1000
         request_id = invocation.request_id
         logs = (

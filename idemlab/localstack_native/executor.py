@@ -15,6 +15,7 @@ lab imports it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -24,11 +25,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from localstack import config
 from localstack.services.lambda_.invocation.executor_endpoint import ExecutorEndpoint
 from localstack.services.lambda_.invocation.lambda_models import FunctionVersion
 from localstack.services.lambda_.invocation.plugins import RuntimeExecutorPlugin
 from localstack.services.lambda_.invocation.runtime_executor import LambdaRuntimeException, RuntimeExecutor
+
+from localstack import config
 
 ENVIRONMENT_SCRIPT = Path(__file__).with_name("environment.py")
 LOOPBACK = "127.0.0.1"
@@ -105,10 +107,8 @@ class ProcessRuntimeExecutor(RuntimeExecutor):
                 self.process.wait(timeout=5)
             except (ProcessLookupError, subprocess.TimeoutExpired):
                 os.killpg(self.process.pid, signal.SIGKILL)
-        try:
+        with contextlib.suppress(Exception):  # already unregistered: stopping twice is fine
             self.executor_endpoint.shutdown()
-        except Exception:  # already unregistered: stopping twice is fine
-            pass
         self.log_file.unlink(missing_ok=True)
 
     def get_address(self) -> str:

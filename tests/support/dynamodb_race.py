@@ -28,28 +28,44 @@ def _calls(table: str, key: str, contender: str) -> dict[str, tuple[str, str, di
     refused, absent = "ConditionalCheckFailedException", "attribute_not_exists(pk)"
     return {
         "conditional_put": ("put_item", refused, {"TableName": table, "Item": item, "ConditionExpression": absent}),
-        "claim_update": ("update_item", refused, {
-            "TableName": table,
-            "Key": {"pk": {"S": key}},
-            "UpdateExpression": "SET #s = :processing, winner = :me",
-            "ConditionExpression": "#s = :scheduled",
-            "ExpressionAttributeNames": {"#s": "status"},
-            "ExpressionAttributeValues": {
-                ":processing": {"S": PROCESSING}, ":scheduled": {"S": SCHEDULED}, ":me": {"S": contender}
+        "claim_update": (
+            "update_item",
+            refused,
+            {
+                "TableName": table,
+                "Key": {"pk": {"S": key}},
+                "UpdateExpression": "SET #s = :processing, winner = :me",
+                "ConditionExpression": "#s = :scheduled",
+                "ExpressionAttributeNames": {"#s": "status"},
+                "ExpressionAttributeValues": {
+                    ":processing": {"S": PROCESSING},
+                    ":scheduled": {"S": SCHEDULED},
+                    ":me": {"S": contender},
+                },
             },
-        }),
+        ),
         # The guarded item and a second item (the effect) written together, or neither.
-        "transact_put": ("transact_write_items", "TransactionCanceledException", {"TransactItems": [
-            {"Put": {"TableName": table, "Item": item, "ConditionExpression": absent}},
-            {"Put": {"TableName": table, "Item": {"pk": {"S": f"{key}#effect#{contender}"}}}},
-        ]}),
+        "transact_put": (
+            "transact_write_items",
+            "TransactionCanceledException",
+            {
+                "TransactItems": [
+                    {"Put": {"TableName": table, "Item": item, "ConditionExpression": absent}},
+                    {"Put": {"TableName": table, "Item": {"pk": {"S": f"{key}#effect#{contender}"}}}},
+                ]
+            },
+        ),
     }
 
 
 def _contend(endpoint_url, operation, table, prefix, rounds, barrier, contender, wins):
     client = boto3.client(
-        "dynamodb", endpoint_url=endpoint_url, region_name="us-east-1", aws_access_key_id="test",
-        aws_secret_access_key="test", config=Config(retries={"max_attempts": 1}, max_pool_connections=2),
+        "dynamodb",
+        endpoint_url=endpoint_url,
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+        config=Config(retries={"max_attempts": 1}, max_pool_connections=2),
     )
     for round_no in range(rounds):
         method, refused, request = _calls(table, f"{prefix}-{round_no}", contender)[operation]
@@ -70,7 +86,9 @@ def _process_main(endpoint_url, operation, table, prefix, rounds, barrier, threa
     results.put((wins, [repr(answer) for answer in answers if isinstance(answer, Exception)]))
 
 
-def race(endpoint_url: str, operation: str, table: str, rounds: int, clients: int, processes: int, prefix: str | None = None) -> Counter:
+def race(
+    endpoint_url: str, operation: str, table: str, rounds: int, clients: int, processes: int, prefix: str | None = None
+) -> Counter:
     """Return how many clients won each round (a Counter: round -> winners)."""
     if operation not in _calls(table, "", ""):
         raise ValueError(f"unknown operation {operation!r}; use one of {', '.join(_calls(table, '', ''))}")
@@ -88,7 +106,7 @@ def race(endpoint_url: str, operation: str, table: str, rounds: int, clients: in
     ]
     for child in children:
         child.start()
-    winners: Counter = Counter({round_no: 0 for round_no in range(rounds)})
+    winners: Counter = Counter(dict.fromkeys(range(rounds), 0))
     errors = []
     for _ in children:
         wins, failed = results.get(timeout=600)

@@ -47,5 +47,7 @@ def suite_queues() -> dict:
     timeouts = {key: spec["timeout"] for key, spec in suite_functions().items()}
     for source in functions.module_default("queue_lesson.tf", "event_sources").values():
         queue = queues[source["queue"]]
-        queue["visibility_seconds"] = max(queue.get("visibility_seconds", 60), VISIBILITY_PER_FUNCTION_TIMEOUT * timeouts[source["function"]])
+        queue["visibility_seconds"] = max(
+            queue.get("visibility_seconds", 60), VISIBILITY_PER_FUNCTION_TIMEOUT * timeouts[source["function"]]
+        )
     return queues

@@ -63,8 +63,12 @@ def private_scenario(stack: dict) -> dict:
         "buckets": {"user_files": bucket},
         "schedule_group": group,
         "queues": {"deletion_dlq": dlq, "scheduler_dlq": scheduler_dlq},
-        "queue_arns": {name: _queue_arn(url) for name, url in (("deletion_dlq", dlq), ("scheduler_dlq", scheduler_dlq))},
-        "state_machines": {"account_deletion": f"arn:aws:states:{settings.region()}:{account}:stateMachine:{prefix}-account_deletion"},
+        "queue_arns": {
+            name: _queue_arn(url) for name, url in (("deletion_dlq", dlq), ("scheduler_dlq", scheduler_dlq))
+        },
+        "state_machines": {
+            "account_deletion": f"arn:aws:states:{settings.region()}:{account}:stateMachine:{prefix}-account_deletion"
+        },
         "functions": {},
     }
     private["environment"] = _environment(stack, private)
@@ -72,7 +76,9 @@ def private_scenario(stack: dict) -> dict:
 
 
 def _queue_arn(url: str) -> str:
-    return clients.client("sqs").get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    return clients.client("sqs").get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
 
 
 def _environment(stack: dict, private: dict) -> dict[str, str]:
@@ -86,7 +92,9 @@ def _environment(stack: dict, private: dict) -> dict[str, str]:
         swap[stack["queue_arns"][name]] = private["queue_arns"][name]
     lam, env = clients.client("lambda"), {}
     for function in _ENVIRONMENT_OF:
-        variables = lam.get_function_configuration(FunctionName=stack["functions"][function])["Environment"]["Variables"]
+        variables = lam.get_function_configuration(FunctionName=stack["functions"][function])["Environment"][
+            "Variables"
+        ]
         env.update({name: swap.get(value, value) for name, value in variables.items()})
     # The sweeper publishes its metric per deployment; a private one must not add to the stack's.
     env.pop("LAB_PREFIX", None)
@@ -102,7 +110,9 @@ def _environment(stack: dict, private: dict) -> dict[str, str]:
 def step_retries() -> int:
     """How many times the ASL retries a failed deletion step (its States.ALL Retry)."""
     asl = pictures.workflows()["account_deletion"]
-    return next(r["MaxAttempts"] for r in asl["States"]["DeleteIdentity"]["Retry"] if r["ErrorEquals"] == ["States.ALL"])
+    return next(
+        r["MaxAttempts"] for r in asl["States"]["DeleteIdentity"]["Retry"] if r["ErrorEquals"] == ["States.ALL"]
+    )
 
 
 def run_workflow_in_process(deletion_request_id: str, owner: str, redrive: bool = False) -> str:
@@ -118,7 +128,8 @@ def run_workflow_in_process(deletion_request_id: str, owner: str, redrive: bool 
 def run_steps_in_process(claim: dict) -> str:
     """The steps after a won claim, each retried as the ASL retries it, then the end."""
     errors, steps = import_function_module("deletion_errors"), import_function_module("deletion_steps")
-    state, complete = import_function_module("deletion_state"), import_function_module("complete_deletion")
+    state = import_function_module("deletion_state")
+    complete = import_function_module("complete_deletion")
     retries = step_retries()
     for step in state.STEPS:
         handler = import_function_module(step).handler
@@ -131,7 +142,9 @@ def run_steps_in_process(claim: dict) -> str:
                     return "superseded"
                 except errors.DeletionError as exc:
                     if attempt == retries:
-                        return complete.handler({**claim, "error": {"Error": type(exc).__name__, "Cause": str(exc)}}, None)["status"]
+                        return complete.handler(
+                            {**claim, "error": {"Error": type(exc).__name__, "Cause": str(exc)}}, None
+                        )["status"]
             if not claim.get(steps.MORE_TO_DO):
                 break
     try:
