@@ -80,4 +80,55 @@ def test_concurrent_builds_into_one_folder_always_leave_whole_zips(tmp_path):
             list(pool.map(lambda _: build.build_all(out_dir=shared), range(8)))
         assert {p.stem: p.read_bytes() for p in shared.glob("*.zip")} == reference
         # write_if_changed's partial files are named .<zip>.<random>: none may remain
-        assert sorted(p.name for p in shared.iterdir()) == sorted(f"{name}.zip" for name in reference)
+        expected = [build.FINGERPRINT_FILE, *(f"{name}.zip" for name in reference)]
+        assert sorted(p.name for p in shared.iterdir()) == sorted(expected)
+
+
+def _one_scenario(tmp_path):
+    functions = tmp_path / "functions"
+    (functions / "demo").mkdir(parents=True)
+    handler = functions / "demo" / "handler.py"
+    handler.write_text("def handler(event, context):\n    return 1\n")
+    return functions, handler
+
+
+def _refuse_to_pack(files):
+    raise AssertionError(f"packed again: {len(files)} files")
+
+
+def test_unchanged_inputs_are_not_packed_again(tmp_path, monkeypatch):
+    """A second deploy with the same sources reuses the zips: nothing is read into a new zip."""
+    functions, _ = _one_scenario(tmp_path)
+    [first] = build.build_all(functions_dir=functions, out_dir=tmp_path / "out")
+    monkeypatch.setattr(build, "zip_bytes", _refuse_to_pack)
+    [again] = build.build_all(functions_dir=functions, out_dir=tmp_path / "out")
+    assert (again.changed, again.sha256_base64, again.path) == (False, first.sha256_base64, first.path)
+
+
+def test_an_edited_source_is_packed_again(tmp_path):
+    functions, handler = _one_scenario(tmp_path)
+    [first] = build.build_all(functions_dir=functions, out_dir=tmp_path / "out")
+    handler.write_text("def handler(event, context):\n    return 2\n")  # same size, new content and time
+    [again] = build.build_all(functions_dir=functions, out_dir=tmp_path / "out")
+    assert again.changed and again.sha256_base64 != first.sha256_base64
+    with zipfile.ZipFile(again.path) as archive:
+        assert archive.read("handler.py") == handler.read_bytes()
+
+
+def test_a_new_source_file_is_packed_again(tmp_path):
+    functions, handler = _one_scenario(tmp_path)
+    build.build_all(functions_dir=functions, out_dir=tmp_path / "out")
+    (handler.parent / "helper.py").write_text("VALUE = 1\n")
+    [again] = build.build_all(functions_dir=functions, out_dir=tmp_path / "out")
+    with zipfile.ZipFile(again.path) as archive:
+        assert "helper.py" in archive.namelist()
+
+
+def test_a_zip_changed_since_its_build_is_packed_again(tmp_path):
+    """The fingerprint vouches for the zips it recorded, not for whatever is in the folder now."""
+    functions, _ = _one_scenario(tmp_path)
+    [first] = build.build_all(functions_dir=functions, out_dir=tmp_path / "out")
+    packed = first.path.read_bytes()
+    first.path.write_bytes(b"not a zip")
+    [again] = build.build_all(functions_dir=functions, out_dir=tmp_path / "out")
+    assert again.changed and again.path.read_bytes() == packed
