@@ -190,11 +190,11 @@ class _Stack:
             except build.BuildError as exc:
                 raise StackError(f"building the function zips failed: {exc}") from exc
         with plugin_cache_lock():
-            stamp = self.init_inputs()
-            if _read(self.dir / INIT_STAMP) != stamp:
+            if _read(self.dir / INIT_STAMP) != self.init_inputs():
                 (self.dir / INIT_STAMP).unlink(missing_ok=True)  # a failed init leaves no stamp behind
                 self.terraform("init")
-                build.write_if_changed(self.dir / INIT_STAMP, stamp.encode())
+                # Taken after the init: it records what init installed (the lock file, the modules).
+                build.write_if_changed(self.dir / INIT_STAMP, self.init_inputs().encode())
         if self.backend != "aws":
             self.write_override()
 
@@ -240,6 +240,19 @@ class _Stack:
         build.write_if_changed(kept_path, json.dumps({"inputs": key, "text": override.read_text()}).encode())
 
 
+    def lab_output(self) -> dict:
+        """The ``lab`` output, from the state the apply just wrote (its ``outputs`` member, as
+        `terraform output -json lab` prints it, without starting Terraform once more); from
+        `terraform output` when the state does not hold it in that shape."""
+        try:
+            value = json.loads((self.dir / "terraform.tfstate").read_text())["outputs"]["lab"]["value"]
+        except (OSError, ValueError, KeyError, TypeError):
+            value = None
+        if isinstance(value, dict):
+            return value
+        return json.loads(self.terraform("output", "-json", "lab")[1])
+
+
 def _read(path: Path) -> str | None:
     return path.read_text() if path.exists() else None
 
@@ -267,7 +280,7 @@ def deploy(prefix: str = "lab", backend: str | None = None) -> dict:
             stack.terraform("apply", "-auto-approve", PARALLELISM, SAVED_PLAN)
         planned.unlink(missing_ok=True)
         elapsed = time.monotonic() - started
-        lab = json.loads(stack.terraform("output", "-json", "lab")[1])
+        lab = stack.lab_output()
         saved = json.dumps(lab, indent=2, sort_keys=True) + "\n"
         build.write_if_changed(OUTPUTS_DIR / f"{stack.name}.json", saved.encode())  # never half a file to outputs()
     print(f"deployed {stack.name} in {elapsed:.1f} s", file=sys.stderr)
