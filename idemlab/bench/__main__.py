@@ -60,9 +60,13 @@ def main() -> None:
         strategies["report"] = result = strategy_report.report(cost_of_idempotency.run(bench, **sizes))
     else:
         backend_sizes = embedded.QUICK if args.quick else embedded.FULL if args.full else embedded.DEFAULT
+        peer_started = time.monotonic()
         with embedded.localstack_peer(args.localstack) as (localstack, absent):
+            results["localstack_start_seconds"] = round(time.monotonic() - peer_started, 1)
             results["embedded_backend"] = embedded.run(backend_sizes, fast_path_off=args.full, localstack=localstack)
         results["localstack_absent_because"] = absent
+        if localstack:
+            print(f"(LocalStack started through the harness in {results['localstack_start_seconds']:.0f} s, not counted in its rates)")
         print("The embedded backend against plain moto" + (", fast path off and on" if args.full else "")
               + (f", and {embedded.LOCALSTACK}" if localstack else ""))
         if absent:

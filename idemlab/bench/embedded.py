@@ -70,9 +70,10 @@ BOTO3, RAW = "dynamodb_calls_per_s", "dynamodb_raw_calls_per_s"  # the two views
 # an interval needs (intervals.MIN_ROUNDS), of fewer calls: the rounds, not the calls in
 # one, are what the interval resamples, so it stays a 95 % interval of the same statistic,
 # only wider, in a third of the time. Quick: a smoke run.
-FULL = {"rounds": 20, "calls": 160, "invocations": 200}
-DEFAULT = {"rounds": 10, "calls": 80, "invocations": 60}
-QUICK = {"rounds": 8, "calls": 48, "invocations": 40}
+# The default run keeps one client thread (a learner's code); --full adds eight.
+FULL = {"rounds": 20, "calls": 160, "invocations": 200, "threads": [1, 8]}
+DEFAULT = {"rounds": 10, "calls": 80, "invocations": 60, "threads": [1]}
+QUICK = {"rounds": 8, "calls": 48, "invocations": 40, "threads": [1]}
 # Each in a child process (its own interpreter, as the embedded backend has), on {port}:
 # moto's ThreadedMotoServer, unmodified, and serve_canned.
 PLAIN_MOTO_CODE = ("import threading\nfrom moto.server import ThreadedMotoServer\n"
@@ -312,18 +313,19 @@ class DynamoTarget:
         return len(answers) / elapsed
 
 
-def dynamodb_rounds(urls: dict[str, str | None], rounds: int, calls: int, raw: tuple[str, ...] = ()) -> dict:
+def dynamodb_rounds(urls: dict[str, str | None], rounds: int, calls: int, raw: tuple[str, ...] = (),
+                    threads_measured: tuple[int, ...] | list[int] = THREADS) -> dict:
     """{BOTO3: {operation: {threads: {server: [calls/s per round]}}}, RAW: the same, sent as
     raw HTTP to the servers named in ``raw``}: servers and both views interleaved round by
     round; threads as strings (JSON's keys). The tables are deleted after (AWS bills them)."""
     targets = {name: DynamoTarget(url) for name, url in urls.items()}
     contenders = [(name, False) for name in urls] + [(name, True) for name in raw]
-    results: dict = {view: {op: {str(t): {} for t in THREADS} for op in OPERATIONS} for view in (BOTO3, RAW)}
+    results: dict = {view: {op: {str(t): {} for t in threads_measured} for op in OPERATIONS} for view in (BOTO3, RAW)}
     try:
         with ThreadPoolExecutor(max_workers=max(THREADS)) as pool:
             for number in range(-1, rounds):  # round -1 warms up connections, code paths, items; not kept
                 size = calls if number >= 0 else calls // 4
-                for operation, threads in itertools.product(OPERATIONS, THREADS):
+                for operation, threads in itertools.product(OPERATIONS, threads_measured):
                     for name, is_raw in round_order(contenders, number):
                         rate = targets[name].rate(pool, is_raw, operation, threads, size)
                         if number >= 0:
@@ -391,6 +393,7 @@ def lambda_rounds(urls: dict[str, str], invocations: int) -> dict:
 def run(sizes: dict = DEFAULT, fast_path_off: bool = False, localstack: str | None = None) -> dict:
     """Plain moto, the embedded backend (fast path on; off too with ``fast_path_off``), the
     boto3 ceiling and, given its URL, LocalStack, all in the same interleaved rounds."""
+    started = time.monotonic()
     with contextlib.ExitStack() as servers:
         urls = {PLAIN: servers.enter_context(child_server(PLAIN_MOTO_CODE))}
         if fast_path_off:
@@ -400,12 +403,18 @@ def run(sizes: dict = DEFAULT, fast_path_off: bool = False, localstack: str | No
             urls[LOCALSTACK] = localstack
         embedded = [name for name in (SLOW, FAST) if name in urls]
         # LocalStack is seen through boto3 only: the raw view reads answers by Content-Length.
+        seconds = {"servers started": time.monotonic() - started}
         dynamodb = dynamodb_rounds(urls | {CEILING: servers.enter_context(child_server(CANNED_CODE))},
-                                   sizes["rounds"], sizes["calls"], raw=(PLAIN, *embedded))
-        others = service_rounds({name: url for name, url in urls.items()}, sizes["rounds"], max(sizes["calls"] // 4, 8))
+                                   sizes["rounds"], sizes["calls"], raw=(PLAIN, *embedded),
+                                   threads_measured=sizes.get("threads", THREADS))
+        seconds["DynamoDB rounds"] = time.monotonic() - started - sum(seconds.values())
+        others = service_rounds(urls, sizes["rounds"], max(sizes["calls"] // 4, 8))
+        seconds["SQS and Step Functions rounds"] = time.monotonic() - started - sum(seconds.values())
         invoked = {name: urls[name] for name in (*embedded, LOCALSTACK) if name in urls}
         lam = lambda_rounds(invoked, sizes["invocations"])
-    return {"sizes": sizes, **dynamodb, "other_calls_per_s": others, "lambda": lam}
+        seconds["Lambda rounds"] = time.monotonic() - started - sum(seconds.values())
+    return {"sizes": sizes, **dynamodb, "other_calls_per_s": others, "lambda": lam,
+            "seconds": {phase: round(value, 1) for phase, value in seconds.items()}}
 
 
 # Ratio columns, each shown when both of its servers were measured anywhere in the table.
@@ -460,6 +469,8 @@ def table(results: dict) -> str:
                   f"- warm invoke p50, fast path on / off: {ratio_text(ratio_interval(ms[FAST], ms[SLOW]))}"]
     if LOCALSTACK in ms:
         notes += [f"- warm invoke p50, LocalStack / fast path on: {ratio_text(ratio_interval(ms[LOCALSTACK], ms[FAST]))}"]
+    if results.get("seconds"):
+        notes.append("- time taken: " + ", ".join(f"{phase} {value:.0f} s" for phase, value in results["seconds"].items()))
     return "\n".join(lines + [
         f"\nLambda warm invoke ({len(warm[FAST])} interleaved rounds; plain moto runs no handler without Docker)\n",
         markdown("|p50 ms|p99 ms|cold start ms", "|---|---:|---:|---:|", rows) + "\n",
