@@ -362,6 +362,9 @@ def _invoker(url: str, archive: bytes):
     role = _client("iam", url).create_role(RoleName=name, AssumeRolePolicyDocument="{}")["Role"]["Arn"]
     code = {"ZipFile": archive}
     functions.create_function(FunctionName=name, Runtime="python3.12", Role=role, Handler="app.handler", Code=code)
+    # A new function is Pending until Lambda has prepared it (LocalStack too: an Invoke then is
+    # refused with ResourceConflictException); Active is when it may be invoked.
+    functions.get_waiter("function_active_v2").wait(FunctionName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 120})
     return lambda: functions.invoke(FunctionName=name, Payload=b'{"order": 1}')["Payload"].read()
 
 
