@@ -132,8 +132,8 @@ conformance: install ## the AWS behaviours the lessons rely on, checked on BACKE
 soak: install ## the race tests at their full acceptance counts (300 rounds; minutes)
 	CHECKOUT_ROUNDS=300 $(PY) -m pytest tests/test_checkout_stack.py tests/test_checkout_handlers.py -k round
 
-bench: install ## measure plain moto and the embedded backend (fast path off/on) and the strategies, side by side; BACKEND=aws: the same on AWS (cents)
-	$(PY) -m idemlab.bench
+bench: install ## plain moto, the embedded backend and native LocalStack side by side (minutes); BENCH=--strategies adds the cost of idempotency, BENCH=--full the long run; BACKEND=aws: on AWS (cents)
+	$(PY) -m idemlab.bench $(BENCH)
 
 redrive: install ## re-deliver every dead-letter queue of the stack to its target (safe to repeat)
 	$(PY) -m idemlab.background.redrive

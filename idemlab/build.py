@@ -6,6 +6,9 @@ installed packages (LocalStack community does not apply Lambda layers).
 
 The zips are deterministic (sorted entries, fixed timestamps and permissions), so the
 same sources give the same ``source_code_hash`` and a second ``terraform plan`` is empty.
+They are packed again only when an input changed: each output folder keeps the inputs'
+fingerprint (every file's path, size and modification time, and this module's own code)
+beside the zips it made, as make would judge them.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import base64
 import collections
 import hashlib
 import io
+import json
 import sys
 import tempfile
 import zipfile
@@ -28,6 +32,8 @@ FUNCTIONS_DIR = settings.ROOT / "functions"
 BUNDLED_DISTRIBUTIONS = ("aws-lambda-powertools", "jmespath", "typing-extensions")
 # The earliest timestamp a zip entry can hold; any fixed value makes the bytes repeatable.
 FIXED_TIMESTAMP = (1980, 1, 1, 0, 0, 0)
+# Kept in the output folder beside the zips: the fingerprint of the inputs they were packed from.
+FINGERPRINT_FILE = ".sources.json"
 # ".." is in a distribution's entries that live outside site-packages (../../bin/script): not importable code.
 SKIPPED_PARTS = {"__pycache__", ".pytest_cache", "tests", ".."}
 
@@ -96,20 +102,61 @@ def write_if_changed(target: Path, data: bytes) -> bool:
     return True
 
 
+def fingerprint(sources: dict[str, dict[str, Path]], bundle: dict[str, Path]) -> str:
+    """A digest of every input's path, size and modification time, and of this module's code
+    (how the inputs are packed): the same digest, the same zips."""
+    digest = hashlib.sha256(Path(__file__).read_bytes())
+    for group, files in sorted({**sources, "": bundle}.items()):
+        for name, path in sorted(files.items()):
+            status = path.stat()
+            digest.update(f"{group}/{name}\0{status.st_size}\0{status.st_mtime_ns}\0".encode())
+    return digest.hexdigest()
+
+
+def _unchanged(out_dir: Path, names: list[str], digest: str) -> list[Artifact] | None:
+    """The artifacts already in ``out_dir`` when they were packed from inputs with this
+    digest and each zip still holds the bytes recorded then; None otherwise."""
+    try:
+        recorded = json.loads((out_dir / FINGERPRINT_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(recorded, dict) or recorded.get("inputs") != digest or sorted(recorded.get("zips", {})) != names:
+        return None
+    artifacts = []
+    for name in names:
+        path = out_dir / f"{name}.zip"
+        if not path.exists():
+            return None
+        sha = base64.b64encode(hashlib.sha256(path.read_bytes()).digest()).decode()
+        if sha != recorded["zips"][name]:  # changed since (by hand, or a half-finished run): pack again
+            return None
+        artifacts.append(Artifact(name, path, sha, False))
+    return artifacts
+
+
 def build_all(functions_dir: Path = FUNCTIONS_DIR, out_dir: Path = settings.BUILD_DIR) -> list[Artifact]:
-    """Every scenario's zip, written where its bytes changed: none unless every scenario packs."""
+    """Every scenario's zip, written where its bytes changed: none unless every scenario packs.
+    Inputs unchanged since the last build into ``out_dir``: its zips, not packed again."""
     if not (names := scenarios(functions_dir)):
         raise BuildError(f"no scenario folders under {functions_dir}")
     zips, bundle = {}, bundled_files()
+    sources = {name: source_files(functions_dir / name) for name in names}
+    digest = fingerprint(sources, bundle)
+    if (kept := _unchanged(out_dir, names, digest)) is not None:
+        return kept
     for name in names:
-        own = source_files(functions_dir / name)
+        own = sources[name]
         if not any(file.endswith(".py") for file in own):
             raise BuildError(f"{name}: no .py files to package")
         if clashes := sorted(set(own) & set(bundle)):
             raise BuildError(f"{name}: files shadow bundled packages: {', '.join(clashes)}")
         zips[name] = zip_bytes({**bundle, **own})
-    return [Artifact(name, out_dir / f"{name}.zip", base64.b64encode(hashlib.sha256(data).digest()).decode(),
-                     write_if_changed(out_dir / f"{name}.zip", data)) for name, data in zips.items()]
+    artifacts = [Artifact(name, out_dir / f"{name}.zip", base64.b64encode(hashlib.sha256(data).digest()).decode(),
+                          write_if_changed(out_dir / f"{name}.zip", data)) for name, data in zips.items()]
+    # Written after the zips, so a run stopped half way leaves no fingerprint that vouches for them.
+    recorded = {"inputs": digest, "zips": {artifact.scenario: artifact.sha256_base64 for artifact in artifacts}}
+    write_if_changed(out_dir / FINGERPRINT_FILE, json.dumps(recorded, sort_keys=True).encode())
+    return artifacts
 
 
 def main(argv: list[str] | None = None) -> int:

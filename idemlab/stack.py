@@ -1,14 +1,18 @@
 """Deploy the Terraform root to the selected backend, and read what it created.
 
-``deploy()`` builds the zips and runs ``tflocal`` (embedded, LocalStack) or ``terraform`` (AWS)
-in a working copy of ``terraform/`` under ``.lab/terraform/<name>/``, one per (endpoint,
-prefix): state and tflocal's override file stay there, so deploys never collide. The ``lab``
-output is saved to ``.lab/outputs/<name>.json``, which ``outputs()`` reads without Terraform.
+``deploy()`` builds the zips and runs ``terraform`` in a working copy of ``terraform/`` under
+``.lab/terraform/<name>/``, one per (endpoint, prefix): state stays there, so deploys never
+collide. On the embedded backend and LocalStack the endpoints come from ``tflocal``'s override
+file, generated once and kept while its inputs stay the same (tflocal is Python that parses
+every file of the root; run for each command it cost seconds of every deploy and plan).
+``terraform init`` runs again only when the configuration it installed for changed. The
+``lab`` output is saved to ``.lab/outputs/<name>.json``, which ``outputs()`` reads without Terraform.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -38,6 +42,17 @@ COPY_IGNORED = (".terraform", ".terraform.lock.hcl", "terraform.tfstate*", "*.tf
 OUTPUT_TAIL_LINES = 40
 # Most resources wait on the provider's fixed polls (5 s and more), not on the server: all at once, not ten.
 PARALLELISM = "-parallelism=40"
+# tflocal's override file (its default name), and what the working copy keeps to reuse it and
+# to skip an init that would change nothing: neither ends in .tf, so Terraform never reads them.
+OVERRIDE_FILE = "localstack_providers_override.tf"
+OVERRIDE_KEPT = ".idemlab-override.json"
+INIT_STAMP = ".idemlab-init-stamp"
+SAVED_PLAN = "deploy.tfplan"
+# The environment tflocal reads (its endpoint, host names, keys, region, options): a change
+# in any of these makes a new override file. TF_LOG and friends only change what is logged.
+OVERRIDE_ENVIRONMENT = ("AWS_", "TF_", "S3_HOSTNAME", "LOCALSTACK_", "EDGE_PORT", "CUSTOMIZE_ACCESS_KEY",
+                        "SKIP_ALIASES", "LS_PROVIDERS_FILE", "ADDITIONAL_TF_OVERRIDE_LOCATIONS", "USE_EXEC")
+LOGGING_ONLY = ("TF_LOG", "TF_LOG_PATH", "TF_LOG_CORE", "TF_LOG_PROVIDER")
 PREFIX_PATTERN = re.compile(r"^[a-z]([a-z0-9-]{0,18}[a-z0-9])?$")  # 1-20 characters, not ending in a dash
 
 
@@ -138,7 +153,9 @@ class _Stack:
         self.backend = settings.backend(backend)
         self.dir = WORKING_COPIES / self.name
         self.env = terraform_env(self.backend)
-        self.runner = [_executable("terraform")] if self.backend == "aws" else [sys.executable, _executable("tflocal")]
+        # Plain terraform for every command: on a local backend the override file (prepare())
+        # holds the endpoints tflocal would have given it.
+        self.runner = [_executable("terraform")]
         # The stack's own zips, built under its lock: a build elsewhere (another deploy, a
         # test, `make build`) never changes them between Terraform's plan and its apply.
         self.artifacts = self.dir / "artifacts"
@@ -148,9 +165,7 @@ class _Stack:
         self.variables.append(f"-var=region={settings.region()}")
 
     def terraform(self, *args: str, ok: tuple[int, ...] = (0,)) -> tuple[int, str]:
-        # init and output need no endpoints: plain terraform is enough.
-        runner = [_executable("terraform")] if args[0] in ("init", "output") else self.runner
-        ran = subprocess.run([*runner, args[0], "-no-color", *args[1:]], cwd=self.dir, env=self.env, text=True,
+        ran = subprocess.run([*self.runner, args[0], "-no-color", *args[1:]], cwd=self.dir, env=self.env, text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # one stream, in order
         (self.dir / f"last-{args[0]}.log").write_text(ran.stdout)  # the whole story, when the tail is not enough
         if ran.returncode not in ok:
@@ -175,7 +190,71 @@ class _Stack:
             except build.BuildError as exc:
                 raise StackError(f"building the function zips failed: {exc}") from exc
         with plugin_cache_lock():
-            self.terraform("init")
+            if _read(self.dir / INIT_STAMP) != self.init_inputs():
+                (self.dir / INIT_STAMP).unlink(missing_ok=True)  # a failed init leaves no stamp behind
+                self.terraform("init")
+                # Taken after the init: it records what init installed (the lock file, the modules).
+                build.write_if_changed(self.dir / INIT_STAMP, self.init_inputs().encode())
+        if self.backend != "aws":
+            self.write_override()
+
+    def init_inputs(self) -> str:
+        """What `terraform init` installs from: every configuration file (its module calls and
+        provider requirements), the CLI config (the mirror), and whether what it installed is
+        still there. The same digest as at the last init: that init's result stands."""
+        digest = hashlib.sha256(CLI_CONFIG.read_bytes())
+        for path in sorted(self.dir.rglob("*.tf")):
+            if path.name != OVERRIDE_FILE and ".terraform" not in path.relative_to(self.dir).parts:
+                digest.update(f"{path.relative_to(self.dir)}\0".encode() + path.read_bytes() + b"\0")
+        installed = [self.dir / ".terraform.lock.hcl", self.dir / ".terraform" / "modules" / "modules.json"]
+        digest.update(repr([(path.name, path.exists() and path.read_bytes()) for path in installed]).encode())
+        return digest.hexdigest()
+
+    def override_inputs(self) -> str:
+        """What tflocal's override file is made from: the root's own files, the lock file (the
+        provider version decides some endpoints), tflocal's version and the environment it reads."""
+        from importlib.metadata import version
+
+        digest = hashlib.sha256(version("terraform-local").encode())
+        for path in sorted([*self.dir.glob("*.tf"), self.dir / ".terraform.lock.hcl"]):
+            if path.name != OVERRIDE_FILE and path.exists():
+                digest.update(f"{path.name}\0".encode() + path.read_bytes() + b"\0")
+        read = {name: value for name, value in self.env.items()
+                if name.startswith(OVERRIDE_ENVIRONMENT) and name not in LOGGING_ONLY}
+        digest.update(json.dumps(read, sort_keys=True).encode())
+        return digest.hexdigest()
+
+    def write_override(self) -> None:
+        """tflocal's override file, from the one kept when its inputs have not changed, else
+        made by tflocal itself (DRY_RUN=1: it writes the file and runs no Terraform)."""
+        key, kept_path, override = self.override_inputs(), self.dir / OVERRIDE_KEPT, self.dir / OVERRIDE_FILE
+        kept = json.loads(kept_path.read_text()) if kept_path.exists() else {}
+        if kept.get("inputs") == key:
+            override.write_text(kept["text"])
+            return
+        override.unlink(missing_ok=True)  # tflocal asks before overwriting one
+        made = subprocess.run([sys.executable, _executable("tflocal"), "plan"], cwd=self.dir, env=self.env | {"DRY_RUN": "1"},
+                              text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        if made.returncode != 0 or not override.exists():
+            raise StackError(f"tflocal could not write its override file in {self.dir} (exit {made.returncode}):\n{made.stdout[-3000:]}")
+        build.write_if_changed(kept_path, json.dumps({"inputs": key, "text": override.read_text()}).encode())
+
+
+    def lab_output(self) -> dict:
+        """The ``lab`` output, from the state the apply just wrote (its ``outputs`` member, as
+        `terraform output -json lab` prints it, without starting Terraform once more); from
+        `terraform output` when the state does not hold it in that shape."""
+        try:
+            value = json.loads((self.dir / "terraform.tfstate").read_text())["outputs"]["lab"]["value"]
+        except (OSError, ValueError, KeyError, TypeError):
+            value = None
+        if isinstance(value, dict):
+            return value
+        return json.loads(self.terraform("output", "-json", "lab")[1])
+
+
+def _read(path: Path) -> str | None:
+    return path.read_text() if path.exists() else None
 
 
 @contextmanager
@@ -190,9 +269,18 @@ def deploy(prefix: str = "lab", backend: str | None = None) -> dict:
     """Build the zips and apply the root to the backend; return the ``lab`` output."""
     with _prepared(prefix, backend) as stack:
         started = time.monotonic()
-        stack.change("apply", "-auto-approve")
+        # Planned first, applied only when the plan changes something: Terraform walks the
+        # graph again to apply even an empty plan, starting the provider once more (seconds on
+        # a loaded 2-core machine), and an unchanged deploy is the one a learner repeats most.
+        planned = stack.dir / SAVED_PLAN
+        planned.unlink(missing_ok=True)
+        code, _ = stack.change("plan", "-detailed-exitcode", f"-out={SAVED_PLAN}", ok=(0, 2))  # 0: no changes, 2: changes
+        if code == 2:
+            # A saved plan carries its variables (Terraform refuses -var beside one).
+            stack.terraform("apply", "-auto-approve", PARALLELISM, SAVED_PLAN)
+        planned.unlink(missing_ok=True)
         elapsed = time.monotonic() - started
-        lab = json.loads(stack.terraform("output", "-json", "lab")[1])
+        lab = stack.lab_output()
         saved = json.dumps(lab, indent=2, sort_keys=True) + "\n"
         build.write_if_changed(OUTPUTS_DIR / f"{stack.name}.json", saved.encode())  # never half a file to outputs()
     print(f"deployed {stack.name} in {elapsed:.1f} s", file=sys.stderr)

@@ -3,6 +3,7 @@ cleanly when the input is wrong."""
 
 from __future__ import annotations
 
+import shutil
 import zipfile
 
 import pytest
@@ -80,4 +81,123 @@ def test_concurrent_builds_into_one_folder_always_leave_whole_zips(tmp_path):
             list(pool.map(lambda _: build.build_all(out_dir=shared), range(8)))
         assert {p.stem: p.read_bytes() for p in shared.glob("*.zip")} == reference
         # write_if_changed's partial files are named .<zip>.<random>: none may remain
-        assert sorted(p.name for p in shared.iterdir()) == sorted(f"{name}.zip" for name in reference)
+        expected = [build.FINGERPRINT_FILE, *(f"{name}.zip" for name in reference)]
+        assert sorted(p.name for p in shared.iterdir()) == sorted(expected)
+
+
+def _one_scenario(tmp_path):
+    functions = tmp_path / "functions"
+    (functions / "demo").mkdir(parents=True)
+    handler = functions / "demo" / "handler.py"
+    handler.write_text("def handler(event, context):\n    return 1\n")
+    return functions, handler
+
+
+def _refuse_to_pack(files):
+    raise AssertionError(f"packed again: {len(files)} files")
+
+
+def test_unchanged_inputs_are_not_packed_again(tmp_path, monkeypatch):
+    """A second deploy with the same sources reuses the zips: nothing is read into a new zip."""
+    functions, _ = _one_scenario(tmp_path)
+    [first] = build.build_all(functions_dir=functions, out_dir=tmp_path / "out")
+    monkeypatch.setattr(build, "zip_bytes", _refuse_to_pack)
+    [again] = build.build_all(functions_dir=functions, out_dir=tmp_path / "out")
+    assert (again.changed, again.sha256_base64, again.path) == (False, first.sha256_base64, first.path)
+
+
+def test_an_edited_source_is_packed_again(tmp_path):
+    functions, handler = _one_scenario(tmp_path)
+    [first] = build.build_all(functions_dir=functions, out_dir=tmp_path / "out")
+    handler.write_text("def handler(event, context):\n    return 2\n")  # same size, new content and time
+    [again] = build.build_all(functions_dir=functions, out_dir=tmp_path / "out")
+    assert again.changed and again.sha256_base64 != first.sha256_base64
+    with zipfile.ZipFile(again.path) as archive:
+        assert archive.read("handler.py") == handler.read_bytes()
+
+
+def test_a_new_source_file_is_packed_again(tmp_path):
+    functions, handler = _one_scenario(tmp_path)
+    build.build_all(functions_dir=functions, out_dir=tmp_path / "out")
+    (handler.parent / "helper.py").write_text("VALUE = 1\n")
+    [again] = build.build_all(functions_dir=functions, out_dir=tmp_path / "out")
+    with zipfile.ZipFile(again.path) as archive:
+        assert "helper.py" in archive.namelist()
+
+
+def test_a_zip_changed_since_its_build_is_packed_again(tmp_path):
+    """The fingerprint vouches for the zips it recorded, not for whatever is in the folder now."""
+    functions, _ = _one_scenario(tmp_path)
+    [first] = build.build_all(functions_dir=functions, out_dir=tmp_path / "out")
+    packed = first.path.read_bytes()
+    first.path.write_bytes(b"not a zip")
+    [again] = build.build_all(functions_dir=functions, out_dir=tmp_path / "out")
+    assert again.changed and again.path.read_bytes() == packed
+
+
+def _spied_stack(prefix, monkeypatch):
+    """A working copy on the suite's backend, and the Terraform commands it runs."""
+    from idemlab import stack
+
+    ran = []
+    original = stack._Stack.terraform
+
+    def recorded(self, *args, **kwargs):
+        ran.append(args[0])
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(stack._Stack, "terraform", recorded)
+    return stack._Stack(prefix, "embedded"), ran
+
+
+def test_a_second_prepare_runs_neither_init_nor_tflocal_and_keeps_the_override(backend, monkeypatch):
+    """Unchanged configuration: init's result and tflocal's override file are reused; the
+    override still points every service at this backend."""
+    from idemlab import stack
+
+    prefix = "tfpr"
+    prepared, ran = _spied_stack(prefix, monkeypatch)
+    try:
+        with stack._locked(prepared.name):
+            prepared.prepare(rebuild=False)
+            assert ran == ["init"]
+            override = (prepared.dir / stack.OVERRIDE_FILE).read_text()
+            assert backend in override  # the endpoint tflocal wrote: this backend's URL
+
+            def no_tflocal(name):
+                assert name != "tflocal", "tflocal ran again for an unchanged configuration"
+                return shutil.which(name)
+
+            monkeypatch.setattr(stack, "_executable", no_tflocal)
+            prepared.prepare(rebuild=False)
+            assert ran == ["init"]
+            assert (prepared.dir / stack.OVERRIDE_FILE).read_text() == override
+    finally:
+        stack.forget(prefix)
+
+
+def test_a_changed_configuration_runs_init_again(backend, monkeypatch):
+    """A new or edited .tf file (a module call, a provider requirement) may need what init installs."""
+    from idemlab import stack
+
+    prefix = "tfpc"
+    prepared, ran = _spied_stack(prefix, monkeypatch)
+    try:
+        with stack._locked(prepared.name):
+            prepared.prepare(rebuild=False)
+            monkeypatch.setattr(stack, "TERRAFORM_SOURCE", _copy_with_extra_file(prepared.dir))
+            prepared.prepare(rebuild=False)
+        assert ran == ["init", "init"]
+        assert (prepared.dir / "extra.tf").exists()
+    finally:
+        stack.forget(prefix)
+
+
+def _copy_with_extra_file(working_copy):
+    from idemlab import stack
+
+    source = working_copy.parent / f"{working_copy.name}-source"
+    shutil.rmtree(source, ignore_errors=True)
+    shutil.copytree(stack.TERRAFORM_SOURCE, source, ignore=shutil.ignore_patterns(*stack.COPY_IGNORED))
+    (source / "extra.tf").write_text('locals {\n  extra = "a change init must see"\n}\n')
+    return source

@@ -91,3 +91,29 @@ def test_an_unconditional_deny_is_still_enforced(moto_url):
     with pytest.raises(ClientError) as refused:
         s3.put_object(Bucket="compat-deny", Key="a", Body=b"x")
     assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+
+
+# Run in a fresh interpreter: this test process may have imported the parser already.
+WARM_UP_PROBE = """
+import sys, time
+from idemlab.embedded import terraform_compat
+wanted = ["moto.stepfunctions.parser.models"]  # what the first ValidateStateMachineDefinition imports
+assert not [name for name in wanted if name in sys.modules], "imported before install()"
+terraform_compat.install()
+deadline = time.monotonic() + 90
+while [name for name in wanted if name not in sys.modules] and time.monotonic() < deadline:
+    time.sleep(0.05)
+missing = [name for name in wanted if name not in sys.modules]
+print("missing:", missing)
+sys.exit(1 if missing else 0)
+"""
+
+
+def test_install_imports_the_asl_parser_in_the_background_before_the_first_validation():
+    """Terraform's plan calls ValidateStateMachineDefinition first thing; the server that
+    installed the patches has the parser imported without that request asking for it."""
+    import subprocess
+    import sys
+
+    probe = subprocess.run([sys.executable, "-c", WARM_UP_PROBE], capture_output=True, text=True, timeout=300)
+    assert probe.returncode == 0, probe.stdout + probe.stderr

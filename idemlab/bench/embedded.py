@@ -22,6 +22,11 @@ DynamoDB is seen two ways, in the same rounds:
 
 Every round gives every server the same batch, in an order that rotates from round to
 round, and every ratio comes with its 95 % bootstrap interval over the rounds (intervals.py).
+
+A peer: LocalStack 4.14.0, natively (no Docker), started through the lab's own harness
+(``python -m idemlab up`` with BACKEND=localstack on a free port) where this machine can run
+it, measured in the same rounds: DynamoDB through boto3, SQS send + receive + delete, a
+one-state Express workflow's StartSyncExecution and the Lambda warm invoke.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from __future__ import annotations
 import contextlib
 import io
 import itertools
+import json
+import os
 import socket
 import statistics
 import subprocess
@@ -54,11 +61,19 @@ HANDLER_SOURCE = "def handler(event, context):\n    return {'echo': event}\n"
 THREADS = (1, 8)
 OPERATIONS = ("PutItem", "GetItem", "conditional PutItem")
 PLAIN, SLOW, FAST = "plain moto", "embedded, fast path off", "embedded, fast path on"
+LOCALSTACK = "LocalStack 4.14.0 (native)"
+# The other services' round trips, one client thread (plain moto has no StartSyncExecution).
+SQS_ROUND_TRIP, SYNC_EXECUTION = "SQS send + receive + delete", "StartSyncExecution (one Pass state, Express)"
 CEILING, DIRECT = "boto3 alone (canned answer)", "in-process call"
 BOTO3, RAW = "dynamodb_calls_per_s", "dynamodb_raw_calls_per_s"  # the two views, by their key in the results
-# Full run: rounds of calls per server; quick: enough rounds for an interval, fewer calls.
-FULL = {"rounds": 20, "calls": 160, "invocations": 200}
-QUICK = {"rounds": 8, "calls": 48, "invocations": 40}
+# Full run (--full): rounds of calls per server. The default run: ten rounds, two more than
+# an interval needs (intervals.MIN_ROUNDS), of fewer calls: the rounds, not the calls in
+# one, are what the interval resamples, so it stays a 95 % interval of the same statistic,
+# only wider, in a third of the time. Quick: a smoke run.
+# The default run keeps one client thread (a learner's code); --full adds eight.
+FULL = {"rounds": 20, "calls": 160, "invocations": 200, "threads": [1, 8]}
+DEFAULT = {"rounds": 10, "calls": 80, "invocations": 60, "threads": [1]}
+QUICK = {"rounds": 8, "calls": 48, "invocations": 40, "threads": [1]}
 # Each in a child process (its own interpreter, as the embedded backend has), on {port}:
 # moto's ThreadedMotoServer, unmodified, and serve_canned.
 PLAIN_MOTO_CODE = ("import threading\nfrom moto.server import ThreadedMotoServer\n"
@@ -146,6 +161,98 @@ def _send_raw(url: str, requests: list[bytes]) -> list[int]:
     return statuses
 
 
+@contextlib.contextmanager
+def localstack_peer(wanted: bool = True):
+    """(url, None) of a native LocalStack started for the bench through the lab's harness, or
+    (None, why not): not asked for, this machine cannot run it, or it did not start. Stopped after."""
+    if not wanted:
+        yield None, "not asked for (--no-localstack)"
+        return
+    check = subprocess.run([sys.executable, "-m", "idemlab.localstack_native.install", "--check"],
+                           capture_output=True, text=True)
+    if check.returncode != 0:
+        said = (check.stdout + check.stderr).strip().splitlines()
+        yield None, f"this machine cannot run native LocalStack ({said[-1] if said else 'the install check failed'})"
+        return
+    port = free_port()
+    # BACKEND=localstack on a port of its own: the learner's backend on 4566 is left alone.
+    env = {**os.environ, "BACKEND": "localstack", "LAB_PORT": str(port)}
+    harness = [sys.executable, "-m", "idemlab"]
+    started = subprocess.run([*harness, "up"], env=env, capture_output=True, text=True)
+    try:
+        if started.returncode != 0:
+            said = (started.stdout + started.stderr).strip().splitlines()
+            yield None, f"native LocalStack did not start ({said[-1] if said else f'exit {started.returncode}'})"
+        else:
+            yield f"http://127.0.0.1:{port}", None
+    finally:
+        subprocess.run([*harness, "down"], env=env, capture_output=True, text=True)
+
+
+class QueueTarget:
+    """One server's queue: a call sends a message, receives it and deletes it."""
+
+    def __init__(self, url: str):
+        self.sqs = _client("sqs", url)
+        self.queue = self.sqs.create_queue(QueueName=f"idemlab-bench-{uuid.uuid4().hex[:6]}")["QueueUrl"]
+
+    def call(self, i: int) -> None:
+        self.sqs.send_message(QueueUrl=self.queue, MessageBody=f"order {i}")
+        for _ in range(50):  # a message just sent may take a receive or two to show (LocalStack)
+            messages = self.sqs.receive_message(QueueUrl=self.queue, MaxNumberOfMessages=1).get("Messages", [])
+            if messages:
+                self.sqs.delete_message(QueueUrl=self.queue, ReceiptHandle=messages[0]["ReceiptHandle"])
+                return
+        raise RuntimeError(f"a message sent to {self.queue} was never received")
+
+    def close(self) -> None:
+        self.sqs.delete_queue(QueueUrl=self.queue)
+
+
+class SyncWorkflowTarget:
+    """One server's Express workflow of one Pass state: a call is a StartSyncExecution."""
+
+    def __init__(self, url: str):
+        name = f"idemlab-bench-{uuid.uuid4().hex[:6]}"
+        trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "states.amazonaws.com"},
+                                                          "Action": "sts:AssumeRole"}]}
+        role = _client("iam", url).create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+        self.sfn = _client("stepfunctions", url)
+        definition = json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}})
+        self.arn = self.sfn.create_state_machine(name=name, definition=definition, roleArn=role, type="EXPRESS")["stateMachineArn"]
+
+    def call(self, i: int) -> None:
+        answer = self.sfn.start_sync_execution(stateMachineArn=self.arn, input=json.dumps({"order": i}))
+        if answer["status"] != "SUCCEEDED":
+            raise RuntimeError(f"the one-state workflow ended {answer['status']}: {answer.get('error')}")
+
+    def close(self) -> None:
+        self.sfn.delete_state_machine(stateMachineArn=self.arn)
+
+
+def service_rounds(urls: dict[str, str], rounds: int, calls: int) -> dict:
+    """{operation: {"1": {server: [calls/s per round]}}} for SQS and StartSyncExecution (no
+    plain moto: it has no StartSyncExecution), one client thread, servers interleaved as above."""
+    made = {SQS_ROUND_TRIP: {name: QueueTarget(url) for name, url in urls.items()}}
+    made[SYNC_EXECUTION] = {name: SyncWorkflowTarget(url) for name, url in urls.items() if name != PLAIN}
+    results: dict = {operation: {"1": {}} for operation in made}
+    try:
+        for number in range(-1, rounds):  # round -1 warms up, not kept
+            size = calls if number >= 0 else max(calls // 4, 1)
+            for operation, targets in made.items():
+                for name in round_order(list(targets), number):
+                    started = time.perf_counter()
+                    for i in range(size):
+                        targets[name].call(i)
+                    if number >= 0:
+                        results[operation]["1"].setdefault(name, []).append(size / (time.perf_counter() - started))
+    finally:
+        for target in (t for targets in made.values() for t in targets.values()):
+            with contextlib.suppress(Exception):  # a server that went away leaves nothing to clean
+                target.close()
+    return results
+
+
 class DynamoTarget:
     """One server's table and one warm client per thread."""
 
@@ -206,18 +313,19 @@ class DynamoTarget:
         return len(answers) / elapsed
 
 
-def dynamodb_rounds(urls: dict[str, str | None], rounds: int, calls: int, raw: tuple[str, ...] = ()) -> dict:
+def dynamodb_rounds(urls: dict[str, str | None], rounds: int, calls: int, raw: tuple[str, ...] = (),
+                    threads_measured: tuple[int, ...] | list[int] = THREADS) -> dict:
     """{BOTO3: {operation: {threads: {server: [calls/s per round]}}}, RAW: the same, sent as
     raw HTTP to the servers named in ``raw``}: servers and both views interleaved round by
     round; threads as strings (JSON's keys). The tables are deleted after (AWS bills them)."""
     targets = {name: DynamoTarget(url) for name, url in urls.items()}
     contenders = [(name, False) for name in urls] + [(name, True) for name in raw]
-    results: dict = {view: {op: {str(t): {} for t in THREADS} for op in OPERATIONS} for view in (BOTO3, RAW)}
+    results: dict = {view: {op: {str(t): {} for t in threads_measured} for op in OPERATIONS} for view in (BOTO3, RAW)}
     try:
         with ThreadPoolExecutor(max_workers=max(THREADS)) as pool:
             for number in range(-1, rounds):  # round -1 warms up connections, code paths, items; not kept
                 size = calls if number >= 0 else calls // 4
-                for operation, threads in itertools.product(OPERATIONS, THREADS):
+                for operation, threads in itertools.product(OPERATIONS, threads_measured):
                     for name, is_raw in round_order(contenders, number):
                         rate = targets[name].rate(pool, is_raw, operation, threads, size)
                         if number >= 0:
@@ -254,6 +362,9 @@ def _invoker(url: str, archive: bytes):
     role = _client("iam", url).create_role(RoleName=name, AssumeRolePolicyDocument="{}")["Role"]["Arn"]
     code = {"ZipFile": archive}
     functions.create_function(FunctionName=name, Runtime="python3.12", Role=role, Handler="app.handler", Code=code)
+    # A new function is Pending until Lambda has prepared it (LocalStack too: an Invoke then is
+    # refused with ResourceConflictException); Active is when it may be invoked.
+    functions.get_waiter("function_active_v2").wait(FunctionName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 120})
     return lambda: functions.invoke(FunctionName=name, Payload=b'{"order": 1}')["Payload"].read()
 
 
@@ -282,27 +393,47 @@ def lambda_rounds(urls: dict[str, str], invocations: int) -> dict:
     return {"cold_start_s": cold, "warm_s": samples}
 
 
-def run(quick: bool = False) -> dict:
-    sizes = QUICK if quick else FULL
-    with (
-        child_server(PLAIN_MOTO_CODE) as plain,
-        child_server(CANNED_CODE) as canned,
-        EmbeddedBackend(environment={FAST_PATH_VARIABLE: "0"}) as slow,
-        EmbeddedBackend(environment={FAST_PATH_VARIABLE: "1"}) as fast,
-    ):
-        urls = {PLAIN: plain, SLOW: slow.url, FAST: fast.url, CEILING: canned}
-        dynamodb = dynamodb_rounds(urls, sizes["rounds"], sizes["calls"], raw=(PLAIN, SLOW, FAST))
-        lam = lambda_rounds({SLOW: slow.url, FAST: fast.url}, sizes["invocations"])
-    return {"sizes": sizes, **dynamodb, "lambda": lam}
+def run(sizes: dict = DEFAULT, fast_path_off: bool = False, localstack: str | None = None) -> dict:
+    """Plain moto, the embedded backend (fast path on; off too with ``fast_path_off``), the
+    boto3 ceiling and, given its URL, LocalStack, all in the same interleaved rounds."""
+    started = time.monotonic()
+    with contextlib.ExitStack() as servers:
+        urls = {PLAIN: servers.enter_context(child_server(PLAIN_MOTO_CODE))}
+        if fast_path_off:
+            urls[SLOW] = servers.enter_context(EmbeddedBackend(environment={FAST_PATH_VARIABLE: "0"})).url
+        urls[FAST] = servers.enter_context(EmbeddedBackend(environment={FAST_PATH_VARIABLE: "1"})).url
+        if localstack:
+            urls[LOCALSTACK] = localstack
+        embedded = [name for name in (SLOW, FAST) if name in urls]
+        # LocalStack is seen through boto3 only: the raw view reads answers by Content-Length.
+        seconds = {"servers started": time.monotonic() - started}
+        dynamodb = dynamodb_rounds(urls | {CEILING: servers.enter_context(child_server(CANNED_CODE))},
+                                   sizes["rounds"], sizes["calls"], raw=(PLAIN, *embedded),
+                                   threads_measured=sizes.get("threads", THREADS))
+        seconds["DynamoDB rounds"] = time.monotonic() - started - sum(seconds.values())
+        others = service_rounds(urls, sizes["rounds"], max(sizes["calls"] // 4, 8))
+        seconds["SQS and Step Functions rounds"] = time.monotonic() - started - sum(seconds.values())
+        invoked = {name: urls[name] for name in (*embedded, LOCALSTACK) if name in urls}
+        lam = lambda_rounds(invoked, sizes["invocations"])
+        seconds["Lambda rounds"] = time.monotonic() - started - sum(seconds.values())
+    return {"sizes": sizes, **dynamodb, "other_calls_per_s": others, "lambda": lam,
+            "seconds": {phase: round(value, 1) for phase, value in seconds.items()}}
+
+
+# Ratio columns, each shown when both of its servers were measured anywhere in the table.
+RATIOS = ((FAST, PLAIN, "fast / plain moto"), (FAST, SLOW, "fast / fast path off"),
+          (FAST, LOCALSTACK, "fast / LocalStack"), (CEILING, PLAIN, "ceiling / plain moto"))
 
 
 def _dynamodb_table(rates: dict) -> str:
-    """A row per operation and thread count, each ratio with its interval; the ceiling's columns when measured."""
-    header = f"operation, client threads|{PLAIN}|{SLOW}|{FAST}|fast / plain moto|fast / fast path off"
-    align, columns = "|---|---:|---:|---:|---|---|", [PLAIN, SLOW, FAST, (FAST, PLAIN), (FAST, SLOW)]
-    if any(CEILING in rows for by_threads in rates.values() for rows in by_threads.values()):
-        header, align = header + f"|{CEILING}|ceiling / plain moto", align + "---:|---|"
-        columns += [CEILING, (CEILING, PLAIN)]
+    """A row per operation and thread count: each server's mean rate, and each ratio with its
+    interval; a server missing from a row (plain moto has no StartSyncExecution) is '-'."""
+    measured = {name for by_threads in rates.values() for rows in by_threads.values() for name in rows}
+    servers = [name for name in (PLAIN, SLOW, FAST, LOCALSTACK, CEILING) if name in measured]
+    ratios = [(value, reference, title) for value, reference, title in RATIOS if {value, reference} <= measured]
+    header = "|".join(["operation, client threads", *servers, *(title for _, _, title in ratios)])
+    align = "|---|" + "---:|" * len(servers) + "---|" * len(ratios)
+    columns = [*servers, *((value, reference) for value, reference, _ in ratios)]
     rows = [(f"{op}, {t} thread(s)", r) for op, by_threads in rates.items() for t, r in by_threads.items()]
     return markdown(header, align, [[label] + [_cell(by_server, c) for c in columns] for label, by_server in rows])
 
@@ -310,8 +441,10 @@ def _dynamodb_table(rates: dict) -> str:
 def _cell(rows: dict, column: str | tuple[str, str]) -> str:
     """A server's mean rate, or for (server, reference) their ratio with its interval."""
     if isinstance(column, str):
-        return f"{statistics.fmean(rows[column]):.0f}"
+        return f"{statistics.fmean(rows[column]):.0f}" if column in rows else "-"
     value, reference = column
+    if value not in rows or reference not in rows:
+        return "-"
     return ratio_text(ratio_interval(per_round(rows[value]), per_round(rows[reference]), statistics.fmean))
 
 
@@ -325,16 +458,24 @@ def table(results: dict) -> str:
             "beforehand; the client costs ~20 us a request), in the same rounds\n",
             _dynamodb_table(results[RAW]),
         ]
+    if results.get("other_calls_per_s"):
+        lines += [f"\nOther services' round trips per second through boto3, one client thread, in the same kind of "
+                  f"interleaved rounds ({sizes['rounds']})\n", _dynamodb_table(results["other_calls_per_s"])]
     ms = {name: per_round([s * 1000 for s in samples]) for name, samples in warm.items()}
-    on, off = difference_interval(ms[FAST], ms[DIRECT]), difference_interval(ms[SLOW], ms[DIRECT])
     rows = []
     for name, samples in warm.items():
         p = percentiles(samples)
         rows.append([name, f"{p['p50']:.3f}", f"{p['p99']:.3f}", f"{cold[name] * 1000:.0f}" if name in cold else "-"])
+    notes = [f"- warm invoke p50, fast path on minus the in-process call: {difference_text(difference_interval(ms[FAST], ms[DIRECT]))}"]
+    if SLOW in ms:
+        notes += [f"- warm invoke p50, fast path off minus the in-process call: {difference_text(difference_interval(ms[SLOW], ms[DIRECT]))}",
+                  f"- warm invoke p50, fast path on / off: {ratio_text(ratio_interval(ms[FAST], ms[SLOW]))}"]
+    if LOCALSTACK in ms:
+        notes += [f"- warm invoke p50, LocalStack / fast path on: {ratio_text(ratio_interval(ms[LOCALSTACK], ms[FAST]))}"]
+    if results.get("seconds"):
+        notes.append("- time taken: " + ", ".join(f"{phase} {value:.0f} s" for phase, value in results["seconds"].items()))
     return "\n".join(lines + [
         f"\nLambda warm invoke ({len(warm[FAST])} interleaved rounds; plain moto runs no handler without Docker)\n",
         markdown("|p50 ms|p99 ms|cold start ms", "|---|---:|---:|---:|", rows) + "\n",
-        f"- warm invoke p50, fast path on minus the in-process call: {difference_text(on)}",
-        f"- warm invoke p50, fast path off minus the in-process call: {difference_text(off)}",
-        f"- warm invoke p50, fast path on / off: {ratio_text(ratio_interval(ms[FAST], ms[SLOW]))}",
+        *notes,
     ])

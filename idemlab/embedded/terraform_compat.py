@@ -12,6 +12,11 @@ Found by applying the lab's Terraform root to moto 5.2.5 with the AWS provider 5
   reaches its emulator over plain HTTP on loopback only; we evaluate ``aws:SecureTransport``
   as a TLS request would: such a Deny never applies, such an Allow always does.
 
+- The first ``ValidateStateMachineDefinition`` (the provider calls it while planning each
+  ``aws_sfn_state_machine``) imports moto's ASL parser: seconds on a loaded 2-core machine,
+  while the whole plan waits. The server imports it in the background as it starts, so the
+  plan finds it ready (``warm_up``).
+
 Slow applies that are not moto's doing (the provider waits as long on AWS) are avoided in
 the module itself (terraform/modules/idempotency_lab/; its comments say how): inline queue
 policies, functions created from S3, no ``aws_s3_bucket_lifecycle_configuration``.
@@ -19,11 +24,16 @@ policies, functions created from S3, no ``aws_s3_bucket_lifecycle_configuration`
 
 from __future__ import annotations
 
+import importlib
 import json
+import sys
+import threading
 
 from idemlab.embedded.patching import wrap
 
 SECURE_TRANSPORT = "aws:SecureTransport"
+# Imported by the server in the background as it starts (warm_up): what Terraform's plan needs first.
+WARMED_MODULES = ("moto.stepfunctions.parser.models",)
 
 
 def _compact_redrive_policy(original, queue) -> dict:
@@ -58,6 +68,16 @@ def _permission_over_tls(bucket, action: str, resource: str):
     return IAMPolicy(json.dumps({**document, "Statement": decided})).is_action_permitted(action, resource)
 
 
+def warm_up() -> None:
+    """Import WARMED_MODULES now, so that the request that would import them does not wait.
+    A failure here only costs the wait back: it is reported, and the request imports them itself."""
+    for name in WARMED_MODULES:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # noqa: BLE001 - any failure just means no head start
+            print(f"terraform_compat: could not import {name} ahead of time: {exc!r}", file=sys.stderr)
+
+
 def install() -> None:
     """Patch moto in this process (the server at start, tests before their in-process moto); once is enough."""
     from moto.s3.models import FakeBucket
@@ -65,3 +85,4 @@ def install() -> None:
 
     wrap(Queue, "attributes")(_compact_redrive_policy)
     FakeBucket.get_permission = _permission_over_tls
+    threading.Thread(target=warm_up, name="terraform-warm-up", daemon=True).start()
