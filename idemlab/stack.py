@@ -30,11 +30,23 @@ PLUGIN_CACHE = settings.STATE_DIR / "plugin-cache"
 AWS_PROVIDER = "registry.terraform.io/hashicorp/aws"
 # Where a provider mirror is looked for, after $TF_PROVIDER_MIRROR: Terraform's own
 # implied mirror folders, then any folder directly under /opt (images often unpack one there).
-MIRROR_CANDIDATES = ("~/.terraform.d/plugins", "~/.local/share/terraform/plugins", "/usr/local/share/terraform/plugins",
-                     "/usr/share/terraform/plugins", "/opt/*")
+MIRROR_CANDIDATES = (
+    "~/.terraform.d/plugins",
+    "~/.local/share/terraform/plugins",
+    "/usr/local/share/terraform/plugins",
+    "/usr/share/terraform/plugins",
+    "/opt/*",
+)
 # Not copied into a working copy: Terraform's own files and what only the module's tests use.
-COPY_IGNORED = (".terraform", ".terraform.lock.hcl", "terraform.tfstate*", "*.tfplan",
-                "localstack_providers_override.tf", "tests", "examples")
+COPY_IGNORED = (
+    ".terraform",
+    ".terraform.lock.hcl",
+    "terraform.tfstate*",
+    "*.tfplan",
+    "localstack_providers_override.tf",
+    "tests",
+    "examples",
+)
 OUTPUT_TAIL_LINES = 40
 # Most resources wait on the provider's fixed polls (5 s and more), not on the server: all at once, not ten.
 PARALLELISM = "-parallelism=40"
@@ -90,8 +102,14 @@ def terraform_env(backend: str) -> dict[str, str]:
     PLUGIN_CACHE.mkdir(parents=True, exist_ok=True)
     build.write_if_changed(CLI_CONFIG, cli_config_text(provider_mirror()).encode())
     # TF_INPUT=0: -input=false to every command; CHECKPOINT_DISABLE: no version check with checkpoint-api.hashicorp.com.
-    env = {"AWS_DEFAULT_REGION": settings.region(), **os.environ, "TF_CLI_CONFIG_FILE": str(CLI_CONFIG),
-           "TF_IN_AUTOMATION": "1", "TF_INPUT": "0", "CHECKPOINT_DISABLE": "1"}
+    env = {
+        "AWS_DEFAULT_REGION": settings.region(),
+        **os.environ,
+        "TF_CLI_CONFIG_FILE": str(CLI_CONFIG),
+        "TF_IN_AUTOMATION": "1",
+        "TF_INPUT": "0",
+        "CHECKPOINT_DISABLE": "1",
+    }
     # On AWS: the AWS provider honours AWS_ENDPOINT_URL too; a value left over from a local
     # backend would send a real deploy to an emulator. Locally: no profile, dummy keys.
     dropped = ("AWS_ENDPOINT_URL", "S3_HOSTNAME") if backend == "aws" else ("AWS_PROFILE", "CUSTOMIZE_ACCESS_KEY")
@@ -101,8 +119,13 @@ def terraform_env(backend: str) -> dict[str, str]:
     url = settings.endpoint_url()
     # tflocal's default S3 host (s3.localhost.localstack.cloud) needs public DNS; the endpoint's
     # own host name does not, and makes tflocal use path-style S3.
-    return env | {"AWS_ENDPOINT_URL": url, "S3_HOSTNAME": urlparse(url).hostname or "localhost",
-                  "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "DISABLE_DEPRECATION_NOTICE": "1"}
+    return env | {
+        "AWS_ENDPOINT_URL": url,
+        "S3_HOSTNAME": urlparse(url).hostname or "localhost",
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "DISABLE_DEPRECATION_NOTICE": "1",
+    }
 
 
 def _executable(name: str) -> str:
@@ -150,8 +173,14 @@ class _Stack:
     def terraform(self, *args: str, ok: tuple[int, ...] = (0,)) -> tuple[int, str]:
         # init and output need no endpoints: plain terraform is enough.
         runner = [_executable("terraform")] if args[0] in ("init", "output") else self.runner
-        ran = subprocess.run([*runner, args[0], "-no-color", *args[1:]], cwd=self.dir, env=self.env, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # one stream, in order
+        ran = subprocess.run(
+            [*runner, args[0], "-no-color", *args[1:]],
+            cwd=self.dir,
+            env=self.env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )  # one stream, in order
         (self.dir / f"last-{args[0]}.log").write_text(ran.stdout)  # the whole story, when the tail is not enough
         if ran.returncode not in ok:
             tail = "\n".join(ran.stdout.strip().splitlines()[-OUTPUT_TAIL_LINES:])

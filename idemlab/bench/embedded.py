@@ -43,8 +43,15 @@ from types import SimpleNamespace
 
 from botocore.awsrequest import AWSResponse
 
-from idemlab.bench.intervals import difference_interval, difference_text, per_round, percentiles, ratio_interval
-from idemlab.bench.intervals import ratio_text, round_order
+from idemlab.bench.intervals import (
+    difference_interval,
+    difference_text,
+    per_round,
+    percentiles,
+    ratio_interval,
+    ratio_text,
+    round_order,
+)
 from idemlab.bench.strategy_report import markdown
 from idemlab.clients import client
 from idemlab.embedded.fast_path import FAST_PATH_VARIABLE
@@ -61,8 +68,10 @@ FULL = {"rounds": 20, "calls": 160, "invocations": 200}
 QUICK = {"rounds": 8, "calls": 48, "invocations": 40}
 # Each in a child process (its own interpreter, as the embedded backend has), on {port}:
 # moto's ThreadedMotoServer, unmodified, and serve_canned.
-PLAIN_MOTO_CODE = ("import threading\nfrom moto.server import ThreadedMotoServer\n"
-                   "ThreadedMotoServer(ip_address='127.0.0.1', port={port}).start()\nthreading.Event().wait()\n")
+PLAIN_MOTO_CODE = (
+    "import threading\nfrom moto.server import ThreadedMotoServer\n"
+    "ThreadedMotoServer(ip_address='127.0.0.1', port={port}).start()\nthreading.Event().wait()\n"
+)
 CANNED_CODE = "from idemlab.bench.embedded import serve_canned\nserve_canned({port})\n"
 # One answer for every request: DescribeTable (the table waiter) reads an ACTIVE table in
 # it; boto3 ignores the member that PutItem's and GetItem's answers do not have.
@@ -153,8 +162,12 @@ class DynamoTarget:
         self.url, self.table, self.counter = url, f"idemlab-bench-{uuid.uuid4().hex[:6]}", 0
         self.ddb = _client("dynamodb", url)
         key = {"AttributeName": "pk"}
-        self.ddb.create_table(TableName=self.table, KeySchema=[key | {"KeyType": "HASH"}],
-                              AttributeDefinitions=[key | {"AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
+        self.ddb.create_table(
+            TableName=self.table,
+            KeySchema=[key | {"KeyType": "HASH"}],
+            AttributeDefinitions=[key | {"AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
         self.ddb.get_waiter("table_exists").wait(TableName=self.table, WaiterConfig={"Delay": 2, "MaxAttempts": 60})
         self.clients = [_client("dynamodb", url) for _ in range(max(THREADS))]
 
@@ -243,8 +256,10 @@ def aws_table(results: dict) -> str:
             rates = by_server["AWS"]
             spread = f"{statistics.fmean(rates):.0f} ({min(rates):.0f}-{max(rates):.0f})"
             rows.append([f"{operation}, {threads} thread(s)", spread])
-    title = (f"DynamoDB round trips per second on AWS, from this machine (mean of {sizes['rounds']} rounds of "
-             f"{sizes['calls']} calls; network latency included)\n\n")
+    title = (
+        f"DynamoDB round trips per second on AWS, from this machine (mean of {sizes['rounds']} rounds of "
+        f"{sizes['calls']} calls; network latency included)\n\n"
+    )
     return title + markdown("operation, client threads|AWS calls/s (min-max over rounds)", "|---|---:|", rows)
 
 
@@ -317,8 +332,11 @@ def _cell(rows: dict, column: str | tuple[str, str]) -> str:
 
 def table(results: dict) -> str:
     sizes, warm, cold = results["sizes"], results["lambda"]["warm_s"], results["lambda"]["cold_start_s"]
-    lines = [f"DynamoDB round trips per second through boto3, what a learner's code sees (mean of {sizes['rounds']} "
-             f"interleaved rounds of {sizes['calls']} calls per server)\n", _dynamodb_table(results[BOTO3])]
+    lines = [
+        f"DynamoDB round trips per second through boto3, what a learner's code sees (mean of {sizes['rounds']} "
+        f"interleaved rounds of {sizes['calls']} calls per server)\n",
+        _dynamodb_table(results[BOTO3]),
+    ]
     if results.get(RAW):
         lines += [
             "\nDynamoDB requests per second each server serves, sent as raw HTTP (the same requests signed by boto3 "
@@ -331,10 +349,13 @@ def table(results: dict) -> str:
     for name, samples in warm.items():
         p = percentiles(samples)
         rows.append([name, f"{p['p50']:.3f}", f"{p['p99']:.3f}", f"{cold[name] * 1000:.0f}" if name in cold else "-"])
-    return "\n".join(lines + [
-        f"\nLambda warm invoke ({len(warm[FAST])} interleaved rounds; plain moto runs no handler without Docker)\n",
-        markdown("|p50 ms|p99 ms|cold start ms", "|---|---:|---:|---:|", rows) + "\n",
-        f"- warm invoke p50, fast path on minus the in-process call: {difference_text(on)}",
-        f"- warm invoke p50, fast path off minus the in-process call: {difference_text(off)}",
-        f"- warm invoke p50, fast path on / off: {ratio_text(ratio_interval(ms[FAST], ms[SLOW]))}",
-    ])
+    return "\n".join(
+        [
+            *lines,
+            f"\nLambda warm invoke ({len(warm[FAST])} interleaved rounds; plain moto runs no handler without Docker)\n",
+            markdown("|p50 ms|p99 ms|cold start ms", "|---|---:|---:|---:|", rows) + "\n",
+            f"- warm invoke p50, fast path on minus the in-process call: {difference_text(on)}",
+            f"- warm invoke p50, fast path off minus the in-process call: {difference_text(off)}",
+            f"- warm invoke p50, fast path on / off: {ratio_text(ratio_interval(ms[FAST], ms[SLOW]))}",
+        ]
+    )
