@@ -52,8 +52,11 @@ def _wanted(relative: PurePath) -> bool:
 
 def source_files(folder: Path) -> dict[str, Path]:
     """The scenario's own files, keyed by their path inside the zip."""
-    return {path.relative_to(folder).as_posix(): path for path in folder.rglob("*")
-            if path.is_file() and _wanted(path.relative_to(folder))}
+    return {
+        path.relative_to(folder).as_posix(): path
+        for path in folder.rglob("*")
+        if path.is_file() and _wanted(path.relative_to(folder))
+    }
 
 
 def bundled_files() -> dict[str, Path]:
@@ -151,8 +154,15 @@ def build_all(functions_dir: Path = FUNCTIONS_DIR, out_dir: Path = settings.BUIL
         if clashes := sorted(set(own) & set(bundle)):
             raise BuildError(f"{name}: files shadow bundled packages: {', '.join(clashes)}")
         zips[name] = zip_bytes({**bundle, **own})
-    artifacts = [Artifact(name, out_dir / f"{name}.zip", base64.b64encode(hashlib.sha256(data).digest()).decode(),
-                          write_if_changed(out_dir / f"{name}.zip", data)) for name, data in zips.items()]
+    artifacts = [
+        Artifact(
+            name,
+            out_dir / f"{name}.zip",
+            base64.b64encode(hashlib.sha256(data).digest()).decode(),
+            write_if_changed(out_dir / f"{name}.zip", data),
+        )
+        for name, data in zips.items()
+    ]
     # Written after the zips, so a run stopped half way leaves no fingerprint that vouches for them.
     recorded = {"inputs": digest, "zips": {artifact.scenario: artifact.sha256_base64 for artifact in artifacts}}
     write_if_changed(out_dir / FINGERPRINT_FILE, json.dumps(recorded, sort_keys=True).encode())

@@ -34,11 +34,23 @@ PLUGIN_CACHE = settings.STATE_DIR / "plugin-cache"
 AWS_PROVIDER = "registry.terraform.io/hashicorp/aws"
 # Where a provider mirror is looked for, after $TF_PROVIDER_MIRROR: Terraform's own
 # implied mirror folders, then any folder directly under /opt (images often unpack one there).
-MIRROR_CANDIDATES = ("~/.terraform.d/plugins", "~/.local/share/terraform/plugins", "/usr/local/share/terraform/plugins",
-                     "/usr/share/terraform/plugins", "/opt/*")
+MIRROR_CANDIDATES = (
+    "~/.terraform.d/plugins",
+    "~/.local/share/terraform/plugins",
+    "/usr/local/share/terraform/plugins",
+    "/usr/share/terraform/plugins",
+    "/opt/*",
+)
 # Not copied into a working copy: Terraform's own files and what only the module's tests use.
-COPY_IGNORED = (".terraform", ".terraform.lock.hcl", "terraform.tfstate*", "*.tfplan",
-                "localstack_providers_override.tf", "tests", "examples")
+COPY_IGNORED = (
+    ".terraform",
+    ".terraform.lock.hcl",
+    "terraform.tfstate*",
+    "*.tfplan",
+    "localstack_providers_override.tf",
+    "tests",
+    "examples",
+)
 OUTPUT_TAIL_LINES = 40
 # Most resources wait on the provider's fixed polls (5 s and more), not on the server: all at once, not ten.
 PARALLELISM = "-parallelism=40"
@@ -50,8 +62,18 @@ INIT_STAMP = ".idemlab-init-stamp"
 SAVED_PLAN = "deploy.tfplan"
 # The environment tflocal reads (its endpoint, host names, keys, region, options): a change
 # in any of these makes a new override file. TF_LOG and friends only change what is logged.
-OVERRIDE_ENVIRONMENT = ("AWS_", "TF_", "S3_HOSTNAME", "LOCALSTACK_", "EDGE_PORT", "CUSTOMIZE_ACCESS_KEY",
-                        "SKIP_ALIASES", "LS_PROVIDERS_FILE", "ADDITIONAL_TF_OVERRIDE_LOCATIONS", "USE_EXEC")
+OVERRIDE_ENVIRONMENT = (
+    "AWS_",
+    "TF_",
+    "S3_HOSTNAME",
+    "LOCALSTACK_",
+    "EDGE_PORT",
+    "CUSTOMIZE_ACCESS_KEY",
+    "SKIP_ALIASES",
+    "LS_PROVIDERS_FILE",
+    "ADDITIONAL_TF_OVERRIDE_LOCATIONS",
+    "USE_EXEC",
+)
 LOGGING_ONLY = ("TF_LOG", "TF_LOG_PATH", "TF_LOG_CORE", "TF_LOG_PROVIDER")
 PREFIX_PATTERN = re.compile(r"^[a-z]([a-z0-9-]{0,18}[a-z0-9])?$")  # 1-20 characters, not ending in a dash
 
@@ -105,8 +127,14 @@ def terraform_env(backend: str) -> dict[str, str]:
     PLUGIN_CACHE.mkdir(parents=True, exist_ok=True)
     build.write_if_changed(CLI_CONFIG, cli_config_text(provider_mirror()).encode())
     # TF_INPUT=0: -input=false to every command; CHECKPOINT_DISABLE: no version check with checkpoint-api.hashicorp.com.
-    env = {"AWS_DEFAULT_REGION": settings.region(), **os.environ, "TF_CLI_CONFIG_FILE": str(CLI_CONFIG),
-           "TF_IN_AUTOMATION": "1", "TF_INPUT": "0", "CHECKPOINT_DISABLE": "1"}
+    env = {
+        "AWS_DEFAULT_REGION": settings.region(),
+        **os.environ,
+        "TF_CLI_CONFIG_FILE": str(CLI_CONFIG),
+        "TF_IN_AUTOMATION": "1",
+        "TF_INPUT": "0",
+        "CHECKPOINT_DISABLE": "1",
+    }
     # On AWS: the AWS provider honours AWS_ENDPOINT_URL too; a value left over from a local
     # backend would send a real deploy to an emulator. Locally: no profile, dummy keys.
     dropped = ("AWS_ENDPOINT_URL", "S3_HOSTNAME") if backend == "aws" else ("AWS_PROFILE", "CUSTOMIZE_ACCESS_KEY")
@@ -116,8 +144,13 @@ def terraform_env(backend: str) -> dict[str, str]:
     url = settings.endpoint_url()
     # tflocal's default S3 host (s3.localhost.localstack.cloud) needs public DNS; the endpoint's
     # own host name does not, and makes tflocal use path-style S3.
-    return env | {"AWS_ENDPOINT_URL": url, "S3_HOSTNAME": urlparse(url).hostname or "localhost",
-                  "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "DISABLE_DEPRECATION_NOTICE": "1"}
+    return env | {
+        "AWS_ENDPOINT_URL": url,
+        "S3_HOSTNAME": urlparse(url).hostname or "localhost",
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "DISABLE_DEPRECATION_NOTICE": "1",
+    }
 
 
 def _executable(name: str) -> str:
@@ -165,8 +198,14 @@ class _Stack:
         self.variables.append(f"-var=region={settings.region()}")
 
     def terraform(self, *args: str, ok: tuple[int, ...] = (0,)) -> tuple[int, str]:
-        ran = subprocess.run([*self.runner, args[0], "-no-color", *args[1:]], cwd=self.dir, env=self.env, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # one stream, in order
+        ran = subprocess.run(
+            [*self.runner, args[0], "-no-color", *args[1:]],
+            cwd=self.dir,
+            env=self.env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )  # one stream, in order
         (self.dir / f"last-{args[0]}.log").write_text(ran.stdout)  # the whole story, when the tail is not enough
         if ran.returncode not in ok:
             tail = "\n".join(ran.stdout.strip().splitlines()[-OUTPUT_TAIL_LINES:])
@@ -219,8 +258,11 @@ class _Stack:
         for path in sorted([*self.dir.glob("*.tf"), self.dir / ".terraform.lock.hcl"]):
             if path.name != OVERRIDE_FILE and path.exists():
                 digest.update(f"{path.name}\0".encode() + path.read_bytes() + b"\0")
-        read = {name: value for name, value in self.env.items()
-                if name.startswith(OVERRIDE_ENVIRONMENT) and name not in LOGGING_ONLY}
+        read = {
+            name: value
+            for name, value in self.env.items()
+            if name.startswith(OVERRIDE_ENVIRONMENT) and name not in LOGGING_ONLY
+        }
         digest.update(json.dumps(read, sort_keys=True).encode())
         return digest.hexdigest()
 
@@ -233,12 +275,21 @@ class _Stack:
             override.write_text(kept["text"])
             return
         override.unlink(missing_ok=True)  # tflocal asks before overwriting one
-        made = subprocess.run([sys.executable, _executable("tflocal"), "plan"], cwd=self.dir, env=self.env | {"DRY_RUN": "1"},
-                              text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        made = subprocess.run(
+            [sys.executable, _executable("tflocal"), "plan"],
+            cwd=self.dir,
+            env=self.env | {"DRY_RUN": "1"},
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
         if made.returncode != 0 or not override.exists():
-            raise StackError(f"tflocal could not write its override file in {self.dir} (exit {made.returncode}):\n{made.stdout[-3000:]}")
+            raise StackError(
+                f"tflocal could not write its override file in {self.dir} (exit {made.returncode}):\n"
+                + made.stdout[-3000:]
+            )
         build.write_if_changed(kept_path, json.dumps({"inputs": key, "text": override.read_text()}).encode())
-
 
     def lab_output(self) -> dict:
         """The ``lab`` output, from the state the apply just wrote (its ``outputs`` member, as
@@ -274,7 +325,9 @@ def deploy(prefix: str = "lab", backend: str | None = None) -> dict:
         # a loaded 2-core machine), and an unchanged deploy is the one a learner repeats most.
         planned = stack.dir / SAVED_PLAN
         planned.unlink(missing_ok=True)
-        code, _ = stack.change("plan", "-detailed-exitcode", f"-out={SAVED_PLAN}", ok=(0, 2))  # 0: no changes, 2: changes
+        code, _ = stack.change(
+            "plan", "-detailed-exitcode", f"-out={SAVED_PLAN}", ok=(0, 2)
+        )  # 0: no changes, 2: changes
         if code == 2:
             # A saved plan carries its variables (Terraform refuses -var beside one).
             stack.terraform("apply", "-auto-approve", PARALLELISM, SAVED_PLAN)

@@ -15,7 +15,9 @@ from idemlab.embedded.server import free_port, health
 def lab(*args: str, port: int) -> subprocess.CompletedProcess:
     env = {**os.environ, "BACKEND": "embedded", "LAB_PORT": str(port)}
     env.pop("AWS_ENDPOINT_URL", None)  # the CLI derives it from LAB_PORT
-    return subprocess.run([sys.executable, "-m", "idemlab", *args], capture_output=True, text=True, env=env, cwd=settings.ROOT, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "idemlab", *args], capture_output=True, text=True, env=env, cwd=settings.ROOT, timeout=60
+    )
 
 
 @pytest.mark.timeout(120)
@@ -52,7 +54,9 @@ def test_busy_port_is_one_clear_line_that_names_the_log():
 
 def test_unknown_backend_is_refused_with_the_choices():
     env = {**os.environ, "BACKEND": "lokalstack"}
-    result = subprocess.run([sys.executable, "-m", "idemlab", "status"], capture_output=True, text=True, env=env, cwd=settings.ROOT)
+    result = subprocess.run(
+        [sys.executable, "-m", "idemlab", "status"], capture_output=True, text=True, env=env, cwd=settings.ROOT
+    )
     assert result.returncode == 1
     assert "embedded, localstack, aws" in result.stderr
 
@@ -72,7 +76,11 @@ exit 1
 
 
 def stub_docker_path(tmp_path, compose_present: bool) -> str:
-    answer = 'echo "Docker Compose version v2.29.7"; exit 0' if compose_present else "echo \"docker: 'compose' is not a docker command.\" >&2; exit 1"
+    answer = (
+        'echo "Docker Compose version v2.29.7"; exit 0'
+        if compose_present
+        else "echo \"docker: 'compose' is not a docker command.\" >&2; exit 1"
+    )
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     docker = bin_dir / "docker"
@@ -86,7 +94,12 @@ def test_compose_starts_localstack_when_its_plugin_answers(tmp_path):
 
     launcher = backend.localstack_launcher({"PATH": stub_docker_path(tmp_path, compose_present=True)})
     compose = ["docker", "compose", "-f", str(backend.COMPOSE_FILE)]
-    assert (launcher.tool, launcher.up, launcher.down, launcher.wait) == ("docker compose", compose + ["up", "-d"], compose + ["down"], None)
+    assert (launcher.tool, launcher.up, launcher.down, launcher.wait) == (
+        "docker compose",
+        [*compose, "up", "-d"],
+        [*compose, "down"],
+        None,
+    )
 
 
 def test_without_the_compose_plugin_the_pinned_cli_starts_the_compose_files_image_and_settings(tmp_path):
@@ -99,13 +112,24 @@ def test_without_the_compose_plugin_the_pinned_cli_starts_the_compose_files_imag
     cli = str(Path(sys.executable).with_name("localstack"))
     assert launcher.tool == "LocalStack CLI"
     assert launcher.up[:4] == [cli, "start", "--detached", "--no-banner"]
-    assert launcher.wait == [cli, "wait", "-t", str(backend.LOCALSTACK_READY_SECONDS)] and launcher.down == [cli, "stop"]
+    assert launcher.wait == [cli, "wait", "-t", str(backend.LOCALSTACK_READY_SECONDS)] and launcher.down == [
+        cli,
+        "stop",
+    ]
     # The same image, container name, loopback-only gateway and settings as docker-compose.yml.
     service = yaml.safe_load(backend.COMPOSE_FILE.read_text())["services"]["localstack"]
     assert launcher.env["IMAGE_NAME"] == "localstack/localstack:4.14.0"
-    assert launcher.env["MAIN_CONTAINER_NAME"] == "idemlab-localstack" == backend.interpolate(service["container_name"], {})
+    assert (
+        launcher.env["MAIN_CONTAINER_NAME"]
+        == "idemlab-localstack"
+        == backend.interpolate(service["container_name"], {})
+    )
     assert launcher.env["GATEWAY_LISTEN"] == "127.0.0.1:4566" and "GATEWAY_LISTEN=:4566" in launcher.up
-    passed = {arg.split("=", 1)[0]: arg.split("=", 1)[1] for flag, arg in zip(launcher.up, launcher.up[1:]) if flag == "-e"}
+    passed = {
+        arg.split("=", 1)[0]: arg.split("=", 1)[1]
+        for flag, arg in zip(launcher.up, launcher.up[1:], strict=False)
+        if flag == "-e"
+    }
     for name, value in service["environment"].items():
         if name.startswith("LOCALSTACK_"):
             continue
@@ -131,7 +155,9 @@ def test_no_docker_and_nothing_native_localstack_needs_is_one_clear_line(tmp_pat
     env = {**os.environ, "BACKEND": "localstack", "LAB_PORT": str(free_port()), "PATH": str(tmp_path / "empty")}
     for name in ("AWS_ENDPOINT_URL", "JAVA_HOME"):
         env.pop(name, None)
-    result = subprocess.run([sys.executable, "-m", "idemlab", "up"], capture_output=True, text=True, env=env, cwd=settings.ROOT, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "idemlab", "up"], capture_output=True, text=True, env=env, cwd=settings.ROOT, timeout=60
+    )
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr

@@ -35,7 +35,9 @@ def test_clearly_different_distributions_give_a_ratio_with_its_interval():
     interval = intervals.ratio_interval(_rounds(rng, 40), _rounds(rng, 20))
     assert 1 < interval["low"] <= interval["ratio"] <= interval["high"]
     text = intervals.ratio_text(interval)
-    assert text.startswith(f"{interval['ratio']:.2f}x (95 % CI {interval['low']:.2f}-{interval['high']:.2f}, {ROUNDS} rounds)")
+    assert text.startswith(
+        f"{interval['ratio']:.2f}x (95 % CI {interval['low']:.2f}-{interval['high']:.2f}, {ROUNDS} rounds)"
+    )
     assert intervals.NO_DIFFERENCE not in text
 
 
@@ -104,7 +106,10 @@ def _backend_results(fast_rate: float, seed: int) -> dict:
         return [rng.gauss(mean, mean * 0.1) for _ in range(ROUNDS)]
 
     dynamodb = {
-        op: {str(t): {embedded.PLAIN: rates(300), embedded.SLOW: rates(300), embedded.FAST: rates(fast_rate)} for t in embedded.THREADS}
+        op: {
+            str(t): {embedded.PLAIN: rates(300), embedded.SLOW: rates(300), embedded.FAST: rates(fast_rate)}
+            for t in embedded.THREADS
+        }
         for op in embedded.OPERATIONS
     }
     warm = {name: [ms / 1000 for (ms,) in _rounds(rng, 2.0)] for name in (embedded.SLOW, embedded.FAST)}

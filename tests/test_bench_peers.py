@@ -33,21 +33,54 @@ def _rates(rng: random.Random, mean: float) -> list[float]:
 
 def test_the_localstack_column_has_a_ratio_with_its_interval_on_every_row_it_was_measured():
     rng = random.Random(3)
-    rates = {op: {"1": {embedded.PLAIN: _rates(rng, 300), embedded.FAST: _rates(rng, 900), embedded.LOCALSTACK: _rates(rng, 200)}}
-             for op in embedded.OPERATIONS}
-    others = {embedded.SQS_ROUND_TRIP: {"1": {embedded.PLAIN: _rates(rng, 100), embedded.FAST: _rates(rng, 300),
-                                              embedded.LOCALSTACK: _rates(rng, 50)}},
-              embedded.SYNC_EXECUTION: {"1": {embedded.FAST: _rates(rng, 200), embedded.LOCALSTACK: _rates(rng, 20)}}}
-    warm = {name: [ms / 1000 for ms in _rates(rng, mean)] for name, mean in ((embedded.FAST, 2.0), (embedded.LOCALSTACK, 9.0))}
+    rates = {
+        op: {
+            "1": {
+                embedded.PLAIN: _rates(rng, 300),
+                embedded.FAST: _rates(rng, 900),
+                embedded.LOCALSTACK: _rates(rng, 200),
+            }
+        }
+        for op in embedded.OPERATIONS
+    }
+    others = {
+        embedded.SQS_ROUND_TRIP: {
+            "1": {
+                embedded.PLAIN: _rates(rng, 100),
+                embedded.FAST: _rates(rng, 300),
+                embedded.LOCALSTACK: _rates(rng, 50),
+            }
+        },
+        embedded.SYNC_EXECUTION: {"1": {embedded.FAST: _rates(rng, 200), embedded.LOCALSTACK: _rates(rng, 20)}},
+    }
+    warm = {
+        name: [ms / 1000 for ms in _rates(rng, mean)]
+        for name, mean in ((embedded.FAST, 2.0), (embedded.LOCALSTACK, 9.0))
+    }
     warm[embedded.DIRECT] = [0.000001] * ROUNDS
-    table = embedded.table({"sizes": {"rounds": ROUNDS, "calls": 80}, "dynamodb_calls_per_s": rates,
-                            "other_calls_per_s": others, "lambda": {"cold_start_s": {}, "warm_s": warm}})
+    table = embedded.table(
+        {
+            "sizes": {"rounds": ROUNDS, "calls": 80},
+            "dynamodb_calls_per_s": rates,
+            "other_calls_per_s": others,
+            "lambda": {"cold_start_s": {}, "warm_s": warm},
+        }
+    )
     lines = table.splitlines()
-    header = [cell.strip() for cell in next(line for line in lines if "fast / LocalStack" in line).strip("| ").split("|")]
+    header = [
+        cell.strip() for cell in next(line for line in lines if "fast / LocalStack" in line).strip("| ").split("|")
+    ]
     assert embedded.SLOW not in header  # not measured: no column
-    measured = {f"{op}, {t} thread(s)": by_server for group in (rates, others)
-                for op, by_threads in group.items() for t, by_server in by_threads.items()}
-    rows = {cells[0]: cells for cells in ([c.strip() for c in line.strip("| ").split("|")] for line in lines if "thread(s)" in line)}
+    measured = {
+        f"{op}, {t} thread(s)": by_server
+        for group in (rates, others)
+        for op, by_threads in group.items()
+        for t, by_server in by_threads.items()
+    }
+    rows = {
+        cells[0]: cells
+        for cells in ([c.strip() for c in line.strip("| ").split("|")] for line in lines if "thread(s)" in line)
+    }
     assert sorted(rows) == sorted(measured)
     for label, by_server in measured.items():
         expected = statistics.fmean(by_server[embedded.FAST]) / statistics.fmean(by_server[embedded.LOCALSTACK])

@@ -13,8 +13,8 @@ import time
 import pytest
 
 from idemlab import settings
-from idemlab.clients import client
 from idemlab.bench import cost_of_idempotency, strategies, strategy_report
+from idemlab.clients import client
 
 pytestmark = pytest.mark.stack
 
@@ -112,7 +112,9 @@ class DisturbedBench(SharedBackendBench):
     def undisturbed(self, before, after):
         self.tries += 1
         if self.tries in self.disturb:
-            self._dynamodb.get_item(TableName=self.outputs["tables"]["ledger"], Key={"charge_id": {"S": "someone-else"}})
+            self._dynamodb.get_item(
+                TableName=self.outputs["tables"]["ledger"], Key={"charge_id": {"S": "someone-else"}}
+            )
         return super().undisturbed(before, after)
 
 

@@ -22,7 +22,7 @@ def test_solution_passes_the_check(ex):
 
 @pytest.mark.timeout(120)
 def test_check_then_charge_fails_the_race(ex):
-    with pytest.raises(ExerciseFailed, match="simultaneous attempts made [2-8] charges"):
+    with pytest.raises(ExerciseFailed, match=r"simultaneous attempts made [2-8] charges"):
         ex.check(starting_point("02_side_effects_and_races.ipynb", "charge_once"))
 
 

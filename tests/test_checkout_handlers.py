@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import json
 import os
-from collections import Counter
 import subprocess
 import sys
 import uuid
+from collections import Counter
 
 import pytest
 
-from support import checkout_in_process as in_process
 from idemlab import build, functions
-from support.terraform_tables import table_keys
 from idemlab.clients import client
 from idemlab.lessons import checkout as lab2
+from support import checkout_in_process as in_process
+from support.terraform_tables import table_keys
 
 # 300 rounds is the acceptance bar (CHECKOUT_ROUNDS=300); CI runs fewer to stay in budget.
 ROUNDS = int(os.environ.get("CHECKOUT_ROUNDS", "30"))
@@ -140,7 +140,9 @@ def test_handrolled_concurrent_copies_double_charge_in_nearly_every_round(ledger
     charges, _ = _rounds(ledger, "handrolled", check_act_delay_ms=RACE_WINDOW_MS)
     record_property("rounds_by_charges", dict(sorted(Counter(charges).items())))
     doubled = sum(1 for n in charges if n > 1)
-    assert doubled >= 0.9 * ROUNDS, f"double charges in {doubled}/{ROUNDS} rounds; charges per round: {sorted(set(charges))}"
+    assert doubled >= 0.9 * ROUNDS, (
+        f"double charges in {doubled}/{ROUNDS} rounds; charges per round: {sorted(set(charges))}"
+    )
 
 
 @pytest.mark.timeout(240)
@@ -162,7 +164,9 @@ def test_downstream_key_charges_once_even_when_the_handrolled_check_races(ledger
     wrong = [n for n in charges if n != 1]
     assert not wrong, f"{len(wrong)}/{ROUNDS} rounds charged {sorted(set(wrong))} times"
     raced = sum(1 for a in answers if a.count(lab2.outcomes.CHARGED) > 1)
-    assert raced >= 0.9 * ROUNDS, f"the check raced in only {raced}/{ROUNDS} rounds, so the processor's key was barely tested"
+    assert raced >= 0.9 * ROUNDS, (
+        f"the check raced in only {raced}/{ROUNDS} rounds, so the processor's key was barely tested"
+    )
 
 
 CRASHING_CHILD = """
@@ -179,7 +183,9 @@ NO_RUNTIME_EXIT_CODE = 70
 
 def crash_after_charge(strategy: str, request: dict, tables, timeout_seconds: float) -> None:
     """One invocation, in a child process, that charges and then runs past its time."""
-    item = lab2.fault_points.armed(lab2.fault_points.AFTER_CHARGE, request["idempotency_key"], lab2.fault_points.TIME_OUT)
+    item = lab2.fault_points.armed(
+        lab2.fault_points.AFTER_CHARGE, request["idempotency_key"], lab2.fault_points.TIME_OUT
+    )
     client("dynamodb").put_item(TableName=tables["faults"], Item=item)
     child = subprocess.run(
         [sys.executable, "-c", CRASHING_CHILD, strategy, json.dumps(request), str(timeout_seconds), TESTS],
@@ -188,12 +194,18 @@ def crash_after_charge(strategy: str, request: dict, tables, timeout_seconds: fl
         env=os.environ.copy(),
         timeout=30,
     )
-    assert child.returncode == NO_RUNTIME_EXIT_CODE, f"the child should have run out of time after charging: {child.returncode} {child.stderr[-500:]}"
+    assert child.returncode == NO_RUNTIME_EXIT_CODE, (
+        f"the child should have run out of time after charging: {child.returncode} {child.stderr[-500:]}"
+    )
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize(("downstream", "expected_charges"), [(False, 2), (True, 1)], ids=["no-downstream-key", "downstream-key"])
-def test_a_retry_after_a_timeout_past_the_charge_charges_again_unless_the_key_goes_downstream(downstream, expected_charges, tables, ledger):
+@pytest.mark.parametrize(
+    ("downstream", "expected_charges"), [(False, 2), (True, 1)], ids=["no-downstream-key", "downstream-key"]
+)
+def test_a_retry_after_a_timeout_past_the_charge_charges_again_unless_the_key_goes_downstream(
+    downstream, expected_charges, tables, ledger
+):
     # Powertools sets in_progress_expiration to the invocation's remaining time at its start:
     # once the invocation has run out of time, its in-progress record no longer blocks the key.
     request = lab2.order(prefix="crash", pass_key_downstream=downstream)
@@ -230,10 +242,14 @@ def handler(event, context):
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("strategy", lab2.STRATEGIES)
-def test_a_processor_that_times_out_after_charging_gives_an_unknown_outcome(strategy, tables, ledger, make_function, monkeypatch):
+def test_a_processor_that_times_out_after_charging_gives_an_unknown_outcome(
+    strategy, tables, ledger, make_function, monkeypatch
+):
     # 3 s: room for the ledger write before the timeout even on a loaded machine (with 1 s, a
     # busy runner timed the processor out before it charged, and the ledger held nothing).
-    processor = make_function(PROCESSOR_THAT_TIMES_OUT_AFTER_ITS_LEDGER_WRITE, timeout=3, environment={"LEDGER_TABLE": tables["ledger"]})
+    processor = make_function(
+        PROCESSOR_THAT_TIMES_OUT_AFTER_ITS_LEDGER_WRITE, timeout=3, environment={"LEDGER_TABLE": tables["ledger"]}
+    )
     monkeypatch.setenv("CARD_PROCESSOR_FUNCTION", processor)
     request = lab2.order()
     answer = invoke(strategy, request)

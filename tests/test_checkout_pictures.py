@@ -6,13 +6,17 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from idemlab.lessons import checkout as lab2  # noqa: E402
+from idemlab.lessons import checkout as lab2
 
 
 def _answer(outcome: str, steps: list[tuple[str, float, float]], pid: int = 7) -> dict:
-    return {"outcome": outcome, "pid": pid, "trace": [{"step": s, "start": a, "end": b, "pid": pid} for s, a, b in steps]}
+    return {
+        "outcome": outcome,
+        "pid": pid,
+        "trace": [{"step": s, "start": a, "end": b, "pid": pid} for s, a, b in steps],
+    }
 
 
 def _start_and_width(collection) -> tuple[float, float]:

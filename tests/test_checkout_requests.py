@@ -70,7 +70,9 @@ def test_delay_comes_from_the_request_before_the_environment(monkeypatch):
 def test_processor_charge_takes_an_optional_downstream_key():
     charge = parse_processor_charge({"reference": "order-1", "amount": 5, "currency": "USD"})
     assert charge.idempotency_key is None
-    keyed = parse_processor_charge({"reference": "order-1", "amount": 5, "currency": "USD", "idempotency_key": "order-1"})
+    keyed = parse_processor_charge(
+        {"reference": "order-1", "amount": 5, "currency": "USD", "idempotency_key": "order-1"}
+    )
     assert keyed.idempotency_key == "order-1"
     with pytest.raises(InvalidRequest, match="unknown field"):
         parse_processor_charge({"reference": "order-1", "amount": 5, "currency": "USD", "card": "4242"})

@@ -23,5 +23,5 @@ def test_names_are_shown_in_the_order_asked(capsys):
 
 
 def test_a_name_the_file_does_not_define_is_refused_by_name():
-    with pytest.raises(KeyError, match="checkout_handrolled.py defines no charge_twice"):
+    with pytest.raises(KeyError, match=r"checkout_handrolled.py defines no charge_twice"):
         checkout.show_code("checkout_handrolled.py", "handler", "charge_twice")

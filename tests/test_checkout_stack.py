@@ -89,11 +89,15 @@ def test_handrolled_with_a_widened_window_double_charges_in_nine_rounds_of_ten(s
     _, charges = _rounds(shop, "handrolled", check_act_delay_ms=RACE_WINDOW_MS)
     record_property("rounds_by_charges", dict(sorted(Counter(charges).items())))
     doubled = sum(1 for n in charges if n > 1)
-    assert doubled >= 0.9 * ROUNDS, f"double charges in {doubled}/{ROUNDS} rounds; charges per round seen: {sorted(set(charges))}"
+    assert doubled >= 0.9 * ROUNDS, (
+        f"double charges in {doubled}/{ROUNDS} rounds; charges per round seen: {sorted(set(charges))}"
+    )
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize(("downstream", "expected_charges"), [(False, 2), (True, 1)], ids=["no-downstream-key", "downstream-key"])
+@pytest.mark.parametrize(
+    ("downstream", "expected_charges"), [(False, 2), (True, 1)], ids=["no-downstream-key", "downstream-key"]
+)
 def test_crash_after_charge_charges_again_unless_the_key_goes_downstream(downstream, expected_charges, shop):
     request = lab2.order(prefix="crash", pass_key_downstream=downstream)
     shop.arm_crash_after_charge(request)
@@ -110,7 +114,9 @@ def test_crash_after_charge_charges_again_unless_the_key_goes_downstream(downstr
     assert charges == expected_charges, f"{charges} charges after a crash and retries (downstream key: {downstream})"
 
 
-@pytest.mark.parametrize(("downstream", "expected_charges"), [(False, 2), (True, 1)], ids=["no-downstream-key", "downstream-key"])
+@pytest.mark.parametrize(
+    ("downstream", "expected_charges"), [(False, 2), (True, 1)], ids=["no-downstream-key", "downstream-key"]
+)
 def test_a_lost_processor_answer_is_unknown_and_only_the_downstream_key_resolves_it(downstream, expected_charges, shop):
     request = lab2.order(prefix="lost", pass_key_downstream=downstream)
     shop.arm_lost_answer(request)
@@ -139,7 +145,9 @@ def test_the_environment_read_from_functions_tf_is_what_the_deployed_function_ha
     from idemlab import functions
     from idemlab.clients import client
 
-    deployed = client("lambda").get_function_configuration(FunctionName=stack["functions"][key])["Environment"]["Variables"]
+    deployed = client("lambda").get_function_configuration(FunctionName=stack["functions"][key])["Environment"][
+        "Variables"
+    ]
     expected = functions.environment(key, stack["tables"], stack["functions"])
     assert {name: deployed.get(name) for name in expected} == expected
 

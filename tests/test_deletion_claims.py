@@ -142,7 +142,10 @@ def test_a_loser_is_told_what_the_current_status_means(table, finish, outcome):
             finish_steps(table, claim)
             claims.complete(table, claim, now=T0)
         else:
-            assert claims.release_after_failure(table, claim, "boom", max_attempts=1, retry_delay_seconds=0, now=T0) is Status.FAILED
+            assert (
+                claims.release_after_failure(table, claim, "boom", max_attempts=1, retry_delay_seconds=0, now=T0)
+                is Status.FAILED
+            )
     before = state.read(table, request_id)
     result = claims.claim(table, request_id, "worker-b", LEASE, now=T0 + 10 * LEASE)
     assert result.outcome is outcome
@@ -176,7 +179,9 @@ def test_failures_leave_retryable_until_attempts_run_out(table):
     for attempt in range(3):
         now = T0 + attempt * 10
         claim = claimed(table, request_id, f"worker-{attempt}", now=now)
-        statuses.append(claims.release_after_failure(table, claim, "boom", max_attempts=3, retry_delay_seconds=5, now=now))
+        statuses.append(
+            claims.release_after_failure(table, claim, "boom", max_attempts=3, retry_delay_seconds=5, now=now)
+        )
     assert statuses == [Status.RETRYABLE, Status.RETRYABLE, Status.FAILED]
     failed = state.read(table, request_id)
     assert (failed.status, failed.attempts, failed.lease_expires_at) == (Status.FAILED, 3, None)
@@ -236,7 +241,11 @@ def test_sweep_leaves_alone_a_claim_made_after_its_query(table):
     fresh = claimed(table, request_id, "worker-b", now=T0)
     assert sweeps.sweep(table, seen, max_attempts=3, now=T0 + 1) is None
     current = state.read(table, request_id)
-    assert (current.status, current.fencing_token, current.lease_owner) == (Status.PROCESSING, fresh.fencing_token, "worker-b")
+    assert (current.status, current.fencing_token, current.lease_owner) == (
+        Status.PROCESSING,
+        fresh.fencing_token,
+        "worker-b",
+    )
 
 
 def test_sweep_fails_a_request_out_of_attempts(table):

@@ -261,5 +261,7 @@ def test_no_interleaving_lets_a_superseded_claim_write(table):
     assert tally.completed > 0
     assert tally.sweeps_failed_midway > 0 and tally.restarts_died > 0
     assert sum(tally.drained.values()) > 0
-    print(f"stale writes refused {tally.stale_refused}, accepted {tally.stale_accepted}; "
-          f"sweeps failed midway {tally.sweeps_failed_midway}; restarts died {tally.restarts_died}; drained {tally.drained}")
+    print(
+        f"stale writes refused {tally.stale_refused}, accepted {tally.stale_accepted}; "
+        f"sweeps failed midway {tally.sweeps_failed_midway}; restarts died {tally.restarts_died}; drained {tally.drained}"
+    )

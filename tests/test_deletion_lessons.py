@@ -45,7 +45,7 @@ def test_threads_sharing_the_lesson_module_each_count_their_own_users_emails(del
     try:
         for _ in range(ROUNDS):
             counted = all_at_once([lambda user_id=user_id: deletions.goodbyes(user_id) for user_id in users])
-            wrong_per_round[sum(count != emails for count, emails in zip(counted, users.values()))] += 1
+            wrong_per_round[sum(count != emails for count, emails in zip(counted, users.values(), strict=False))] += 1
     finally:
         sys.setswitchinterval(interval)
     assert wrong_per_round == Counter({0: ROUNDS})

@@ -41,7 +41,7 @@ REQUEST = [
     {"user_id": "ok", "delay_seconds": "30"},
     {"user_id": "ok", "delay_seconds": 1.5},
     {"user_id": "ok", "delay_seconds": True},
-    {"user_id": "ok", "delay_seconds": 10 ** 12},
+    {"user_id": "ok", "delay_seconds": 10**12},
 ]
 # "<request>" and "<user>" stand for a real SCHEDULED request and its user.
 CANCEL = [
@@ -76,7 +76,12 @@ STEP = [
     {"deletion_request_id": "<request>", "owner": "exec-1", "fencing_token": 0},
     {"deletion_request_id": ["<request>"], "owner": "exec-1", "fencing_token": "<token>"},
     {"deletion_request_id": "<request>", "owner": None, "fencing_token": "<token>"},
-    {"deletion_request_id": "<request>", "owner": "exec-1", "fencing_token": "<token>", "steps_done": ["delete_records", "drop_table"]},
+    {
+        "deletion_request_id": "<request>",
+        "owner": "exec-1",
+        "fencing_token": "<token>",
+        "steps_done": ["delete_records", "drop_table"],
+    },
     {"deletion_request_id": "<request>", "owner": "exec-1", "fencing_token": "<token>", "attempts": 1.5},
 ]
 STEP_FUNCTIONS = (*state.STEPS, "complete_deletion")
@@ -111,7 +116,9 @@ def snapshot(deletions, user_id: str) -> dict:
     return {
         "request ids": {item["deletion_request_id"] for item in items},
         "schedules": {s["Name"] for s in schedules},
-        "the user's requests": sorted(json.dumps(item, default=str, sort_keys=True) for item in items if item.get("user_id") == user_id),
+        "the user's requests": sorted(
+            json.dumps(item, default=str, sort_keys=True) for item in items if item.get("user_id") == user_id
+        ),
         "left of the user": deletions.leftovers(user_id),
     }
 

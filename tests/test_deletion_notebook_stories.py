@@ -44,11 +44,11 @@ def test_a_sweep_in_the_middle_of_the_zombie_story_changes_nothing(stack):
     first = index_of(cells, "zombie_request = deletion.new_request_item(stack")
     last = index_of(cells, 'final.status.value == "COMPLETED"')
     story = namespace(stack)
-    run_cells(cells[first:first + 1], story)
+    run_cells(cells[first : first + 1], story)
     sweep_now(story["deletions"])
     for execution in story["deletions"].executions_of(story["zombie_request"]):
         deletion.wait_for(execution["executionArn"])
-    run_cells(cells[first + 1:last + 1], story)  # every assertion of the story still holds
+    run_cells(cells[first + 1 : last + 1], story)  # every assertion of the story still holds
     assert story["final"].fencing_token == 2
 
 
@@ -58,7 +58,7 @@ def test_a_notebook_stopped_after_its_first_story_leaves_no_schedule_that_fails_
     connect = index_of(cells, "def new_user_and_request():")
     first_story_checked = index_of(cells, 'assert ran["DeleteRecords"] == ["succeeded"]')
     story = namespace(stack)
-    run_cells(cells[connect:first_story_checked + 1], story)
+    run_cells(cells[connect : first_story_checked + 1], story)
     # The learner stops here. Later, every schedule its requests left fires.
     group = stack["schedule_group"]
     firer = SchedulerFirer(groups=(group,))

@@ -26,14 +26,18 @@ def task_order(asl: dict) -> list[str]:
             name = spec.get("Next")
         elif spec["Type"] == "Choice":
             targets = [c["Next"] for c in spec["Choices"]] + [spec.get("Default")]
-            name = next((t for t in targets if t and asl["States"][t]["Type"] == "Task" and t not in _visited(asl, order)), None)
+            name = next(
+                (t for t in targets if t and asl["States"][t]["Type"] == "Task" and t not in _visited(asl, order)), None
+            )
         else:
             name = None
     return order
 
 
 def _visited(asl: dict, order: list[str]) -> set[str]:
-    return {n for n, s in asl["States"].items() if s["Type"] == "Task" and s["Resource"] in {f"${{{f}_arn}}" for f in order}}
+    return {
+        n for n, s in asl["States"].items() if s["Type"] == "Task" and s["Resource"] in {f"${{{f}_arn}}" for f in order}
+    }
 
 
 def test_the_workflow_runs_the_claim_then_the_steps_in_the_order_of_STEPS_then_completes():
@@ -43,7 +47,10 @@ def test_the_workflow_runs_the_claim_then_the_steps_in_the_order_of_STEPS_then_c
 def test_the_order_check_notices_two_steps_swapped_in_the_asl():
     swapped = copy.deepcopy(ASL)
     states = swapped["States"]
-    states["DeleteIdentity"]["Resource"], states["SendGoodbye"]["Resource"] = states["SendGoodbye"]["Resource"], states["DeleteIdentity"]["Resource"]
+    states["DeleteIdentity"]["Resource"], states["SendGoodbye"]["Resource"] = (
+        states["SendGoodbye"]["Resource"],
+        states["DeleteIdentity"]["Resource"],
+    )
     assert task_order(swapped) != ["claim_deletion", *state.STEPS, "complete_deletion"]
 
 

@@ -92,16 +92,15 @@ def test_every_fault_point_and_delivery_pattern_deletes_once(deletions):
         results = list(pool.map(lambda c: run_cell(deletions, c[0][0], c[0][1], c[1], c[2]), cells))
     elapsed = time.monotonic() - began
     print(f"\n{len(results)} cells in {elapsed:.0f} s")
-    wrong = [
-        r for r in results
-        if (r["status"], r["leftovers"], r["goodbyes"]) != ("COMPLETED", GONE, 1)
-    ]
+    wrong = [r for r in results if (r["status"], r["leftovers"], r["goodbyes"]) != ("COMPLETED", GONE, 1)]
     for r in wrong:
         print(f"WRONG {r}")
     assert wrong == []
     assert deletions.leftovers(bystander) == SEEDED
     # Every delivery ended as an execution that succeeded (the crash is retried inside).
-    assert all(set(r["executions"]) == {"SUCCEEDED"} for r in results), [r for r in results if set(r["executions"]) != {"SUCCEEDED"}]
+    assert all(set(r["executions"]) == {"SUCCEEDED"} for r in results), [
+        r for r in results if set(r["executions"]) != {"SUCCEEDED"}
+    ]
 
 
 def invoke_naive(stack, request_id: str) -> bool:
@@ -109,7 +108,9 @@ def invoke_naive(stack, request_id: str) -> bool:
     payload = json.dumps({"deletion_request_id": request_id}).encode()
     lam = naive_client(stack)
     for _ in range(2):
-        if not lam.invoke(FunctionName=stack["functions"]["naive_deletion_worker"], Payload=payload).get("FunctionError"):
+        if not lam.invoke(FunctionName=stack["functions"]["naive_deletion_worker"], Payload=payload).get(
+            "FunctionError"
+        ):
             return True
     return False
 
@@ -118,7 +119,9 @@ def naive_client(stack):
     """A crash runs past the naive worker's timeout (as deployed: the suite's stack has a
     shorter one than the lessons'): wait longer than that, and let the SDK retry nothing
     (its retry would be one more delivery)."""
-    deployed = clients.client("lambda").get_function_configuration(FunctionName=stack["functions"]["naive_deletion_worker"])["Timeout"]
+    deployed = clients.client("lambda").get_function_configuration(
+        FunctionName=stack["functions"]["naive_deletion_worker"]
+    )["Timeout"]
     return clients.client("lambda", read_timeout=deployed + 30, retries={"max_attempts": 1})
 
 
@@ -185,7 +188,10 @@ def test_a_request_out_of_attempts_fails_to_the_dlq_and_completes_after_redrive(
     report = redrive.run_once(deletions.dead_letter_queue)
     assert report.failed == {}
     redriven = [
-        arn for arn in clients.client("stepfunctions").list_executions(stateMachineArn=deletions.state_machine_arn)["executions"]
+        arn
+        for arn in clients.client("stepfunctions").list_executions(stateMachineArn=deletions.state_machine_arn)[
+            "executions"
+        ]
         if arn["name"] in {f"redrive-{m}" for m in report.delivered}
     ]
     for execution in redriven:
@@ -232,7 +238,9 @@ def test_executions_that_die_before_or_at_the_claim_are_recovered_by_the_sweeper
         if not waiting:
             break
         # The next moment a sweep can see each of them: past its lease, due time plus grace, or retry time.
-        clock = max([clock] + [(r.lease_expires_at or 0) + sweeper.config.schedule_grace_seconds() for r in waiting]) + 1
+        clock = (
+            max([clock] + [(r.lease_expires_at or 0) + sweeper.config.schedule_grace_seconds() for r in waiting]) + 1
+        )
         restarted = sweeper.run_once(now=clock)["restarted"]
         sweeps += 1
         for name in restarted:
@@ -264,13 +272,18 @@ def test_the_suite_stack_deploys_the_suites_timeouts_and_visibilities(stack):
     from support.suite_timeouts import TEST_FUNCTION_TIMEOUTS, VISIBILITY_PER_FUNCTION_TIMEOUT
 
     lam = clients.client("lambda")
-    deployed = {key: lam.get_function_configuration(FunctionName=stack["functions"][key])["Timeout"] for key in TEST_FUNCTION_TIMEOUTS}
+    deployed = {
+        key: lam.get_function_configuration(FunctionName=stack["functions"][key])["Timeout"]
+        for key in TEST_FUNCTION_TIMEOUTS
+    }
     assert deployed == TEST_FUNCTION_TIMEOUTS
     lessons = {key: int(functions.spec(key)["timeout"]) for key in TEST_FUNCTION_TIMEOUTS}
     assert all(deployed[key] < lessons[key] for key in ("delete_records", "delete_files", "naive_deletion_worker"))
     orders = Orders(stack)
     for source in functions.module_default("queue_lesson.tf", "event_sources").values():
-        assert orders.visibility_timeout(source["queue"]) == VISIBILITY_PER_FUNCTION_TIMEOUT * deployed[source["function"]], source
+        assert (
+            orders.visibility_timeout(source["queue"]) == VISIBILITY_PER_FUNCTION_TIMEOUT * deployed[source["function"]]
+        ), source
 
 
 def test_an_alarm_goes_off_when_the_sweeper_stops_publishing(stack):
@@ -283,4 +296,8 @@ def test_an_alarm_goes_off_when_the_sweeper_stops_publishing(stack):
     watched = ("Namespace", "MetricName", "Dimensions")
     assert {key: stopped[key] for key in watched} == {key: stuck[key] for key in watched}
     assert (stopped["TreatMissingData"], stopped["Statistic"], stopped["ComparisonOperator"], stopped["Threshold"]) == (
-        "breaching", "SampleCount", "LessThanThreshold", 1)
+        "breaching",
+        "SampleCount",
+        "LessThanThreshold",
+        1,
+    )

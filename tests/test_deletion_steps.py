@@ -67,8 +67,11 @@ def requested(user_id: str, **extra) -> str:
 def claimed_long_ago(table, request_id: str, owner: str, seconds_ago: int):
     """A claim made ``seconds_ago`` with a one-second lease: a worker that vanished long
     since. The request is made due before that first (the claim refuses an early start)."""
-    table.update_item(Key={"deletion_request_id": request_id}, UpdateExpression="SET due_at = due_at - :back",
-                      ExpressionAttributeValues={":back": seconds_ago + 1})
+    table.update_item(
+        Key={"deletion_request_id": request_id},
+        UpdateExpression="SET due_at = due_at - :back",
+        ExpressionAttributeValues={":back": seconds_ago + 1},
+    )
     return claims.claim(table, request_id, owner, 1, now=time.time() - seconds_ago)
 
 
@@ -93,9 +96,13 @@ def test_asking_twice_for_the_same_user_returns_the_same_request_and_one_schedul
     assert second["deletion_request_id"] == first["deletion_request_id"]
     assert second["due_at"] == first["due_at"]
     scheduler = clients.client("scheduler")
-    listed = scheduler.list_schedules(GroupName=deletions.stack["schedule_group"], NamePrefix=f"deletion-{first['deletion_request_id']}")
+    listed = scheduler.list_schedules(
+        GroupName=deletions.stack["schedule_group"], NamePrefix=f"deletion-{first['deletion_request_id']}"
+    )
     assert len(listed["Schedules"]) == 1
-    schedule = scheduler.get_schedule(Name=f"deletion-{first['deletion_request_id']}", GroupName=deletions.stack["schedule_group"])
+    schedule = scheduler.get_schedule(
+        Name=f"deletion-{first['deletion_request_id']}", GroupName=deletions.stack["schedule_group"]
+    )
     assert schedule["ScheduleExpression"] == request_deletion.at_expression(first["due_at"])
     assert schedule["ActionAfterCompletion"] == "DELETE"
     target = schedule["Target"]
@@ -132,7 +139,9 @@ def test_a_bad_request_is_refused_and_changes_nothing(deletions, env, event, com
 def test_a_step_handed_a_bad_claim_refuses_before_touching_anything(deletions, env):
     user = new_user(deletions)
     with pytest.raises(errors.InvalidDeletionInput, match="fencing_token"):
-        deletion.import_function_module("delete_records").handler({"deletion_request_id": "x", "user_id": user, "owner": "o", "fencing_token": "1"}, None)
+        deletion.import_function_module("delete_records").handler(
+            {"deletion_request_id": "x", "user_id": user, "owner": "o", "fencing_token": "1"}, None
+        )
     assert deletions.leftovers(user) == {"records": 3, "files": 2, "identities": 1}
 
 
@@ -141,7 +150,9 @@ def test_cancel_before_the_fire_wins_and_the_fire_then_does_nothing(deletions, e
     request_id = requested(user)
     answer = cancel_deletion.handler({"deletion_request_id": request_id, "user_id": user}, None)
     assert answer == {"deletion_request_id": request_id, "cancelled": True, "status": "CANCELLED"}
-    listed = clients.client("scheduler").list_schedules(GroupName=deletions.stack["schedule_group"], NamePrefix=f"deletion-{request_id}")
+    listed = clients.client("scheduler").list_schedules(
+        GroupName=deletions.stack["schedule_group"], NamePrefix=f"deletion-{request_id}"
+    )
     assert listed["Schedules"] == []
     assert run_workflow_in_process(request_id, "exec-late") == "cancelled"
     assert deletions.leftovers(user) == {"records": 3, "files": 2, "identities": 1}
@@ -225,7 +236,9 @@ def drain(queue_url: str) -> list[dict]:
     sqs = clients.client("sqs")
     found = []
     while True:
-        got = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"], WaitTimeSeconds=0)
+        got = sqs.receive_message(
+            QueueUrl=queue_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"], WaitTimeSeconds=0
+        )
         if not got.get("Messages"):
             return found
         for message in got["Messages"]:
@@ -262,7 +275,9 @@ def test_a_crashed_worker_is_swept_restarted_and_resumed(deletions, env):
 def test_a_zombie_that_stalled_past_its_lease_is_stopped_by_the_token(deletions, env, step):
     user = new_user(deletions)
     request_id = requested(user)
-    deletions.arm_fault(step, faults.BEFORE, request_id, faults.TIMEOUT)  # in-process: a stall (STALL_SECONDS_WITHOUT_CONTEXT)
+    deletions.arm_fault(
+        step, faults.BEFORE, request_id, faults.TIMEOUT
+    )  # in-process: a stall (STALL_SECONDS_WITHOUT_CONTEXT)
     outcome = {}
     zombie = threading.Thread(target=lambda: outcome.update(zombie=run_workflow_in_process(request_id, "zombie")))
     zombie.start()
@@ -272,7 +287,7 @@ def test_a_zombie_that_stalled_past_its_lease_is_stopped_by_the_token(deletions,
     # The successor claims as if the zombie's lease had run out (its clock is ahead).
     successor = claims.claim(deletions.table("deletion_requests"), request_id, "successor", 60, now=time.time() + 120)
     assert successor.claim.fencing_token == 2
-    claim = {k: v for k, v in steps.claim_to_event(successor.claim).items()}
+    claim = dict(steps.claim_to_event(successor.claim).items())
     assert run_steps_in_process(claim) == "COMPLETED"
     zombie.join(timeout=30)
     assert outcome["zombie"] == "superseded"
@@ -291,7 +306,9 @@ def test_the_sweeper_publishes_the_stuck_count(deletions, env):
     assert result["stuck"] >= 1
     cloudwatch = clients.client("cloudwatch")
     metrics = cloudwatch.list_metrics(Namespace=sweeper.config.optional("METRIC_NAMESPACE"))["Metrics"]
-    assert [(m["MetricName"], m["Dimensions"]) for m in metrics] == [("StuckDeletionRequests", [{"Name": "Prefix", "Value": "lab-under-test"}])]
+    assert [(m["MetricName"], m["Dimensions"]) for m in metrics] == [
+        ("StuckDeletionRequests", [{"Name": "Prefix", "Value": "lab-under-test"}])
+    ]
     stats = cloudwatch.get_metric_statistics(
         Namespace=sweeper.config.optional("METRIC_NAMESPACE"),
         MetricName="StuckDeletionRequests",
@@ -358,7 +375,10 @@ def test_the_claim_refuses_bad_input_and_changes_nothing(deletions, env, event, 
     assert deletions.request_status(request_id) == "SCHEDULED"
 
 
-@pytest.mark.parametrize("point, kind, times", [("halfway", faults.CRASH, 1), (faults.BEFORE, "explode", 1), (faults.BEFORE, faults.ERROR, 0)])
+@pytest.mark.parametrize(
+    "point, kind, times",
+    [("halfway", faults.CRASH, 1), (faults.BEFORE, "explode", 1), (faults.BEFORE, faults.ERROR, 0)],
+)
 def test_arming_a_fault_wrongly_is_refused_and_arms_nothing(deletions, env, point, kind, times):
     faults_table = deletions.table("faults")
     before = faults_table.scan(Select="COUNT")["Count"]
@@ -392,7 +412,10 @@ def test_a_user_whose_request_is_over_can_ask_again(deletions, env, finish):
     assert again["created"] is True and again["status"] == "SCHEDULED"
     assert again["deletion_request_id"] != first
     schedule = f"deletion-{again['deletion_request_id']}"
-    assert clients.client("scheduler").get_schedule(Name=schedule, GroupName=deletions.stack["schedule_group"])["Name"] == schedule
+    assert (
+        clients.client("scheduler").get_schedule(Name=schedule, GroupName=deletions.stack["schedule_group"])["Name"]
+        == schedule
+    )
     repeat = request_deletion.handler({"user_id": user, "delay_seconds": 0}, None)
     assert (repeat["deletion_request_id"], repeat["created"]) == (again["deletion_request_id"], False)
     assert run_workflow_in_process(again["deletion_request_id"], "exec-again") == "COMPLETED"
@@ -489,7 +512,9 @@ def test_a_sweep_that_fails_on_one_request_still_handles_the_others_and_publishe
     assert deletions.request_status(second) == "RETRYABLE"
     assert state.read(table, second).restarts == 1  # handled after the failure before it
     assert state.read(table, third).restarts == 0
-    metrics = clients.client("cloudwatch").list_metrics(Namespace=sweeper.config.optional("METRIC_NAMESPACE"))["Metrics"]
+    metrics = clients.client("cloudwatch").list_metrics(Namespace=sweeper.config.optional("METRIC_NAMESPACE"))[
+        "Metrics"
+    ]
     assert [m["MetricName"] for m in metrics] == ["StuckDeletionRequests"]
     again = sweeper.run_once()  # the faults are used up: the next sweep takes what was left
     assert f"{third}-restart-1" in again["restarted"] and f"{first}-restart-1" in again["restarted"]
@@ -524,7 +549,11 @@ def test_a_restart_that_dies_before_claiming_gets_a_new_name_then_fails_to_the_d
         later += lease + 1
     assert names_started == [f"{request_id}-restart-1", f"{request_id}-restart-2"]
     assert deletions.request_status(request_id) == "FAILED"
-    mine = [m for m in drain(deletions.dead_letter_queue) if m["MessageAttributes"]["DELETION_REQUEST_ID"]["StringValue"] == request_id]
+    mine = [
+        m
+        for m in drain(deletions.dead_letter_queue)
+        if m["MessageAttributes"]["DELETION_REQUEST_ID"]["StringValue"] == request_id
+    ]
     assert len(mine) == 1 and "before claiming" in mine[0]["MessageAttributes"]["ERROR_MESSAGE"]["StringValue"]
 
 
@@ -536,15 +565,21 @@ def test_a_malformed_row_beside_a_stuck_request_does_not_stop_the_sweep(deletion
     stuck = requested(new_user(deletions))
     claimed_long_ago(table, stuck, "vanished", 100)
     broken = f"del-broken-{uuid.uuid4().hex[:8]}"
-    table.put_item(Item={"deletion_request_id": broken, "status": "PROCESSING", "lease_expires_at": int(time.time()) - 100})
+    table.put_item(
+        Item={"deletion_request_id": broken, "status": "PROCESSING", "lease_expires_at": int(time.time()) - 100}
+    )
     try:
         with pytest.raises(errors.SweepIncomplete, match=broken):
             sweeper.run_once()
         assert deletions.request_status(stuck) == "RETRYABLE"
         assert state.read(table, stuck).restarts == 1
         stats = clients.client("cloudwatch").get_metric_statistics(
-            Namespace=sweeper.config.optional("METRIC_NAMESPACE"), MetricName="StuckDeletionRequests",
-            StartTime=time.time() - 600, EndTime=time.time() + 600, Period=60, Statistics=["Maximum", "SampleCount"],
+            Namespace=sweeper.config.optional("METRIC_NAMESPACE"),
+            MetricName="StuckDeletionRequests",
+            StartTime=time.time() - 600,
+            EndTime=time.time() + 600,
+            Period=60,
+            Statistics=["Maximum", "SampleCount"],
         )["Datapoints"]
         assert sum(p["SampleCount"] for p in stats) == 1
         assert max(p["Maximum"] for p in stats) >= 2  # the stuck request and the malformed row

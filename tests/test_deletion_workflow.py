@@ -58,7 +58,7 @@ def deployed(stack, lambda_role) -> Deletions:
     code = scenario_zip()
     lam = clients.client("lambda")
     arns = {}
-    for key in WORKFLOW_FUNCTIONS + ("naive_deletion_worker",):
+    for key in (*WORKFLOW_FUNCTIONS, "naive_deletion_worker"):
         created = lam.create_function(
             FunctionName=f"{prefix}-{key}",
             Runtime="python3.12",
@@ -177,7 +177,9 @@ def test_the_naive_worker_crashing_after_the_email_sends_it_twice(deployed):
     payload = json.dumps({"deletion_request_id": request_id}).encode()
     crashed = lam.invoke(FunctionName=deployed.stack["functions"]["naive_deletion_worker"], Payload=payload)
     assert crashed.get("FunctionError") == "Unhandled"
-    retried = lam.invoke(FunctionName=deployed.stack["functions"]["naive_deletion_worker"], Payload=payload)  # Lambda's own retry
+    retried = lam.invoke(
+        FunctionName=deployed.stack["functions"]["naive_deletion_worker"], Payload=payload
+    )  # Lambda's own retry
     assert "FunctionError" not in retried
     assert deployed.leftovers(user_id) == GONE
     assert deployed.goodbyes(user_id) == 2
@@ -211,7 +213,12 @@ def test_a_requested_deletion_fires_on_schedule_and_completes(deployed, function
     assert execution["status"] == "SUCCEEDED"
     assert deployed.leftovers(user_id) == GONE
     assert deployed.goodbyes(user_id) == 1
-    assert clients.client("scheduler").list_schedules(GroupName=deployed.stack["schedule_group"], NamePrefix=f"deletion-{asked['deletion_request_id']}")["Schedules"] == []
+    assert (
+        clients.client("scheduler").list_schedules(
+            GroupName=deployed.stack["schedule_group"], NamePrefix=f"deletion-{asked['deletion_request_id']}"
+        )["Schedules"]
+        == []
+    )
 
 
 @pytest.mark.timeout(120)
@@ -221,7 +228,9 @@ def test_a_schedule_fired_twice_deletes_once(deployed, function_env):
     user_id = f"u{uuid.uuid4().hex[:10]}"
     deployed.seed_user(user_id)
     asked = request_deletion.handler({"user_id": user_id, "delay_seconds": 0}, None)
-    firings = SchedulerFirer(groups=(deployed.stack["schedule_group"],)).fire_twice(f"deletion-{asked['deletion_request_id']}", deployed.stack["schedule_group"])
+    firings = SchedulerFirer(groups=(deployed.stack["schedule_group"],)).fire_twice(
+        f"deletion-{asked['deletion_request_id']}", deployed.stack["schedule_group"]
+    )
     assert firings[0].outcome == DELIVERED
     # The second start has the same name: Step Functions either returns the running
     # execution or refuses it, and a refused event waits on the DLQ for the redrive.
@@ -282,7 +291,9 @@ def test_a_user_with_more_records_than_one_invocation_deletes_is_finished_by_the
     state.create(deployed.table("deletion_requests"), request_id, user_id, int(time.time()))
     execution = finished(deployed.start(request_id))
     assert execution["status"] == "SUCCEEDED", execution
-    ran = [what for state_name, what in deletion.task_attempts(execution["executionArn"]) if state_name == "DeleteRecords"]
+    ran = [
+        what for state_name, what in deletion.task_attempts(execution["executionArn"]) if state_name == "DeleteRecords"
+    ]
     assert ran == ["succeeded"] * 3  # 99 + 99 + 52 records
     assert deployed.request_status(request_id) == "COMPLETED"
     assert deployed.leftovers(user_id) == GONE

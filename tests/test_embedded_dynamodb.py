@@ -4,11 +4,10 @@ moto alone lets two conditional writers both win in about 1 % of 50-way races
 (docs/DESIGN.md); these tests race 50 clients in 2 processes for 200 rounds.
 """
 
-
 import pytest
 
-from support.dynamodb_race import PROCESSING, SCHEDULED, race
 from idemlab import clients
+from support.dynamodb_race import PROCESSING, SCHEDULED, race
 
 ROUNDS = 200
 CLIENTS = 50

@@ -66,17 +66,37 @@ def server():
 def aws(server):
     session = boto3.session.Session(aws_access_key_id="test", aws_secret_access_key="test", region_name="us-east-1")
     config = Config(retries={"total_max_attempts": 1}, max_pool_connections=30, read_timeout=180)
-    lam, dynamodb, iam = (session.client(s, endpoint_url=server.url, config=config) for s in ("lambda", "dynamodb", "iam"))
+    lam, dynamodb, iam = (
+        session.client(s, endpoint_url=server.url, config=config) for s in ("lambda", "dynamodb", "iam")
+    )
     table = f"rounds-{uuid.uuid4().hex[:8]}"
-    dynamodb.create_table(TableName=table, KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-                          AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
-    trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}]}
-    role = iam.create_role(RoleName=f"r-{uuid.uuid4().hex[:8]}", AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+    dynamodb.create_table(
+        TableName=table,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
+        ],
+    }
+    role = iam.create_role(RoleName=f"r-{uuid.uuid4().hex[:8]}", AssumeRolePolicyDocument=json.dumps(trust))["Role"][
+        "Arn"
+    ]
 
     def function(source: str) -> str:
         name = f"fn-{uuid.uuid4().hex[:10]}"
-        lam.create_function(FunctionName=name, Runtime="python3.12", Role=role, Handler="app.handler", Timeout=120,
-                            Code={"ZipFile": zip_source(source)}, Environment={"Variables": {"TABLE": table}})
+        lam.create_function(
+            FunctionName=name,
+            Runtime="python3.12",
+            Role=role,
+            Handler="app.handler",
+            Timeout=120,
+            Code={"ZipFile": zip_source(source)},
+            Environment={"Variables": {"TABLE": table}},
+        )
         return name
 
     return lam, function
@@ -84,8 +104,12 @@ def aws(server):
 
 def burst(lam, name: str, events: list[dict]) -> list[dict]:
     with ThreadPoolExecutor(max_workers=len(events)) as pool:
-        answers = list(pool.map(lambda event: lam.invoke(FunctionName=name, Payload=json.dumps(event).encode()), events))
-    return [{"error": answer.get("FunctionError"), "payload": json.loads(answer["Payload"].read())} for answer in answers]
+        answers = list(
+            pool.map(lambda event: lam.invoke(FunctionName=name, Payload=json.dumps(event).encode()), events)
+        )
+    return [
+        {"error": answer.get("FunctionError"), "payload": json.loads(answer["Payload"].read())} for answer in answers
+    ]
 
 
 def worker_processes(server: EmbeddedBackend) -> set[int]:

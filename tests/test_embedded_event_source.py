@@ -15,8 +15,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from idemlab import clients
-from idemlab.lessons import queue_depth as depth
 from idemlab.embedded.sqs_event_source import failed_item_ids
+from idemlab.lessons import queue_depth as depth
 
 # Records every record it is handed. A body with "poison": true fails: the function
 # raises (MODE=raise) or lists it in batchItemFailures (MODE=report).
@@ -54,7 +54,9 @@ def make_queue(name: str, max_receive: int | None = None, fifo: bool = False) ->
         attributes.update(FifoQueue="true", ContentBasedDeduplication="true")
     dlq_url = None
     if max_receive:
-        dlq_url = sqs.create_queue(QueueName=f"{name}-dlq{suffix}", Attributes={"FifoQueue": "true"} if fifo else {})["QueueUrl"]
+        dlq_url = sqs.create_queue(QueueName=f"{name}-dlq{suffix}", Attributes={"FifoQueue": "true"} if fifo else {})[
+            "QueueUrl"
+        ]
         dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         attributes["RedrivePolicy"] = json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": max_receive})
     url = sqs.create_queue(QueueName=name + suffix, Attributes=attributes)["QueueUrl"]
@@ -79,7 +81,9 @@ def mappings():
 
 
 def mapping(created: list, function: str, queue_arn: str, **settings) -> str:
-    uuid_ = clients.client("lambda").create_event_source_mapping(FunctionName=function, EventSourceArn=queue_arn, **settings)["UUID"]
+    uuid_ = clients.client("lambda").create_event_source_mapping(
+        FunctionName=function, EventSourceArn=queue_arn, **settings
+    )["UUID"]
     created.append(uuid_)
     return uuid_
 
@@ -135,8 +139,13 @@ def test_messages_arrive_in_one_batch_with_the_record_shape_lambda_uses(backend,
 
 def test_message_attributes_arrive_as_lambda_shows_them_binary_ones_base64_encoded(backend, consumer, table, mappings):
     url, arn, _ = make_queue(f"q-{uuid.uuid4().hex[:8]}")
-    attributes = {"blob": {"DataType": "Binary", "BinaryValue": b"\x00\x01"}, "note": {"DataType": "String", "StringValue": "x"}}
-    clients.client("sqs").send_message(QueueUrl=url, MessageBody=json.dumps({"id": "attrs"}), MessageAttributes=attributes)
+    attributes = {
+        "blob": {"DataType": "Binary", "BinaryValue": b"\x00\x01"},
+        "note": {"DataType": "String", "StringValue": "x"},
+    }
+    clients.client("sqs").send_message(
+        QueueUrl=url, MessageBody=json.dumps({"id": "attrs"}), MessageAttributes=attributes
+    )
     mapping(mappings, consumer("raise"), arn)
 
     [row] = wait_for(lambda: deliveries(table))
@@ -160,7 +169,9 @@ def test_failed_batch_comes_back_after_the_visibility_timeout_then_goes_to_the_d
     for row in rows:
         if row["count"] == 2:
             first_received = int(row["record"]["attributes"]["ApproximateFirstReceiveTimestamp"]) / 1000
-            assert row["at"] - first_received >= VISIBILITY - 0.1, "hidden for the visibility timeout, not made visible at once"
+            assert row["at"] - first_received >= VISIBILITY - 0.1, (
+                "hidden for the visibility timeout, not made visible at once"
+            )
     assert depth(url) == 0
 
 
@@ -235,7 +246,9 @@ def test_fifo_deduplicates_a_repeated_send_even_after_the_first_copy_was_deleted
     sqs = clients.client("sqs")
     body = json.dumps({"id": "order-1"})
     sent = sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId="g")["MessageId"]
-    again = sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId="g")["MessageId"]  # content-based: a duplicate
+    again = sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId="g")[
+        "MessageId"
+    ]  # content-based: a duplicate
     assert again == sent, "a deduplicated send answers with the first copy's id"
     first = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
     assert len(first) == 1
@@ -260,11 +273,15 @@ def test_mapping_is_refused_when_the_function_outlives_the_visibility_timeout(ba
 def test_fifo_mapping_refuses_a_batching_window(backend, consumer):
     _, arn, _ = make_queue(f"q-{uuid.uuid4().hex[:8]}", fifo=True)
     with pytest.raises(ClientError) as refused:
-        clients.client("lambda").create_event_source_mapping(FunctionName=consumer("raise"), EventSourceArn=arn, MaximumBatchingWindowInSeconds=2)
+        clients.client("lambda").create_event_source_mapping(
+            FunctionName=consumer("raise"), EventSourceArn=arn, MaximumBatchingWindowInSeconds=2
+        )
     assert refused.value.response["Error"]["Code"] == "InvalidParameterValueException"
 
 
-def test_a_disabled_mapping_reports_disabled_only_once_its_poller_stopped_and_then_receives_nothing(backend, consumer, table, mappings):
+def test_a_disabled_mapping_reports_disabled_only_once_its_poller_stopped_and_then_receives_nothing(
+    backend, consumer, table, mappings
+):
     url, arn, _ = make_queue(f"q-{uuid.uuid4().hex[:8]}")
     lam = clients.client("lambda")
     uuid_ = mapping(mappings, consumer("raise"), arn)
@@ -285,9 +302,15 @@ def test_a_fifo_group_comes_back_in_order_after_its_visibility_timeout(backend):
     sqs = clients.client("sqs")
     for body in ("first", "second", "third"):
         sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId="g")
-    assert [m["Body"] for m in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]] == ["first", "second", "third"]
+    assert [m["Body"] for m in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]] == [
+        "first",
+        "second",
+        "third",
+    ]
     # Not deleted: the group is locked until the visibility timeout ends, then comes back whole.
-    again = wait_for(lambda: sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages"), timeout=10)
+    again = wait_for(
+        lambda: sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages"), timeout=10
+    )
     assert [m["Body"] for m in again] == ["first", "second", "third"]
 
 

@@ -38,7 +38,9 @@ def _dynamodb(url: str, origin: str | None = None, service: str = "dynamodb"):
         config=Config(retries={"max_attempts": 1}),
     )
     if origin:  # a loopback page's request: moto's full route (and its CORS handling)
-        client.meta.events.register(f"before-sign.{service}", lambda request, **_: request.headers.__setitem__("Origin", origin))
+        client.meta.events.register(
+            f"before-sign.{service}", lambda request, **_: request.headers.__setitem__("Origin", origin)
+        )
     return client
 
 
@@ -46,7 +48,11 @@ def _answer(call):
     try:
         response = call()
     except ClientError as error:
-        return {"error": error.response["Error"], "status": error.response["ResponseMetadata"]["HTTPStatusCode"], **{k: v for k, v in error.response.items() if k not in ("Error", "ResponseMetadata")}}
+        return {
+            "error": error.response["Error"],
+            "status": error.response["ResponseMetadata"]["HTTPStatusCode"],
+            **{k: v for k, v in error.response.items() if k not in ("Error", "ResponseMetadata")},
+        }
     response.pop("ResponseMetadata")
     return response
 
@@ -56,7 +62,9 @@ def _script(client, table: str) -> list:
     key = {"pk": {"S": "order-1"}}
     claim = {"ConditionExpression": "attribute_not_exists(pk)", "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
     return [
-        _answer(lambda: client.put_item(TableName=table, Item={**key, "status": {"S": "NEW"}, "n": {"N": "1"}}, **claim)),
+        _answer(
+            lambda: client.put_item(TableName=table, Item={**key, "status": {"S": "NEW"}, "n": {"N": "1"}}, **claim)
+        ),
         _answer(lambda: client.put_item(TableName=table, Item={**key, "status": {"S": "DUP"}}, **claim)),
         _answer(lambda: client.get_item(TableName=table, Key=key, ConsistentRead=True)),
         _answer(
@@ -80,12 +88,30 @@ def _script(client, table: str) -> list:
                 ExpressionAttributeValues={":to": {"S": "DONE"}, ":from": {"S": "NEW"}},
             )
         ),
-        _answer(lambda: client.query(TableName=table, KeyConditionExpression="pk = :k", ExpressionAttributeValues={":k": key["pk"]})),
+        _answer(
+            lambda: client.query(
+                TableName=table, KeyConditionExpression="pk = :k", ExpressionAttributeValues={":k": key["pk"]}
+            )
+        ),
         _answer(
             lambda: client.transact_write_items(
                 TransactItems=[
-                    {"Put": {"TableName": table, "Item": {"pk": {"S": "order-2"}}, "ConditionExpression": "attribute_not_exists(pk)"}},
-                    {"ConditionCheck": {"TableName": table, "Key": key, "ConditionExpression": "#s = :new", "ExpressionAttributeNames": {"#s": "status"}, "ExpressionAttributeValues": {":new": {"S": "NEW"}}}},
+                    {
+                        "Put": {
+                            "TableName": table,
+                            "Item": {"pk": {"S": "order-2"}},
+                            "ConditionExpression": "attribute_not_exists(pk)",
+                        }
+                    },
+                    {
+                        "ConditionCheck": {
+                            "TableName": table,
+                            "Key": key,
+                            "ConditionExpression": "#s = :new",
+                            "ExpressionAttributeNames": {"#s": "status"},
+                            "ExpressionAttributeValues": {":new": {"S": "NEW"}},
+                        }
+                    },
                 ]
             )
         ),
@@ -113,7 +139,7 @@ def test_hot_actions_answer_the_same_on_the_short_path_and_moto_route(backend):
     short_answers = json.loads(json.dumps(_script(fast, short_table), default=str).replace(short_table, "TABLE"))
     full_answers = json.loads(json.dumps(_script(full, full_table), default=str).replace(full_table, "TABLE"))
     assert len(short_answers) == 10
-    for short, routed in zip(short_answers, full_answers):
+    for short, routed in zip(short_answers, full_answers, strict=False):
         assert short == routed
     assert short_answers[1]["error"]["Code"] == "ConditionalCheckFailedException"
     assert short_answers[1]["Item"]["status"] == {"S": "NEW"}  # the stored record comes back with the refusal
@@ -187,7 +213,10 @@ def test_invoke_answers_the_same_on_the_short_path_and_moto_route(backend, make_
         (f"fn-missing-{uuid.uuid4().hex[:6]}", b"{}", {}),
     ]
     for function, payload, options in calls:
-        assert _invoked(fast, function, payload, **options) == _invoked(full, function, payload, **options), (payload, options)
+        assert _invoked(fast, function, payload, **options) == _invoked(full, function, payload, **options), (
+            payload,
+            options,
+        )
     answered = _invoked(fast, name, b'{"order": 1}')
     assert answered["body"] == {"echo": {"order": 1}, "remaining_ms_positive": True} and answered["has_request_id"]
     failed = _invoked(fast, name, b'{"fail": "x"}')
@@ -226,7 +255,13 @@ def test_a_chunked_request_body_is_answered_and_its_connection_closed(backend):
     parts = urlsplit(backend)
     connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
     try:
-        connection.request("POST", "/", body=iter([b"{", b"}"]), headers={**LIST_TABLES, "Host": f"127.0.0.1:{parts.port}"}, encode_chunked=True)
+        connection.request(
+            "POST",
+            "/",
+            body=iter([b"{", b"}"]),
+            headers={**LIST_TABLES, "Host": f"127.0.0.1:{parts.port}"},
+            encode_chunked=True,
+        )
         response = connection.getresponse()
         assert response.status == 200 and "TableNames" in json.loads(response.read())
         assert response.getheader("Connection") == "close"
@@ -251,7 +286,9 @@ def test_with_the_fast_path_off_the_backend_serves_as_before(backend):
         connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
         try:
             status, headers, _ = _raw(connection, {"Host": f"127.0.0.1:{parts.port}"})
-            assert status == 200 and headers.get("connection") == "close"  # werkzeug's server, one request per connection
+            assert (
+                status == 200 and headers.get("connection") == "close"
+            )  # werkzeug's server, one request per connection
         finally:
             connection.close()
         with open(slow.log_path) as log:
@@ -275,7 +312,10 @@ def test_requests_the_one_pass_parser_leaves_to_the_standard_one_are_answered_al
     """HTTP/1.0, an Expect header and an underscored header name take the standard
     library's parser; a plain HTTP/1.1 request the one-pass one. All four list tables."""
     host = urlsplit(backend).netloc
-    head = "".join(f"{name}: {value}\r\n" for name, value in LIST_TABLES.items()) + f"Host: {host}\r\nContent-Length: 2\r\n"
+    head = (
+        "".join(f"{name}: {value}\r\n" for name, value in LIST_TABLES.items())
+        + f"Host: {host}\r\nContent-Length: 2\r\n"
+    )
     variants = {
         "plain": f"POST / HTTP/1.1\r\n{head}Connection: close\r\n\r\n{{}}",
         "HTTP/1.0": f"POST / HTTP/1.0\r\n{head}\r\n{{}}",
@@ -314,7 +354,15 @@ def test_a_kept_condition_parse_judges_each_request_by_its_own_names_and_values(
     client.put_item(TableName=table, Item=item)
 
     def put(expression: str, names: dict, values: dict) -> str:
-        answer = _answer(lambda: client.put_item(TableName=table, Item=item, ConditionExpression=expression, ExpressionAttributeNames=names, ExpressionAttributeValues=values))
+        answer = _answer(
+            lambda: client.put_item(
+                TableName=table,
+                Item=item,
+                ConditionExpression=expression,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+        )
         return answer["error"]["Code"] if "error" in answer else "ok"
 
     asks = [

@@ -94,7 +94,7 @@ def test_timed_out_worker_process_is_gone(make_function, table):
         """,
         timeout=2,
     )
-    payload, error = invoke(name, {"table": table})
+    payload, _error = invoke(name, {"table": table})
     assert payload["errorType"] == "Sandbox.Timedout"
     item = clients.client("dynamodb").get_item(TableName=table, Key={"pk": {"S": "pid"}})["Item"]
     pid = int(item["pid"]["N"])
@@ -204,7 +204,11 @@ def test_exception_raised_while_the_module_loads_is_reported_as_itself(make_func
     payload, error = invoke(name, {})
     assert error == "Unhandled"
     assert list(payload) == ["errorMessage", "errorType", "requestId", "stackTrace"]
-    assert (payload["errorType"], payload["errorMessage"], payload["requestId"]) == ("LookupError", "no such table configured", "")
+    assert (payload["errorType"], payload["errorMessage"], payload["requestId"]) == (
+        "LookupError",
+        "no such table configured",
+        "",
+    )
     assert "app.py" in payload["stackTrace"][-1]
 
 
@@ -254,7 +258,9 @@ def test_async_failure_is_retried_then_sent_to_on_failure_queue(make_function, t
         MaximumRetryAttempts=1,
         DestinationConfig={"OnFailure": {"Destination": queue_arn}},
     )
-    response = clients.client("lambda").invoke(FunctionName=name, InvocationType="Event", Payload=json.dumps({"table": table}).encode())
+    response = clients.client("lambda").invoke(
+        FunctionName=name, InvocationType="Event", Payload=json.dumps({"table": table}).encode()
+    )
     assert response["StatusCode"] == 202
 
     deadline = time.monotonic() + 60
@@ -285,7 +291,9 @@ def test_async_failure_without_destination_goes_to_dead_letter_queue(make_functi
     deadline = time.monotonic() + 30
     messages = []
     while not messages and time.monotonic() < deadline:
-        messages = sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=1, MessageAttributeNames=["All"]).get("Messages", [])
+        messages = sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=1, MessageAttributeNames=["All"]).get(
+            "Messages", []
+        )
     assert messages, "the original event never reached the dead-letter queue"
     assert json.loads(messages[0]["Body"]) == {"order": 7}
     assert messages[0]["MessageAttributes"]["ErrorMessage"]["StringValue"] == "bad event"

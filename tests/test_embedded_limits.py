@@ -38,7 +38,11 @@ def handler(event, context):
 
 @pytest.fixture(scope="module")
 def limited():
-    overrides = {"LAMBDA_LIMITS_CONCURRENT_EXECUTIONS": str(LIMIT), "IDEMLAB_LAMBDA_IDLE_SECONDS": "1", "LAMBDA_RETRY_BASE_DELAY": str(RETRY_DELAY)}
+    overrides = {
+        "LAMBDA_LIMITS_CONCURRENT_EXECUTIONS": str(LIMIT),
+        "IDEMLAB_LAMBDA_IDLE_SECONDS": "1",
+        "LAMBDA_RETRY_BASE_DELAY": str(RETRY_DELAY),
+    }
     saved = {name: os.environ.get(name) for name in overrides}
     os.environ.update(overrides)
     try:
@@ -57,7 +61,9 @@ class Lab:
         session = boto3.session.Session(aws_access_key_id="test", aws_secret_access_key="test", region_name="us-east-1")
         config = Config(retries={"total_max_attempts": 1}, max_pool_connections=20, read_timeout=120)
         self.url = url
-        self.lam, self.dynamodb, self.sqs, self.iam = (session.client(s, endpoint_url=url, config=config) for s in ("lambda", "dynamodb", "sqs", "iam"))
+        self.lam, self.dynamodb, self.sqs, self.iam = (
+            session.client(s, endpoint_url=url, config=config) for s in ("lambda", "dynamodb", "sqs", "iam")
+        )
         self.table = f"runs-{uuid.uuid4().hex[:8]}"
         self.dynamodb.create_table(
             TableName=self.table,
@@ -65,14 +71,26 @@ class Lab:
             AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
             BillingMode="PAY_PER_REQUEST",
         )
-        trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}]}
-        self.role = self.iam.create_role(RoleName=f"r-{uuid.uuid4().hex[:8]}", AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+        trust = {
+            "Version": "2012-10-17",
+            "Statement": [
+                {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
+            ],
+        }
+        self.role = self.iam.create_role(
+            RoleName=f"r-{uuid.uuid4().hex[:8]}", AssumeRolePolicyDocument=json.dumps(trust)
+        )["Role"]["Arn"]
 
     def function(self, timeout: int = 10) -> str:
         name = f"fn-{uuid.uuid4().hex[:10]}"
         self.lam.create_function(
-            FunctionName=name, Runtime="python3.12", Role=self.role, Handler="app.handler", Timeout=timeout,
-            Code={"ZipFile": zip_source(HANDLER)}, Environment={"Variables": {"TABLE": self.table}},
+            FunctionName=name,
+            Runtime="python3.12",
+            Role=self.role,
+            Handler="app.handler",
+            Timeout=timeout,
+            Code={"ZipFile": zip_source(HANDLER)},
+            Environment={"Variables": {"TABLE": self.table}},
         )
         return name
 
@@ -136,7 +154,9 @@ def test_reserved_concurrency_caps_one_function(lab):
         event_id = f"reserved-{round_}"
         outcomes = together(lab, name, [{"id": event_id, "sleep": 2}] * 3)
         assert sorted(kind for kind, _ in outcomes) == ["ok", "throttled", "throttled"], outcomes
-        assert {reason for kind, reason in outcomes if kind == "throttled"} == {"ReservedFunctionConcurrentInvocationLimitExceeded"}
+        assert {reason for kind, reason in outcomes if kind == "throttled"} == {
+            "ReservedFunctionConcurrentInvocationLimitExceeded"
+        }
         assert lab.runs(event_id) == 1
     lab.lam.put_function_concurrency(FunctionName=name, ReservedConcurrentExecutions=0)
     assert lab.invoke(name, {"id": "stopped"}) == ("throttled", "ReservedFunctionConcurrentInvocationLimitExceeded")
@@ -162,13 +182,19 @@ def test_async_events_too_old_to_run_go_to_the_on_failure_destination_unrun(lab)
     retried_queue, retried_arn = lab.failure_queue()
     retried = lab.function()
     lab.lam.put_function_event_invoke_config(
-        FunctionName=retried, MaximumRetryAttempts=2, MaximumEventAgeInSeconds=60, DestinationConfig={"OnFailure": {"Destination": retried_arn}}
+        FunctionName=retried,
+        MaximumRetryAttempts=2,
+        MaximumEventAgeInSeconds=60,
+        DestinationConfig={"OnFailure": {"Destination": retried_arn}},
     )
     waiting_queue, waiting_arn = lab.failure_queue()
     blocked = lab.function(timeout=75)
     lab.lam.put_function_concurrency(FunctionName=blocked, ReservedConcurrentExecutions=1)
     lab.lam.put_function_event_invoke_config(
-        FunctionName=blocked, MaximumRetryAttempts=2, MaximumEventAgeInSeconds=60, DestinationConfig={"OnFailure": {"Destination": waiting_arn}}
+        FunctionName=blocked,
+        MaximumRetryAttempts=2,
+        MaximumEventAgeInSeconds=60,
+        DestinationConfig={"OnFailure": {"Destination": waiting_arn}},
     )
     holder = threading.Thread(target=lab.invoke, args=(blocked, {"id": "holder", "sleep": 65}))
     holder.start()
@@ -198,7 +224,9 @@ def test_async_events_too_old_to_run_go_to_the_on_failure_destination_unrun(lab)
 def test_account_settings_report_the_limit_that_is_enforced(lab):
     def reserved_total() -> int:
         names = [fn["FunctionName"] for fn in lab.lam.list_functions()["Functions"]]
-        return sum(lab.lam.get_function_concurrency(FunctionName=n).get("ReservedConcurrentExecutions") or 0 for n in names)
+        return sum(
+            lab.lam.get_function_concurrency(FunctionName=n).get("ReservedConcurrentExecutions") or 0 for n in names
+        )
 
     name = lab.function()
     before = lab.lam.get_account_settings()["AccountLimit"]

@@ -6,7 +6,10 @@ import pytest
 
 from idemlab import clients
 
-TARGET = {"Arn": "arn:aws:lambda:us-east-1:123456789012:function:anything", "RoleArn": "arn:aws:iam::123456789012:role/scheduler"}
+TARGET = {
+    "Arn": "arn:aws:lambda:us-east-1:123456789012:function:anything",
+    "RoleArn": "arn:aws:iam::123456789012:role/scheduler",
+}
 
 # Each was answered with ValidationException by AWS (recorded in LocalStack's
 # tests/aws/services/scheduler/test_scheduler.py, v4.14.0), or breaks a rule of the
@@ -73,7 +76,9 @@ def test_malformed_schedule_expression_is_refused_on_update_and_nothing_changes(
     name = f"s-{uuid.uuid4().hex[:8]}"
     create(name, "at(2031-01-01T00:00:00)")
     with pytest.raises(scheduler.exceptions.ValidationException):
-        scheduler.update_schedule(Name=name, ScheduleExpression="at(2031-01-01T00:00:00Z)", FlexibleTimeWindow={"Mode": "OFF"}, Target=TARGET)
+        scheduler.update_schedule(
+            Name=name, ScheduleExpression="at(2031-01-01T00:00:00Z)", FlexibleTimeWindow={"Mode": "OFF"}, Target=TARGET
+        )
     assert scheduler.get_schedule(Name=name)["ScheduleExpression"] == "at(2031-01-01T00:00:00)"
 
 

@@ -21,7 +21,11 @@ def request(url: str, method: str = "POST", headers: dict | None = None, body: b
     try:
         connection.putrequest(method, "/", skip_host=True, skip_accept_encoding=True)
         # moto routes an unsigned request by its Authorization header, as a browser could forge it.
-        merged = {"Authorization": "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/dynamodb/aws4_request", **LIST_TABLES, **(headers or {})}
+        merged = {
+            "Authorization": "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/dynamodb/aws4_request",
+            **LIST_TABLES,
+            **(headers or {}),
+        }
         for name, value in merged.items():
             connection.putheader(name, value)
         connection.putheader("Content-Length", str(len(body)))
@@ -64,7 +68,11 @@ def test_binding_beyond_loopback_needs_the_explicit_flag():
     port = free_port()
     result = subprocess.run(
         [sys.executable, "-m", "idemlab.embedded", "--host", "0.0.0.0", "--port", str(port)],
-        capture_output=True, text=True, timeout=30, cwd=settings.ROOT, env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=settings.ROOT,
+        env={"PATH": "/usr/bin:/bin"},
     )
     assert result.returncode == 2
     assert "not a loopback address" in result.stderr and "--allow-remote" in result.stderr

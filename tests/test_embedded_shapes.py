@@ -17,8 +17,12 @@ def test_a_scheduler_validation_error_carries_the_top_level_message_member(backe
     scheduler = clients.client("scheduler")
     target = {"Arn": "arn:aws:lambda:us-east-1:123456789012:function:f", "RoleArn": "arn:aws:iam::123456789012:role/s"}
     with pytest.raises(scheduler.exceptions.ValidationException) as refused:
-        scheduler.create_schedule(Name=f"s-{uuid.uuid4().hex[:8]}", ScheduleExpression="rate(10 seconds)",
-                                  FlexibleTimeWindow={"Mode": "OFF"}, Target=target)
+        scheduler.create_schedule(
+            Name=f"s-{uuid.uuid4().hex[:8]}",
+            ScheduleExpression="rate(10 seconds)",
+            FlexibleTimeWindow={"Mode": "OFF"},
+            Target=target,
+        )
     expected = "Invalid Schedule Expression rate(10 seconds)."
     assert refused.value.response["Error"] == {"Code": "ValidationException", "Message": expected}
     assert refused.value.response["Message"] == expected
@@ -50,7 +54,9 @@ def test_a_handler_error_names_its_file_under_var_task(make_function):
     # test_lambda.snapshot.json: "  File \"/var/task/lambda_handler_error.py\", line 2, in handler\n    raise ..."
     name = make_function("def handler(event, context):\n    raise Exception('Handler fails')\n")
     payload = json.loads(clients.client("lambda").invoke(FunctionName=name, Payload=b"{}")["Payload"].read())
-    assert payload["stackTrace"] == ['  File "/var/task/app.py", line 2, in handler\n    raise Exception(\'Handler fails\')\n']
+    assert payload["stackTrace"] == [
+        "  File \"/var/task/app.py\", line 2, in handler\n    raise Exception('Handler fails')\n"
+    ]
 
 
 def test_an_error_while_the_module_loads_names_its_file_under_var_task(make_function):

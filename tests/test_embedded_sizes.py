@@ -30,7 +30,7 @@ def corrupt_zip() -> bytes:
     """A zip whose directory reads but whose member does not: its stored bytes are altered."""
     good = bytearray(zip_source("def handler(event, context):\n    return 'x' * 100\n"))
     start = good.index(b"def handler") if b"def handler" in good else 40
-    good[start:start + 4] = b"XXXX"
+    good[start : start + 4] = b"XXXX"
     return bytes(good)
 
 
@@ -48,7 +48,9 @@ def bomb_zip() -> bytes:
 
 def create(lambda_role: str, code: dict, name: str | None = None) -> str:
     name = name or f"fn-{uuid.uuid4().hex[:10]}"
-    lam().create_function(FunctionName=name, Runtime="python3.12", Role=lambda_role, Handler="app.handler", Code=code, Timeout=30)
+    lam().create_function(
+        FunctionName=name, Runtime="python3.12", Role=lambda_role, Handler="app.handler", Code=code, Timeout=30
+    )
     return name
 
 
@@ -69,10 +71,14 @@ def absent(name: str) -> bool:
     return False
 
 
-@pytest.mark.parametrize("package", [b"not a zip at all", b"PK\x03\x04broken", corrupt_zip()], ids=["text", "truncated", "corrupt-member"])
+@pytest.mark.parametrize(
+    "package", [b"not a zip at all", b"PK\x03\x04broken", corrupt_zip()], ids=["text", "truncated", "corrupt-member"]
+)
 def test_create_function_refuses_a_zip_that_cannot_be_unzipped(lambda_role, package):
     name = f"fn-{uuid.uuid4().hex[:10]}"
-    assert_refused(lambda: create(lambda_role, {"ZipFile": package}, name), "InvalidParameterValueException", UNZIP_MESSAGE)
+    assert_refused(
+        lambda: create(lambda_role, {"ZipFile": package}, name), "InvalidParameterValueException", UNZIP_MESSAGE
+    )
     assert absent(name)
 
 
@@ -81,7 +87,11 @@ def test_create_function_refuses_a_bad_zip_from_s3_too(lambda_role):
     s3.create_bucket(Bucket=bucket)
     s3.put_object(Bucket=bucket, Key="fn.zip", Body=b"not a zip at all")
     name = f"fn-{uuid.uuid4().hex[:10]}"
-    assert_refused(lambda: create(lambda_role, {"S3Bucket": bucket, "S3Key": "fn.zip"}, name), "InvalidParameterValueException", UNZIP_MESSAGE)
+    assert_refused(
+        lambda: create(lambda_role, {"S3Bucket": bucket, "S3Key": "fn.zip"}, name),
+        "InvalidParameterValueException",
+        UNZIP_MESSAGE,
+    )
     assert absent(name)
 
 
@@ -89,15 +99,20 @@ def test_create_function_refuses_a_bad_zip_from_s3_too(lambda_role):
 def test_create_function_refuses_a_package_that_unzips_past_the_quota(lambda_role):
     name = f"fn-{uuid.uuid4().hex[:10]}"
     message = f"Unzipped size must be smaller than {UNZIPPED_LIMIT} bytes"
-    assert_refused(lambda: create(lambda_role, {"ZipFile": bomb_zip()}, name), "InvalidParameterValueException", message)
+    assert_refused(
+        lambda: create(lambda_role, {"ZipFile": bomb_zip()}, name), "InvalidParameterValueException", message
+    )
     assert absent(name)
 
 
 def test_update_function_code_refuses_a_bad_zip_and_keeps_the_code_it_had(lambda_role):
     name = create(lambda_role, {"ZipFile": zip_source(HANDLER.replace("VERSION", "1"))})
     before = lam().get_function(FunctionName=name)["Configuration"]
-    assert_refused(lambda: lam().update_function_code(FunctionName=name, ZipFile=b"not a zip at all"),
-                   "InvalidParameterValueException", UNZIP_MESSAGE)
+    assert_refused(
+        lambda: lam().update_function_code(FunctionName=name, ZipFile=b"not a zip at all"),
+        "InvalidParameterValueException",
+        UNZIP_MESSAGE,
+    )
     after = lam().get_function(FunctionName=name)["Configuration"]
     assert (after["CodeSha256"], after["CodeSize"]) == (before["CodeSha256"], before["CodeSize"])
     answer = lam().invoke(FunctionName=name, Payload=b"{}")
@@ -119,7 +134,9 @@ def echo(lambda_role):
 @pytest.mark.parametrize("size", [6 * 1024 * 1024 + 1, 7 * 1024 * 1024, 30 * 1024 * 1024])
 def test_a_synchronous_invoke_past_6_mb_is_refused_with_413(echo, size):
     message = "Request must be smaller than 6291456 bytes for the InvokeFunction operation"
-    assert_refused(lambda: lam().invoke(FunctionName=echo, Payload=padded(size)), "RequestEntityTooLargeException", message, 413)
+    assert_refused(
+        lambda: lam().invoke(FunctionName=echo, Payload=padded(size)), "RequestEntityTooLargeException", message, 413
+    )
 
 
 def test_a_synchronous_invoke_of_exactly_6_mb_runs(echo):
@@ -131,8 +148,12 @@ def test_a_synchronous_invoke_of_exactly_6_mb_runs(echo):
 @pytest.mark.parametrize("size", [1024 * 1024 + 1, 2 * 1024 * 1024])
 def test_an_event_invoke_past_1_mb_is_refused_with_413(echo, size):
     message = f"{size} byte payload is too large for the Event invocation type (limit 1048576 bytes)"
-    assert_refused(lambda: lam().invoke(FunctionName=echo, InvocationType="Event", Payload=padded(size)),
-                   "RequestEntityTooLargeException", message, 413)
+    assert_refused(
+        lambda: lam().invoke(FunctionName=echo, InvocationType="Event", Payload=padded(size)),
+        "RequestEntityTooLargeException",
+        message,
+        413,
+    )
 
 
 def test_an_event_invoke_of_exactly_1_mb_is_accepted(echo):

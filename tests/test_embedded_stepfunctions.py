@@ -39,7 +39,9 @@ def wait(execution_arn: str) -> dict:
 
 
 def retrying_definition(make_function) -> dict:
-    function_arn = clients.client("lambda").get_function(FunctionName=make_function(FLAKY_HANDLER, timeout=10))["Configuration"]["FunctionArn"]
+    function_arn = clients.client("lambda").get_function(FunctionName=make_function(FLAKY_HANDLER, timeout=10))[
+        "Configuration"
+    ]["FunctionArn"]
     return {
         "StartAt": "Double",
         "States": {
@@ -63,7 +65,9 @@ def test_start_execution_retries_the_lambda_task_and_returns_its_output(make_fun
     machine = create_machine(retrying_definition(make_function), lambda_role, kind="STANDARD")
     sfn = clients.client("stepfunctions")
     execution = sfn.start_execution(
-        stateMachineArn=machine, name=f"run-{uuid.uuid4().hex[:8]}", input=json.dumps({"table": table, "key": "a", "value": 21})
+        stateMachineArn=machine,
+        name=f"run-{uuid.uuid4().hex[:8]}",
+        input=json.dumps({"table": table, "key": "a", "value": 21}),
     )
     described = wait(execution["executionArn"])
     assert described["status"] == "SUCCEEDED", described
@@ -82,14 +86,18 @@ def test_start_sync_execution_reports_a_failed_execution(make_function, lambda_r
     function_arn = clients.client("lambda").get_function(
         FunctionName=make_function("def handler(event, context):\n    raise KeyError('vin')\n")
     )["Configuration"]["FunctionArn"]
-    machine = create_machine({"StartAt": "T", "States": {"T": {"Type": "Task", "Resource": function_arn, "End": True}}}, lambda_role)
+    machine = create_machine(
+        {"StartAt": "T", "States": {"T": {"Type": "Task", "Resource": function_arn, "End": True}}}, lambda_role
+    )
     result = clients.client("stepfunctions").start_sync_execution(stateMachineArn=machine, input="{}")
     assert result["status"] == "FAILED"
     assert result["error"] == "KeyError"
 
 
 def test_start_sync_execution_refuses_a_standard_machine(lambda_role):
-    machine = create_machine({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}}, lambda_role, kind="STANDARD")
+    machine = create_machine(
+        {"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}}, lambda_role, kind="STANDARD"
+    )
     sfn = clients.client("stepfunctions")
     with pytest.raises(sfn.exceptions.StateMachineTypeNotSupported):
         sfn.start_sync_execution(stateMachineArn=machine, input="{}")
@@ -134,7 +142,10 @@ def test_parallel_map_and_catch_execute(make_function, lambda_role):
                             "Each": {
                                 "Type": "Map",
                                 "ItemsPath": "$.numbers",
-                                "Iterator": {"StartAt": "Times", "States": {"Times": {"Type": "Task", "Resource": function_arn, "End": True}}},
+                                "Iterator": {
+                                    "StartAt": "Times",
+                                    "States": {"Times": {"Type": "Task", "Resource": function_arn, "End": True}},
+                                },
                                 "End": True,
                             }
                         },
@@ -158,14 +169,18 @@ def test_parallel_map_and_catch_execute(make_function, lambda_role):
         },
     }
     machine = create_machine(definition, lambda_role)
-    result = clients.client("stepfunctions").start_sync_execution(stateMachineArn=machine, input=json.dumps({"numbers": [1, 2, 3], "bad": -1}))
+    result = clients.client("stepfunctions").start_sync_execution(
+        stateMachineArn=machine, input=json.dumps({"numbers": [1, 2, 3], "bad": -1})
+    )
     assert result["status"] == "SUCCEEDED", result
     assert json.loads(result["output"]) == [[10, 20, 30], "caught"]
 
 
 def test_terraform_planning_calls_are_answered(lambda_role):
     sfn = clients.client("stepfunctions")
-    good = sfn.validate_state_machine_definition(definition=json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}}))
+    good = sfn.validate_state_machine_definition(
+        definition=json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}})
+    )
     assert good["result"] == "OK"
     bad = sfn.validate_state_machine_definition(definition=json.dumps({"StartAt": "Missing"}))
     assert bad["result"] == "FAIL" and bad["diagnostics"]
@@ -201,18 +216,26 @@ def recorded_executions(table: str, expected: int, timeout: float = 30) -> set[s
 def test_two_unnamed_start_executions_are_two_executions(kind, lambda_role, table):
     machine = create_machine(RECORD_EXECUTION, lambda_role, kind=kind)
     sfn = clients.client("stepfunctions")
-    arns = [sfn.start_execution(stateMachineArn=machine, input=json.dumps({"table": table}))["executionArn"] for _ in range(2)]
+    arns = [
+        sfn.start_execution(stateMachineArn=machine, input=json.dumps({"table": table}))["executionArn"]
+        for _ in range(2)
+    ]
     assert arns[0] != arns[1]
     assert recorded_executions(table, 2) == set(arns)
     name = arns[0].split(":")[7]
-    assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", name), "AWS names it with a UUID"
+    assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", name), (
+        "AWS names it with a UUID"
+    )
 
 
 def test_express_execution_arn_has_the_express_shape_and_names_are_not_deduplicated(lambda_role, table):
     machine = create_machine(RECORD_EXECUTION, lambda_role)
     machine_name = machine.split(":")[-1]
     sfn = clients.client("stepfunctions")
-    arns = [sfn.start_execution(stateMachineArn=machine, name="same", input=json.dumps({"table": table}))["executionArn"] for _ in range(2)]
+    arns = [
+        sfn.start_execution(stateMachineArn=machine, name="same", input=json.dumps({"table": table}))["executionArn"]
+        for _ in range(2)
+    ]
     for arn in arns:
         assert re.fullmatch(rf"arn:aws:states:us-east-1:\d{{12}}:express:{machine_name}:same:[0-9a-f-]{{36}}", arn), arn
     assert recorded_executions(table, 2) == set(arns), "two starts with one name run twice on Express"
@@ -225,7 +248,10 @@ def test_express_executions_cannot_be_described_stopped_or_listed(lambda_role, t
     for call in (sfn.describe_execution, sfn.stop_execution, sfn.get_execution_history):
         with pytest.raises(sfn.exceptions.InvalidArn) as refused:
             call(executionArn=arn)
-        assert refused.value.response["Error"]["Message"] == "Invalid Arn: 'Resource type not valid in this context: express'"
+        assert (
+            refused.value.response["Error"]["Message"]
+            == "Invalid Arn: 'Resource type not valid in this context: express'"
+        )
     with pytest.raises(sfn.exceptions.StateMachineTypeNotSupported) as refused:
         sfn.list_executions(stateMachineArn=machine)
     assert refused.value.response["Error"]["Message"] == "This operation is not supported by this type of state machine"
@@ -271,20 +297,32 @@ def test_an_execution_name_aws_refuses_is_refused_and_starts_nothing(kind, sync,
 @pytest.mark.parametrize("kind, sync", [("STANDARD", False), ("EXPRESS", False), ("EXPRESS", True)])
 def test_an_80_character_name_with_dashes_and_underscores_is_accepted(kind, sync, lambda_role):
     name = ("ok-name_" * 10)[:80]
-    assert start(kind, pass_machine(lambda_role, kind), name, sync)["executionArn"].split(":")[-1 if kind == "STANDARD" else -2] == name
+    assert (
+        start(kind, pass_machine(lambda_role, kind), name, sync)["executionArn"].split(":")[
+            -1 if kind == "STANDARD" else -2
+        ]
+        == name
+    )
 
 
-@pytest.mark.parametrize("config", [
-    {"stepfunctions": {"execute_state_machine": False}},
-    {"stepfunctions": {}},
-    {"stepfunctions": None},
-])
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"stepfunctions": {"execute_state_machine": False}},
+        {"stepfunctions": {}},
+        {"stepfunctions": None},
+    ],
+)
 def test_the_moto_config_endpoint_cannot_switch_execution_off(backend, config, lambda_role):
     import urllib.error
     import urllib.request
 
-    request = urllib.request.Request(f"{backend}/moto-api/config", data=json.dumps(config).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        f"{backend}/moto-api/config",
+        data=json.dumps(config).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(request, timeout=10)
     assert refused.value.code == 400
@@ -299,7 +337,9 @@ def test_the_moto_config_endpoint_still_takes_other_settings(backend):
     import urllib.request
 
     body = json.dumps({"batch": {"use_docker": False}}).encode()
-    request = urllib.request.Request(f"{backend}/moto-api/config", data=body, method="POST", headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        f"{backend}/moto-api/config", data=body, method="POST", headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(request, timeout=10) as answer:
         assert answer.status == 201
         assert json.loads(answer.read())["batch"] == {"use_docker": False}

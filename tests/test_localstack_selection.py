@@ -18,8 +18,9 @@ from idemlab.localstack_native import install as native
 
 
 def run_lab(*args: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "idemlab", *args], capture_output=True, text=True, env=env,
-                          cwd=settings.ROOT, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "idemlab", *args], capture_output=True, text=True, env=env, cwd=settings.ROOT, timeout=60
+    )
 
 
 def test_the_backend_is_decided_once_however_docker_answers_later(tmp_path):

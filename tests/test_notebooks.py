@@ -23,7 +23,14 @@ CELL_TIMEOUT_SECONDS = 300
 # What a learner's shell has: no AWS variables at all, only the lab's own port (the
 # test backend runs on a free port rather than 4566). Credentials, region and endpoint
 # must come from the harness, or a notebook would work in CI and fail for learners.
-LEARNER_DROPS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION", "AWS_ENDPOINT_URL")
+LEARNER_DROPS = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_DEFAULT_REGION",
+    "AWS_REGION",
+    "AWS_ENDPOINT_URL",
+)
 # Notebooks that measure on an embedded backend they start themselves, whatever backend the
 # learner chose. They run here for a learner on LocalStack whose endpoint records every
 # request and refuses it: they must send it none, not even a request for the embedded
@@ -58,7 +65,9 @@ def recording_endpoint() -> ThreadingHTTPServer:
 
 
 def committed(path: Path) -> dict:
-    shown = subprocess.run(["git", "show", f"HEAD:{path.relative_to(settings.ROOT)}"], capture_output=True, text=True, cwd=settings.ROOT)
+    shown = subprocess.run(
+        ["git", "show", f"HEAD:{path.relative_to(settings.ROOT)}"], capture_output=True, text=True, cwd=settings.ROOT
+    )
     return json.loads(shown.stdout) if shown.returncode == 0 else json.loads(path.read_text())
 
 
@@ -102,7 +111,11 @@ def test_notebook_on_a_backend_of_its_own_runs_and_leaves_the_learners_alone(pat
     recorder = recording_endpoint()
     url = f"http://127.0.0.1:{recorder.server_address[1]}"
     try:
-        execute(path, learner_environment() | {"BACKEND": "localstack", "AWS_ENDPOINT_URL": url, "AWS_REGION": "eu-west-1"}, record_property)
+        execute(
+            path,
+            learner_environment() | {"BACKEND": "localstack", "AWS_ENDPOINT_URL": url, "AWS_REGION": "eu-west-1"},
+            record_property,
+        )
     finally:
         recorder.shutdown()
     assert recorder.seen == [], f"{path.name} called the learner's endpoint: {recorder.seen[:5]}"

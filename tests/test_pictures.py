@@ -11,10 +11,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import pytest
 
-from idemlab import pictures  # noqa: E402
+from idemlab import pictures
 
 
 def drawn(ax) -> dict[str, set]:
@@ -83,7 +83,12 @@ def test_workflow_picture_follows_a_state_added_to_the_asl():
     shown = drawn(pictures.draw_graph(pictures.asl_graph(changed)))
     plt.close("all")
     assert {"Audit", "LogIt", "CountIt"} <= shown["nodes"]
-    assert {("Complete", "Audit", "next"), ("Audit", "LogIt", "branch"), ("Audit", "CountIt", "branch"), ("Audit", "CloseAfterFailure", "catch")} <= shown["edges"]
+    assert {
+        ("Complete", "Audit", "next"),
+        ("Audit", "LogIt", "branch"),
+        ("Audit", "CountIt", "branch"),
+        ("Audit", "CloseAfterFailure", "catch"),
+    } <= shown["edges"]
     assert shown["edges"] == transitions_in(changed["States"])
 
 
@@ -101,7 +106,17 @@ def lab_outputs():
 def test_architecture_shows_every_resource_in_the_outputs_and_follows_a_new_one():
     outputs = lab_outputs()
     shown = drawn(pictures.draw_architecture(outputs))
-    assert {"claim_deletion", "delete_records", "sweeper", "deletion_requests", "outbox", "account_deletion", "deletion_dlq", "alarm deletion_dlq", "schedules: lab-deletions"} == shown["nodes"]
+    assert {
+        "claim_deletion",
+        "delete_records",
+        "sweeper",
+        "deletion_requests",
+        "outbox",
+        "account_deletion",
+        "deletion_dlq",
+        "alarm deletion_dlq",
+        "schedules: lab-deletions",
+    } == shown["nodes"]
     # The ASL names claim_deletion and delete_records, not the sweeper.
     assert ("account_deletion", "claim_deletion", "uses") in shown["edges"]
     assert ("account_deletion", "sweeper", "uses") not in shown["edges"]
@@ -140,7 +155,10 @@ def test_sequence_picture_draws_each_message_of_its_description_in_order(spec):
 
 
 def test_claim_first_charges_once_and_check_then_act_twice():
-    charges = {name: sum(1 for _, r, w in pictures.sequence(spec) if r == "card processor") for name, spec in (("check", pictures.CHECK_THEN_ACT), ("claim", pictures.CLAIM_FIRST))}
+    charges = {
+        name: sum(1 for _, r, w in pictures.sequence(spec) if r == "card processor")
+        for name, spec in (("check", pictures.CHECK_THEN_ACT), ("claim", pictures.CLAIM_FIRST))
+    }
     assert charges == {"check": 2, "claim": 1}
 
 

@@ -60,8 +60,14 @@ def users(number: int) -> dict:
 
 def test_a_handler_that_fails_after_its_effect_does_it_again_on_each_of_lambdas_retries(idemlab, code, emails):
     with pytest.raises(DuplicateEffectError) as failure:
-        idemlab.assert_exactly_once(Handler.module("mailer.mails_then_fails", code_root=code), users, emails,
-                                    rounds=1, copies=1, asynchronous=True)
+        idemlab.assert_exactly_once(
+            Handler.module("mailer.mails_then_fails", code_root=code),
+            users,
+            emails,
+            rounds=1,
+            copies=1,
+            asynchronous=True,
+        )
     message = str(failure.value)
     assert "3 times:    1 rounds  WRONG" in message  # the first attempt and Lambda's two retries
     assert "3 attempts, RetriesExhausted: failed: RuntimeError" in message

@@ -88,13 +88,15 @@ def test_a_count_that_is_not_a_whole_number_or_a_mapping_of_them_is_refused_by_n
         return returned
 
     handler = Handler.module("signup.email_with_the_bonus", code_root=code)
-    with pytest.raises(testing.EffectCountError, match="count_effect .*count_badly returned"):
+    with pytest.raises(testing.EffectCountError, match=r"count_effect .*count_badly returned"):
         idemlab.assert_exactly_once(handler, users, count_badly, rounds=1)
 
 
 def test_a_misspelt_handler_function_fails_before_anything_deploys(idemlab, code):
     before = idemlab.client("lambda").list_functions()["Functions"]
-    with pytest.raises(HandlerError, match=r"signup.py defines no 'email_evry_copy' \(its functions: email_every_copy,"):
+    with pytest.raises(
+        HandlerError, match=r"signup.py defines no 'email_evry_copy' \(its functions: email_every_copy,"
+    ):
         idemlab.deliver(Handler.module("signup.email_evry_copy", code_root=code), users(0))
     with pytest.raises(HandlerError, match="defines no 'email_evry_copy'"):
         Handler.module("signup.email_evry_copy", code_root=code)
@@ -110,5 +112,7 @@ def test_a_handler_module_that_does_not_parse_fails_with_its_file_and_line(tmp_p
 def test_an_unknown_keyword_argument_is_refused_by_assert_exactly_once_itself(idemlab, code, effects):
     before = idemlab.client("lambda").list_functions()["Functions"]
     with pytest.raises(TypeError, match=r"assert_exactly_once\(\) got an unexpected keyword argument 'timout'"):
-        idemlab.assert_exactly_once(Handler.module("signup.email_with_the_bonus", code_root=code), users, effects, timout=3)
+        idemlab.assert_exactly_once(
+            Handler.module("signup.email_with_the_bonus", code_root=code), users, effects, timout=3
+        )
     assert idemlab.client("lambda").list_functions()["Functions"] == before

@@ -7,12 +7,21 @@ writes one row per call (the effect), `handler` holds for a moment, then records
 from __future__ import annotations
 
 import io
+import itertools
 import textwrap
 import zipfile
 
 import pytest
 
-from idemlab.testing import Crash, CrashError, CrashNotReached, DeliveryError, DuplicateEffectError, Handler, HandlerError
+from idemlab.testing import (
+    Crash,
+    CrashError,
+    CrashNotReached,
+    DeliveryError,
+    DuplicateEffectError,
+    Handler,
+    HandlerError,
+)
 
 ROUNDS = 20
 PROBE = """
@@ -88,7 +97,7 @@ def test_copies_sent_together_run_at_the_same_time_in_separate_processes(idemlab
 def test_copies_sent_one_after_another_never_overlap(idemlab, code, effects):
     for number in range(5):
         copies = idemlab.deliver(probe(code), {"id": f"apart-{number}"}, copies=3, together=False).copies
-        for earlier, later in zip(copies, copies[1:]):
+        for earlier, later in itertools.pairwise(copies):
             assert earlier.answered <= later.sent and earlier.ended <= later.started
 
 
@@ -111,18 +120,22 @@ def test_a_crash_reaches_the_function_where_another_module_imported_it_by_name(i
 
 def test_a_timeout_crash_is_stopped_by_the_function_timeout(idemlab, code, effects):
     event = {"id": "timeout"}
-    delivery = idemlab.deliver(probe(code), event, copies=1, crash=Crash.after("probe.record", how="timeout"), timeout=1)
+    delivery = idemlab.deliver(
+        probe(code), event, copies=1, crash=Crash.after("probe.record", how="timeout"), timeout=1
+    )
     assert delivery.copies[0].error_type == "Sandbox.Timedout"
     assert effects(event) == 1
 
 
 def test_a_crash_point_no_copy_reaches_fails_the_test_by_name(idemlab, code, effects):
-    with pytest.raises(CrashNotReached, match="probe.unused"):
-        idemlab.assert_exactly_once(probe(code), lambda n: {"id": f"unreached-{n}"}, effects, rounds=1, crash=Crash.after("probe.unused"))
+    with pytest.raises(CrashNotReached, match=r"probe.unused"):
+        idemlab.assert_exactly_once(
+            probe(code), lambda n: {"id": f"unreached-{n}"}, effects, rounds=1, crash=Crash.after("probe.unused")
+        )
 
 
 def test_a_crash_point_that_does_not_exist_is_reported_when_the_handler_loads(idemlab, code, effects):
-    with pytest.raises(DeliveryError, match="could not find the crash point 'probe.missing'"):
+    with pytest.raises(DeliveryError, match=r"could not find the crash point 'probe.missing'"):
         idemlab.deliver(probe(code), {"id": "missing"}, crash=Crash.after("probe.missing"))
 
 
@@ -138,7 +151,9 @@ def test_a_doubled_effect_fails_with_the_rounds_counts_and_timeline(idemlab, cod
     with pytest.raises(DuplicateEffectError) as failure:
         idemlab.assert_exactly_once(probe(code), lambda n: {"id": f"twice-{n}"}, effects, rounds=3, together=False)
     message = str(failure.value)
-    assert message.startswith("probe.handler: the effect was not exactly once. It happened MORE than once in 3 of 3 rounds")
+    assert message.startswith(
+        "probe.handler: the effect was not exactly once. It happened MORE than once in 3 of 3 rounds"
+    )
     assert "2 times:    3 rounds  WRONG  (rounds 0, 1, 2)" in message
     assert "Round 0, event" in message and "copy  pid" in message
     assert failure.value.report.doubled() == [0, 1, 2]
@@ -208,7 +223,11 @@ def test_boto3_points_at_the_backend_only_while_a_test_uses_the_plugin(tmp_path,
     }
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_env.py"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "2 passed" in run.stdout

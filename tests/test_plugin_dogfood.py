@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from support.checkout_in_process import environment
 from idemlab import build, functions
 from idemlab.lessons import checkout as lab2
 from idemlab.testing import Crash, DuplicateEffectError, Handler
+from support.checkout_in_process import environment
 from support.terraform_tables import table_keys
 
 CODE = Path(__file__).resolve().parents[1] / "functions" / "checkout"
@@ -53,17 +53,23 @@ def order(round_number: int, **options) -> dict:
 
 def test_handrolled_checkout_double_charges_when_copies_race(idemlab, ledger):
     with pytest.raises(DuplicateEffectError) as failure:
-        idemlab.assert_exactly_once(checkout("handrolled"), order, lambda o: ledger.count(o["idempotency_key"]), rounds=ROUNDS)
+        idemlab.assert_exactly_once(
+            checkout("handrolled"), order, lambda o: ledger.count(o["idempotency_key"]), rounds=ROUNDS
+        )
     doubled = failure.value.report.doubled()
     assert len(doubled) >= 0.9 * ROUNDS, f"raced in {len(doubled)} of {ROUNDS} rounds"
 
 
 def test_powertools_checkout_charges_once_when_copies_race(idemlab, ledger):
-    idemlab.assert_exactly_once(checkout("powertools"), order, lambda o: ledger.count(o["idempotency_key"]), rounds=ROUNDS)
+    idemlab.assert_exactly_once(
+        checkout("powertools"), order, lambda o: ledger.count(o["idempotency_key"]), rounds=ROUNDS
+    )
 
 
 @pytest.mark.parametrize("downstream, expected", [(False, 2), (True, 1)])
-def test_powertools_retry_after_a_timeout_in_the_charge_charges_again_unless_the_key_goes_downstream(idemlab, ledger, downstream, expected):
+def test_powertools_retry_after_a_timeout_in_the_charge_charges_again_unless_the_key_goes_downstream(
+    idemlab, ledger, downstream, expected
+):
     # The first copy charges, then times out before Powertools records the result. Its
     # in-progress record expires with the invocation, so the retry charges again, unless
     # the card processor got the idempotency key and answers with the first charge.

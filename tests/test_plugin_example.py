@@ -44,7 +44,11 @@ def test_example_project_passes_the_safe_handler_and_fails_the_two_unsafe_ones(t
     source.mkdir()
     for name in PACKAGE_FILES:
         copy = shutil.copytree if (REPO / name).is_dir() else shutil.copy2
-        copy(REPO / name, source / name, **({"ignore": shutil.ignore_patterns("__pycache__")} if (REPO / name).is_dir() else {}))
+        copy(
+            REPO / name,
+            source / name,
+            **({"ignore": shutil.ignore_patterns("__pycache__")} if (REPO / name).is_dir() else {}),
+        )
     started = time.monotonic()
     # The learner's `pip install "idemlab[testing]"`, made by uv's pip interface (the lab's
     # installer, `make install`): the same requirement resolved to the same pins, from the
@@ -59,12 +63,19 @@ def test_example_project_passes_the_safe_handler_and_fails_the_two_unsafe_ones(t
     record_property("install_seconds", round(time.monotonic() - started, 1))
     listed = run([str(UV), "pip", "list", "--python", str(python)], timeout=120)
     installed_names = {line.split()[0].lower() for line in listed.stdout.splitlines()[2:] if line.strip()}
-    assert not installed_names & WORKSHOP_ONLY, f"the plugin's install pulled the workshop's {installed_names & WORKSHOP_ONLY}"
+    assert not installed_names & WORKSHOP_ONLY, (
+        f"the plugin's install pulled the workshop's {installed_names & WORKSHOP_ONLY}"
+    )
 
     project = tmp_path / "take-home"
     shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("__pycache__", "README.md"))
-    assert sorted(p.name for p in project.iterdir()) == ["checkout.py", "conftest.py", "consumer.py", "test_checkout.py",
-                                                         "test_consumer.py"]
+    assert sorted(p.name for p in project.iterdir()) == [
+        "checkout.py",
+        "conftest.py",
+        "consumer.py",
+        "test_checkout.py",
+        "test_consumer.py",
+    ]
     (tmp_path / "home").mkdir()
     env = {
         "PATH": os.environ["PATH"],
@@ -76,7 +87,12 @@ def test_example_project_passes_the_safe_handler_and_fails_the_two_unsafe_ones(t
         "NO_PROXY": "127.0.0.1,localhost",
     }
     started = time.monotonic()
-    tested = run([str(python), "-m", "pytest", "-p", "no:cacheprovider", "--color=yes", "-rfE"], cwd=project, env=env, timeout=600)
+    tested = run(
+        [str(python), "-m", "pytest", "-p", "no:cacheprovider", "--color=yes", "-rfE"],
+        cwd=project,
+        env=env,
+        timeout=600,
+    )
     record_property("example_seconds", round(time.monotonic() - started, 1))
     output = ANSI.sub("", tested.stdout)
 
@@ -89,7 +105,10 @@ def test_example_project_passes_the_safe_handler_and_fails_the_two_unsafe_ones(t
     painted = [line for line in tested.stdout.splitlines() if "E       idemlab.testing.DuplicateEffectError" in line]
     assert len(painted) == 2 and all(RED in line for line in painted), "each failure's message is painted red"
 
-    race = re.search(r"checkout\.handrolled: .*MORE than once in (\d+) of (\d+) rounds \(2 copies of each event sent together\)", output)
+    race = re.search(
+        r"checkout\.handrolled: .*MORE than once in (\d+) of (\d+) rounds \(2 copies of each event sent together\)",
+        output,
+    )
     assert race, output
     doubled, rounds = int(race.group(1)), int(race.group(2))
     record_property("race_doubled_rounds", f"{doubled}/{rounds}")

@@ -12,7 +12,7 @@ import pytest
 from idemlab import testing
 from idemlab.testing import Crash, DeliveryError, DuplicateEffectError, Handler
 
-HINTS = '''
+HINTS = """
 import os
 import time
 
@@ -70,7 +70,7 @@ def refuses(event, context):
 def with_powertools(event, context):
     record(event)
     return "recorded"
-'''
+"""
 BROKEN = """
 import os
 
@@ -133,8 +133,9 @@ def test_a_check_then_act_race_is_explained_as_a_race(idemlab, code, effects):
 
 def test_a_lost_effect_is_called_lost_with_the_crash_point(idemlab, code, effects):
     crash = Crash.before("hints.record")
-    message = failure_of(idemlab, hint(code, "claim_first"), effects, make_event=events("lost"), rounds=2,
-                         together=False, crash=crash)
+    message = failure_of(
+        idemlab, hint(code, "claim_first"), effects, make_event=events("lost"), rounds=2, together=False, crash=crash
+    )
     assert "LOST in 2 of 2 rounds" in message
     assert "the copy exits before hints.record" in message
     assert "did it again" not in message and "LESS than once" not in message
@@ -149,7 +150,9 @@ def test_every_copy_failing_shows_the_error_and_no_idempotency_advice(idemlab, c
 
 
 def test_a_handler_that_hangs_shows_its_timeout_uncut(idemlab, code, effects):
-    message = failure_of(idemlab, hint(code, "hangs"), effects, make_event=events("hang"), rounds=1, copies=1, timeout=1)
+    message = failure_of(
+        idemlab, hint(code, "hangs"), effects, make_event=events("hang"), rounds=1, copies=1, timeout=1
+    )
     assert message.startswith("hints.hangs: every copy failed in 1 of 1 rounds")
     assert "Sandbox.Timedout" in message and "Task timed out after 1.00 seconds" in message
     assert "timeout=1" in message  # the setting that governs it
@@ -159,8 +162,16 @@ def test_a_handler_that_hangs_shows_its_timeout_uncut(idemlab, code, effects):
 def test_powertools_doubling_after_a_timeout_explains_the_in_progress_expiry(idemlab, code, effects):
     crash = Crash.after("hints.record", how="timeout")
     # The retry starts a new environment with Powertools: 5 s leave room for its cold start.
-    message = failure_of(idemlab, hint(code, "with_powertools"), effects, make_event=events("pt-timeout"), rounds=1,
-                         together=False, crash=crash, timeout=5)
+    message = failure_of(
+        idemlab,
+        hint(code, "with_powertools"),
+        effects,
+        make_event=events("pt-timeout"),
+        rounds=1,
+        together=False,
+        crash=crash,
+        timeout=5,
+    )
     assert "MORE than once in 1 of 1 rounds" in message
     assert "in-progress record" in message and "expires" in message
     assert "timeout=5" in message  # the function timeout governs when it expires

@@ -83,8 +83,9 @@ def orders(number: int) -> dict:
 @pytest.mark.parametrize("queue", [Queue(), Queue(fifo=True)], ids=["standard", "fifo"])
 def test_a_consumer_keyed_on_the_message_id_ships_twice_when_one_order_is_sent_twice(idemlab, code, shipments, queue):
     with pytest.raises(DuplicateEffectError) as failure:
-        idemlab.assert_exactly_once(Handler.module("consumer.by_message_id", code_root=code), orders, shipments,
-                                    rounds=3, queue=queue)
+        idemlab.assert_exactly_once(
+            Handler.module("consumer.by_message_id", code_root=code), orders, shipments, rounds=3, queue=queue
+        )
     message = str(failure.value)
     assert failure.value.report.doubled() == [0, 1, 2]
     kind = "a FIFO" if queue.fifo else "a standard"
@@ -95,8 +96,9 @@ def test_a_consumer_keyed_on_the_message_id_ships_twice_when_one_order_is_sent_t
 
 @pytest.mark.parametrize("queue", [Queue(), Queue(fifo=True)], ids=["standard", "fifo"])
 def test_a_consumer_keyed_on_the_order_id_ships_once(idemlab, code, shipments, queue):
-    report = idemlab.assert_exactly_once(Handler.module("consumer.by_order_id", code_root=code), orders, shipments,
-                                         rounds=3, queue=queue)
+    report = idemlab.assert_exactly_once(
+        Handler.module("consumer.by_order_id", code_root=code), orders, shipments, rounds=3, queue=queue
+    )
     assert report.passed
 
 

@@ -45,7 +45,7 @@ def rounds(stack):
     # 1 and 2: a good line and a poison line side by side, naive and idempotent consumers.
     for name, queue in (("naive_poison", "orders_naive"), ("idempotent_poison", "orders")):
         with orders.paused(queue):
-            for pair in zip(good[name], bad[name]):
+            for pair in zip(good[name], bad[name], strict=False):
                 orders.send(queue, *pair)
     # 3: the producer sends every line twice (its first SendMessage "timed out").
     for name, queue in (("by_message_id_retry", "orders_by_message_id"), ("idempotent_retry", "orders")):
@@ -54,14 +54,18 @@ def rounds(stack):
     # 4: FIFO: every good line sent twice within the deduplication window, then a poison
     # line in the same message group.
     with orders.paused("orders_fifo"):
-        for order_line, poison_line in zip(good["fifo"], bad["fifo"]):
+        for order_line, poison_line in zip(good["fifo"], bad["fifo"], strict=False):
             orders.send("orders_fifo", order_line, order_line, poison_line, group=order_line["order_id"])
         fifo_depth_after_sending = orders.arrived("orders_fifo", mark)
 
     # Generous: a bound, not a pace. Under a loaded machine the pollers fall behind (seen:
     # 132 s was not enough with other test runs on the same 2 cores).
     wait = 12 * orders.visibility_timeout("orders") + 120
-    orders.wait_until(lambda: orders.depth("orders") == 0 and orders.arrived("orders_dlq", mark) == ROUNDS, wait, "orders drained into its DLQ")
+    orders.wait_until(
+        lambda: orders.depth("orders") == 0 and orders.arrived("orders_dlq", mark) == ROUNDS,
+        wait,
+        "orders drained into its DLQ",
+    )
     # Naive and FIFO: every poison line dies. Its good line dies with it when the two
     # come back in one batch each time, as they almost always do; neither kind of queue
     # promises that (SQS returns up to ten messages, FIFO as many of a group as it can).
@@ -69,7 +73,11 @@ def rounds(stack):
     # be deleted; a naive run never reached exactly 100 dead letters in 480 s. A good
     # line's count of reservations, which the tests check, is the same either way.
     for queue in ("orders_naive", "orders_fifo"):
-        orders.wait_until(lambda: orders.depth(queue) == 0 and orders.arrived(f"{queue}_dlq", mark) >= ROUNDS, wait, f"{queue} drained into its DLQ")
+        orders.wait_until(
+            lambda: orders.depth(queue) == 0 and orders.arrived(f"{queue}_dlq", mark) >= ROUNDS,
+            wait,
+            f"{queue} drained into its DLQ",
+        )
     orders.wait_until(lambda: orders.depth("orders_by_message_id") == 0, wait, "orders_by_message_id drained")
     # 2, continued: the late SKUs arrive; redrive the poison lines.
     for order_line in bad["idempotent_poison"]:
@@ -80,15 +88,21 @@ def rounds(stack):
     counts = {name: orders.reservations(s) for name, s in {**poison, **retried, "fifo": fifo}.items()}
     print(f"\nreservations per line over {ROUNDS} rounds:")
     for name, counter in counts.items():
-        good_counts = Counter(counter[business_key(l)] for l in good[name])
-        bad_counts = Counter(counter[business_key(l)] for l in bad[name])
+        good_counts = Counter(counter[business_key(order_line)] for order_line in good[name])
+        bad_counts = Counter(counter[business_key(order_line)] for order_line in bad[name])
         print(f"  {name:20s} good lines reserved {dict(good_counts)} times; poison lines {dict(bad_counts)}")
-    return {"counts": counts, "good": good, "bad": bad, "fifo_depth": fifo_depth_after_sending, "redriven": redriven,
-            "max_receive": orders.max_receive_count("orders")}
+    return {
+        "counts": counts,
+        "good": good,
+        "bad": bad,
+        "fifo_depth": fifo_depth_after_sending,
+        "redriven": redriven,
+        "max_receive": orders.max_receive_count("orders"),
+    }
 
 
 def reserved(rounds, name: str, which: str = "good") -> list[int]:
-    return [rounds["counts"][name][business_key(l)] for l in rounds[which][name]]
+    return [rounds["counts"][name][business_key(order_line)] for order_line in rounds[which][name]]
 
 
 def test_a_poison_line_makes_the_naive_consumer_reserve_its_batch_again_in_every_round(rounds):

@@ -61,15 +61,20 @@ def test_malformed_lines_reserve_nothing_leave_stock_alone_and_reach_the_dlq(sta
     scenario = Scenario("malformed")
     sku = scenario.sku("mug")
     orders.book_in(sku, units=100)
-    bodies = [{**body, "sku": sku} if isinstance(body, dict) and "sku" in body and body["sku"] is not None else body
-              for _, body in MALFORMED_LINES]
+    bodies = [
+        {**body, "sku": sku} if isinstance(body, dict) and "sku" in body and body["sku"] is not None else body
+        for _, body in MALFORMED_LINES
+    ]
     mine = [body for body in bodies if isinstance(body, dict) and body.get("sku") == sku]
     mark = orders.depths()
     for body in mine:
         orders.sqs.send_message(QueueUrl=orders.url("orders"), MessageBody=json.dumps(body))
     wait = 12 * orders.visibility_timeout("orders") + 120
-    orders.wait_until(lambda: orders.arrived("orders_dlq", mark) >= len(mine) and orders.depth("orders") == 0, wait,
-                      "the malformed lines on the DLQ")
+    orders.wait_until(
+        lambda: orders.arrived("orders_dlq", mark) >= len(mine) and orders.depth("orders") == 0,
+        wait,
+        "the malformed lines on the DLQ",
+    )
     dead = [body for body in orders.peek("orders_dlq") if isinstance(body, dict) and body.get("sku") == sku]
     assert sorted(map(json.dumps, dead)) == sorted(map(json.dumps, mine))
     reservations = lessons.scan(stack["tables"]["reservations"], FilterExpression=Attr("sku").eq(sku))

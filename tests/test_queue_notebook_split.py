@@ -25,10 +25,13 @@ def test_the_naive_story_holds_when_the_two_lines_come_in_different_batches(stac
     poison = lab4.line(naive.order_id(2), naive.sku("teapot"))
     mark = orders.depths()
     orders.send("orders_naive", good)
-    orders.wait_until(lambda: orders.reservations(naive)[lab4.business_key(good)] == 1 and orders.depth("orders_naive") == 0,
-                      120, "the good line consumed alone")
+    orders.wait_until(
+        lambda: orders.reservations(naive)[lab4.business_key(good)] == 1 and orders.depth("orders_naive") == 0,
+        120,
+        "the good line consumed alone",
+    )
     orders.send("orders_naive", poison)
     cells = code_cells("06_queues.ipynb")
     sent = index_of(cells, "orders.send(queue, good, poison)")
     story = {"orders": orders, "lab4": lab4, "naive": naive, "lines": {"naive": (good, poison)}, "mark": mark}
-    run_cells(cells[sent + 1:sent + 3], story)  # the notebook's wait and its assertions
+    run_cells(cells[sent + 1 : sent + 3], story)  # the notebook's wait and its assertions

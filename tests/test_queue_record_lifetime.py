@@ -19,7 +19,9 @@ SQS_RETENTION_LIMIT_SECONDS = 1209600  # 14 days, SetQueueAttributes' MessageRet
 
 
 def retention(queue_url: str) -> int:
-    attributes = clients.client("sqs").get_queue_attributes(QueueUrl=queue_url, AttributeNames=["MessageRetentionPeriod"])
+    attributes = clients.client("sqs").get_queue_attributes(
+        QueueUrl=queue_url, AttributeNames=["MessageRetentionPeriod"]
+    )
     return int(attributes["Attributes"]["MessageRetentionPeriod"])
 
 
@@ -33,6 +35,8 @@ def test_the_idempotency_record_outlives_the_queue_the_dlq_and_a_redrive(stack, 
     work, dead = retention(stack["queues"]["orders"]), retention(stack["queues"]["orders_dlq"])
     lifetime = record_seconds(monkeypatch)
     # Waited on the queue, then on the DLQ, then redriven as a new message.
-    assert lifetime > work + dead + work, f"records kept {lifetime} s; a line can come back after {work + dead + work} s"
+    assert lifetime > work + dead + work, (
+        f"records kept {lifetime} s; a line can come back after {work + dead + work} s"
+    )
     # And whatever the queues are set to: no queue keeps a message longer than SQS's limit.
     assert lifetime > 3 * SQS_RETENTION_LIMIT_SECONDS

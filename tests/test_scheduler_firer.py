@@ -21,7 +21,6 @@ from idemlab.background.scheduler_firer import DEAD_LETTERED, DELIVERED, RETRY_L
 from idemlab.background.targets import DeliveryFailed, deliver
 
 
-
 @pytest.fixture(scope="module")
 def world(backend):
     """A schedule group, a target queue, a dead-letter queue and a state machine."""
@@ -80,7 +79,9 @@ def drain(url: str) -> list[dict]:
     sqs = clients.client("sqs")
     found = []
     while True:
-        got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"], WaitTimeSeconds=0)
+        got = sqs.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"], WaitTimeSeconds=0
+        )
         if not got.get("Messages"):
             return found
         for message in got["Messages"]:
@@ -118,7 +119,11 @@ def test_a_kept_one_time_schedule_fires_once_only(world):
 
 def test_the_universal_start_execution_target_names_the_execution(world):
     execution_name = f"req-{uuid.uuid4().hex[:8]}"
-    start = {"StateMachineArn": world["machine_arn"], "Name": execution_name, "Input": json.dumps({"deletion_request_id": "x"})}
+    start = {
+        "StateMachineArn": world["machine_arn"],
+        "Name": execution_name,
+        "Input": json.dumps({"deletion_request_id": "x"}),
+    }
     name = schedule(world, "arn:aws:scheduler:::aws-sdk:sfn:startExecution", json.dumps(start), time.time() - 1)
     fired = SchedulerFirer(groups=(world["group"],)).fire_now(name, world["group"])
     assert fired.outcome == DELIVERED
@@ -195,7 +200,9 @@ def test_an_event_older_than_its_maximum_age_is_dead_lettered_not_delivered(worl
 
 def test_late_but_within_the_maximum_age_is_still_delivered(world):
     name = schedule(world, world["target_arn"], '{"late": 2}', time.time() - 1, max_age=60)
-    assert SchedulerFirer(groups=(world["group"],)).fire_late(name, world["group"], seconds_late=59).outcome == DELIVERED
+    assert (
+        SchedulerFirer(groups=(world["group"],)).fire_late(name, world["group"], seconds_late=59).outcome == DELIVERED
+    )
     assert len(drain(world["target_url"])) == 1
 
 
@@ -223,7 +230,11 @@ def test_a_missing_dead_letter_queue_drops_the_event_and_other_schedules_still_f
         ScheduleExpression=at(time.time() - 1),
         FlexibleTimeWindow={"Mode": "OFF"},
         ActionAfterCompletion="DELETE",
-        Target={"Arn": "arn:aws:lambda:us-east-1:123456789012:function:gone", "RoleArn": "arn:aws:iam::123456789012:role/s", "DeadLetterConfig": {"Arn": gone}},
+        Target={
+            "Arn": "arn:aws:lambda:us-east-1:123456789012:function:gone",
+            "RoleArn": "arn:aws:iam::123456789012:role/s",
+            "DeadLetterConfig": {"Arn": gone},
+        },
     )
     fine = schedule(world, world["target_arn"], '{"fine": 1}', time.time() - 1)
     outcomes = {f.name: f.outcome for f in SchedulerFirer(groups=(world["group"],)).run_once()}

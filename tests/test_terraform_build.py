@@ -15,7 +15,7 @@ def test_building_twice_gives_identical_bytes_and_hashes(tmp_path):
     first = build.build_all(out_dir=tmp_path / "a")
     second = build.build_all(out_dir=tmp_path / "b")
     assert [a.scenario for a in first] == [b.scenario for b in second] == build.scenarios()
-    for a, b in zip(first, second):
+    for a, b in zip(first, second, strict=False):
         assert a.path.read_bytes() == b.path.read_bytes()
         assert a.sha256_base64 == b.sha256_base64
 
@@ -48,7 +48,7 @@ def test_a_scenario_without_python_files_is_refused_and_nothing_is_written(tmp_p
     (functions / "empty_scenario").mkdir(parents=True)
     (functions / "empty_scenario" / "notes.txt").write_text("no code here")
     out = tmp_path / "out"
-    with pytest.raises(build.BuildError, match="no .py files"):
+    with pytest.raises(build.BuildError, match=r"no .py files"):
         build.build_all(functions_dir=functions, out_dir=out)
     assert not out.exists()
 

@@ -25,7 +25,9 @@ def moto_url():
 
 
 def _client(service: str, url: str):
-    return boto3.client(service, endpoint_url=url, region_name="us-east-1", aws_access_key_id="test", aws_secret_access_key="test")
+    return boto3.client(
+        service, endpoint_url=url, region_name="us-east-1", aws_access_key_id="test", aws_secret_access_key="test"
+    )
 
 
 def test_install_twice_patches_once():
@@ -53,7 +55,9 @@ def test_redrive_still_moves_messages_to_the_dead_letter_queue(moto_url):
     dlq = sqs.create_queue(QueueName="compat-dlq2")["QueueUrl"]
     dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     policy = json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 1})
-    work = sqs.create_queue(QueueName="compat-work2", Attributes={"RedrivePolicy": policy, "VisibilityTimeout": "0"})["QueueUrl"]
+    work = sqs.create_queue(QueueName="compat-work2", Attributes={"RedrivePolicy": policy, "VisibilityTimeout": "0"})[
+        "QueueUrl"
+    ]
     sqs.send_message(QueueUrl=work, MessageBody="poison")
     for _ in range(3):
         sqs.receive_message(QueueUrl=work, WaitTimeSeconds=0)
@@ -62,14 +66,21 @@ def test_redrive_still_moves_messages_to_the_dead_letter_queue(moto_url):
 
 
 def _tls_only(bucket: str) -> str:
-    return json.dumps({
-        "Version": "2012-10-17",
-        "Statement": [{
-            "Sid": "DenyPlainHttp", "Effect": "Deny", "Principal": "*", "Action": "s3:*",
-            "Resource": [f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"],
-            "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-        }],
-    })
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "DenyPlainHttp",
+                    "Effect": "Deny",
+                    "Principal": "*",
+                    "Action": "s3:*",
+                    "Resource": [f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"],
+                    "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                }
+            ],
+        }
+    )
 
 
 def test_a_tls_only_bucket_policy_lets_loopback_requests_through(moto_url):
@@ -83,10 +94,14 @@ def test_a_tls_only_bucket_policy_lets_loopback_requests_through(moto_url):
 def test_an_unconditional_deny_is_still_enforced(moto_url):
     s3 = _client("s3", moto_url)
     s3.create_bucket(Bucket="compat-deny")
-    deny = json.dumps({
-        "Version": "2012-10-17",
-        "Statement": [{"Effect": "Deny", "Principal": "*", "Action": "s3:PutObject", "Resource": "arn:aws:s3:::compat-deny/*"}],
-    })
+    deny = json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {"Effect": "Deny", "Principal": "*", "Action": "s3:PutObject", "Resource": "arn:aws:s3:::compat-deny/*"}
+            ],
+        }
+    )
     s3.put_bucket_policy(Bucket="compat-deny", Policy=deny)
     with pytest.raises(ClientError) as refused:
         s3.put_object(Bucket="compat-deny", Key="a", Body=b"x")

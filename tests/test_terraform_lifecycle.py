@@ -19,8 +19,17 @@ from idemlab import clients, stack
 
 PREFIX = "tfci"
 DESIGN_KEYS = {
-    "region", "tables", "functions", "function_arns", "state_machines", "queues", "queue_arns",
-    "buckets", "schedule_group", "scheduler_role_arn", "alarms",
+    "region",
+    "tables",
+    "functions",
+    "function_arns",
+    "state_machines",
+    "queues",
+    "queue_arns",
+    "buckets",
+    "schedule_group",
+    "scheduler_role_arn",
+    "alarms",
 }
 VALID_VIN = "1M8GDM9AXKP042788"  # check digit X, the textbook example
 
@@ -63,15 +72,23 @@ def test_apply_use_plan_nothing_destroy(backend, capsys):
     for table in lab["tables"].values():
         assert dynamodb.describe_table(TableName=table)["Table"]["TableStatus"] == "ACTIVE"
     types = {key: sfn.describe_state_machine(stateMachineArn=arn)["type"] for key, arn in lab["state_machines"].items()}
-    assert types == {"vehicle_registration_naive": "EXPRESS", "vehicle_registration_idempotent": "EXPRESS", "account_deletion": "STANDARD"}
+    assert types == {
+        "vehicle_registration_naive": "EXPRESS",
+        "vehicle_registration_idempotent": "EXPRESS",
+        "account_deletion": "STANDARD",
+    }
 
     # A deployed function, found and checked only through the outputs, writes to its table.
     request_id = f"tfci-{uuid.uuid4().hex[:12]}"
     event = {"request_id": request_id, "vin": VALID_VIN, "owner": "Ada Lovelace"}
-    reply = clients.client("lambda").invoke(FunctionName=lab["functions"]["write_vehicle_idempotent"], Payload=json.dumps(event))
+    reply = clients.client("lambda").invoke(
+        FunctionName=lab["functions"]["write_vehicle_idempotent"], Payload=json.dumps(event)
+    )
     body = json.loads(reply["Payload"].read())
     assert "FunctionError" not in reply, body
-    stored = dynamodb.get_item(TableName=lab["tables"]["vehicles"], Key={"request_id": {"S": request_id}}, ConsistentRead=True)
+    stored = dynamodb.get_item(
+        TableName=lab["tables"]["vehicles"], Key={"request_id": {"S": request_id}}, ConsistentRead=True
+    )
     assert stored["Item"]["owner"]["S"] == "Ada Lovelace"
 
     started = time.monotonic()
@@ -107,7 +124,9 @@ def test_the_region_the_learner_chose_is_the_region_terraform_plans_for(backend,
         with stack._locked(planned.name):
             planned.prepare(rebuild=False)
             # The bucket names end in the provider's region; planning them alone is quick.
-            _, plan = planned.terraform("plan", "-input=false", "-no-color", "-target=module.lab.aws_s3_bucket.this", *planned.variables)
+            _, plan = planned.terraform(
+                "plan", "-input=false", "-no-color", "-target=module.lab.aws_s3_bucket.this", *planned.variables
+            )
     finally:
         stack.forget(prefix)
     names = sorted(set(re.findall(rf'"({prefix}-(?:user-files|artifacts)-[0-9]+-[a-z0-9-]+)"', plan)))
@@ -116,7 +135,7 @@ def test_the_region_the_learner_chose_is_the_region_terraform_plans_for(backend,
 
 def test_the_cli_config_uses_a_provider_mirror_only_when_one_exists(tmp_path):
     mirrored = stack.cli_config_text(tmp_path / "mirror", plugin_cache=tmp_path / "cache")
-    assert 'filesystem_mirror {' in mirrored and f'"{tmp_path / "mirror"}"' in mirrored
+    assert "filesystem_mirror {" in mirrored and f'"{tmp_path / "mirror"}"' in mirrored
     assert 'exclude = ["registry.terraform.io/hashicorp/aws"]' in mirrored
     assert f'plugin_cache_dir = "{tmp_path / "cache"}"' in mirrored
     public = stack.cli_config_text(None, plugin_cache=tmp_path / "cache")
@@ -125,7 +144,7 @@ def test_the_cli_config_uses_a_provider_mirror_only_when_one_exists(tmp_path):
 
 def test_a_mirror_named_in_the_environment_must_hold_the_provider(tmp_path, monkeypatch):
     monkeypatch.setenv("TF_PROVIDER_MIRROR", str(tmp_path))
-    with pytest.raises(stack.StackError, match="holds no registry.terraform.io/hashicorp/aws"):
+    with pytest.raises(stack.StackError, match=r"holds no registry.terraform.io/hashicorp/aws"):
         stack.provider_mirror()
     (tmp_path / "registry.terraform.io" / "hashicorp" / "aws").mkdir(parents=True)
     assert stack.provider_mirror() == tmp_path

@@ -23,7 +23,9 @@ def localstack_service() -> dict:
 def test_image_is_pinned_to_the_last_token_free_release_and_overridable():
     image = localstack_service()["image"]
     assert interpolate(image, {}) == PINNED_IMAGE
-    assert interpolate(image, {"LOCALSTACK_IMAGE": "localstack/localstack:2026.3.0"}) == "localstack/localstack:2026.3.0"
+    assert (
+        interpolate(image, {"LOCALSTACK_IMAGE": "localstack/localstack:2026.3.0"}) == "localstack/localstack:2026.3.0"
+    )
 
 
 def test_token_docker_socket_retry_delay_ttl_and_ports():
@@ -77,8 +79,14 @@ def test_workflow_runs_the_same_localstack_stage_as_make_test():
 def test_every_make_target_the_workflow_calls_exists():
     workflow = yaml.safe_load(WORKFLOW.read_text())
     [job] = workflow["jobs"].values()
-    called = {word for step in job["steps"] if "run" in step for line in step["run"].splitlines()
-              for i, word in enumerate(shlex.split(line)) if i > 0 and shlex.split(line)[i - 1] == "make"}
+    called = {
+        word
+        for step in job["steps"]
+        if "run" in step
+        for line in step["run"].splitlines()
+        for i, word in enumerate(shlex.split(line))
+        if i > 0 and shlex.split(line)[i - 1] == "make"
+    }
     makefile = (settings.ROOT / "Makefile").read_text()
     defined = set(re.findall(r"^([a-z][a-z-]*):", makefile, flags=re.MULTILINE))
     assert called and called <= defined, f"missing make targets: {called - defined}"

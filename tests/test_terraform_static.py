@@ -33,7 +33,9 @@ def test_init_here_waits_while_a_deploy_holds_the_plugin_cache(terraform_copy):
     provider into the shared plugin cache at the same moment ("mkdir ...: file exists")."""
     finished = threading.Event()
     with stack.plugin_cache_lock():
-        waiting = threading.Thread(target=lambda: (terraform("init", "-backend=false", "-input=false", cwd=terraform_copy), finished.set()))
+        waiting = threading.Thread(
+            target=lambda: (terraform("init", "-backend=false", "-input=false", cwd=terraform_copy), finished.set())
+        )
         waiting.start()
         assert not finished.wait(5), "init ran while the plugin cache was held"
     waiting.join(timeout=120)
@@ -69,10 +71,16 @@ def constraint_allows(constraint: str, version: str) -> bool:
         low = _version(ref)
         if op == "~>":  # the rightmost given component may grow: ~> 5.100 is >= 5.100, < 6.0
             given = [int(p) for p in ref.split(".")]
-            high = tuple(given[:-2] + [given[-2] + 1]) if len(given) > 1 else None
+            high = (*given[:-2], given[-2] + 1) if len(given) > 1 else None
             if wanted < low or (high and wanted >= _version(".".join(map(str, high)))):
                 return False
-        elif not {">=": wanted >= low, ">": wanted > low, "<=": wanted <= low, "<": wanted < low, "!=": wanted != low}.get(op or "=", wanted == low):
+        elif not {
+            ">=": wanted >= low,
+            ">": wanted > low,
+            "<=": wanted <= low,
+            "<": wanted < low,
+            "!=": wanted != low,
+        }.get(op or "=", wanted == low):
             return False
     return True
 
@@ -151,10 +159,14 @@ def test_module_plan_assertions_pass_with_a_mocked_provider(terraform_copy, zips
 
 @pytest.mark.timeout(300)
 def test_checkov_finds_no_failed_check_and_every_skip_has_a_reason():
-    assert CHECKOV.exists(), f"checkov is not installed at {CHECKOV.relative_to(settings.ROOT)}; install it with: {CHECKOV_INSTALL}"
+    assert CHECKOV.exists(), (
+        f"checkov is not installed at {CHECKOV.relative_to(settings.ROOT)}; install it with: {CHECKOV_INSTALL}"
+    )
     done = subprocess.run(
         [str(CHECKOV), "-d", str(TERRAFORM_DIR), "--framework", "terraform", "--skip-download", "-o", "json"],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.stdout.strip(), f"checkov printed no report (exit {done.returncode}):\n{done.stderr[-2000:]}"
     report = json.loads(done.stdout)
@@ -163,8 +175,12 @@ def test_checkov_finds_no_failed_check_and_every_skip_has_a_reason():
     skipped = [c for r in reports for c in r["results"]["skipped_checks"]]
     passed = [c for r in reports for c in r["results"]["passed_checks"]]
     assert passed, "checkov scanned nothing"
-    assert not failed, "\n".join(f"{c['check_id']} {c['resource']} ({c['file_path']}): {c['check_name']}" for c in failed)
-    unexplained = [c["check_id"] for c in skipped if len((c.get("check_result") or {}).get("suppress_comment", "").strip()) < 20]
+    assert not failed, "\n".join(
+        f"{c['check_id']} {c['resource']} ({c['file_path']}): {c['check_name']}" for c in failed
+    )
+    unexplained = [
+        c["check_id"] for c in skipped if len((c.get("check_result") or {}).get("suppress_comment", "").strip()) < 20
+    ]
     assert not unexplained, f"skips without a written reason: {unexplained}"
 
 
@@ -239,7 +255,9 @@ run "plan" {
 @pytest.mark.timeout(300)
 def test_wrong_module_inputs_stop_the_plan_with_a_message_naming_the_entry(tmp_path, zips):
     module = tmp_path / "idempotency_lab"
-    shutil.copytree(MODULE_DIR, module, ignore=shutil.ignore_patterns(".terraform", ".terraform.lock.hcl", "tests", "examples"))
+    shutil.copytree(
+        MODULE_DIR, module, ignore=shutil.ignore_patterns(".terraform", ".terraform.lock.hcl", "tests", "examples")
+    )
     (module / "tests").mkdir()
     for name, run in WRONG_INPUTS.items():
         (module / "tests" / f"{name}.tftest.hcl").write_text(MOCKED_AWS + run)
@@ -250,7 +268,7 @@ def test_wrong_module_inputs_stop_the_plan_with_a_message_naming_the_entry(tmp_p
     assert done.returncode != 0 and "0 passed, 2 failed" in output, output[-3000:]
     for expected in (
         # The type constraint, before anything is planned.
-        'Invalid value for input variable',
+        "Invalid value for input variable",
         'element "sweeper": attribute "tables": map of string required',
         # The validation rules, naming the entry and what it refers to.
         'Wrong: sweeper: vehicle_naive = "readwrite".',
@@ -269,7 +287,9 @@ def test_the_embedded_rule_scheduler_states_the_sweepers_real_default_schedule()
     with open(MODULE_DIR / "variables.tf") as handle:
         variables = {name.strip('"'): body for block in hcl2.load(handle)["variable"] for name, body in block.items()}
     default = variables["sweeper_schedule_expression"]["default"].strip('"')
-    assert f"`{default}`" in rule_scheduler.__doc__ and "sweeper_schedule_expression" in rule_scheduler.__doc__, rule_scheduler.__doc__
+    assert f"`{default}`" in rule_scheduler.__doc__ and "sweeper_schedule_expression" in rule_scheduler.__doc__, (
+        rule_scheduler.__doc__
+    )
 
 
 def test_the_harness_prefix_check_agrees_with_the_modules_validation():
@@ -281,6 +301,10 @@ def test_the_harness_prefix_check_agrees_with_the_modules_validation():
     refuses_a_dash_last = '!endswith(var.prefix, "-")' in block
     samples = ["lab", "a", "x1", "lab-1", "ab-cd", "a" * 20, "a" * 21, "", "a-", "ab--", "-a", "1ab", "Lab", "lab_1"]
     for prefix in samples:
-        module_accepts = re.fullmatch(pattern, prefix) is not None and not (refuses_a_dash_last and prefix.endswith("-"))
+        module_accepts = re.fullmatch(pattern, prefix) is not None and not (
+            refuses_a_dash_last and prefix.endswith("-")
+        )
         harness_accepts = stack.PREFIX_PATTERN.match(prefix) is not None
-        assert harness_accepts == module_accepts, f"prefix {prefix!r}: module {module_accepts}, stack.py {harness_accepts}"
+        assert harness_accepts == module_accepts, (
+            f"prefix {prefix!r}: module {module_accepts}, stack.py {harness_accepts}"
+        )

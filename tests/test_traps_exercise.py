@@ -32,7 +32,7 @@ def test_solution_passes_the_check(ex):
 
 @pytest.mark.timeout(120)
 def test_powertools_defaults_charge_a_retry_with_a_new_trace_id(ex):
-    with pytest.raises(ExerciseFailed, match="after a retry of the order .*: 2 charges"):
+    with pytest.raises(ExerciseFailed, match=r"after a retry of the order .*: 2 charges"):
         ex.check(starting_point("07_keys_and_record_lifetime.ipynb", "key_and_lifetime"))
 
 
@@ -41,7 +41,7 @@ def test_a_key_without_the_order_answers_the_next_order_with_the_first_charge(ex
     def per_customer():
         return {"event_key_jmespath": "body.customer_id", "expires_after_seconds": 20 * 24 * 3600}
 
-    with pytest.raises(ExerciseFailed, match="after another order .*: 0 charges"):
+    with pytest.raises(ExerciseFailed, match=r"after another order .*: 0 charges"):
         ex.check(per_customer)
 
 
@@ -50,7 +50,7 @@ def test_a_good_key_living_one_day_charges_the_redrive_again(ex):
     def one_day():
         return {"event_key_jmespath": 'headers."Idempotency-Key"', "expires_after_seconds": 24 * 3600}
 
-    with pytest.raises(ExerciseFailed, match="redriven on day 13 .*: 2 charges"):
+    with pytest.raises(ExerciseFailed, match=r"redriven on day 13 .*: 2 charges"):
         ex.check(one_day)
 
 
@@ -74,7 +74,10 @@ def test_expired_record_charges_a_redelivery_unless_the_key_goes_downstream(shop
 @pytest.mark.timeout(120)
 def test_a_record_shorter_than_the_whole_horizon_fails_though_the_redrive_came_in_time(ex):
     def fourteen_days():
-        return {"event_key_jmespath": lesson7.key_and_lifetime()["event_key_jmespath"], "expires_after_seconds": 14 * 24 * 3600}
+        return {
+            "event_key_jmespath": lesson7.key_and_lifetime()["event_key_jmespath"],
+            "expires_after_seconds": 14 * 24 * 3600,
+        }
 
     with pytest.raises(ExerciseFailed, match="can come back for 15 days"):
         ex.check(fourteen_days)
@@ -107,7 +110,9 @@ def test_handler_keyed_on_the_trace_id_charges_the_retry(downstream):
         body = event["body"]
         call = {"reference": body["order_id"], "amount": body["amount"], "currency": body["currency"]}
         call["idempotency_key"] = event["headers"]["X-Amzn-Trace-Id"]
-        answer = boto3.client("lambda").invoke(FunctionName=os.environ["CARD_PROCESSOR_FUNCTION"], Payload=json.dumps(call))
+        answer = boto3.client("lambda").invoke(
+            FunctionName=os.environ["CARD_PROCESSOR_FUNCTION"], Payload=json.dumps(call)
+        )
         return json.loads(answer["Payload"].read())
 
     with pytest.raises(ExerciseFailed, match="after a retry with a new X-Amzn-Trace-Id: 2 charges"):
@@ -119,5 +124,5 @@ def test_handler_that_crashes_is_reported_as_failing_in_lambda(downstream):
     def broken(event, context):
         raise KeyError("body")
 
-    with pytest.raises(ExerciseFailed, match="your handler failed in Lambda: .*KeyError"):
+    with pytest.raises(ExerciseFailed, match=r"your handler failed in Lambda: .*KeyError"):
         downstream.check(broken)

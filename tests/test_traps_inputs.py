@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from support.checkout_in_process import InvocationContext, import_handler
 from idemlab.exercises import ExerciseFailed, lesson7
+from support.checkout_in_process import InvocationContext, import_handler
 
 
 @pytest.mark.parametrize(
@@ -47,9 +47,15 @@ def keyed(monkeypatch):
         ("order-1", "a JSON object with a 'body' object"),
         ({"headers": {}}, "a JSON object with a 'body' object"),
         ({"body": {"order_id": "o-1", "customer_id": "c-1", "amount": 5}}, "missing field"),
-        ({"body": {"order_id": "o-1", "customer_id": "c-1", "amount": 5, "currency": "EUR", "tip": 1}}, "unknown body field"),
+        (
+            {"body": {"order_id": "o-1", "customer_id": "c-1", "amount": 5, "currency": "EUR", "tip": 1}},
+            "unknown body field",
+        ),
         ({"body": {"order_id": "o-1", "customer_id": " ", "amount": 5, "currency": "EUR"}}, "customer_id must be"),
-        ({"body": {"order_id": "o-1", "customer_id": "c-1", "amount": 0, "currency": "EUR"}}, "amount must be greater than zero"),
+        (
+            {"body": {"order_id": "o-1", "customer_id": "c-1", "amount": 0, "currency": "EUR"}},
+            "amount must be greater than zero",
+        ),
     ],
 )
 def test_keyed_checkout_refuses_a_malformed_delivery(keyed, event, message):

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from idemlab.exercises import ExerciseFailed
-from idemlab.exercises import lesson1
+from idemlab.exercises import ExerciseFailed, lesson1
 from support.notebook_cells import starting_point
 
 # Generous: the first stack test of a session also waits for the one terraform apply.

@@ -93,7 +93,7 @@ def test_retry_with_only_a_different_fault_setting_is_the_same_request(tables):
 def test_notify_fails_the_injected_number_of_times_then_succeeds(tables, failures):
     request = new_request(notify_failures=failures)
     event = {"request": request, "registration": {"registration_id": "r-1"}}
-    for attempt in range(failures):
+    for _attempt in range(failures):
         with pytest.raises(errors.NotifyTransientError, match="injected"):
             notify.handler(event, None)
     assert notify.handler(event, None) == {"notified": True, "registration_id": "r-1"}
@@ -132,9 +132,7 @@ def test_notify_fails_exactly_the_injected_number_of_times_when_attempts_race(ta
 
 
 @pytest.mark.parametrize("case", sorted(MALFORMED_REQUESTS))
-def test_malformed_request_fails_every_function_with_a_clear_error_and_writes_nothing(
-    tables, case
-):
+def test_malformed_request_fails_every_function_with_a_clear_error_and_writes_nothing(tables, case):
     request, error_name = MALFORMED_REQUESTS[case]
     error = getattr(errors, error_name)
     with pytest.raises(error) as refused:
@@ -160,7 +158,9 @@ def test_notify_refuses_input_without_a_registration(tables, event):
 
 def test_missing_table_variable_is_a_configuration_error(tables, monkeypatch):
     monkeypatch.delenv("VEHICLES_TABLE")
-    with pytest.raises(errors.ConfigurationError, match="VEHICLES_TABLE is not set; the function's configuration is incomplete"):
+    with pytest.raises(
+        errors.ConfigurationError, match="VEHICLES_TABLE is not set; the function's configuration is incomplete"
+    ):
         write_idempotent.handler(new_request(), None)
 
 

@@ -32,7 +32,11 @@ def handler(event, context):
 def _delete_schedule(request_id: str) -> None:
     # Tidiness only: if the schedule still fires, its claim finds CANCELLED and stops.
     try:
-        config.client("scheduler").delete_schedule(Name=schedule_name(request_id), GroupName=config.required("SCHEDULE_GROUP"))
+        config.client("scheduler").delete_schedule(
+            Name=schedule_name(request_id), GroupName=config.required("SCHEDULE_GROUP")
+        )
     except ClientError as exc:
         if exc.response["Error"]["Code"] != "ResourceNotFoundException":
-            raise DeletionStoreUnavailable(f"deleting the schedule of {request_id}: {exc.response['Error'].get('Code')}") from exc
+            raise DeletionStoreUnavailable(
+                f"deleting the schedule of {request_id}: {exc.response['Error'].get('Code')}"
+            ) from exc

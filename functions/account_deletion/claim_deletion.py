@@ -26,6 +26,10 @@ def handler(event, context):
     faults.strike(STEP, faults.BEFORE, request_id, context)
     result = claims.claim(config.table("deletion_requests"), request_id, owner, config.lease_seconds(), redrive=redrive)
     if result.claim is None:
-        return {"outcome": result.outcome.value, "deletion_request_id": request_id, "status": result.request.status.value}
+        return {
+            "outcome": result.outcome.value,
+            "deletion_request_id": request_id,
+            "status": result.request.status.value,
+        }
     faults.strike(STEP, faults.AFTER_PROGRESS, request_id, context)
     return {"outcome": result.outcome.value, **claim_to_event(result.claim)}

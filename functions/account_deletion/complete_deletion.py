@@ -4,6 +4,7 @@ once the attempts are used up."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 
@@ -47,9 +48,7 @@ def _describe(error) -> str:
     """Step Functions' Catch output ({"Error", "Cause"}) as one line."""
     if isinstance(error, dict):
         cause = error.get("Cause", "")
-        try:
+        with contextlib.suppress(ValueError, AttributeError):
             cause = json.loads(cause).get("errorMessage", cause)
-        except (ValueError, AttributeError):
-            pass
         return f"{error.get('Error', 'Error')}: {cause}".strip()
     return str(error)

@@ -43,9 +43,13 @@ def delete_files(claim: claims.Claim, request: state.Request, context=None) -> b
             done = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys], "Quiet": True})
             if done.get("Errors"):
                 first = done["Errors"][0]
-                raise DeletionStoreUnavailable(f"{STEP}: {len(done['Errors'])} objects not deleted, first {first.get('Key')}: {first.get('Code')}")
+                raise DeletionStoreUnavailable(
+                    f"{STEP}: {len(done['Errors'])} objects not deleted, first {first.get('Key')}: {first.get('Code')}"
+                )
             claims.renew_lease(table, claim, config.lease_seconds())  # ClaimLost stops a superseded worker here
             if time_is_short(context):
                 return False
     except ClientError as exc:
-        raise DeletionStoreUnavailable(f"{STEP} for {claim.deletion_request_id}: {exc.response['Error'].get('Code')}") from exc
+        raise DeletionStoreUnavailable(
+            f"{STEP} for {claim.deletion_request_id}: {exc.response['Error'].get('Code')}"
+        ) from exc

@@ -56,4 +56,3 @@ def _first_page(records, user_id: str) -> list[dict]:
         ConsistentRead=True,
         Limit=DELETES_PER_TRANSACTION,
     ).get("Items", [])
-

@@ -7,7 +7,7 @@ values of the moment.
 from __future__ import annotations
 
 import os
-from functools import lru_cache
+from functools import cache
 
 import boto3
 
@@ -99,7 +99,7 @@ def client(service: str):
     return _client(service, os.environ.get("AWS_ENDPOINT_URL") or None)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _client(service: str, endpoint_url: str | None):
     # boto3 honours AWS_ENDPOINT_URL itself; the key only keeps a test that moves the
     # endpoint from getting a client of the previous one.
@@ -110,7 +110,7 @@ def _dynamodb():
     return _resource(os.environ.get("AWS_ENDPOINT_URL") or None)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _resource(endpoint_url: str | None):
     return boto3.resource("dynamodb", endpoint_url=endpoint_url)
 

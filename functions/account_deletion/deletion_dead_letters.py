@@ -35,7 +35,9 @@ def send(deletion_request_id: str, user_id: str, reason: str) -> str:
             MessageAttributes={k: {"DataType": "String", "StringValue": v} for k, v in attributes.items()},
         )
     except ClientError as exc:
-        raise DeletionStoreUnavailable(f"dead-lettering {deletion_request_id}: {exc.response['Error'].get('Code')}") from exc
+        raise DeletionStoreUnavailable(
+            f"dead-lettering {deletion_request_id}: {exc.response['Error'].get('Code')}"
+        ) from exc
     return sent["MessageId"]
 
 

@@ -9,7 +9,7 @@ again after a crash changes nothing) and then records its progress under the tok
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 import deletion_claims as claims
 import deletion_config as config
@@ -102,7 +102,10 @@ def run_step(
     if current.status is not state.Status.PROCESSING or current.fencing_token != claim.fencing_token:
         # Checked before the effect to spare a superseded worker useless work; the
         # progress write below is what actually keeps it out.
-        raise ClaimLost(f"{claim.deletion_request_id}: token {claim.fencing_token} superseded ({current.status}, token {current.fencing_token})")
+        raise ClaimLost(
+            f"{claim.deletion_request_id}: token {claim.fencing_token} superseded "
+            f"({current.status}, token {current.fencing_token})"
+        )
     done = {key: value for key, value in event.items() if key != MORE_TO_DO}
     if step in current.steps_done:
         return {**done, "steps_done": sorted(current.steps_done)}

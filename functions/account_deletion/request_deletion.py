@@ -92,7 +92,7 @@ def schedule_name(deletion_request_id: str) -> str:
 
 
 def at_expression(epoch_seconds: int) -> str:
-    moment = datetime.datetime.fromtimestamp(epoch_seconds, tz=datetime.timezone.utc)
+    moment = datetime.datetime.fromtimestamp(epoch_seconds, tz=datetime.UTC)
     return f"at({moment:%Y-%m-%dT%H:%M:%S})"
 
 
@@ -126,4 +126,6 @@ def ensure_schedule(request: state.Request) -> None:
     except ClientError as exc:
         if exc.response["Error"]["Code"] == "ConflictException":
             return  # created by the first request
-        raise DeletionStoreUnavailable(f"scheduling {request.deletion_request_id}: {exc.response['Error'].get('Code')}") from exc
+        raise DeletionStoreUnavailable(
+            f"scheduling {request.deletion_request_id}: {exc.response['Error'].get('Code')}"
+        ) from exc

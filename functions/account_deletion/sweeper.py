@@ -57,7 +57,7 @@ def run_once(now: float | None = None) -> dict:
             result = sweeps.sweep(table, seen, max_attempts, 0, now=now)
             if result is not None:
                 moved[result.value] += 1
-        except Exception as exc:  # noqa: BLE001 - one request's trouble must not hide the others
+        except Exception as exc:
             failures[seen.deletion_request_id] = f"{type(exc).__name__}: {exc}"
     overdue = sweeps.overdue_scheduled(table, config.schedule_grace_seconds(), now=now, malformed=malformed)
     waiting = overdue + sweeps.due_retries(table, now=now, malformed=malformed)
@@ -77,10 +77,16 @@ def run_once(now: float | None = None) -> dict:
             name = restart(table, seen, now)
             if name:
                 restarted.append(name)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             failures[seen.deletion_request_id] = f"{type(exc).__name__}: {exc}"
     publish_stuck_count(stuck_count)
-    result = {"stuck": stuck_count, "moved": moved, "restarted": restarted, "failed": failures, "malformed": len(malformed)}
+    result = {
+        "stuck": stuck_count,
+        "moved": moved,
+        "restarted": restarted,
+        "failed": failures,
+        "malformed": len(malformed),
+    }
     if failures:
         print(json.dumps(result), file=sys.stderr, flush=True)
         raise SweepIncomplete(f"{len(failures)} requests not handled: {failures}")
@@ -119,15 +125,23 @@ def restart(table, seen: state.Request, now: float | None = None) -> str | None:
     except ClientError as exc:
         if exc.response["Error"]["Code"] == "ExecutionAlreadyExists":
             return None  # a sweep that crashed after starting it; it runs already
-        raise DeletionStoreUnavailable(f"restarting {seen.deletion_request_id}: {exc.response['Error'].get('Code')}") from exc
+        raise DeletionStoreUnavailable(
+            f"restarting {seen.deletion_request_id}: {exc.response['Error'].get('Code')}"
+        ) from exc
     return name
 
 
 def publish_stuck_count(count: int) -> None:
     """The count behind the stuck-requests alarm; zero too, so the alarm sees a value."""
-    datum = {"MetricName": config.optional("STUCK_METRIC_NAME") or config.STUCK_METRIC_NAME, "Value": count, "Unit": "Count"}
+    datum = {
+        "MetricName": config.optional("STUCK_METRIC_NAME") or config.STUCK_METRIC_NAME,
+        "Value": count,
+        "Unit": "Count",
+    }
     prefix = config.optional("LAB_PREFIX")
     if prefix:
         # The alarm watches the metric of its own deployment, told apart by this dimension.
         datum["Dimensions"] = [{"Name": "Prefix", "Value": prefix}]
-    config.client("cloudwatch").put_metric_data(Namespace=config.optional("METRIC_NAMESPACE") or config.METRIC_NAMESPACE, MetricData=[datum])
+    config.client("cloudwatch").put_metric_data(
+        Namespace=config.optional("METRIC_NAMESPACE") or config.METRIC_NAMESPACE, MetricData=[datum]
+    )

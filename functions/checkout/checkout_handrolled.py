@@ -48,7 +48,9 @@ def handler(event, context):
         earlier = dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
     if earlier is not None:
         if int(earlier["amount"]["N"]) != order.amount or earlier["currency"]["S"] != order.currency:
-            mismatch = PayloadMismatch(f"idempotency key {order.idempotency_key!r} was used with another amount or currency")
+            mismatch = PayloadMismatch(
+                f"idempotency key {order.idempotency_key!r} was used with another amount or currency"
+            )
             return refused(STRATEGY, trace, mismatch)
         return answer(STRATEGY, outcomes.REPLAYED, trace, earlier["charge_id"]["S"])
 
@@ -74,4 +76,3 @@ def handler(event, context):
             },
         )
     return answer(STRATEGY, outcomes.CHARGED, trace, charge["charge_id"], processor_replayed=charge["replayed"])
-

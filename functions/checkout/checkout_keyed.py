@@ -51,7 +51,9 @@ def _expiry_seconds() -> int:
     try:
         seconds = int(configured)
     except ValueError as exc:
-        raise RuntimeError(f"IDEMPOTENCY_EXPIRES_AFTER_SECONDS={configured!r} is not a whole number of seconds") from exc
+        raise RuntimeError(
+            f"IDEMPOTENCY_EXPIRES_AFTER_SECONDS={configured!r} is not a whole number of seconds"
+        ) from exc
     if seconds < 0:
         raise RuntimeError(f"IDEMPOTENCY_EXPIRES_AFTER_SECONDS={seconds} must not be negative")
     return seconds
@@ -86,7 +88,11 @@ def parse(event: Any) -> request.ChargeRequest:
 
     The card processor's reference is the order id, so the ledger counts charges per order.
     """
-    if not isinstance(event, dict) or not isinstance(event.get("headers", {}), dict) or not isinstance(event.get("body"), dict):
+    if (
+        not isinstance(event, dict)
+        or not isinstance(event.get("headers", {}), dict)
+        or not isinstance(event.get("body"), dict)
+    ):
         raise InvalidRequest("a delivery is a JSON object with a 'body' object and optional 'headers' object")
     body = event["body"]
     missing = [name for name in BODY_FIELDS if body.get(name) is None]

@@ -18,7 +18,9 @@ from fulfilment.settings import table
 
 processor = BatchProcessor(event_type=EventType.SQS)
 persistence = DynamoDBPersistenceLayer(table_name=table("order_idempotency"))
-config = IdempotencyConfig(event_key_jmespath="messageId", raise_on_no_idempotency_key=True, expires_after_seconds=24 * 60 * 60)
+config = IdempotencyConfig(
+    event_key_jmespath="messageId", raise_on_no_idempotency_key=True, expires_after_seconds=24 * 60 * 60
+)
 
 
 @idempotent_function(data_keyword_argument="record", persistence_store=persistence, config=config)

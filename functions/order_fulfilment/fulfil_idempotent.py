@@ -47,7 +47,9 @@ def reserve_once(line: dict, message_id: str, receive_count: str) -> dict:
 
 def record_handler(record: SQSRecord) -> dict:
     line = orders.parse(record.body)  # a malformed line fails this record only
-    return reserve_once(line=line.as_dict(), message_id=record.message_id, receive_count=record.attributes.approximate_receive_count)
+    return reserve_once(
+        line=line.as_dict(), message_id=record.message_id, receive_count=record.attributes.approximate_receive_count
+    )
 
 
 def handler(event, context):

@@ -17,7 +17,5 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
     request, registration_id = parse_notification(event)
     # One counter per request: its first N notifications fail, whichever attempt sends them.
     if should_fail(fault_key(NOTIFY, request.request_id), request.notify_failures):
-        raise NotifyTransientError(
-            f"notification for request {request.request_id} failed (injected transient fault)"
-        )
+        raise NotifyTransientError(f"notification for request {request.request_id} failed (injected transient fault)")
     return {"notified": True, "registration_id": registration_id}

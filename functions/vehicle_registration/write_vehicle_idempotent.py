@@ -14,7 +14,8 @@ from boto3.dynamodb.types import TypeDeserializer
 
 from registration.errors import RequestMismatchError
 from registration.request import RegistrationRequest, parse_request
-from registration.store import new_registration, table as table_of
+from registration.store import new_registration
+from registration.store import table as table_of
 
 # Timeline this guards against (one request, two attempts A and B of the write step):
 #   A: PutItem ok -> notify fails -> Retry -> B: PutItem finds A's row -> B returns A's row

@@ -1,4 +1,5 @@
-"""python -m idemlab.bench [--quick | --full] [--strategies] [--no-localstack] [--backend aws]: measure, print the tables, save JSON.
+"""python -m idemlab.bench [--quick | --full] [--strategies] [--no-localstack] [--backend aws]:
+measure, print the tables, save JSON.
 
 By default: plain moto, the embedded backend and native LocalStack (where this machine can
 run it) side by side, in a few minutes. --strategies adds the cost of idempotency (it deploys
@@ -13,7 +14,7 @@ import json
 import os
 import platform
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from idemlab import settings, stack
 from idemlab.bench import cost_of_idempotency, embedded, strategy_report
@@ -24,12 +25,22 @@ RESULTS_DIR = settings.STATE_DIR / "bench"
 def options(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer samples (for a smoke run)")
-    parser.add_argument("--full", action="store_true",
-                        help="the long run: 20 rounds of 160 calls, the fast path off beside on, and --strategies")
-    parser.add_argument("--strategies", action="store_true",
-                        help="also the cost of idempotency per strategy (deploys a whole stack to its own backend first)")
-    parser.add_argument("--no-localstack", dest="localstack", action="store_false",
-                        help="no LocalStack column (otherwise started natively where this machine can run it)")
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="the long run: 20 rounds of 160 calls, the fast path off beside on, and --strategies",
+    )
+    parser.add_argument(
+        "--strategies",
+        action="store_true",
+        help="also the cost of idempotency per strategy (deploys a whole stack to its own backend first)",
+    )
+    parser.add_argument(
+        "--no-localstack",
+        dest="localstack",
+        action="store_false",
+        help="no LocalStack column (otherwise started natively where this machine can run it)",
+    )
     backend_help = "aws: the same tables on real DynamoDB and Lambda (needs `make deploy BACKEND=aws`; costs cents); "
     backend_help += "anything else: on embedded backends the bench starts itself"
     parser.add_argument("--backend", default=os.environ.get("BACKEND") or "embedded", help=backend_help)
@@ -45,9 +56,9 @@ def main() -> None:
     aws, sizes = args.backend == "aws", cost_of_idempotency.QUICK if args.quick else cost_of_idempotency.FULL
     with_strategies = aws or args.full or args.strategies
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-    print(f"Idempotency Lab benchmarks, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {machine}")
+    print(f"Idempotency Lab benchmarks, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {machine}")
     print(f"machine load (1/5/15 min) at start: {_load()}\n")
-    results = {"machine": machine, "taken_at": datetime.now(timezone.utc).isoformat(), "load_at_start": _load()}
+    results = {"machine": machine, "taken_at": datetime.now(UTC).isoformat(), "load_at_start": _load()}
     strategies: dict = {"sizes": sizes}
     if aws:
         results |= {"backend": "aws", "aws_dynamodb": embedded.aws_dynamodb(args.quick)}
@@ -66,14 +77,22 @@ def main() -> None:
             results["embedded_backend"] = embedded.run(backend_sizes, fast_path_off=args.full, localstack=localstack)
         results["localstack_absent_because"] = absent
         if localstack:
-            print(f"(LocalStack started through the harness in {results['localstack_start_seconds']:.0f} s, not counted in its rates)")
-        print("The embedded backend against plain moto" + (", fast path off and on" if args.full else "")
-              + (f", and {embedded.LOCALSTACK}" if localstack else ""))
+            print(
+                f"(LocalStack started through the harness in {results['localstack_start_seconds']:.0f} s, "
+                "not counted in its rates)"
+            )
+        print(
+            "The embedded backend against plain moto"
+            + (", fast path off and on" if args.full else "")
+            + (f", and {embedded.LOCALSTACK}" if localstack else "")
+        )
         if absent:
             print(f"No LocalStack column: {absent}.")
         print(embedded.table(results["embedded_backend"]))
     if not with_strategies:
-        print("\nThe cost of idempotency per strategy: `make bench BENCH=--strategies` (deploys a stack first; minutes).")
+        print(
+            "\nThe cost of idempotency per strategy: `make bench BENCH=--strategies` (deploys a stack first; minutes)."
+        )
         _finish(results, aws, started)
         return
     if not aws:

@@ -73,7 +73,9 @@ def summary(samples: list[Sample]) -> dict:
     for (table, action), n in sorted(sum((s.counts for s in samples), Counter()).items()):
         by_table.setdefault(table, {})[action] = n / count
     return {
-        "samples": count, "invocations_per_sample": per_sample, "calls_by_table_per_sample": by_table,
+        "samples": count,
+        "invocations_per_sample": per_sample,
+        "calls_by_table_per_sample": by_table,
         "effects_per_sample": sum(s.effects for s in samples) / count,
         "latency_ms": percentiles([t for s in samples for t in s.seconds]),
         "throughput_per_s": count * per_sample / wall if wall else None,
@@ -183,7 +185,7 @@ class StrategyBench:
                 if taken[-1] is None:
                     break
             else:
-                for (samples, _), sample in zip(shapes, taken):
+                for (samples, _), sample in zip(shapes, taken, strict=False):
                     samples.append(sample)
                 return
         busy = f"DynamoDB was busy with other work in {MAX_TRIES} tries; run the bench alone"

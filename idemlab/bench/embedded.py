@@ -50,8 +50,15 @@ from types import SimpleNamespace
 
 from botocore.awsrequest import AWSResponse
 
-from idemlab.bench.intervals import difference_interval, difference_text, per_round, percentiles, ratio_interval
-from idemlab.bench.intervals import ratio_text, round_order
+from idemlab.bench.intervals import (
+    difference_interval,
+    difference_text,
+    per_round,
+    percentiles,
+    ratio_interval,
+    ratio_text,
+    round_order,
+)
 from idemlab.bench.strategy_report import markdown
 from idemlab.clients import client
 from idemlab.embedded.fast_path import FAST_PATH_VARIABLE
@@ -76,8 +83,10 @@ DEFAULT = {"rounds": 10, "calls": 80, "invocations": 60, "threads": [1]}
 QUICK = {"rounds": 8, "calls": 48, "invocations": 40, "threads": [1]}
 # Each in a child process (its own interpreter, as the embedded backend has), on {port}:
 # moto's ThreadedMotoServer, unmodified, and serve_canned.
-PLAIN_MOTO_CODE = ("import threading\nfrom moto.server import ThreadedMotoServer\n"
-                   "ThreadedMotoServer(ip_address='127.0.0.1', port={port}).start()\nthreading.Event().wait()\n")
+PLAIN_MOTO_CODE = (
+    "import threading\nfrom moto.server import ThreadedMotoServer\n"
+    "ThreadedMotoServer(ip_address='127.0.0.1', port={port}).start()\nthreading.Event().wait()\n"
+)
 CANNED_CODE = "from idemlab.bench.embedded import serve_canned\nserve_canned({port})\n"
 # One answer for every request: DescribeTable (the table waiter) reads an ACTIVE table in
 # it; boto3 ignores the member that PutItem's and GetItem's answers do not have.
@@ -168,8 +177,9 @@ def localstack_peer(wanted: bool = True):
     if not wanted:
         yield None, "not asked for (--no-localstack)"
         return
-    check = subprocess.run([sys.executable, "-m", "idemlab.localstack_native.install", "--check"],
-                           capture_output=True, text=True)
+    check = subprocess.run(
+        [sys.executable, "-m", "idemlab.localstack_native.install", "--check"], capture_output=True, text=True
+    )
     if check.returncode != 0:
         said = (check.stdout + check.stderr).strip().splitlines()
         yield None, f"this machine cannot run native LocalStack ({said[-1] if said else 'the install check failed'})"
@@ -214,12 +224,18 @@ class SyncWorkflowTarget:
 
     def __init__(self, url: str):
         name = f"idemlab-bench-{uuid.uuid4().hex[:6]}"
-        trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "states.amazonaws.com"},
-                                                          "Action": "sts:AssumeRole"}]}
+        trust = {
+            "Version": "2012-10-17",
+            "Statement": [
+                {"Effect": "Allow", "Principal": {"Service": "states.amazonaws.com"}, "Action": "sts:AssumeRole"}
+            ],
+        }
         role = _client("iam", url).create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
         self.sfn = _client("stepfunctions", url)
         definition = json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}})
-        self.arn = self.sfn.create_state_machine(name=name, definition=definition, roleArn=role, type="EXPRESS")["stateMachineArn"]
+        self.arn = self.sfn.create_state_machine(name=name, definition=definition, roleArn=role, type="EXPRESS")[
+            "stateMachineArn"
+        ]
 
     def call(self, i: int) -> None:
         answer = self.sfn.start_sync_execution(stateMachineArn=self.arn, input=json.dumps({"order": i}))
@@ -260,8 +276,12 @@ class DynamoTarget:
         self.url, self.table, self.counter = url, f"idemlab-bench-{uuid.uuid4().hex[:6]}", 0
         self.ddb = _client("dynamodb", url)
         key = {"AttributeName": "pk"}
-        self.ddb.create_table(TableName=self.table, KeySchema=[key | {"KeyType": "HASH"}],
-                              AttributeDefinitions=[key | {"AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
+        self.ddb.create_table(
+            TableName=self.table,
+            KeySchema=[key | {"KeyType": "HASH"}],
+            AttributeDefinitions=[key | {"AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
         self.ddb.get_waiter("table_exists").wait(TableName=self.table, WaiterConfig={"Delay": 2, "MaxAttempts": 60})
         self.clients = [_client("dynamodb", url) for _ in range(max(THREADS))]
 
@@ -313,8 +333,13 @@ class DynamoTarget:
         return len(answers) / elapsed
 
 
-def dynamodb_rounds(urls: dict[str, str | None], rounds: int, calls: int, raw: tuple[str, ...] = (),
-                    threads_measured: tuple[int, ...] | list[int] = THREADS) -> dict:
+def dynamodb_rounds(
+    urls: dict[str, str | None],
+    rounds: int,
+    calls: int,
+    raw: tuple[str, ...] = (),
+    threads_measured: tuple[int, ...] | list[int] = THREADS,
+) -> dict:
     """{BOTO3: {operation: {threads: {server: [calls/s per round]}}}, RAW: the same, sent as
     raw HTTP to the servers named in ``raw``}: servers and both views interleaved round by
     round; threads as strings (JSON's keys). The tables are deleted after (AWS bills them)."""
@@ -351,8 +376,10 @@ def aws_table(results: dict) -> str:
             rates = by_server["AWS"]
             spread = f"{statistics.fmean(rates):.0f} ({min(rates):.0f}-{max(rates):.0f})"
             rows.append([f"{operation}, {threads} thread(s)", spread])
-    title = (f"DynamoDB round trips per second on AWS, from this machine (mean of {sizes['rounds']} rounds of "
-             f"{sizes['calls']} calls; network latency included)\n\n")
+    title = (
+        f"DynamoDB round trips per second on AWS, from this machine (mean of {sizes['rounds']} rounds of "
+        f"{sizes['calls']} calls; network latency included)\n\n"
+    )
     return title + markdown("operation, client threads|AWS calls/s (min-max over rounds)", "|---|---:|", rows)
 
 
@@ -407,22 +434,35 @@ def run(sizes: dict = DEFAULT, fast_path_off: bool = False, localstack: str | No
         embedded = [name for name in (SLOW, FAST) if name in urls]
         # LocalStack is seen through boto3 only: the raw view reads answers by Content-Length.
         seconds = {"servers started": time.monotonic() - started}
-        dynamodb = dynamodb_rounds(urls | {CEILING: servers.enter_context(child_server(CANNED_CODE))},
-                                   sizes["rounds"], sizes["calls"], raw=(PLAIN, *embedded),
-                                   threads_measured=sizes.get("threads", THREADS))
+        dynamodb = dynamodb_rounds(
+            urls | {CEILING: servers.enter_context(child_server(CANNED_CODE))},
+            sizes["rounds"],
+            sizes["calls"],
+            raw=(PLAIN, *embedded),
+            threads_measured=sizes.get("threads", THREADS),
+        )
         seconds["DynamoDB rounds"] = time.monotonic() - started - sum(seconds.values())
         others = service_rounds(urls, sizes["rounds"], max(sizes["calls"] // 4, 8))
         seconds["SQS and Step Functions rounds"] = time.monotonic() - started - sum(seconds.values())
         invoked = {name: urls[name] for name in (*embedded, LOCALSTACK) if name in urls}
         lam = lambda_rounds(invoked, sizes["invocations"])
         seconds["Lambda rounds"] = time.monotonic() - started - sum(seconds.values())
-    return {"sizes": sizes, **dynamodb, "other_calls_per_s": others, "lambda": lam,
-            "seconds": {phase: round(value, 1) for phase, value in seconds.items()}}
+    return {
+        "sizes": sizes,
+        **dynamodb,
+        "other_calls_per_s": others,
+        "lambda": lam,
+        "seconds": {phase: round(value, 1) for phase, value in seconds.items()},
+    }
 
 
 # Ratio columns, each shown when both of its servers were measured anywhere in the table.
-RATIOS = ((FAST, PLAIN, "fast / plain moto"), (FAST, SLOW, "fast / fast path off"),
-          (FAST, LOCALSTACK, "fast / LocalStack"), (CEILING, PLAIN, "ceiling / plain moto"))
+RATIOS = (
+    (FAST, PLAIN, "fast / plain moto"),
+    (FAST, SLOW, "fast / fast path off"),
+    (FAST, LOCALSTACK, "fast / LocalStack"),
+    (CEILING, PLAIN, "ceiling / plain moto"),
+)
 
 
 def _dynamodb_table(rates: dict) -> str:
@@ -450,8 +490,11 @@ def _cell(rows: dict, column: str | tuple[str, str]) -> str:
 
 def table(results: dict) -> str:
     sizes, warm, cold = results["sizes"], results["lambda"]["warm_s"], results["lambda"]["cold_start_s"]
-    lines = [f"DynamoDB round trips per second through boto3, what a learner's code sees (mean of {sizes['rounds']} "
-             f"interleaved rounds of {sizes['calls']} calls per server)\n", _dynamodb_table(results[BOTO3])]
+    lines = [
+        f"DynamoDB round trips per second through boto3, what a learner's code sees (mean of {sizes['rounds']} "
+        f"interleaved rounds of {sizes['calls']} calls per server)\n",
+        _dynamodb_table(results[BOTO3]),
+    ]
     if results.get(RAW):
         lines += [
             "\nDynamoDB requests per second each server serves, sent as raw HTTP (the same requests signed by boto3 "
@@ -459,23 +502,39 @@ def table(results: dict) -> str:
             _dynamodb_table(results[RAW]),
         ]
     if results.get("other_calls_per_s"):
-        lines += [f"\nOther services' round trips per second through boto3, one client thread, in the same kind of "
-                  f"interleaved rounds ({sizes['rounds']})\n", _dynamodb_table(results["other_calls_per_s"])]
+        lines += [
+            f"\nOther services' round trips per second through boto3, one client thread, in the same kind of "
+            f"interleaved rounds ({sizes['rounds']})\n",
+            _dynamodb_table(results["other_calls_per_s"]),
+        ]
     ms = {name: per_round([s * 1000 for s in samples]) for name, samples in warm.items()}
     rows = []
     for name, samples in warm.items():
         p = percentiles(samples)
         rows.append([name, f"{p['p50']:.3f}", f"{p['p99']:.3f}", f"{cold[name] * 1000:.0f}" if name in cold else "-"])
-    notes = [f"- warm invoke p50, fast path on minus the in-process call: {difference_text(difference_interval(ms[FAST], ms[DIRECT]))}"]
+    notes = [
+        "- warm invoke p50, fast path on minus the in-process call: "
+        + difference_text(difference_interval(ms[FAST], ms[DIRECT]))
+    ]
     if SLOW in ms:
-        notes += [f"- warm invoke p50, fast path off minus the in-process call: {difference_text(difference_interval(ms[SLOW], ms[DIRECT]))}",
-                  f"- warm invoke p50, fast path on / off: {ratio_text(ratio_interval(ms[FAST], ms[SLOW]))}"]
+        notes += [
+            "- warm invoke p50, fast path off minus the in-process call: "
+            + difference_text(difference_interval(ms[SLOW], ms[DIRECT])),
+            f"- warm invoke p50, fast path on / off: {ratio_text(ratio_interval(ms[FAST], ms[SLOW]))}",
+        ]
     if LOCALSTACK in ms:
-        notes += [f"- warm invoke p50, LocalStack / fast path on: {ratio_text(ratio_interval(ms[LOCALSTACK], ms[FAST]))}"]
+        notes += [
+            f"- warm invoke p50, LocalStack / fast path on: {ratio_text(ratio_interval(ms[LOCALSTACK], ms[FAST]))}"
+        ]
     if results.get("seconds"):
-        notes.append("- time taken: " + ", ".join(f"{phase} {value:.0f} s" for phase, value in results["seconds"].items()))
-    return "\n".join(lines + [
-        f"\nLambda warm invoke ({len(warm[FAST])} interleaved rounds; plain moto runs no handler without Docker)\n",
-        markdown("|p50 ms|p99 ms|cold start ms", "|---|---:|---:|---:|", rows) + "\n",
-        *notes,
-    ])
+        notes.append(
+            "- time taken: " + ", ".join(f"{phase} {value:.0f} s" for phase, value in results["seconds"].items())
+        )
+    return "\n".join(
+        [
+            *lines,
+            f"\nLambda warm invoke ({len(warm[FAST])} interleaved rounds; plain moto runs no handler without Docker)\n",
+            markdown("|p50 ms|p99 ms|cold start ms", "|---|---:|---:|---:|", rows) + "\n",
+            *notes,
+        ]
+    )

@@ -18,7 +18,7 @@ import math
 import operator
 import random
 import statistics
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 NO_DIFFERENCE = "no measurable difference at this sample size"
 RESAMPLES = 2000
@@ -54,7 +54,7 @@ def per_round(values: Sequence[float]) -> list[list[float]]:
 
 def _interval(name: str, compare: Callable, value_rounds: Rounds, reference_rounds: Rounds, statistic: Statistic):
     """{name: compare(statistic(values), statistic(references)), low, high, rounds, confidence}, or None."""
-    rounds = [(list(v), list(r)) for v, r in zip(value_rounds, reference_rounds) if v and r]
+    rounds = [(list(v), list(r)) for v, r in zip(value_rounds, reference_rounds, strict=False) if v and r]
     if not rounds:
         return None
     found = {name: None, "low": None, "high": None, "rounds": len(rounds), "confidence": CONFIDENCE}

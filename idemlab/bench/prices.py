@@ -28,7 +28,10 @@ USD_PER_MILLION_READ_UNITS = 0.125
 # only transaction in the lab (the card processor's) writes 2 items, its key and its ledger entry.
 TRANSACTION_WRITE_UNITS_PER_ITEM, ITEMS_PER_TRANSACTION = 2, 2
 UNITS_PER_REQUEST = {
-    "GetItem": (1, 0), "PutItem": (0, 1), "UpdateItem": (0, 1), "DeleteItem": (0, 1),
+    "GetItem": (1, 0),
+    "PutItem": (0, 1),
+    "UpdateItem": (0, 1),
+    "DeleteItem": (0, 1),
     "TransactWriteItems": (0, ITEMS_PER_TRANSACTION * TRANSACTION_WRITE_UNITS_PER_ITEM),
 }
 

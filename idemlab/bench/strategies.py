@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Callable
 
 from idemlab.lessons import deletion
 from idemlab.lessons.vehicles import VALID_VIN
@@ -62,37 +62,67 @@ POWERTOOLS = {"pattern": "claim, then record", "minimum_first": CLAIM_FIRST, "mi
 
 STRATEGIES: tuple[Strategy, ...] = (
     Strategy(
-        key="vehicle_naive", lesson=VEHICLE_REGISTRATION, label="naive insert", function="write_vehicle_naive",
-        pattern="plain write, fresh key", effect=ROW, effect_table="vehicles_naive",
+        key="vehicle_naive",
+        lesson=VEHICLE_REGISTRATION,
+        label="naive insert",
+        function="write_vehicle_naive",
+        pattern="plain write, fresh key",
+        effect=ROW,
+        effect_table="vehicles_naive",
         why_minimum="no idempotency: every delivery inserts a row",
     ),
     Strategy(
-        key="vehicle_idempotent", lesson=VEHICLE_REGISTRATION, label="conditional insert", pattern="conditional insert",
-        function="write_vehicle_idempotent", minimum_first=Counter(PutItem=1), minimum_duplicate=Counter(PutItem=1),
+        key="vehicle_idempotent",
+        lesson=VEHICLE_REGISTRATION,
+        label="conditional insert",
+        pattern="conditional insert",
+        function="write_vehicle_idempotent",
+        minimum_first=Counter(PutItem=1),
+        minimum_duplicate=Counter(PutItem=1),
         compared_with="vehicle_naive",
         why_minimum="the insert itself carries attribute_not_exists; a refusal returns the stored row",
     ),
     _checkout(
-        key="checkout_naive", label="naive", function="checkout_naive", pattern="no check", compared_with=None,
+        key="checkout_naive",
+        label="naive",
+        function="checkout_naive",
+        pattern="no check",
+        compared_with=None,
         why_minimum="no idempotency: every delivery charges",
     ),
     _checkout(
-        key="checkout_handrolled", label="hand-rolled", function="checkout_handrolled", pattern="check, then record",
-        minimum_first=Counter(GetItem=1, PutItem=1), minimum_duplicate=Counter(GetItem=1),
+        key="checkout_handrolled",
+        label="hand-rolled",
+        function="checkout_handrolled",
+        pattern="check, then record",
+        minimum_first=Counter(GetItem=1, PutItem=1),
+        minimum_duplicate=Counter(GetItem=1),
         why_minimum="read the key, charge, write the key; a duplicate only reads (and races)",
     ),
     _checkout(
-        key="checkout_powertools", label="Powertools", function="checkout_powertools", **POWERTOOLS,
+        key="checkout_powertools",
+        label="Powertools",
+        function="checkout_powertools",
+        **POWERTOOLS,
         why_minimum="conditional put INPROGRESS, update to COMPLETED; a duplicate's refused put returns the record",
     ),
     _checkout(
-        key="checkout_powertools_cached", label="Powertools, local cache", function="checkout_powertools_cached",
-        **POWERTOOLS, why_minimum="as Powertools; the cache can only answer in the environment that stored the result",
+        key="checkout_powertools_cached",
+        label="Powertools, local cache",
+        function="checkout_powertools_cached",
+        **POWERTOOLS,
+        why_minimum="as Powertools; the cache can only answer in the environment that stored the result",
     ),
     Strategy(
-        key="deletion_claim", lesson=ACCOUNT_DELETION, label="claim step", function="claim_deletion",
-        pattern="conditional claim", minimum_first=Counter(UpdateItem=1), minimum_duplicate=Counter(UpdateItem=1),
-        effect=CLAIM, why_minimum="one conditional update takes the lease or returns who holds it",
+        key="deletion_claim",
+        lesson=ACCOUNT_DELETION,
+        label="claim step",
+        function="claim_deletion",
+        pattern="conditional claim",
+        minimum_first=Counter(UpdateItem=1),
+        minimum_duplicate=Counter(UpdateItem=1),
+        effect=CLAIM,
+        why_minimum="one conditional update takes the lease or returns who holds it",
     ),
 )
 

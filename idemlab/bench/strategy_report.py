@@ -41,12 +41,22 @@ def attribute(strategy: Strategy, measured: dict, delivery: str, copies: int) ->
     firsts, duplicates = {"first": (1, 0), "duplicate": (0, 1), "concurrent": (1, copies - 1)}[delivery]
     minimum = dict(strategy.minimum(firsts, duplicates))
     excess = _minus(own, minimum)
-    why = [KNOWN_DEVIATIONS.get((strategy.key, action, 1 if n > 0 else -1))
-           or f"unexplained: {n:+g} {action} against the stated minimum" for action, n in excess.items()]
+    why = [
+        KNOWN_DEVIATIONS.get((strategy.key, action, 1 if n > 0 else -1))
+        or f"unexplained: {n:+g} {action} against the stated minimum"
+        for action, n in excess.items()
+    ]
     usd = prices.usd_per_million_invocations  # linear in the counts: a sample's dollars over its invocations
     return {
-        "invocations": invocations, "effects": shape["effects_per_sample"], "counted": calls, "effect": dict(effect),
-        "probes": dict(probes), "own": own, "minimum": minimum, "excess": excess, "why": why,
+        "invocations": invocations,
+        "effects": shape["effects_per_sample"],
+        "counted": calls,
+        "effect": dict(effect),
+        "probes": dict(probes),
+        "own": own,
+        "minimum": minimum,
+        "excess": excess,
+        "why": why,
         "usd_per_million_invocations": usd(calls) / invocations,
         "own_usd_per_million_invocations": usd(own) / invocations,
     }
@@ -97,12 +107,16 @@ def requests_table(result: dict) -> str:
         for delivery in DELIVERIES:
             part = row[delivery]
             label = f"{result['copies']} together, per round" if delivery == "concurrent" else delivery
-            rows.append([
-                row["lesson"], row["label"], label,
-                *(calls_text(part[purpose]) for purpose in ("counted", "effect", "probes", "own", "minimum")),
-                calls_text(part["excess"], signed=True) if part["excess"] else "at minimum",
-                f"{part['usd_per_million_invocations']:.3f} ({part['own_usd_per_million_invocations']:.3f})",
-            ])
+            rows.append(
+                [
+                    row["lesson"],
+                    row["label"],
+                    label,
+                    *(calls_text(part[purpose]) for purpose in ("counted", "effect", "probes", "own", "minimum")),
+                    calls_text(part["excess"], signed=True) if part["excess"] else "at minimum",
+                    f"{part['usd_per_million_invocations']:.3f} ({part['own_usd_per_million_invocations']:.3f})",
+                ]
+            )
     header = "lesson|strategy|delivery|requests counted|effect|lab probes|strategy's own|minimum|excess|"
     return markdown(header + "$ per M invocations (own)", "|---|---|---|---|---|---|---|---|---|---:|", rows)
 
@@ -120,9 +134,11 @@ def latency_table(result: dict) -> str:
             else:
                 cells.append(ratio_text(part["p50_ratio_to_naive"]))
         cold = row.get("cold_start_ms")
-        rows.append(cells + [f"{cold['p50']:.0f} ({cold['samples']})" if cold and cold.get("p50") is not None else "-"])
-    header = ("lesson|strategy|first p50 / p99 ms|p50 x naive|duplicate p50 / p99 ms|p50 x naive"
-              f"|{result['copies']} together p50 / p99 ms|invocations/s|x naive|cold start p50 ms (n)")
+        rows.append([*cells, f"{cold['p50']:.0f} ({cold['samples']})" if cold and cold.get("p50") is not None else "-"])
+    header = (
+        "lesson|strategy|first p50 / p99 ms|p50 x naive|duplicate p50 / p99 ms|p50 x naive"
+        f"|{result['copies']} together p50 / p99 ms|invocations/s|x naive|cold start p50 ms (n)"
+    )
     return markdown(header, "|---|---|---:|---|---:|---|---:|---:|---|---:|", rows)
 
 
@@ -141,7 +157,7 @@ def notes(result: dict) -> str:
     processor = calls_text(result["processor_calls_per_charge"])
     lines = [f"- card processor, one charge without a downstream key: {processor} (measured alone)"]
     lines += [f"- {where}: {what}" for where, what in _findings(result)]
-    return "\n".join(lines + [f"- prices: {result['prices']}"])
+    return "\n".join([*lines, f"- prices: {result['prices']}"])
 
 
 def unexplained(result: dict) -> list[str]:
@@ -171,16 +187,23 @@ def chart(result: dict, path: Path) -> Path:
     # Three bars per strategy: first delivery, duplicate, one of the copies sent together.
     for offset, delivery, alpha in ((-0.27, "first", 1.0), (0.0, "duplicate", 0.6), (0.27, "concurrent", 0.35)):
         x, bottom, first = np.arange(len(rows)) + offset, np.zeros(len(rows)), delivery == "first"
-        heights = {purpose: np.array([sum(r[delivery][purpose].values()) / r[delivery]["invocations"] for r in rows])
-                   for purpose in ("own", "effect", "probes", "minimum")}
+        heights = {
+            purpose: np.array([sum(r[delivery][purpose].values()) / r[delivery]["invocations"] for r in rows])
+            for purpose in ("own", "effect", "probes", "minimum")
+        }
         for purpose, colour in (("own", "tab:blue"), ("effect", "tab:orange"), ("probes", "tab:gray")):
-            calls_ax.bar(x, heights[purpose], 0.27, bottom=bottom, color=colour, alpha=alpha,
-                         label=purpose if first else None)
+            calls_ax.bar(
+                x, heights[purpose], 0.27, bottom=bottom, color=colour, alpha=alpha, label=purpose if first else None
+            )
             bottom += heights[purpose]
-        calls_ax.scatter(x, heights["minimum"], marker="_", s=300, color="black", zorder=3,
-                         label="minimum (own)" if first else None)
-    series = (("first p50", "first", "p50_ratio_to_naive"), ("duplicate p50", "duplicate", "p50_ratio_to_naive"),
-              (f"{copies} together: throughput", "concurrent", "throughput_ratio_to_naive"))
+        calls_ax.scatter(
+            x, heights["minimum"], marker="_", s=300, color="black", zorder=3, label="minimum (own)" if first else None
+        )
+    series = (
+        ("first p50", "first", "p50_ratio_to_naive"),
+        ("duplicate p50", "duplicate", "p50_ratio_to_naive"),
+        (f"{copies} together: throughput", "concurrent", "throughput_ratio_to_naive"),
+    )
     none = {"ratio": 0, "low": 0, "high": 0}  # no bar where there is no ratio
     for n, (label, delivery, ratio) in enumerate(series):
         found = [r[delivery][ratio] if (r[delivery][ratio] or {}).get("ratio") else none for r in compared]
@@ -190,10 +213,18 @@ def chart(result: dict, path: Path) -> Path:
         ratio_ax.bar(np.arange(len(compared)) + (n - 1) * 0.27, heights, 0.27, label=label, yerr=errors, capsize=3)
     ratio_ax.axhline(1.0, color="black", linewidth=0.8)
     axes = (
-        (calls_ax, rows, "Requests counted at the backend, by purpose",
-         f"DynamoDB requests per invocation\n(bars: first, duplicate, {copies} together)"),
-        (ratio_ax, compared, "Latency and throughput against naive (1 = same; whiskers: 95 % interval)",
-         "idempotent / naive of the same lesson"),
+        (
+            calls_ax,
+            rows,
+            "Requests counted at the backend, by purpose",
+            f"DynamoDB requests per invocation\n(bars: first, duplicate, {copies} together)",
+        ),
+        (
+            ratio_ax,
+            compared,
+            "Latency and throughput against naive (1 = same; whiskers: 95 % interval)",
+            "idempotent / naive of the same lesson",
+        ),
     )
     for ax, shown, title, ylabel in axes:
         # Two- or three-line labels: the lesson's first word, then the strategy.

@@ -74,7 +74,7 @@ def warm_up() -> None:
     for name in WARMED_MODULES:
         try:
             importlib.import_module(name)
-        except Exception as exc:  # noqa: BLE001 - any failure just means no head start
+        except Exception as exc:
             print(f"terraform_compat: could not import {name} ahead of time: {exc!r}", file=sys.stderr)
 
 

@@ -18,5 +18,20 @@ from idemlab.testing.handlers import Crash, CrashError, Handler, HandlerError, Q
 from idemlab.testing.lab import Backend, CopiesFailedWarning, DeliveryError, EffectCountError, Lab
 from idemlab.testing.report import CopyResult, CrashNotReached, Delivery, DuplicateEffectError, EffectReport
 
-__all__ = ["Backend", "CopiesFailedWarning", "CopyResult", "Crash", "CrashError", "CrashNotReached", "Delivery", "DeliveryError",
-           "DuplicateEffectError", "EffectCountError", "EffectReport", "Handler", "HandlerError", "Lab", "Queue"]
+__all__ = [
+    "Backend",
+    "CopiesFailedWarning",
+    "CopyResult",
+    "Crash",
+    "CrashError",
+    "CrashNotReached",
+    "Delivery",
+    "DeliveryError",
+    "DuplicateEffectError",
+    "EffectCountError",
+    "EffectReport",
+    "Handler",
+    "HandlerError",
+    "Lab",
+    "Queue",
+]

@@ -51,8 +51,10 @@ def install_crash(target: str, when: str, how: str, times: int) -> None:
         try:
             # One atomic decrement: with two copies at the point together, one wins.
             dynamodb.update_item(
-                TableName=CRASH_TABLE, Key={"pk": {"S": os.environ["AWS_LAMBDA_FUNCTION_NAME"]}},
-                UpdateExpression="SET armed = armed - :one", ConditionExpression="armed > :zero",
+                TableName=CRASH_TABLE,
+                Key={"pk": {"S": os.environ["AWS_LAMBDA_FUNCTION_NAME"]}},
+                UpdateExpression="SET armed = armed - :one",
+                ConditionExpression="armed > :zero",
                 ExpressionAttributeValues={":one": {"N": "1"}, ":zero": {"N": "0"}},
             )
         except dynamodb.exceptions.ConditionalCheckFailedException:
@@ -91,8 +93,15 @@ def _user_frames(exc: BaseException) -> list[str]:
     """The traceback's frames in the user's code: this module's and the import machinery's left out
     (a library's frames stay: an import that fails inside one is that library's story)."""
     frames = traceback.extract_tb(exc.__traceback__)
-    kept = [f for f in frames if not (f.filename == __file__ or f.filename.startswith("<frozen")
-                                      or f.filename.endswith(os.path.join("importlib", "__init__.py")))]
+    kept = [
+        f
+        for f in frames
+        if not (
+            f.filename == __file__
+            or f.filename.startswith("<frozen")
+            or f.filename.endswith(os.path.join("importlib", "__init__.py"))
+        )
+    ]
     # Named as Lambda names the code's folder in a stackTrace (the plugin maps it back to the user's).
     task_root = os.environ.get("LAMBDA_TASK_ROOT", "/var/task").rstrip("/") + "/"
     return [line.rstrip("\n").replace(f'"{task_root}', '"/var/task/') for line in traceback.format_list(kept)]
@@ -142,16 +151,24 @@ def handler(event, context):
         return _call(event, context)
     started = time.time()
     result = _call(event, context)
-    report = {"pid": os.getpid(), "started": started, "ended": time.time(),
-              "powertools": POWERTOOLS_IDEMPOTENCY in sys.modules}
+    report = {
+        "pid": os.getpid(),
+        "started": started,
+        "ended": time.time(),
+        "powertools": POWERTOOLS_IDEMPOTENCY in sys.modules,
+    }
     return {REPORT_KEY: report, "result": result}
 
 
 def _from_sqs(event) -> bool:
-    """An event Lambda's SQS poller sends: Records whose eventSource is aws:sqs (AWS docs: lambda/latest/dg/with-sqs.html)."""
+    """An event Lambda's SQS poller sends: Records whose eventSource is aws:sqs
+    (AWS docs: lambda/latest/dg/with-sqs.html)."""
     records = event.get("Records") if isinstance(event, dict) else None
-    return isinstance(records, list) and bool(records) and all(
-        isinstance(record, dict) and record.get("eventSource") == "aws:sqs" for record in records)
+    return (
+        isinstance(records, list)
+        and bool(records)
+        and all(isinstance(record, dict) and record.get("eventSource") == "aws:sqs" for record in records)
+    )
 
 
 def _call(event, context):

@@ -56,7 +56,7 @@ class Handler:
     root: Path | None = field(default=None, compare=False)
 
     @classmethod
-    def module(cls, dotted: str, code_root: str | Path | None = None) -> "Handler":
+    def module(cls, dotted: str, code_root: str | Path | None = None) -> Handler:
         """The callable at `dotted` ("shop.handlers.checkout"), from its code root
         (by default the sys.path folder the top-level module is found in)."""
         module_name, _, function = dotted.rpartition(".")
@@ -66,8 +66,9 @@ class Handler:
         if code_root is None:
             spec = importlib.util.find_spec(top)
             if spec is None:
-                raise HandlerError(f"cannot find module {top!r} for handler {dotted!r}: is its folder on sys.path "
-                                   "(pytest's rootdir)?")
+                raise HandlerError(
+                    f"cannot find module {top!r} for handler {dotted!r}: is its folder on sys.path (pytest's rootdir)?"
+                )
             # The package's folder, or the module's file: the code root holds either.
             location = next(iter(spec.submodule_search_locations or ()), None) or spec.origin or ""
             if not (spec.submodule_search_locations or location.endswith(".py")):
@@ -75,14 +76,15 @@ class Handler:
             code_root = Path(location).parent
         code_root = Path(code_root).resolve()
         if code_root.name in ("site-packages", "dist-packages"):
-            raise HandlerError(f"{top!r} is an installed package ({code_root}); deliver your own code by module path, "
-                               f"or {or_zip}")
+            raise HandlerError(
+                f"{top!r} is an installed package ({code_root}); deliver your own code by module path, or {or_zip}"
+            )
         code = _zip_folder_once(code_root, top)
         check_defines(code_root, module_name, function)
         return cls(code, dotted, code_root)
 
     @classmethod
-    def zip(cls, archive: str | Path | bytes, handler: str) -> "Handler":
+    def zip(cls, archive: str | Path | bytes, handler: str) -> Handler:
         """A Lambda zip (a path or its bytes) and its handler, as in create_function."""
         code = archive if isinstance(archive, bytes) else Path(archive).read_bytes()
         if "." not in handler:
@@ -92,7 +94,7 @@ class Handler:
         return cls(code, handler)
 
     @classmethod
-    def of(cls, handler: "Handler | str") -> "Handler":
+    def of(cls, handler: Handler | str) -> Handler:
         return handler if isinstance(handler, Handler) else cls.module(handler)
 
 
@@ -105,9 +107,14 @@ def zip_folder(root: Path, must_hold: str) -> bytes:
     files = {}
     for folder, subfolders, names in os.walk(root, followlinks=True):
         subfolders[:] = [
-            name for name in subfolders
-            if not (name.startswith(".") or name in SKIPPED_FOLDERS or name.endswith(".egg-info")
-                    or Path(folder, name, "pyvenv.cfg").exists())  # a virtual environment
+            name
+            for name in subfolders
+            if not (
+                name.startswith(".")
+                or name in SKIPPED_FOLDERS
+                or name.endswith(".egg-info")
+                or Path(folder, name, "pyvenv.cfg").exists()
+            )  # a virtual environment
         ]
         paths = (Path(folder, name) for name in names if not name.endswith((".pyc", ".pyo")))
         files.update({path.relative_to(root).as_posix(): path for path in paths if path.is_file()})
@@ -120,7 +127,9 @@ def check_defines(code_root: Path, module_name: str, function: str) -> None:
     """Read (without running) the handler's module: it must parse and define `function` at its
     top level, so that a typo fails here, in the test, before anything is deployed."""
     relative = Path(*module_name.split("."))
-    source = next((p for p in (code_root / f"{relative}.py", code_root / relative / "__init__.py") if p.is_file()), None)
+    source = next(
+        (p for p in (code_root / f"{relative}.py", code_root / relative / "__init__.py") if p.is_file()), None
+    )
     if source is None:
         raise HandlerError(f"handler '{module_name}.{function}': no module {module_name!r} under {code_root}")
     try:
@@ -140,8 +149,10 @@ def check_defines(code_root: Path, module_name: str, function: str) -> None:
             defined.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
     if function not in defined and not dynamic:
         functions = sorted(n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
-        raise HandlerError(f"handler '{module_name}.{function}': {source} defines no {function!r} "
-                           f"(its functions: {', '.join(functions) or 'none'})")
+        raise HandlerError(
+            f"handler '{module_name}.{function}': {source} defines no {function!r} "
+            f"(its functions: {', '.join(functions) or 'none'})"
+        )
 
 
 # A session packs each code root once: its files do not change while tests run.
@@ -168,12 +179,12 @@ class Crash:
             raise CrashError(f"times must be a whole number of copies, at least 1, not {self.times!r}")
 
     @classmethod
-    def after(cls, target: str, how: str = "exit", times: int = 1) -> "Crash":
+    def after(cls, target: str, how: str = "exit", times: int = 1) -> Crash:
         """Die right after `target` returns (its effect happened, nothing after it did)."""
         return cls(target, "after", how, times)
 
     @classmethod
-    def before(cls, target: str, how: str = "exit", times: int = 1) -> "Crash":
+    def before(cls, target: str, how: str = "exit", times: int = 1) -> Crash:
         """Die right before `target` is called."""
         return cls(target, "before", how, times)
 
@@ -209,12 +220,17 @@ class Queue:
     def __post_init__(self):
         count = self.max_receive_count
         if count is not None and (not isinstance(count, int) or not 1 <= count <= 1000):
-            # maxReceiveCount: 1 to 1,000 (AWS docs: AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-dead-letter-queues.html).
+            # maxReceiveCount: 1 to 1,000
+            # (AWS docs: AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-dead-letter-queues.html).
             raise ValueError(f"max_receive_count must be a whole number from 1 to 1000, not {count!r}")
         if not isinstance(self.batch_size, int) or not 1 <= self.batch_size <= 10:
             raise ValueError(f"batch_size must be a whole number from 1 to 10, not {self.batch_size!r}")
-        if self.visibility_timeout is not None and (not isinstance(self.visibility_timeout, int) or self.visibility_timeout < 1):
-            raise ValueError(f"visibility_timeout must be a whole number of seconds, at least 1, not {self.visibility_timeout!r}")
+        if self.visibility_timeout is not None and (
+            not isinstance(self.visibility_timeout, int) or self.visibility_timeout < 1
+        ):
+            raise ValueError(
+                f"visibility_timeout must be a whole number of seconds, at least 1, not {self.visibility_timeout!r}"
+            )
 
     def describe(self) -> str:
         return f"sent as messages to {'a FIFO' if self.fifo else 'a standard'} SQS queue"

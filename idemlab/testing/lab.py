@@ -16,9 +16,8 @@ import traceback
 import uuid
 import warnings
 import zipfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from collections.abc import Mapping
-from typing import Callable
 from unittest import mock
 
 import boto3
@@ -36,12 +35,21 @@ BOOTSTRAP_MODULE = "idemlab_testing_bootstrap"
 
 REGION = "us-east-1"
 # Dummy credentials and the region: the server's environment, and the test's while it runs.
-LOCAL_VARIABLES = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": REGION,
-                   "AWS_DEFAULT_REGION": REGION}
+LOCAL_VARIABLES = {
+    "AWS_ACCESS_KEY_ID": "test",
+    "AWS_SECRET_ACCESS_KEY": "test",
+    "AWS_REGION": REGION,
+    "AWS_DEFAULT_REGION": REGION,
+}
 # Variables that would send boto3 elsewhere than AWS_ENDPOINT_URL, or to a real account
 # (and every AWS_ENDPOINT_URL_<SERVICE>: a per-service endpoint wins over AWS_ENDPOINT_URL).
-CLEARED_VARIABLES = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
-                     "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")
+CLEARED_VARIABLES = (
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_SESSION_TOKEN",
+    "AWS_SECURITY_TOKEN",
+    "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
+)
 # Lambda's default is 3 s; handlers that call other services usually get more.
 DEFAULT_TIMEOUT_SECONDS = 10
 # A warm-up ping holds its environment this long, so the pings sent together each
@@ -88,7 +96,7 @@ class Backend(EmbeddedBackend):
         self.queues: dict[str, str] = {}  # queue name -> URL, each feeding one function
         self.dead_letters: dict[str, str] = {}  # dead-letter queue name -> URL
 
-    def start(self) -> "Backend":
+    def start(self) -> Backend:
         # The server (a child process) inherits the environment, and boto3 reads it when a
         # client is made: a developer's AWS_PROFILE would make either fail, so a clean one.
         with aws_environment(LOCAL_VARIABLES):
@@ -116,8 +124,11 @@ class Backend(EmbeddedBackend):
         with self._lock:
             dynamodb = self._session.resource("dynamodb", endpoint_url=self.url)
         table = dynamodb.create_table(
-            TableName=name, BillingMode="PAY_PER_REQUEST",
-            KeySchema=[{"AttributeName": key, "KeyType": kind} for key, kind in zip(keys, ("HASH", "RANGE"))],
+            TableName=name,
+            BillingMode="PAY_PER_REQUEST",
+            KeySchema=[
+                {"AttributeName": key, "KeyType": kind} for key, kind in zip(keys, ("HASH", "RANGE"), strict=False)
+            ],
             AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"} for key in keys],
         )
         if ttl:
@@ -144,12 +155,16 @@ class Backend(EmbeddedBackend):
                 with zipfile.ZipFile(code, "a", zipfile.ZIP_DEFLATED) as archive:
                     archive.write(_bootstrap.__file__, f"{BOOTSTRAP_MODULE}.py")
                 self.client("lambda").create_function(
-                    FunctionName=name, Runtime="python3.12", Role=self.role_arn, Handler=f"{BOOTSTRAP_MODULE}.handler",
-                    Code={"ZipFile": code.getvalue()}, Timeout=timeout, Environment={"Variables": variables},
+                    FunctionName=name,
+                    Runtime="python3.12",
+                    Role=self.role_arn,
+                    Handler=f"{BOOTSTRAP_MODULE}.handler",
+                    Code={"ZipFile": code.getvalue()},
+                    Timeout=timeout,
+                    Environment={"Variables": variables},
                 )
                 self.warm[name] = 0
         return name
-
 
     def queue(self, function: str, queue: Queue, timeout: int) -> str:
         """The queue feeding `function` through an event source mapping, made once per both; its URL."""
@@ -175,11 +190,13 @@ class Backend(EmbeddedBackend):
                 arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
                 types = ["ReportBatchItemFailures"] if queue.report_batch_item_failures else []
                 self.client("lambda").create_event_source_mapping(
-                    EventSourceArn=arn, FunctionName=function, BatchSize=queue.batch_size, FunctionResponseTypes=types,
+                    EventSourceArn=arn,
+                    FunctionName=function,
+                    BatchSize=queue.batch_size,
+                    FunctionResponseTypes=types,
                 )
                 self.queues[name] = url
             return self.queues[name]
-
 
     def destination(self, function: str, retries: int) -> str:
         """The queue receiving `function`'s asynchronous invocation records (on success and on
@@ -191,7 +208,8 @@ class Backend(EmbeddedBackend):
                 url = sqs.create_queue(QueueName=name)["QueueUrl"]
                 arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
                 self.client("lambda").put_function_event_invoke_config(
-                    FunctionName=function, MaximumRetryAttempts=retries,
+                    FunctionName=function,
+                    MaximumRetryAttempts=retries,
                     DestinationConfig={"OnSuccess": {"Destination": arn}, "OnFailure": {"Destination": arn}},
                 )
                 self.queues[name] = url
@@ -226,8 +244,16 @@ class Lab:
             with contextlib.suppress(dynamodb.exceptions.ResourceNotFoundException):
                 dynamodb.delete_table(TableName=name)
 
-    def deliver(self, handler: Handler | str, event, copies: int = 2, together: bool = True, crash: Crash | None = None,
-                timeout: int = DEFAULT_TIMEOUT_SECONDS, environment: dict | None = None) -> Delivery:
+    def deliver(
+        self,
+        handler: Handler | str,
+        event,
+        copies: int = 2,
+        together: bool = True,
+        crash: Crash | None = None,
+        timeout: int = DEFAULT_TIMEOUT_SECONDS,
+        environment: dict | None = None,
+    ) -> Delivery:
         """Send `copies` copies of `event` to `handler`, running in Lambda worker processes.
 
         together=True releases all copies at once (after each has a warm environment of
@@ -248,7 +274,9 @@ class Lab:
             self.backend.warm[function] = copies
         if crash is not None:
             self.backend.crash_table.put_item(Item={"pk": function, "armed": crash.times})
-        sends = [functools.partial(self._send, function, handler, json.dumps(event).encode(), n + 1) for n in range(copies)]
+        sends = [
+            functools.partial(self._send, function, handler, json.dumps(event).encode(), n + 1) for n in range(copies)
+        ]
         results = all_at_once(sends, join_seconds=None) if together else [send() for send in sends]
         if any(copy.error_type in FATAL_ERROR_TYPES for copy in results):
             self.backend.warm[function] = 0  # some died; which ones is unknown
@@ -258,8 +286,15 @@ class Lab:
             crashes = crash.times - int(left.get("Attributes", {}).get("armed", 0))
         return Delivery(results, crash, crashes)
 
-    def deliver_sqs(self, handler: Handler | str, event, copies: int = 2, queue: Queue | None = None,
-                    timeout: int = DEFAULT_TIMEOUT_SECONDS, environment: dict | None = None) -> Delivery:
+    def deliver_sqs(
+        self,
+        handler: Handler | str,
+        event,
+        copies: int = 2,
+        queue: Queue | None = None,
+        timeout: int = DEFAULT_TIMEOUT_SECONDS,
+        environment: dict | None = None,
+    ) -> Delivery:
         """Send `copies` messages, each holding `event` as its JSON body, to a queue that feeds
         `handler`; return when the queue is empty (every message handled and deleted).
 
@@ -291,8 +326,10 @@ class Lab:
             if not left:
                 break
             if time.monotonic() > deadline:
-                raise DeliveryError(f"{left} of the {copies} messages for {handler.name!r} are still in the queue "
-                                    f"after {allowed} s: does the handler keep failing?")
+                raise DeliveryError(
+                    f"{left} of the {copies} messages for {handler.name!r} are still in the queue "
+                    f"after {allowed} s: does the handler keep failing?"
+                )
             time.sleep(0.05)  # polling the condition, not waiting out a time
         for copy in results:
             copy.answered = time.time()  # the queue was seen empty: every message handled or dead-lettered
@@ -314,11 +351,22 @@ class Lab:
                 sqs.delete_message(QueueUrl=dead_url, ReceiptHandle=message["ReceiptHandle"])
                 copy = by_id.get(message["MessageId"])  # a redriven message keeps its id
                 if copy is not None:
-                    copy.error = {"errorType": "MovedToDeadLetterQueue",
-                                  "errorMessage": f"the handler failed it {receives} times; SQS moved it to the dead-letter queue"}
+                    copy.error = {
+                        "errorType": "MovedToDeadLetterQueue",
+                        "errorMessage": (
+                            f"the handler failed it {receives} times; SQS moved it to the dead-letter queue"
+                        ),
+                    }
 
-    def deliver_async(self, handler: Handler | str, event, copies: int = 1, retries: int = ASYNC_RETRIES,
-                      timeout: int = DEFAULT_TIMEOUT_SECONDS, environment: dict | None = None) -> Delivery:
+    def deliver_async(
+        self,
+        handler: Handler | str,
+        event,
+        copies: int = 1,
+        retries: int = ASYNC_RETRIES,
+        timeout: int = DEFAULT_TIMEOUT_SECONDS,
+        environment: dict | None = None,
+    ) -> Delivery:
         """Invoke asynchronously (InvocationType=Event) `copies` times: Lambda retries a failed
         event up to `retries` times, then sends it to the on-failure destination. Returns when
         every copy's invocation record has reached the destination, each copy with its attempts."""
@@ -340,8 +388,10 @@ class Lab:
         deadline = time.monotonic() + copies * (retries + 1) * (timeout + 3) + 60
         while pending:
             if time.monotonic() > deadline:
-                raise DeliveryError(f"{len(pending)} of the {copies} asynchronous invocations of {handler.name!r} "
-                                    "sent no record to their destination in time")
+                raise DeliveryError(
+                    f"{len(pending)} of the {copies} asynchronous invocations of {handler.name!r} "
+                    "sent no record to their destination in time"
+                )
             messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages", [])
             for message in messages:
                 record = json.loads(message["Body"])
@@ -359,7 +409,9 @@ class Lab:
         copy.condition = record["requestContext"].get("condition")
         response = record.get("responsePayload")
         if record.get("responseContext", {}).get("functionError"):
-            copy.error = response if isinstance(response, dict) else {"errorType": "Unknown", "errorMessage": str(response)}
+            copy.error = (
+                response if isinstance(response, dict) else {"errorType": "Unknown", "errorMessage": str(response)}
+            )
         elif isinstance(response, dict) and _bootstrap.REPORT_KEY in response:
             report = response[_bootstrap.REPORT_KEY]
             copy.pid, copy.started, copy.ended = report["pid"], report.get("started"), report.get("ended")
@@ -405,9 +457,17 @@ class Lab:
         return message
 
     def assert_exactly_once(
-        self, handler: Handler | str, make_event: Callable[[int], object], count_effect: Callable[[object], int | Mapping[str, int]],
-        rounds: int = 100, copies: int = 2, together: bool = True, crash: Crash | None = None,
-        timeout: int = DEFAULT_TIMEOUT_SECONDS, environment: dict | None = None, queue: Queue | None = None,
+        self,
+        handler: Handler | str,
+        make_event: Callable[[int], object],
+        count_effect: Callable[[object], int | Mapping[str, int]],
+        rounds: int = 100,
+        copies: int = 2,
+        together: bool = True,
+        crash: Crash | None = None,
+        timeout: int = DEFAULT_TIMEOUT_SECONDS,
+        environment: dict | None = None,
+        queue: Queue | None = None,
         asynchronous: bool = False,
     ) -> EffectReport:
         """Deliver `copies` copies of a fresh event per round; the effect must count 1 each time.
@@ -423,14 +483,18 @@ class Lab:
             raise ValueError("a crash cannot be armed for a delivery through a queue or an asynchronous invoke (yet)")
         if queue is not None and asynchronous:
             raise ValueError("deliver through a queue or asynchronously, not both")
-        report = EffectReport(handler.name, copies, together, crash, timeout=timeout, queue=queue, asynchronous=asynchronous)
+        report = EffectReport(
+            handler.name, copies, together, crash, timeout=timeout, queue=queue, asynchronous=asynchronous
+        )
         options = {"copies": copies, "crash": crash, "timeout": timeout, "environment": environment}
         for number in range(rounds):
             event = make_event(number)
             if asynchronous:
                 delivery = self.deliver_async(handler, event, copies=copies, timeout=timeout, environment=environment)
             elif queue is not None:
-                delivery = self.deliver_sqs(handler, event, copies=copies, queue=queue, timeout=timeout, environment=environment)
+                delivery = self.deliver_sqs(
+                    handler, event, copies=copies, queue=queue, timeout=timeout, environment=environment
+                )
             else:
                 delivery = self.deliver(handler, event, together=together, **options)
             if crash is not None and delivery.crashes == 0 and not delivery.failed:
@@ -463,14 +527,18 @@ class Lab:
                 existing = self.backend.client("dynamodb").list_tables()["TableNames"]
                 asked = f" (table {table!r}; the tables on the backend now: {existing})"
             frames = [f for f in traceback.extract_tb(exc.__traceback__) if not _library_frame(f.filename)]
-            lines = [f"count_effect {name} raised in round {number}, event {json.dumps(event, default=str)}: "
-                     f"{type(exc).__name__}: {exc}{asked}"]
+            lines = [
+                f"count_effect {name} raised in round {number}, event {json.dumps(event, default=str)}: "
+                f"{type(exc).__name__}: {exc}{asked}"
+            ]
             lines += ["Traceback (its own frames):", *(line.rstrip("\n") for line in traceback.format_list(frames))]
             raise EffectCountError("\n".join(lines)) from None
         if isinstance(count, Mapping):  # named effects: each must happen exactly once
             if not count or not all(isinstance(key, str) and key for key in count):
-                raise EffectCountError(f"count_effect {name} returned {count!r} in round {number}: a mapping of counts "
-                                       "needs at least one effect, each named by a non-empty string")
+                raise EffectCountError(
+                    f"count_effect {name} returned {count!r} in round {number}: a mapping of counts "
+                    "needs at least one effect, each named by a non-empty string"
+                )
             return {key: self._whole(name, value, number, key) for key, value in count.items()}
         return self._whole(name, count, number)
 
@@ -479,8 +547,10 @@ class Lab:
         """A count as an int: 2, or Decimal("2") as DynamoDB returns numbers; anything else refused."""
         if isinstance(value, bool) or not isinstance(value, numbers.Number) or int(value) != value:
             what = f"for effect {effect!r} " if effect else ""
-            raise EffectCountError(f"count_effect {name} returned {value!r} {what}in round {number}: a count must be a "
-                                   "whole number (or a mapping of effect names to whole numbers)")
+            raise EffectCountError(
+                f"count_effect {name} returned {value!r} {what}in round {number}: a count must be a "
+                "whole number (or a mapping of effect names to whole numbers)"
+            )
         return int(value)
 
 

@@ -64,7 +64,9 @@ class CopyResult:
             return f"message {self.message_id}: handled (the queue was empty when answered)"
         if self.attempts is not None:  # the last of Lambda's attempts
             tried = f"{_times(self.attempts).replace('time', 'attempt')}, {self.condition}: "
-            return tried + ("returned " + _short(self.result) if self.ok else f"failed: {self.error_type} (its error below)")
+            return tried + (
+                "returned " + _short(self.result) if self.ok else f"failed: {self.error_type} (its error below)"
+            )
         if self.ok:
             return "returned " + _short(self.result)
         if self.crashed(crash):
@@ -76,7 +78,14 @@ class CopyResult:
         frames = [frame for frame in self.error.get("stackTrace") or [] if not _hidden_frame(frame)]
         if self.code_root:  # the worker's copy of the code is the user's folder, zipped
             frames = [frame.replace('"/var/task/', f'"{self.code_root}/') for frame in frames]
-        lines = ["Traceback (the handler's own frames; the plugin's and libraries' hidden):", *(f.rstrip("\n") for f in frames)] if frames else []
+        lines = (
+            [
+                "Traceback (the handler's own frames; the plugin's and libraries' hidden):",
+                *(f.rstrip("\n") for f in frames),
+            ]
+            if frames
+            else []
+        )
         return [*lines, f"{self.error_type}: {self.error.get('errorMessage', '')}"]
 
 
@@ -164,7 +173,7 @@ class Round:
         return any(value < 1 for value in self.counts.values())
 
     def said(self) -> str:
-        """"2 times", or "bonus 2 times, email 1 time"."""
+        """ "2 times", or "bonus 2 times, email 1 time"."""
         return ", ".join(f"{name} {_times(value)}".strip() for name, value in self.counts.items())
 
 
@@ -220,8 +229,13 @@ class EffectReport:
     def message(self) -> str:
         total = len(self.rounds)
         if self.passed:
-            return "\n".join([f"{self.handler}: passed: the effect happened exactly once in each of {total} rounds "
-                              f"({self._how()}).", *self._failed_copies_note()])
+            return "\n".join(
+                [
+                    f"{self.handler}: passed: the effect happened exactly once in each of {total} rounds "
+                    f"({self._how()}).",
+                    *self._failed_copies_note(),
+                ]
+            )
         failed = self.failed()
         if len(failed) == len(self.bad_rounds):
             return "\n".join(self._every_copy_failed(failed))
@@ -234,7 +248,9 @@ class EffectReport:
         for name in names:
             for count in sorted({r.counts[name] for r in self.rounds if name in r.counts}):
                 numbers = [r.number for r in self.rounds if r.counts.get(name) == count]
-                listed = ", ".join(map(str, numbers[:LISTED_ROUNDS])) + (", ..." if len(numbers) > LISTED_ROUNDS else "")
+                listed = ", ".join(map(str, numbers[:LISTED_ROUNDS])) + (
+                    ", ..." if len(numbers) > LISTED_ROUNDS else ""
+                )
                 mark, rounds, label = "ok" if count == 1 else "WRONG", len(numbers), f"{name}: " if name else ""
                 lines.append(f"  {label}{_times(count)}: {rounds:>4} rounds  {mark}  (rounds {listed})")
         for r in self.bad_rounds[:DRAWN_TIMELINES]:
@@ -255,31 +271,49 @@ class EffectReport:
         for copy in copies:  # one example per error type: their messages often differ only by a key
             by_type.setdefault(str(copy.error_type), []).append(copy)
         for error_type, same in by_type.items():
-            note += [f"  {len(same)} with {error_type}, for example:", *(f"    {line}" for line in same[0].error_text())]
+            note += [
+                f"  {len(same)} with {error_type}, for example:",
+                *(f"    {line}" for line in same[0].error_text()),
+            ]
         return note
 
     def _every_copy_failed(self, failed: list[int]) -> list[str]:
         """The handler's error is the news: no advice on duplicates, which never got a chance."""
-        lines = [f"{self.handler}: every copy failed in {len(failed)} of {len(self.rounds)} rounds ({self._how()}), "
-                 "so there was no effect to count. The handler's error:"]
+        lines = [
+            f"{self.handler}: every copy failed in {len(failed)} of {len(self.rounds)} rounds ({self._how()}), "
+            "so there was no effect to count. The handler's error:"
+        ]
         first = next(r for r in self.rounds if r.number == failed[0])
         copies = _distinct_errors([copy for r in self.bad_rounds for copy in r.delivery.failed])
         for copy in copies:
             lines += ["", *copy.error_text()]
         if any(copy.error_type == "Sandbox.Timedout" for copy in copies):
-            lines += ["", f"The handler ran past the function's timeout (timeout={self.timeout} s): it did not finish "
-                          "in time. Find what it waits on, or pass a larger timeout= to deliver/assert_exactly_once."]
-        lines += ["", f"Round {first.number}, event {_short(first.event)}. Timeline:", *first.delivery.timeline()[:1 + self.copies]]
+            lines += [
+                "",
+                f"The handler ran past the function's timeout (timeout={self.timeout} s): it did not finish "
+                "in time. Find what it waits on, or pass a larger timeout= to deliver/assert_exactly_once.",
+            ]
+        lines += [
+            "",
+            f"Round {first.number}, event {_short(first.event)}. Timeline:",
+            *first.delivery.timeline()[: 1 + self.copies],
+        ]
         return lines
 
     def _doubled_hint(self) -> str:
         crash = self.crash
         rounds = [r for r in self.rounds if r.more]
-        if crash is not None and crash.how == "timeout" and any(c.powertools for r in rounds for c in r.delivery.copies):
+        if (
+            crash is not None
+            and crash.how == "timeout"
+            and any(c.powertools for r in rounds for c in r.delivery.copies)
+        ):
             return (
-                f"Powertools' @idempotent recorded an in-progress record, then the copy timed out ({crash.describe()}).\n"
+                "Powertools' @idempotent recorded an in-progress record, "
+                f"then the copy timed out ({crash.describe()}).\n"
                 "That in-progress record expires with the invocation's remaining time, which the function's timeout "
-                f"sets (timeout={self.timeout} s here;\nLambda's Timeout on AWS): the retry, after the timeout, finds it "
+                f"sets (timeout={self.timeout} s here;\nLambda's Timeout on AWS): "
+                "the retry, after the timeout, finds it "
                 "expired and runs the handler again. Pass the idempotency\nkey to the downstream call, so that it does "
                 "its effect once per key even when called twice."
             )
@@ -287,13 +321,16 @@ class EffectReport:
         if retried:
             most = max(c.attempts for c in retried)
             return (
-                f"Lambda retried the event after the handler failed (up to {most} attempts): what the handler did before\n"
-                "failing, it did again on each retry. Claim the event's key with a conditional write before the effect,\n"
+                f"Lambda retried the event after the handler failed (up to {most} attempts): "
+                "what the handler did before\n"
+                "failing, it did again on each retry. "
+                "Claim the event's key with a conditional write before the effect,\n"
                 "so that a retry sees it done, and record the failure after the effect apart from the effect."
             )
         if self.queue is not None:
             return (
-                "Each copy was a message of its own, with its own message id, and the handler did the effect for each.\n"
+                "Each copy was a message of its own, with its own message id, "
+                "and the handler did the effect for each.\n"
                 "A record keyed on the message id (or the record's messageId) cannot see that two messages carry one\n"
                 "event: claim the event's own key (an order id, say) with a conditional write before the effect."
             )
@@ -327,8 +364,10 @@ class EffectReport:
                 "the event already claimed (a claim recorded before the effect and never released) and skipped it.\n"
                 "Let a claim left by a copy that died expire or be released, so that the retry does the work."
             )
-        return ("The effect was LOST: copies returned, yet count_effect found no effect. Does the handler do it for "
-                "this event, and does count_effect count where the handler writes?")
+        return (
+            "The effect was LOST: copies returned, yet count_effect found no effect. Does the handler do it for "
+            "this event, and does count_effect count where the handler writes?"
+        )
 
 
 class DuplicateEffectError(AssertionError):

@@ -16,8 +16,8 @@ import os
 import time
 import uuid
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 from botocore.exceptions import ClientError
@@ -105,8 +105,16 @@ def role_arn(sandbox: Sandbox) -> str:
     policy = {
         "Version": "2012-10-17",
         "Statement": [
-            {"Effect": "Allow", "Action": ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"], "Resource": "*"},
-            {"Effect": "Allow", "Action": "dynamodb:PutItem", "Resource": f"arn:aws:dynamodb:*:*:table/{sandbox.prefix}-*"},
+            {
+                "Effect": "Allow",
+                "Action": ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
+                "Resource": "*",
+            },
+            {
+                "Effect": "Allow",
+                "Action": "dynamodb:PutItem",
+                "Resource": f"arn:aws:dynamodb:*:*:table/{sandbox.prefix}-*",
+            },
             {"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": f"arn:aws:sqs:*:*:{sandbox.prefix}-*"},
         ],
     }
@@ -201,4 +209,3 @@ def make_state_machine(sandbox: Sandbox, role_arn: str):
         return arn
 
     return create
-

@@ -60,7 +60,9 @@ def test_cancelled_transaction_names_the_failed_condition_and_writes_nothing(san
     assert codes == ["None", "ConditionalCheckFailed"]
     # All or nothing: the action whose condition held was not applied either.
     assert "Item" not in dynamodb.get_item(TableName=table, Key={"pk": {"S": fresh}}, ConsistentRead=True)
-    assert dynamodb.get_item(TableName=table, Key={"pk": {"S": taken}}, ConsistentRead=True)["Item"]["owner"] == {"S": "first"}
+    assert dynamodb.get_item(TableName=table, Key={"pk": {"S": taken}}, ConsistentRead=True)["Item"]["owner"] == {
+        "S": "first"
+    }
 
 
 def test_cancelled_transaction_leaves_what_it_would_have_updated_or_deleted_as_it_was(sandbox):
@@ -76,7 +78,10 @@ def test_cancelled_transaction_leaves_what_it_would_have_updated_or_deleted_as_i
     dynamodb.create_table(
         TableName=table,
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "S"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
         BillingMode="PAY_PER_REQUEST",
     )
     sandbox.on_teardown(dynamodb.delete_table, TableName=table)
@@ -93,19 +98,48 @@ def test_cancelled_transaction_leaves_what_it_would_have_updated_or_deleted_as_i
         return {"pk": item["pk"], "sk": item["sk"]}
 
     with pytest.raises(ClientError) as cancelled:
-        dynamodb.transact_write_items(TransactItems=[
-            {"Update": {"TableName": table, "Key": key(counter), "UpdateExpression": "SET #c = #c + :one ADD tags :b",
-                        "ExpressionAttributeNames": {"#c": "count"}, "ExpressionAttributeValues": {":one": {"N": "1"}, ":b": {"SS": ["b"]}}}},
-            {"Delete": {"TableName": table, "Key": key(doomed)}},
-            {"Put": {"TableName": table, "Item": {"pk": {"S": brand_new}, "sk": {"S": "first"}}}},
-            {"ConditionCheck": {"TableName": table, "Key": key(guard), "ConditionExpression": "#s = :open",
-                                "ExpressionAttributeNames": {"#s": "status"}, "ExpressionAttributeValues": {":open": {"S": "OPEN"}}}},
-        ])
+        dynamodb.transact_write_items(
+            TransactItems=[
+                {
+                    "Update": {
+                        "TableName": table,
+                        "Key": key(counter),
+                        "UpdateExpression": "SET #c = #c + :one ADD tags :b",
+                        "ExpressionAttributeNames": {"#c": "count"},
+                        "ExpressionAttributeValues": {":one": {"N": "1"}, ":b": {"SS": ["b"]}},
+                    }
+                },
+                {"Delete": {"TableName": table, "Key": key(doomed)}},
+                {"Put": {"TableName": table, "Item": {"pk": {"S": brand_new}, "sk": {"S": "first"}}}},
+                {
+                    "ConditionCheck": {
+                        "TableName": table,
+                        "Key": key(guard),
+                        "ConditionExpression": "#s = :open",
+                        "ExpressionAttributeNames": {"#s": "status"},
+                        "ExpressionAttributeValues": {":open": {"S": "OPEN"}},
+                    }
+                },
+            ]
+        )
 
     assert cancelled.value.response["Error"]["Code"] == "TransactionCanceledException"
-    stored = dynamodb.query(TableName=table, KeyConditionExpression="pk = :u", ExpressionAttributeValues={":u": {"S": user}}, ConsistentRead=True)
+    stored = dynamodb.query(
+        TableName=table,
+        KeyConditionExpression="pk = :u",
+        ExpressionAttributeValues={":u": {"S": user}},
+        ConsistentRead=True,
+    )
     assert sorted(stored["Items"], key=lambda item: item["sk"]["S"]) == [counter, doomed, guard]
-    assert dynamodb.query(TableName=table, KeyConditionExpression="pk = :u", ExpressionAttributeValues={":u": {"S": brand_new}}, ConsistentRead=True)["Items"] == []
+    assert (
+        dynamodb.query(
+            TableName=table,
+            KeyConditionExpression="pk = :u",
+            ExpressionAttributeValues={":u": {"S": brand_new}},
+            ConsistentRead=True,
+        )["Items"]
+        == []
+    )
 
 
 def test_cancelled_transaction_leaves_no_stream_record(sandbox):
@@ -129,15 +163,19 @@ def test_cancelled_transaction_leaves_no_stream_record(sandbox):
     taken = {"pk": {"S": f"taken-{uuid.uuid4().hex}"}}
     dynamodb.put_item(TableName=table, Item=taken)
     with pytest.raises(ClientError):
-        dynamodb.transact_write_items(TransactItems=[
-            {"Put": {"TableName": table, "Item": {"pk": {"S": f"fresh-{uuid.uuid4().hex}"}}}},
-            {"Put": {"TableName": table, "Item": taken, "ConditionExpression": "attribute_not_exists(pk)"}},
-        ])
+        dynamodb.transact_write_items(
+            TransactItems=[
+                {"Put": {"TableName": table, "Item": {"pk": {"S": f"fresh-{uuid.uuid4().hex}"}}}},
+                {"Put": {"TableName": table, "Item": taken, "ConditionExpression": "attribute_not_exists(pk)"}},
+            ]
+        )
 
     stream = created["TableDescription"]["LatestStreamArn"]
     records = []
     for shard in streams.describe_stream(StreamArn=stream)["StreamDescription"]["Shards"]:
-        iterator = streams.get_shard_iterator(StreamArn=stream, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+        iterator = streams.get_shard_iterator(
+            StreamArn=stream, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
         records += streams.get_records(ShardIterator=iterator)["Records"]
     assert [(record["eventName"], record["dynamodb"]["Keys"]) for record in records] == [("INSERT", taken)]
 
@@ -151,7 +189,9 @@ def test_cancelled_transaction_leaves_no_stream_record(sandbox):
     ],
     ids=["undefined value", "undefined name", "syntax error"],
 )
-def test_a_condition_that_cannot_be_read_is_a_validation_error_and_writes_nothing(sandbox, table, condition, names, values, named):
+def test_a_condition_that_cannot_be_read_is_a_validation_error_and_writes_nothing(
+    sandbox, table, condition, names, values, named
+):
     """A ConditionExpression with a syntax error, or one using a name or value the request
     does not define, is refused with a ValidationException (a client error: HTTP 400) that
     says what is wrong, and nothing is written.
@@ -171,5 +211,7 @@ def test_a_condition_that_cannot_be_read_is_a_validation_error_and_writes_nothin
         dynamodb.put_item(**request)
     error = refused.value.response
     assert (error["ResponseMetadata"]["HTTPStatusCode"], error["Error"]["Code"]) == (400, "ValidationException"), error
-    assert named in error["Error"]["Message"] and "ConditionExpression" in error["Error"]["Message"], error["Error"]["Message"]
+    assert named in error["Error"]["Message"] and "ConditionExpression" in error["Error"]["Message"], error["Error"][
+        "Message"
+    ]
     assert "Item" not in dynamodb.get_item(TableName=table, Key={"pk": {"S": key}}, ConsistentRead=True)

@@ -38,7 +38,7 @@ def test_handler_exception_comes_back_as_an_unhandled_error_payload(sandbox, mak
 
     assert response["StatusCode"] == 200
     assert response.get("FunctionError") == "Unhandled"
-    assert ERROR_KEYS <= payload.keys(), f"error payload keys: {sorted(payload)}"
+    assert payload.keys() >= ERROR_KEYS, f"error payload keys: {sorted(payload)}"
     assert payload["errorType"] == "PaymentDeclined"
     assert payload["errorMessage"] == "card declined"
     assert isinstance(payload["requestId"], str) and payload["requestId"]
@@ -85,7 +85,9 @@ def test_handler_past_its_timeout_is_stopped_before_its_later_code(sandbox, make
     response, payload = invoke(sandbox, function_arn, {"id": run_id, "sleep": CRASH_SLEEP_SECONDS})
 
     assert response.get("FunctionError") == "Unhandled"
-    assert re.search(rf"Task timed out after {CRASH_TIMEOUT_SECONDS}\.00 seconds", payload.get("errorMessage", "")), payload
+    assert re.search(rf"Task timed out after {CRASH_TIMEOUT_SECONDS}\.00 seconds", payload.get("errorMessage", "")), (
+        payload
+    )
     assert payload.get("errorType", "Sandbox.Timedout") == "Sandbox.Timedout"
 
     def marked(phase: str) -> bool:

@@ -43,7 +43,9 @@ def test_duplicate_schedule_name_is_a_409_conflict(sandbox, create_schedule, req
         # is moto's backend, whose ScheduleExists error carries moto's default status 400
         # (moto/scheduler/exceptions.py), and LocalStack passes a moto error's status through
         # (localstack-core/localstack/services/moto.py, call_moto). The lessons read the code.
-        request.node.add_marker(pytest.mark.xfail(strict=True, reason="LocalStack 4.14.0 answers ConflictException with HTTP 400"))
+        request.node.add_marker(
+            pytest.mark.xfail(strict=True, reason="LocalStack 4.14.0 answers ConflictException with HTTP 400")
+        )
     assert duplicate.value.response["ResponseMetadata"]["HTTPStatusCode"] == 409
 
 

@@ -24,5 +24,7 @@ def test_a_fifo_group_comes_back_in_order_to_a_receive_already_waiting(sandbox):
     taken = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=2)["Messages"]
     assert [message["Body"] for message in taken] == ["first", "second"]
     # Waits up to 10 s; both become visible again about 2 s into it.
-    again = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1, WaitTimeSeconds=10, VisibilityTimeout=30)["Messages"]
+    again = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1, WaitTimeSeconds=10, VisibilityTimeout=30)[
+        "Messages"
+    ]
     assert [message["Body"] for message in again] == ["first"]

@@ -14,7 +14,10 @@ APPROVE = {
     "StartAt": "Approve",
     "States": {"Approve": {"Type": "Pass", "Result": {"approved": True}, "ResultPath": "$.decision", "End": True}},
 }
-DECLINE = {"StartAt": "Decline", "States": {"Decline": {"Type": "Fail", "Error": "CardDeclined", "Cause": "insufficient funds"}}}
+DECLINE = {
+    "StartAt": "Decline",
+    "States": {"Decline": {"Type": "Fail", "Error": "CardDeclined", "Cause": "insufficient funds"}},
+}
 STOP_WAIT_SECONDS = 60
 
 
@@ -40,7 +43,9 @@ def test_sync_express_execution_answers_with_its_outcome(sandbox, make_state_mac
     """
     machine_arn = make_state_machine(definition, "EXPRESS")
 
-    result = sandbox.client("stepfunctions").start_sync_execution(stateMachineArn=machine_arn, input=json.dumps({"order": "o-1"}))
+    result = sandbox.client("stepfunctions").start_sync_execution(
+        stateMachineArn=machine_arn, input=json.dumps({"order": "o-1"})
+    )
 
     assert result["ResponseMetadata"]["HTTPStatusCode"] == 200
     assert result["status"] == expected["status"]
@@ -134,5 +139,7 @@ def test_two_unnamed_starts_make_two_executions(sandbox, make_state_machine, mac
     for started in (first, second):
         assert f":{resource}:{machine_name}:" in started["executionArn"]
     if machine_type == "STANDARD":
-        listed = {execution["executionArn"] for execution in sfn.list_executions(stateMachineArn=machine_arn)["executions"]}
+        listed = {
+            execution["executionArn"] for execution in sfn.list_executions(stateMachineArn=machine_arn)["executions"]
+        }
         assert {first["executionArn"], second["executionArn"]} <= listed

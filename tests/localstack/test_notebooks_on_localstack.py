@@ -4,9 +4,9 @@ environment (tests/test_notebooks.py runs the same notebooks on the embedded bac
 from __future__ import annotations
 
 import pytest
-from test_notebooks import NOTEBOOKS, execute, learner_environment
 
 from idemlab import settings
+from test_notebooks import NOTEBOOKS, execute, learner_environment
 
 
 @pytest.mark.timeout(1200)

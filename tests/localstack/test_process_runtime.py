@@ -50,8 +50,14 @@ def function(lambda_role):
     archive = io.BytesIO()
     with zipfile.ZipFile(archive, "w") as bundle:
         bundle.writestr("app.py", HANDLER)
-    lambda_.create_function(FunctionName=name, Runtime="python3.12", Role=lambda_role, Handler="app.handler",
-                            Code={"ZipFile": archive.getvalue()}, Timeout=2)
+    lambda_.create_function(
+        FunctionName=name,
+        Runtime="python3.12",
+        Role=lambda_role,
+        Handler="app.handler",
+        Code={"ZipFile": archive.getvalue()},
+        Timeout=2,
+    )
     lambda_.get_waiter("function_active_v2").wait(FunctionName=name)
     yield name
     lambda_.delete_function(FunctionName=name)

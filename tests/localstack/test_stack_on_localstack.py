@@ -44,7 +44,7 @@ def second_plan(deployed) -> tuple[bool, str]:
 
 
 def test_second_plan_changes_only_what_localstack_reads_back_differently(second_plan):
-    empty, text = second_plan
+    _empty, text = second_plan
     changes = changed_resources(text)
     unexpected = {}
     for address, lines in changes.items():

@@ -3,7 +3,7 @@ checkouts share, so each handler keeps only its own key and record settings."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyAlreadyInProgressError,
@@ -13,7 +13,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 
 from charging import outcomes
 from charging.errors import CheckoutError, PayloadMismatch
-from charging.response import answer, refused, refusal
+from charging.response import answer, refusal, refused
 from charging.trace import CHARGE, Trace
 
 

@@ -23,4 +23,8 @@ def armed(point: str, idempotency_key: str, fault: str, times: int = 1) -> dict:
         raise ValueError(f"unknown fault {fault!r}; use one of {', '.join(FAULTS)}")
     if isinstance(times, bool) or not isinstance(times, int) or times < 1:
         raise ValueError(f"times must be a whole number of at least 1, got {times!r}")
-    return {"fault_key": {"S": fault_key(point, idempotency_key)}, "remaining": {"N": str(times)}, "fault": {"S": fault}}
+    return {
+        "fault_key": {"S": fault_key(point, idempotency_key)},
+        "remaining": {"N": str(times)},
+        "fault": {"S": fault},
+    }

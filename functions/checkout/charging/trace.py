@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 CHECK = "check"  # look for an earlier result of this idempotency key
 CHARGE = "charge"  # call the card processor: the side effect

@@ -56,9 +56,7 @@ def parse_request(event: Any) -> RegistrationRequest:
 
     request_id = _string(event, "request_id")
     if not REQUEST_ID_PATTERN.fullmatch(request_id):
-        raise MalformedRequestError(
-            f"request_id {request_id!r} must be 1-80 letters, digits or . _ : -"
-        )
+        raise MalformedRequestError(f"request_id {request_id!r} must be 1-80 letters, digits or . _ : -")
     owner = _string(event, "owner").strip()
     if not owner or len(owner) > MAX_OWNER_LENGTH:
         raise MalformedRequestError(f"owner must be 1-{MAX_OWNER_LENGTH} non-blank characters")
@@ -77,9 +75,7 @@ def _notify_failures(faults: Any) -> int:
     count = faults.get("notify_failures", 0)
     # bool is an int in Python; true is not a count.
     if isinstance(count, bool) or not isinstance(count, int):
-        raise MalformedRequestError(
-            f"fault_injection.notify_failures must be an integer, got {_type_name(count)}"
-        )
+        raise MalformedRequestError(f"fault_injection.notify_failures must be an integer, got {_type_name(count)}")
     if not 0 <= count <= MAX_NOTIFY_FAILURES:
         raise MalformedRequestError(
             f"fault_injection.notify_failures must be between 0 and {MAX_NOTIFY_FAILURES}, got {count}"
@@ -99,8 +95,7 @@ def _reject_unknown(obj: dict[str, Any], allowed: tuple[str, ...], where: str) -
     unknown = sorted(set(obj) - set(allowed))
     if unknown:
         raise MalformedRequestError(
-            f"{where} has unexpected field(s) {', '.join(map(repr, unknown))}; "
-            f"allowed: {', '.join(allowed)}"
+            f"{where} has unexpected field(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(allowed)}"
         )
 
 
@@ -116,8 +111,6 @@ def parse_notification(event: Any) -> tuple[RegistrationRequest, str]:
         raise MalformedRequestError(f"notify input must be a JSON object, got {_type_name(event)}")
     _reject_unknown(event, ("request", "registration"), "notify input")
     registration = event.get("registration")
-    if not isinstance(registration, dict) or not isinstance(
-        registration.get("registration_id"), str
-    ):
+    if not isinstance(registration, dict) or not isinstance(registration.get("registration_id"), str):
         raise MalformedRequestError("notify input needs registration.registration_id (a string)")
     return parse_request(event.get("request")), registration["registration_id"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
@@ -37,5 +37,5 @@ def new_registration(request: RegistrationRequest) -> dict[str, Any]:
         "vin": request.vin,
         "owner": request.owner,
         "request_fingerprint": request.fingerprint(),
-        "registered_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+        "registered_at": datetime.now(UTC).isoformat(timespec="milliseconds"),
     }
