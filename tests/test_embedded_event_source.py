@@ -230,12 +230,20 @@ def test_fifo_keeps_group_order_and_a_failing_message_blocks_its_group(backend, 
     wait_for(lambda: depth(url) == 0 and depth(dlq_url) == 1)
     rows = deliveries(table)
     for group in ("g1", "g2"):
-        firsts = [row["id"] for row in rows if row["id"].startswith(group) and row["count"] == 1]
-        assert firsts == sorted(firsts), f"{group} delivered in send order"
-        assert len(firsts) == 4
+        # Each message's first delivery that reached the handler: on a loaded runner an
+        # invocation can fail before the handler runs, so that may be its second receive.
+        first_seen = {}
+        for row in sorted(rows, key=lambda row: row["at"]):
+            if row["id"].startswith(group):
+                first_seen.setdefault(row["id"], row["at"])
+        order = sorted(first_seen, key=first_seen.get)
+        assert order == sorted(order), f"{group} delivered in send order: {order}"
+        assert len(order) == 4, order
     poison = [row["at"] for row in rows if row["id"] == "g1-1"]
     after = [row["at"] for row in rows if row["id"] in ("g1-2", "g1-3")]
-    assert len(poison) == 2 and min(after) > max(poison), "nothing later in g1 ran while g1-1 was failing"
+    # Received twice (maxReceiveCount 2), then on the DLQ; a receive whose invocation failed
+    # before the handler ran (a loaded runner) leaves no row, hence one row at least.
+    assert 1 <= len(poison) <= 2 and min(after) > max(poison), "nothing later in g1 ran while g1-1 was failing"
     record = next(row["record"] for row in rows if row["id"] == "g2-0")
     assert record["attributes"]["MessageGroupId"] == "g2"
     assert {"MessageDeduplicationId", "SequenceNumber"} <= set(record["attributes"])
