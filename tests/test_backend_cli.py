@@ -10,14 +10,7 @@ import pytest
 
 from idemlab import settings
 from idemlab.embedded.server import free_port, health
-
-
-def lab(*args: str, port: int) -> subprocess.CompletedProcess:
-    env = {**os.environ, "BACKEND": "embedded", "LAB_PORT": str(port)}
-    env.pop("AWS_ENDPOINT_URL", None)  # the CLI derives it from LAB_PORT
-    return subprocess.run(
-        [sys.executable, "-m", "idemlab", *args], capture_output=True, text=True, env=env, cwd=settings.ROOT, timeout=60
-    )
+from support.cli import lab_cli as lab
 
 
 @pytest.mark.timeout(120)

@@ -4,16 +4,14 @@ notebook that connects to a restarted backend is told to deploy again, not hande
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import uuid
 
 import boto3
 import pytest
 
-from idemlab import lab, settings, stack
+from idemlab import lab, stack
 from idemlab.embedded.server import EmbeddedBackend, free_port
+from support.cli import lab_cli
 from tests.conftest import zip_source
 
 TRUST = {
@@ -41,14 +39,6 @@ def make_function(url: str) -> str:
         Code={"ZipFile": zip_source("def handler(event, context):\n    return 1\n")},
     )
     return name
-
-
-def lab_cli(*args: str, port: int) -> subprocess.CompletedProcess:
-    env = {**os.environ, "BACKEND": "embedded", "LAB_PORT": str(port)}
-    env.pop("AWS_ENDPOINT_URL", None)  # the CLI derives it from LAB_PORT
-    return subprocess.run(
-        [sys.executable, "-m", "idemlab", *args], capture_output=True, text=True, env=env, cwd=settings.ROOT, timeout=60
-    )
 
 
 @pytest.mark.timeout(120)
