@@ -105,8 +105,8 @@ test-embedded: install tools ## the suite on embedded backends it starts and sto
 LOCALSTACK_STAGE_PORT ?= 4576
 # The stack tests that hold on any backend, run there too (on the suite's stack, tests/conftest.py):
 # the malformed-input batteries, the checkout races, the vehicle workflow.
-LOCALSTACK_STACK_TESTS := tests/test_deletion_malformed_inputs.py tests/test_queue_malformed_lines.py \
-	tests/test_checkout_stack.py tests/test_vehicle_workflow.py
+LOCALSTACK_STACK_TESTS := tests/test_deletion_malformed_inputs.py tests/test_queues_malformed_lines.py \
+	tests/test_checkout_stack.py tests/test_vehicles_workflow.py
 
 test-localstack: install ## the lab on LocalStack (Docker, else native): conformance, deploy, second plan, every notebook, the stack tests that hold anywhere
 	@export BACKEND=localstack LAB_PORT=$(LOCALSTACK_STAGE_PORT); start=$$SECONDS; \

@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from idemlab import functions, settings
+from idemlab import lambda_code, settings
 
 # How each kind of transition is drawn: (colour, line style).
 EDGE_STYLE = {
@@ -118,7 +118,7 @@ def request_states(transitions=None) -> Graph:
     ``deletion_state.TRANSITIONS``: the table each conditional write takes its allowed
     source statuses from. A status nothing moves on from is final."""
     if transitions is None:
-        transitions = functions.load(settings.ROOT / "functions" / "account_deletion", "deletion_state").TRANSITIONS
+        transitions = lambda_code.load(settings.ROOT / "functions" / "deletion", "deletion_state").TRANSITIONS
     writes: dict[tuple[str, str], list[str]] = {}
     for source, target, by in transitions:
         writes.setdefault((str(source), str(target)), []).append(by)
@@ -152,7 +152,7 @@ def architecture(outputs: dict) -> Graph:
     graph.nodes.update({group: "schedule_group"} if group else {})
     for kind, names in deployed.items():  # an alarm shares its key with the queue it watches: named apart
         graph.nodes.update({f"alarm {key}" if kind == "alarms" else key: kind for key in sorted(names)})
-    declared = functions.module_default("workflows.tf", "workflows")
+    declared = lambda_code.module_default("workflows.tf", "workflows")
     iam = (settings.MODULE_DIR / "iam.tf").read_text()
     scheduler_policy = re.search(r'resource "aws_iam_role_policy" "scheduler" \{.*?\n\}', iam, re.S).group()
     scheduled = set(re.findall(r'workflow_arn\["(\w+)"\]', scheduler_policy))

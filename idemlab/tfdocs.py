@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from idemlab.functions import hcl_blocks
+from idemlab.lambda_code import hcl_blocks
 from idemlab.settings import MODULE_DIR
 
 BEGIN = "<!-- BEGIN_TF_DOCS -->"

@@ -34,7 +34,7 @@ variable "functions" {
 }
 
 variable "queues" {
-  description = "The module's `queues` map, whole, to replace its default set (null, the default: the module's own queues, as the lessons describe them). The test suite passes the default set with the lesson 4 queues' visibility timeouts kept at six times its longer function timeouts (TF_VAR_queues, tests/suite_timeouts.py)."
+  description = "The module's `queues` map, whole, to replace its default set (null, the default: the module's own queues, as the lessons describe them). The test suite passes the default set with the lesson 6 queues' visibility timeouts kept at six times its longer function timeouts (TF_VAR_queues, tests/suite_timeouts.py)."
   type        = any
   default     = null
 }

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from idemlab.exercises import ExerciseFailed, lesson2
+from idemlab.exercises import ExerciseFailed
+from idemlab.exercises import checkout as exercises
 from support.notebook_cells import starting_point
 
 pytestmark = pytest.mark.stack
@@ -12,18 +13,18 @@ pytestmark = pytest.mark.stack
 
 @pytest.fixture(scope="module")
 def ex(stack):
-    return lesson2.exercise(stack)
+    return exercises.exercise(stack)
 
 
 @pytest.mark.timeout(120)
 def test_solution_passes_the_check(ex):
-    assert "charged once" in ex.check(lesson2.charge_once)
+    assert "charged once" in ex.check(exercises.charge_once)
 
 
 @pytest.mark.timeout(120)
 def test_check_then_charge_fails_the_race(ex):
     with pytest.raises(ExerciseFailed, match=r"simultaneous attempts made [2-8] charges"):
-        ex.check(starting_point("02_side_effects_and_races.ipynb", "charge_once"))
+        ex.check(starting_point("02_checkout.ipynb", "charge_once"))
 
 
 @pytest.mark.timeout(120)

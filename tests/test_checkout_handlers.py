@@ -18,9 +18,9 @@ from collections import Counter
 
 import pytest
 
-from idemlab import build, functions
+from idemlab import build, lambda_code
 from idemlab.clients import client
-from idemlab.lessons import checkout as lab2
+from idemlab.lessons import checkout
 from support import checkout_in_process as in_process
 from support.terraform_tables import table_keys
 
@@ -42,7 +42,7 @@ def tables(backend, lambda_role):
     card processor deployed as a Lambda function over them."""
     dynamodb = client("dynamodb")
     suffix = uuid.uuid4().hex[:8]
-    keys = table_keys("card_processor", *lab2.FUNCTION_KEYS)
+    keys = table_keys("card_processor", *checkout.FUNCTION_KEYS)
     names = {key: f"inproc-{key}-{suffix}" for key in keys}
     for key, hash_key in keys.items():
         dynamodb.create_table(
@@ -57,9 +57,9 @@ def tables(backend, lambda_role):
         Runtime="python3.12",
         Role=lambda_role,
         Handler="card_processor.handler",
-        Code={"ZipFile": build.zip_bytes(build.source_files(lab2.FUNCTION_DIR))},
-        Timeout=int(functions.spec("card_processor")["timeout"]),
-        Environment={"Variables": functions.environment("card_processor", names)},
+        Code={"ZipFile": build.zip_bytes(build.source_files(checkout.FUNCTION_DIR))},
+        Timeout=int(lambda_code.spec("card_processor")["timeout"]),
+        Environment={"Variables": lambda_code.environment("card_processor", names)},
     )
     with pytest.MonkeyPatch.context() as patch:
         for variable, value in in_process.environment(names, processor).items():
@@ -70,7 +70,7 @@ def tables(backend, lambda_role):
 
 @pytest.fixture(scope="module")
 def ledger(tables):
-    return lab2.Ledger(tables["ledger"])
+    return checkout.Ledger(tables["ledger"])
 
 
 def invoke(strategy: str, request: dict) -> dict:
@@ -78,29 +78,29 @@ def invoke(strategy: str, request: dict) -> dict:
 
 
 def test_naive_retry_charges_twice(ledger):
-    request = lab2.order()
+    request = checkout.order()
     answers = [invoke("naive", request) for _ in range(2)]
-    assert [a["outcome"] for a in answers] == [lab2.outcomes.CHARGED] * 2
+    assert [a["outcome"] for a in answers] == [checkout.outcomes.CHARGED] * 2
     assert ledger.count(request["idempotency_key"]) == 2
 
 
 @pytest.mark.parametrize("strategy", ["handrolled", "powertools"])
 def test_sequential_retry_replays_the_first_charge(strategy, ledger):
-    request = lab2.order()
+    request = checkout.order()
     first, second = invoke(strategy, request), invoke(strategy, request)
-    assert (first["outcome"], second["outcome"]) == (lab2.outcomes.CHARGED, lab2.outcomes.REPLAYED)
+    assert (first["outcome"], second["outcome"]) == (checkout.outcomes.CHARGED, checkout.outcomes.REPLAYED)
     assert second["charge_id"] == first["charge_id"]
     assert [s["step"] for s in first["trace"]] == ["check", "charge", "record"]
     assert [s["step"] for s in second["trace"]] == ["check"]
     assert ledger.count(request["idempotency_key"]) == 1
 
 
-@pytest.mark.parametrize("strategy", lab2.STRATEGIES)
+@pytest.mark.parametrize("strategy", checkout.STRATEGIES)
 @pytest.mark.parametrize("event", BAD_EVENTS, ids=["no-key", "amount-text", "amount-negative", "currency"])
 def test_bad_input_is_rejected_and_charges_nothing(strategy, event, ledger):
     before = sum(ledger.charges().values())
     answer = invoke(strategy, event)
-    assert answer["outcome"] == lab2.outcomes.REJECTED
+    assert answer["outcome"] == checkout.outcomes.REJECTED
     assert answer["error"]["type"] == "InvalidRequest" and answer["error"]["message"]
     assert sum(ledger.charges().values()) == before
 
@@ -108,28 +108,28 @@ def test_bad_input_is_rejected_and_charges_nothing(strategy, event, ledger):
 @pytest.mark.parametrize("strategy", ["handrolled", "powertools"])
 @pytest.mark.parametrize("downstream", [False, True], ids=["own-table", "downstream-key"])
 def test_same_key_with_another_amount_is_rejected_without_a_charge(strategy, downstream, ledger):
-    request = lab2.order(pass_key_downstream=downstream)
-    assert invoke(strategy, request)["outcome"] == lab2.outcomes.CHARGED
+    request = checkout.order(pass_key_downstream=downstream)
+    assert invoke(strategy, request)["outcome"] == checkout.outcomes.CHARGED
     answer = invoke(strategy, {**request, "amount": request["amount"] + 1})
-    assert answer["outcome"] == lab2.outcomes.REJECTED
+    assert answer["outcome"] == checkout.outcomes.REJECTED
     assert answer["error"]["type"] == "PayloadMismatch"
     assert ledger.count(request["idempotency_key"]) == 1
 
 
 def test_processor_refuses_a_reused_downstream_key_with_another_amount(ledger):
     # The naive checkout has no memory of its own, so this reaches the processor's check.
-    request = lab2.order(pass_key_downstream=True)
-    assert invoke("naive", request)["outcome"] == lab2.outcomes.CHARGED
+    request = checkout.order(pass_key_downstream=True)
+    assert invoke("naive", request)["outcome"] == checkout.outcomes.CHARGED
     answer = invoke("naive", {**request, "amount": 1})
-    assert (answer["outcome"], answer["error"]["type"]) == (lab2.outcomes.REJECTED, "PayloadMismatch")
+    assert (answer["outcome"], answer["error"]["type"]) == (checkout.outcomes.REJECTED, "PayloadMismatch")
     assert ledger.count(request["idempotency_key"]) == 1
 
 
 def _rounds(ledger, strategy, **options) -> tuple[list[int], list[list[str]]]:
     keys, answers = [], []
     for _ in range(ROUNDS):
-        request = lab2.order(prefix=f"inproc-{strategy}", **options)
-        answers.append(sorted(a["outcome"] for a in lab2.concurrently(lambda: invoke(strategy, request), COPIES)))
+        request = checkout.order(prefix=f"inproc-{strategy}", **options)
+        answers.append(sorted(a["outcome"] for a in checkout.concurrently(lambda: invoke(strategy, request), COPIES)))
         keys.append(request["idempotency_key"])
     counts = ledger.charges(keys)
     return [counts[k] for k in keys], answers
@@ -151,9 +151,9 @@ def test_powertools_concurrent_copies_charge_exactly_once_every_round(ledger, re
     record_property("rounds_by_charges", dict(sorted(Counter(charges).items())))
     wrong = [n for n in charges if n != 1]
     assert not wrong, f"{len(wrong)}/{ROUNDS} rounds charged {sorted(set(wrong))} times"
-    per_round = {tuple(sorted(set(a) - {lab2.outcomes.IN_PROGRESS, lab2.outcomes.REPLAYED})) for a in answers}
-    assert per_round == {(lab2.outcomes.CHARGED,)}, f"answers other than one charge per round: {per_round}"
-    in_progress = sum(a.count(lab2.outcomes.IN_PROGRESS) for a in answers)
+    per_round = {tuple(sorted(set(a) - {checkout.outcomes.IN_PROGRESS, checkout.outcomes.REPLAYED})) for a in answers}
+    assert per_round == {(checkout.outcomes.CHARGED,)}, f"answers other than one charge per round: {per_round}"
+    in_progress = sum(a.count(checkout.outcomes.IN_PROGRESS) for a in answers)
     assert in_progress > 0, "no copy ever saw the first one in progress: the copies did not overlap"
 
 
@@ -163,7 +163,7 @@ def test_downstream_key_charges_once_even_when_the_handrolled_check_races(ledger
     record_property("rounds_by_charges", dict(sorted(Counter(charges).items())))
     wrong = [n for n in charges if n != 1]
     assert not wrong, f"{len(wrong)}/{ROUNDS} rounds charged {sorted(set(wrong))} times"
-    raced = sum(1 for a in answers if a.count(lab2.outcomes.CHARGED) > 1)
+    raced = sum(1 for a in answers if a.count(checkout.outcomes.CHARGED) > 1)
     assert raced >= 0.9 * ROUNDS, (
         f"the check raced in only {raced}/{ROUNDS} rounds, so the processor's key was barely tested"
     )
@@ -183,8 +183,8 @@ NO_RUNTIME_EXIT_CODE = 70
 
 def crash_after_charge(strategy: str, request: dict, tables, timeout_seconds: float) -> None:
     """One invocation, in a child process, that charges and then runs past its time."""
-    item = lab2.fault_points.armed(
-        lab2.fault_points.AFTER_CHARGE, request["idempotency_key"], lab2.fault_points.TIME_OUT
+    item = checkout.fault_points.armed(
+        checkout.fault_points.AFTER_CHARGE, request["idempotency_key"], checkout.fault_points.TIME_OUT
     )
     client("dynamodb").put_item(TableName=tables["faults"], Item=item)
     child = subprocess.run(
@@ -208,12 +208,14 @@ def test_a_retry_after_a_timeout_past_the_charge_charges_again_unless_the_key_go
 ):
     # Powertools sets in_progress_expiration to the invocation's remaining time at its start:
     # once the invocation has run out of time, its in-progress record no longer blocks the key.
-    request = lab2.order(prefix="crash", pass_key_downstream=downstream)
+    request = checkout.order(prefix="crash", pass_key_downstream=downstream)
     crash_after_charge("powertools", request, tables, timeout_seconds=1.0)
     assert ledger.count(request["idempotency_key"]) == 1
 
-    answers = lab2.retry_until_answered(invoke, "powertools", request, within_seconds=5, every=0.2)
-    assert [a["outcome"] for a in answers] == [lab2.outcomes.CHARGED], "the first retry after the timeout takes the key"
+    answers = checkout.retry_until_answered(invoke, "powertools", request, within_seconds=5, every=0.2)
+    assert [a["outcome"] for a in answers] == [checkout.outcomes.CHARGED], (
+        "the first retry after the timeout takes the key"
+    )
     assert answers[-1]["processor_replayed"] is downstream
     charges = ledger.count(request["idempotency_key"])
     assert charges == expected_charges, f"{charges} charges after a crash and a retry (downstream key: {downstream})"
@@ -223,10 +225,10 @@ def test_a_retry_after_a_timeout_past_the_charge_charges_again_unless_the_key_go
 def test_handrolled_crash_after_the_charge_double_charges_a_sequential_retry(tables, ledger):
     # One request at a time, no race: the crashed attempt left no record, so the retry
     # finds none and charges again.
-    request = lab2.order(prefix="crash")
+    request = checkout.order(prefix="crash")
     crash_after_charge("handrolled", request, tables, timeout_seconds=1.0)
     retry = invoke("handrolled", request)
-    assert retry["outcome"] == lab2.outcomes.CHARGED
+    assert retry["outcome"] == checkout.outcomes.CHARGED
     assert ledger.count(request["idempotency_key"]) == 2
 
 
@@ -241,7 +243,7 @@ def handler(event, context):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("strategy", lab2.STRATEGIES)
+@pytest.mark.parametrize("strategy", checkout.STRATEGIES)
 def test_a_processor_that_times_out_after_charging_gives_an_unknown_outcome(
     strategy, tables, ledger, make_function, monkeypatch
 ):
@@ -251,9 +253,9 @@ def test_a_processor_that_times_out_after_charging_gives_an_unknown_outcome(
         PROCESSOR_THAT_TIMES_OUT_AFTER_ITS_LEDGER_WRITE, timeout=3, environment={"LEDGER_TABLE": tables["ledger"]}
     )
     monkeypatch.setenv("CARD_PROCESSOR_FUNCTION", processor)
-    request = lab2.order()
+    request = checkout.order()
     answer = invoke(strategy, request)
-    assert (answer["outcome"], answer["error"]["type"]) == (lab2.outcomes.UNKNOWN, "ChargeUnknown"), answer
+    assert (answer["outcome"], answer["error"]["type"]) == (checkout.outcomes.UNKNOWN, "ChargeUnknown"), answer
     assert "Sandbox.Timedout" in answer["error"]["message"]
     assert ledger.count(request["idempotency_key"]) == 1  # "failed" would have been a lie
 
@@ -261,16 +263,16 @@ def test_a_processor_that_times_out_after_charging_gives_an_unknown_outcome(
 def test_a_processor_refusal_is_a_failure_with_nothing_charged(tables, ledger, make_function, monkeypatch):
     refusing = "def handler(event, context):\n    raise type('InvalidRequest', (Exception,), {})('amount too large for this card')\n"
     monkeypatch.setenv("CARD_PROCESSOR_FUNCTION", make_function(refusing))
-    request = lab2.order()
+    request = checkout.order()
     answer = invoke("naive", request)
-    assert (answer["outcome"], answer["error"]["type"]) == (lab2.outcomes.FAILED, "ChargeFailed"), answer
+    assert (answer["outcome"], answer["error"]["type"]) == (checkout.outcomes.FAILED, "ChargeFailed"), answer
     assert ledger.count(request["idempotency_key"]) == 0
 
 
 def test_without_a_card_processor_a_checkout_fails_with_a_configuration_error(tables, ledger, monkeypatch):
     # The Lambda code has no in-process processor to fall back on: it is deployed or missing.
     monkeypatch.delenv("CARD_PROCESSOR_FUNCTION")
-    request = lab2.order()
+    request = checkout.order()
     with pytest.raises(RuntimeError, match="CARD_PROCESSOR_FUNCTION is not set"):
         invoke("naive", request)
     assert ledger.count(request["idempotency_key"]) == 0
@@ -290,7 +292,7 @@ def test_an_armed_fault_fires_exactly_as_often_as_armed_when_invocations_race(ta
     for round_number in range(FAULT_ROUNDS):
         times = 1 + round_number % 3
         key = f"fault-race-{uuid.uuid4().hex[:8]}"
-        item = lab2.fault_points.armed(faults.AFTER_CHARGE, key, lab2.fault_points.LOSE_ANSWER, times)
+        item = checkout.fault_points.armed(faults.AFTER_CHARGE, key, checkout.fault_points.LOSE_ANSWER, times)
         client("dynamodb").put_item(TableName=tables["faults"], Item=item)
 
         def reach_the_point() -> dict:
@@ -300,7 +302,7 @@ def test_an_armed_fault_fires_exactly_as_often_as_armed_when_invocations_race(ta
                 return {"fired": True}
             return {"fired": False}
 
-        fired = sum(a["fired"] for a in lab2.concurrently(reach_the_point, FAULT_THREADS))
+        fired = sum(a["fired"] for a in checkout.concurrently(reach_the_point, FAULT_THREADS))
         fired_per_round[fired - times] += 1
     assert fired_per_round == Counter({0: FAULT_ROUNDS}), f"fired minus armed, per round: {dict(fired_per_round)}"
 
@@ -312,10 +314,10 @@ def test_retrying_a_key_that_stays_held_names_the_last_outcome():
 
     def held(strategy, request):
         asked.append(request["idempotency_key"])
-        return {"strategy": strategy, "outcome": lab2.outcomes.IN_PROGRESS}
+        return {"strategy": strategy, "outcome": checkout.outcomes.IN_PROGRESS}
 
-    request = lab2.order(prefix="held")
+    request = checkout.order(prefix="held")
     with pytest.raises(TimeoutError, match=r"powertools: still in_progress after 0 s \(\d+ attempts\)") as gave_up:
-        lab2.retry_until_answered(held, "powertools", request, within_seconds=0.3, every=0.05)
+        checkout.retry_until_answered(held, "powertools", request, within_seconds=0.3, every=0.05)
     assert f"({len(asked)} attempts)" in str(gave_up.value)
     assert len(asked) >= 2

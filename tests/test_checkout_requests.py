@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from idemlab.functions import load
+from idemlab.lambda_code import load
 from idemlab.lessons.checkout import FUNCTION_DIR
 
 InvalidRequest = load(FUNCTION_DIR, "charging.errors").InvalidRequest

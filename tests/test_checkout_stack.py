@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from idemlab.lessons import checkout as lab2
+from idemlab.lessons import checkout
 
 pytestmark = pytest.mark.stack
 
@@ -24,7 +24,7 @@ RACE_WINDOW_MS = 100  # wider than the spread of ten warm invocations released t
 
 @pytest.fixture(scope="module")
 def shop(stack):
-    return lab2.Checkout(stack)
+    return checkout.Checkout(stack)
 
 
 def _rounds(shop, strategy, **options) -> tuple[int, list[int]]:
@@ -34,31 +34,31 @@ def _rounds(shop, strategy, **options) -> tuple[int, list[int]]:
     a tenth of that may not overlap; it is counted apart, but it must not double-charge
     where the strategy promises one charge.
     """
-    warm_up = lab2.run_rounds(shop.invoke, shop.ledger, strategy, 1, COPIES, **options)[0]
-    return warm_up, lab2.run_rounds(shop.invoke, shop.ledger, strategy, ROUNDS, COPIES, **options)
+    warm_up = checkout.run_rounds(shop.invoke, shop.ledger, strategy, 1, COPIES, **options)[0]
+    return warm_up, checkout.run_rounds(shop.invoke, shop.ledger, strategy, ROUNDS, COPIES, **options)
 
 
 def test_naive_sequential_duplicates_always_charge_twice(shop):
     charges = []
     for _ in range(10):
-        request = lab2.order()
+        request = checkout.order()
         answers = [shop.invoke("naive", request) for _ in range(2)]
-        assert [a["outcome"] for a in answers] == [lab2.outcomes.CHARGED] * 2
+        assert [a["outcome"] for a in answers] == [checkout.outcomes.CHARGED] * 2
         charges.append(shop.charges(request))
     assert charges == [2] * 10, f"charges per duplicated request: {charges}"
 
 
-@pytest.mark.parametrize("strategy", lab2.STRATEGIES)
+@pytest.mark.parametrize("strategy", checkout.STRATEGIES)
 def test_bad_input_through_lambda_is_rejected_and_charges_nothing(strategy, shop):
     before = sum(shop.ledger.charges().values())
     events = [
         {"amount": 1999, "currency": "EUR"},
-        lab2.order(amount="19.99"),
-        lab2.order(amount=-1999),
-        lab2.order(currency="DOGE"),
+        checkout.order(amount="19.99"),
+        checkout.order(amount=-1999),
+        checkout.order(currency="DOGE"),
     ]
     answers = [shop.invoke(strategy, event) for event in events]
-    assert [(a["outcome"], a["error"]["type"]) for a in answers] == [(lab2.outcomes.REJECTED, "InvalidRequest")] * 4
+    assert [(a["outcome"], a["error"]["type"]) for a in answers] == [(checkout.outcomes.REJECTED, "InvalidRequest")] * 4
     assert sum(shop.ledger.charges().values()) == before
 
 
@@ -99,16 +99,16 @@ def test_handrolled_with_a_widened_window_double_charges_in_nine_rounds_of_ten(s
     ("downstream", "expected_charges"), [(False, 2), (True, 1)], ids=["no-downstream-key", "downstream-key"]
 )
 def test_crash_after_charge_charges_again_unless_the_key_goes_downstream(downstream, expected_charges, shop):
-    request = lab2.order(prefix="crash", pass_key_downstream=downstream)
+    request = checkout.order(prefix="crash", pass_key_downstream=downstream)
     shop.arm_crash_after_charge(request)
     first = shop.invoke("powertools", request)
     # The crash is a timeout, which ends an invocation alike on AWS, LocalStack and here.
-    assert (first["outcome"], first["error"]["errorType"]) == (lab2.CRASHED, "Sandbox.Timedout"), first
+    assert (first["outcome"], first["error"]["errorType"]) == (checkout.CRASHED, "Sandbox.Timedout"), first
     assert shop.charges(request) == 1
 
     # Its in-progress record expired when its time ran out: the next retry takes the key.
-    answers = lab2.retry_until_answered(shop.invoke, "powertools", request, within_seconds=10)
-    assert answers[-1]["outcome"] == lab2.outcomes.CHARGED, answers[-1]
+    answers = checkout.retry_until_answered(shop.invoke, "powertools", request, within_seconds=10)
+    assert answers[-1]["outcome"] == checkout.outcomes.CHARGED, answers[-1]
     assert answers[-1]["processor_replayed"] is downstream
     charges = shop.charges(request)
     assert charges == expected_charges, f"{charges} charges after a crash and retries (downstream key: {downstream})"
@@ -118,37 +118,37 @@ def test_crash_after_charge_charges_again_unless_the_key_goes_downstream(downstr
     ("downstream", "expected_charges"), [(False, 2), (True, 1)], ids=["no-downstream-key", "downstream-key"]
 )
 def test_a_lost_processor_answer_is_unknown_and_only_the_downstream_key_resolves_it(downstream, expected_charges, shop):
-    request = lab2.order(prefix="lost", pass_key_downstream=downstream)
+    request = checkout.order(prefix="lost", pass_key_downstream=downstream)
     shop.arm_lost_answer(request)
     lost = shop.invoke("powertools", request)
-    assert lost["outcome"] == lab2.outcomes.UNKNOWN, lost
+    assert lost["outcome"] == checkout.outcomes.UNKNOWN, lost
     assert shop.charges(request) == 1  # it did charge
     retry = shop.invoke("powertools", request)
-    assert (retry["outcome"], retry["processor_replayed"]) == (lab2.outcomes.CHARGED, downstream)
+    assert (retry["outcome"], retry["processor_replayed"]) == (checkout.outcomes.CHARGED, downstream)
     assert shop.charges(request) == expected_charges
 
 
 def test_the_copies_fit_the_account_concurrency_limit(shop):
     limit = shop.concurrency_limit()  # the embedded backend's enforced limit (40 unless configured)
     assert limit > 0
-    assert lab2.copies_that_fit(5, limit) == min(5, (limit - lab2.CONCURRENCY_HEADROOM) // 2)
-    assert lab2.copies_that_fit(5, 10) == 4  # a new account's quota: 4 checkouts + 4 processor calls + headroom
-    assert lab2.copies_that_fit(5, 1000) == 5
+    assert checkout.copies_that_fit(5, limit) == min(5, (limit - checkout.CONCURRENCY_HEADROOM) // 2)
+    assert checkout.copies_that_fit(5, 10) == 4  # a new account's quota: 4 checkouts + 4 processor calls + headroom
+    assert checkout.copies_that_fit(5, 1000) == 5
     with pytest.raises(RuntimeError, match="concurrency quota"):
-        lab2.copies_that_fit(5, 5)
+        checkout.copies_that_fit(5, 5)
 
 
-@pytest.mark.parametrize("key", ["card_processor", *lab2.FUNCTION_KEYS])
+@pytest.mark.parametrize("key", ["card_processor", *checkout.FUNCTION_KEYS])
 def test_the_environment_read_from_functions_tf_is_what_the_deployed_function_has(stack, key):
     # The in-process tests build their environment from functions.tf; this pins it to the
     # deployment, so the two cannot drift apart.
-    from idemlab import functions
+    from idemlab import lambda_code
     from idemlab.clients import client
 
     deployed = client("lambda").get_function_configuration(FunctionName=stack["functions"][key])["Environment"][
         "Variables"
     ]
-    expected = functions.environment(key, stack["tables"], stack["functions"])
+    expected = lambda_code.environment(key, stack["tables"], stack["functions"])
     assert {name: deployed.get(name) for name in expected} == expected
 
 
@@ -156,7 +156,7 @@ def test_the_table_keys_read_from_tables_tf_are_the_deployed_tables_keys(stack):
     from idemlab.clients import client
     from support.terraform_tables import table_keys
 
-    keys = table_keys("card_processor", *lab2.FUNCTION_KEYS)
+    keys = table_keys("card_processor", *checkout.FUNCTION_KEYS)
     dynamodb = client("dynamodb")
     deployed = {key: dynamodb.describe_table(TableName=stack["tables"][key])["Table"]["KeySchema"] for key in keys}
     assert deployed == {key: [{"AttributeName": hash_key, "KeyType": "HASH"}] for key, hash_key in keys.items()}

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from idemlab.exercises import ExerciseFailed, lesson3
+from idemlab.exercises import ExerciseFailed
+from idemlab.exercises import deletion as exercises
 from support.notebook_cells import starting_point
 
 
@@ -17,28 +18,28 @@ def tables(stack) -> dict:
 
 @pytest.mark.timeout(120)
 def test_the_fenced_write_solution_passes(tables):
-    assert "zombie" in lesson3.fenced_write_exercise(tables).check(lesson3.record_step)
+    assert "zombie" in exercises.fenced_write_exercise(tables).check(exercises.record_step)
 
 
 @pytest.mark.timeout(120)
 def test_the_naive_progress_write_fails_because_the_zombie_lands(tables):
     with pytest.raises(ExerciseFailed, match="token"):
-        lesson3.fenced_write_exercise(tables).check(starting_point("03_claims_and_leases.ipynb", "record_step"))
+        exercises.fenced_write_exercise(tables).check(starting_point("03_deletion_claims.ipynb", "record_step"))
 
 
 @pytest.mark.timeout(120)
 def test_the_goodbye_solution_passes(tables):
-    assert "exactly one" in lesson3.goodbye_exercise(tables).check(lesson3.send_goodbye)
+    assert "exactly one" in exercises.goodbye_exercise(tables).check(exercises.send_goodbye)
 
 
 @pytest.mark.timeout(120)
 def test_the_naive_goodbye_fails_because_a_retry_sends_again(tables):
     with pytest.raises(ExerciseFailed, match="2 emails"):
-        lesson3.goodbye_exercise(tables).check(starting_point("04_partial_failures_and_recovery.ipynb", "send_goodbye"))
+        exercises.goodbye_exercise(tables).check(starting_point("04_deletion_recovery.ipynb", "send_goodbye"))
 
 
 def test_hints_and_solutions_print(tables, capsys):
-    for exercise in (lesson3.fenced_write_exercise(tables), lesson3.goodbye_exercise(tables)):
+    for exercise in (exercises.fenced_write_exercise(tables), exercises.goodbye_exercise(tables)):
         exercise.hint()
         exercise.solution()
     shown = capsys.readouterr().out

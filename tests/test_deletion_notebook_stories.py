@@ -40,7 +40,7 @@ def sweep_now(deletions: deletion.Deletions) -> None:
 
 @pytest.mark.timeout(300)
 def test_a_sweep_in_the_middle_of_the_zombie_story_changes_nothing(stack):
-    cells = code_cells("03_claims_and_leases.ipynb")
+    cells = code_cells("03_deletion_claims.ipynb")
     first = index_of(cells, "zombie_request = deletion.new_request_item(stack")
     last = index_of(cells, 'final.status.value == "COMPLETED"')
     story = namespace(stack)
@@ -54,7 +54,7 @@ def test_a_sweep_in_the_middle_of_the_zombie_story_changes_nothing(stack):
 
 @pytest.mark.timeout(600)
 def test_a_notebook_stopped_after_its_first_story_leaves_no_schedule_that_fails_later(stack):
-    cells = code_cells("04_partial_failures_and_recovery.ipynb")
+    cells = code_cells("04_deletion_recovery.ipynb")
     connect = index_of(cells, "def new_user_and_request():")
     first_story_checked = index_of(cells, 'assert ran["DeleteRecords"] == ["succeeded"]')
     story = namespace(stack)

@@ -1,4 +1,4 @@
-"""The one loader of Lambda code (idemlab.functions): a function folder's modules are
+"""The one loader of Lambda code (idemlab.lambda_code): a function folder's modules are
 imported under the names its zip gives them, and nothing of them stays on sys.path."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from idemlab import functions, settings
+from idemlab import lambda_code, settings
 from support.terraform_tables import table_keys
 
 FOLDERS = settings.ROOT / "functions"
@@ -17,7 +17,7 @@ FOLDERS = settings.ROOT / "functions"
 IMPORT_EXERCISES = """
 import sys
 before = list(sys.path)
-from idemlab.exercises import lesson1, lesson2, lesson3, lesson4, lesson7
+from idemlab.exercises import checkout, deletion, keys, queues, vehicles
 changed = [p for p in sys.path if p not in before]
 print("\\n".join(changed))
 """
@@ -31,17 +31,17 @@ def test_importing_the_exercises_leaves_sys_path_as_it_was():
 
 def test_a_loaded_module_leaves_sys_path_and_modules_as_they_were():
     path, names = list(sys.path), set(sys.modules)
-    request = functions.load(FOLDERS / "checkout", "charging.request")
+    request = lambda_code.load(FOLDERS / "checkout", "charging.request")
     assert sys.path == path
     assert not {name for name in set(sys.modules) - names if name.split(".")[0] == "charging"}
     # Shared within the folder: the errors a module raises are the ones a caller loads.
-    errors = functions.load(FOLDERS / "checkout", "charging.errors")
+    errors = lambda_code.load(FOLDERS / "checkout", "charging.errors")
     assert request.InvalidRequest is errors.InvalidRequest
 
 
 def test_an_unknown_module_is_refused_by_name():
     with pytest.raises(ModuleNotFoundError, match="no module 'nope' in the function folder checkout"):
-        functions.load(FOLDERS / "checkout", "nope")
+        lambda_code.load(FOLDERS / "checkout", "nope")
 
 
 def test_facts_from_the_terraform_module_refuse_what_they_cannot_answer():
@@ -50,5 +50,5 @@ def test_facts_from_the_terraform_module_refuse_what_they_cannot_answer():
     with pytest.raises(ValueError, match="user_records has a sort key"):
         table_keys("delete_records")
     with pytest.raises(KeyError, match="checkout_naive needs the names of card_processor"):
-        functions.environment("checkout_naive", {})
-    assert functions.environment("checkout_naive", {}, {"card_processor": "cp"}) == {"CARD_PROCESSOR_FUNCTION": "cp"}
+        lambda_code.environment("checkout_naive", {})
+    assert lambda_code.environment("checkout_naive", {}, {"card_processor": "cp"}) == {"CARD_PROCESSOR_FUNCTION": "cp"}

@@ -1,68 +1,55 @@
-"""Every lesson has each of its parts: the list of parts is docs/DESIGN.md's "Adding a
-lesson" checklist, and this file checks both that the checklist names each part and that
-each lesson has it. Needs no server: it reads the tree.
+"""Every lesson has each of its parts, under one name: the list of parts is docs/DESIGN.md's
+"Adding a lesson" checklist, and this file checks both that the checklist names each part
+and that each lesson has it. Needs no server: it reads the tree.
 
-The lessons are the folders of functions/ (one scenario, one zip each). Their other names
-differ today (lesson 4 is order_fulfilment, lessons/queues.py, exercises/lesson4.py,
-notebook 06 and test_queue_*): LESSONS maps a folder to them, and a functions/ folder with
-no entry fails here, so a new lesson is listed as soon as its code exists.
+A lesson is named by its notebook: ``notebooks/<NN>_<slug>.ipynb`` (a lesson told over two
+notebooks adds a part name, ``03_deletion_claims`` and ``04_deletion_recovery``), and the
+slug is its name in every other place. Nothing maps one name to another, so a folder,
+module or test file under another name fails here.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
-from idemlab import functions, settings
-
-
-@dataclass(frozen=True)
-class Lesson:
-    """A lesson's names in each place it lives."""
-
-    modules: tuple[str, ...]  # idemlab/lessons/<module>.py
-    exercises: tuple[str, ...]  # idemlab/exercises/<exercise>.py
-    notebooks: tuple[str, ...]  # notebooks/<notebook>.ipynb
-    tests: str  # tests/<tests>*.py
-
-
-LESSONS = {
-    "vehicle_registration": Lesson(("vehicles",), ("lesson1",), ("01_duplicate_inserts",), "test_vehicle_"),
-    "checkout": Lesson(
-        ("checkout", "traps"),
-        ("lesson2", "lesson7"),
-        ("02_side_effects_and_races", "07_keys_and_record_lifetime"),
-        "test_checkout_",
-    ),
-    "account_deletion": Lesson(
-        ("deletion",),
-        ("lesson3",),
-        ("03_claims_and_leases", "04_partial_failures_and_recovery"),
-        "test_deletion_",
-    ),
-    "order_fulfilment": Lesson(("queues",), ("lesson4",), ("06_queues",), "test_queue_"),
-}
+from idemlab import lambda_code, settings
 
 ROOT = settings.ROOT
 DESIGN = ROOT / "docs" / "DESIGN.md"
 # The checklist's paths, in its order: each line of the checklist starts with one.
 PARTS = (
-    "functions/<scenario>/",
+    "notebooks/<NN>_<slug>.ipynb",
+    "functions/<slug>/",
     "terraform/modules/idempotency_lab/functions.tf",
-    "terraform/modules/idempotency_lab/tables.tf",
-    "idemlab/lessons/<module>.py",
-    "idemlab/exercises/lesson<N>.py",
-    "notebooks/<NN>_<title>.ipynb",
-    "tests/test_<prefix>_*.py",
+    "idemlab/lessons/<slug>.py",
+    "idemlab/exercises/<slug>.py",
+    "tests/test_<slug>_*.py",
     "docs/DESIGN.md",
     "README.md",
 )
+# Lessons that read rather than build: notebook 00 reads each service's guarantee, notebook
+# 05 runs the bench (idemlab/bench, tests/test_bench_*.py). Neither has code of its own to
+# make idempotent, so neither has an exercise.
+READING = {"guarantee", "cost"}
+NOTEBOOK = re.compile(r"^(?P<number>\d\d)_(?P<slug>[a-z]+)(?:_[a-z_]+)?$")
 
 
-def scenarios() -> list[str]:
-    return sorted(path.name for path in (ROOT / "functions").iterdir() if path.is_dir() and path.name[0] not in "._")
+def notebooks() -> dict[str, list[Path]]:
+    """Each lesson's notebooks, by slug."""
+    lessons: dict[str, list[Path]] = {}
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        match = NOTEBOOK.match(path.stem)
+        assert match, f"{path.name} is not named <NN>_<slug>[_<part>].ipynb"
+        lessons.setdefault(match["slug"], []).append(path)
+    return lessons
+
+
+def modules(folder: str) -> set[str]:
+    """The module names of idemlab/<folder>/ (lessons, exercises), without the package's own."""
+    return {path.stem for path in (ROOT / "idemlab" / folder).glob("*.py") if path.stem != "__init__"}
 
 
 def checklist() -> list[str]:
@@ -72,59 +59,80 @@ def checklist() -> list[str]:
     return re.findall(r"^\d+\. `([^`]+)`", section, flags=re.MULTILINE)
 
 
-def function_keys(scenario: str) -> list[str]:
-    declared = functions.module_default("functions.tf", "functions")
-    return sorted(key for key, entry in declared.items() if entry["scenario"] == scenario)
+def declared_functions() -> dict[str, dict]:
+    return lambda_code.module_default("functions.tf", "functions")
 
 
 def test_the_checklist_in_design_names_every_part_in_order():
     assert checklist() == list(PARTS)
 
 
-def test_every_functions_folder_is_a_listed_lesson():
-    assert scenarios() == sorted(LESSONS)
+def test_notebook_numbers_are_one_sequence():
+    numbers = sorted(int(path.name[:2]) for path in (ROOT / "notebooks").glob("*.ipynb"))
+    assert numbers == list(range(len(numbers)))
 
 
-@pytest.mark.parametrize("scenario", sorted(LESSONS))
-def test_every_lesson_has_each_part(scenario):
-    lesson = LESSONS[scenario]
-    code = ROOT / "functions" / scenario
-    handlers = sorted(path.stem for path in code.glob("*.py"))
+@pytest.mark.parametrize(
+    "place, names",
+    [
+        (
+            "functions/",
+            lambda: {p.name for p in (ROOT / "functions").iterdir() if p.is_dir() and p.name[0] not in "._"},
+        ),
+        ("idemlab/lessons/", lambda: modules("lessons")),
+        ("idemlab/exercises/", lambda: {name.split("_")[0] for name in modules("exercises")}),
+        ("the scenarios of functions.tf", lambda: {entry["scenario"] for entry in declared_functions().values()}),
+    ],
+)
+def test_every_name_in_each_place_is_a_lesson_slug(place, names):
+    strays = sorted(names() - set(notebooks()))
+    assert not strays, f"{place} has names no notebook carries: {strays} (lessons: {sorted(notebooks())})"
+
+
+def test_every_lesson_test_file_is_named_by_a_slug_it_knows():
+    """A test file named after a lesson-like word that is no slug (``test_queue_*`` beside
+    ``queues``) would split a lesson's tests under two names."""
+    slugs = set(notebooks())
+    near = {slug.rstrip("s") for slug in slugs} | {slug + "s" for slug in slugs}
+    strays = sorted(path.name for path in (ROOT / "tests").glob("test_*.py") if path.stem.split("_")[1] in near - slugs)
+    assert not strays, f"test files under a near-miss of a lesson slug: {strays}"
+
+
+@pytest.mark.parametrize("slug", sorted(notebooks()))
+def test_every_lesson_has_each_part(slug):
     missing = []
-    # functions/<scenario>/: a naive handler beside the idempotent ones
-    if not any("naive" in name for name in handlers) or len(handlers) < 2:
-        missing.append(f"functions/{scenario}/ with a naive and an idempotent handler (has {handlers})")
-    # functions.tf: the scenario's functions, each with its handler module in the folder
-    keys = function_keys(scenario)
-    if not keys:
-        missing.append(f'functions.tf entries with scenario = "{scenario}"')
-    declared = functions.module_default("functions.tf", "functions")
-    for key in keys:
-        handler_module = declared[key].get("handler", f"{key}.handler").rsplit(".", 1)[0]
-        if handler_module not in handlers:
-            missing.append(f"functions/{scenario}/{handler_module}.py (the handler of {key})")
-    # tables.tf: every table the scenario's functions use
-    tables = functions.module_default("tables.tf", "tables")
-    used = {table for key in keys for table in declared[key].get("tables", {})}
-    missing += [f"tables.tf entry {table!r}" for table in sorted(used - set(tables))]
-    for module in lesson.modules:
-        if not (ROOT / "idemlab" / "lessons" / f"{module}.py").exists():
-            missing.append(f"idemlab/lessons/{module}.py")
-    for exercise in lesson.exercises:
-        source = ROOT / "idemlab" / "exercises" / f"{exercise}.py"
-        if not source.exists() or "Exercise(" not in source.read_text():
-            missing.append(f"idemlab/exercises/{exercise}.py defining an Exercise")
-    for notebook in lesson.notebooks:
-        path = ROOT / "notebooks" / f"{notebook}.ipynb"
-        text = path.read_text() if path.exists() else ""
-        if not any(f"idemlab.lessons import {module}" in text for module in lesson.modules):
-            missing.append(f"notebooks/{notebook}.ipynb importing its lesson module")
-        if not any(f"exercises import {exercise}" in text for exercise in lesson.exercises):
-            missing.append(f"notebooks/{notebook}.ipynb importing its exercise")
-    if not list((ROOT / "tests").glob(f"{lesson.tests}*.py")):
-        missing.append(f"tests/{lesson.tests}*.py")
-    design = DESIGN.read_text()
-    missing += [f"docs/DESIGN.md naming function key `{key}`" for key in keys if f"`{key}`" not in design]
+    texts = {path.name: path.read_text() for path in notebooks()[slug]}
+    code = ROOT / "functions" / slug
+    if code.is_dir():
+        handlers = sorted(path.stem for path in code.glob("*.py"))
+        if not any("naive" in name for name in handlers) or len(handlers) < 2:
+            missing.append(f"functions/{slug}/ with a naive and an idempotent handler (has {handlers})")
+        declared = declared_functions()
+        keys = sorted(key for key, entry in declared.items() if entry["scenario"] == slug)
+        if not keys:
+            missing.append(f'functions.tf entries with scenario = "{slug}"')
+        for key in keys:
+            handler_module = declared[key].get("handler", f"{key}.handler").rsplit(".", 1)[0]
+            if handler_module not in handlers:
+                missing.append(f"functions/{slug}/{handler_module}.py (the handler of {key})")
+        tables = lambda_code.module_default("tables.tf", "tables")
+        used = {table for key in keys for table in declared[key].get("tables", {})}
+        missing += [f"tables.tf entry {table!r}" for table in sorted(used - set(tables))]
+        design = DESIGN.read_text()
+        missing += [f"docs/DESIGN.md naming function key `{key}`" for key in keys if f"`{key}`" not in design]
+    if slug not in READING:
+        if not (ROOT / "idemlab" / "lessons" / f"{slug}.py").exists():
+            missing.append(f"idemlab/lessons/{slug}.py")
+        exercise = ROOT / "idemlab" / "exercises" / f"{slug}.py"
+        if not exercise.exists() or "Exercise(" not in exercise.read_text():
+            missing.append(f"idemlab/exercises/{slug}.py defining an Exercise")
+        for name, text in texts.items():
+            if f"idemlab.lessons import {slug}" not in text:
+                missing.append(f"notebooks/{name} importing idemlab.lessons.{slug}")
+            if f"idemlab.exercises import {slug}" not in text:
+                missing.append(f"notebooks/{name} importing idemlab.exercises.{slug}")
+        if not list((ROOT / "tests").glob(f"test_{slug}_*.py")):
+            missing.append(f"tests/test_{slug}_*.py")
     readme = (ROOT / "README.md").read_text()
-    missing += [f"README.md naming notebook {notebook}" for notebook in lesson.notebooks if notebook not in readme]
-    assert not missing, f"lesson {scenario} lacks: {missing}"
+    missing += [f"README.md naming notebook {Path(name).stem}" for name in texts if Path(name).stem not in readme]
+    assert not missing, f"lesson {slug} lacks: {missing}"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from idemlab import build, functions
-from idemlab.lessons import checkout as lab2
+from idemlab import build, lambda_code
+from idemlab.lessons import checkout as checkout_lesson
 from idemlab.testing import Crash, DuplicateEffectError, Handler
 from support.checkout_in_process import environment
 from support.terraform_tables import table_keys
@@ -26,7 +26,7 @@ RACE_WINDOW_MS = 20  # the hand-rolled check-to-charge pause (the request's own 
 @pytest.fixture
 def ledger(idemlab):
     """The checkout's tables, and the card processor deployed as its own function."""
-    keys = table_keys("card_processor", *lab2.FUNCTION_KEYS)
+    keys = table_keys("card_processor", *checkout_lesson.FUNCTION_KEYS)
     names = {key: idemlab.make_table(f"dogfood-{key}", key=hash_key).name for key, hash_key in keys.items()}
     # As deployed: its own handler, not the plugin's (whose answer wraps the handler's).
     card_processor = f"dogfood-card-processor-{uuid.uuid4().hex[:8]}"
@@ -36,11 +36,11 @@ def ledger(idemlab):
         Role=idemlab.backend.role_arn,
         Handler="card_processor.handler",
         Code={"ZipFile": build.zip_bytes(build.source_files(CODE))},
-        Timeout=int(functions.spec("card_processor")["timeout"]),
-        Environment={"Variables": functions.environment("card_processor", names)},
+        Timeout=int(lambda_code.spec("card_processor")["timeout"]),
+        Environment={"Variables": lambda_code.environment("card_processor", names)},
     )
     idemlab.environment.update(environment(names, card_processor))
-    return lab2.Ledger(names["ledger"], idemlab.client("dynamodb"))
+    return checkout_lesson.Ledger(names["ledger"], idemlab.client("dynamodb"))
 
 
 def checkout(strategy: str) -> Handler:
@@ -48,7 +48,7 @@ def checkout(strategy: str) -> Handler:
 
 
 def order(round_number: int, **options) -> dict:
-    return lab2.order(f"dogfood-{round_number}", check_act_delay_ms=RACE_WINDOW_MS, **options)
+    return checkout_lesson.order(f"dogfood-{round_number}", check_act_delay_ms=RACE_WINDOW_MS, **options)
 
 
 def test_handrolled_checkout_double_charges_when_copies_race(idemlab, ledger):
@@ -74,7 +74,7 @@ def test_powertools_retry_after_a_timeout_in_the_charge_charges_again_unless_the
     # in-progress record expires with the invocation, so the retry charges again, unless
     # the card processor got the idempotency key and answers with the first charge.
     crash = Crash.after("charging.processor.charge", how="timeout")
-    request = lab2.order("dogfood-timeout", pass_key_downstream=downstream)
+    request = checkout_lesson.order("dogfood-timeout", pass_key_downstream=downstream)
     # The retry starts a new environment (the first one was stopped at its timeout): 6 s
     # leave room for a cold start with Powertools on a busy machine (2 s ran out once).
     delivery = idemlab.deliver(checkout("powertools"), request, copies=2, together=False, crash=crash, timeout=6)

@@ -233,7 +233,7 @@ run "plan" {
   command = plan
   variables {
     functions = {
-      sweeper = { scenario = "account_deletion", timeout = "ten", tables = ["deletion_requests"] }
+      sweeper = { scenario = "deletion", timeout = "ten", tables = ["deletion_requests"] }
     }
   }
 }
@@ -244,7 +244,7 @@ run "plan" {
   command = plan
   variables {
     functions = {
-      sweeper = { scenario = "account_deletion", tables = { vehicle_naive = "readwrite" }, invokes = ["card_procesor"] }
+      sweeper = { scenario = "deletion", tables = { vehicle_naive = "readwrite" }, invokes = ["card_procesor"] }
     }
   }
 }

@@ -1,6 +1,6 @@
 """Exercises for the notebooks: each has ``check()``, ``hint()`` and ``solution()``.
 
-A notebook cell does ``ex = lesson1.exercise(stack)``, then ``ex.check(learner_function)``; CI
+A notebook cell does ``ex = exercises.exercise(stack)``, then ``ex.check(learner_function)``; CI
 checks the answer key both ways: the solution must pass, the notebook's starting point must
 fail (tests/support/notebook_cells.py).
 """

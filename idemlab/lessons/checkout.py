@@ -13,7 +13,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from idemlab import functions, lessons, pictures, settings
+from idemlab import lambda_code, lessons, pictures, settings
 from idemlab.barrier import all_at_once
 from idemlab.clients import client
 
@@ -23,7 +23,7 @@ STRATEGIES = ("naive", "handrolled", "powertools")
 FUNCTION_KEYS = tuple(f"checkout_{strategy}" for strategy in STRATEGIES)
 
 # The answers and fault names are defined once, next to the handlers that use them.
-outcomes, fault_points = (functions.load(FUNCTION_DIR, f"charging.{name}") for name in ("outcomes", "fault_points"))
+outcomes, fault_points = (lambda_code.load(FUNCTION_DIR, f"charging.{name}") for name in ("outcomes", "fault_points"))
 # Not a checkout answer: the invocation was stopped (it ran past its timeout) or died
 # before it could answer. Lambda then answers with a FunctionError.
 CRASHED = "crashed"

@@ -1,4 +1,4 @@
-"""Lesson 3 plumbing (notebooks 03 and 04): a client of the deployed account-deletion workflow.
+"""Lessons 3 and 4 plumbing (notebooks 03 and 04): a client of the deployed account-deletion workflow.
 
 The lesson's own calls (the claim, the fenced write) stay in the notebooks; this module holds
 what they would repeat: seeding a user, counting what is left, executions, races, pictures.
@@ -17,14 +17,14 @@ from collections import Counter
 
 from boto3.dynamodb.conditions import Attr, Key
 
-from idemlab import clients, functions, lessons, settings
+from idemlab import clients, lambda_code, lessons, settings
 from idemlab.barrier import all_at_once
 from idemlab.lessons import queue_depth  # noqa: F401 (notebook 04 reads its DLQ's depth)
 
-FUNCTION_DIR = settings.ROOT / "functions" / "account_deletion"
+FUNCTION_DIR = settings.ROOT / "functions" / "deletion"
 
 # A module of the deletion Lambda code (``"deletion_state"``, ``"claim_deletion"``).
-import_function_module = functools.partial(functions.load, FUNCTION_DIR)
+import_function_module = functools.partial(lambda_code.load, FUNCTION_DIR)
 
 
 def outbox_items(outbox, **equal) -> list[dict]:

@@ -1,8 +1,8 @@
-"""Lesson 4 plumbing (notebook 06): send order lines to the order queues, count reservations, draw them.
+"""Lesson 6 plumbing (notebook 06): send order lines to the order queues, count reservations, draw them.
 
 A reservation is counted in the `reservations` table (one row per reservation a consumer made),
 never taken from what a consumer says about itself. Which consumer reads which queue is
-``var.event_sources`` (terraform/modules/idempotency_lab/queue_lesson.tf).
+``var.event_sources`` (terraform/modules/idempotency_lab/event_sources.tf).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from boto3.dynamodb.conditions import Attr
 
-from idemlab import functions, lessons, settings
+from idemlab import lambda_code, lessons, settings
 from idemlab.clients import client
 
 # How long to wait for Lambda to pause or resume a mapping. On AWS a mapping can take
@@ -25,7 +25,7 @@ STATE_CHANGE_SECONDS = 120
 UNITS_BOOKED_IN = 1000  # plenty: the lesson is about duplicates, not running out
 
 # The order line and its business key, as the producer and the consumers define them.
-fulfilment_orders = functions.load(settings.ROOT / "functions" / "order_fulfilment", "fulfilment.orders")
+fulfilment_orders = lambda_code.load(settings.ROOT / "functions" / "queues", "fulfilment.orders")
 
 
 def line(order_id: str, sku: str, number: int = 1) -> dict:

@@ -14,12 +14,12 @@ from typing import Any
 
 from boto3.dynamodb.conditions import Attr
 
-from idemlab import clients, functions, lessons, pictures, settings
+from idemlab import clients, lambda_code, lessons, pictures, settings
 
-FUNCTION_DIR = settings.ROOT / "functions" / "vehicle_registration"
+FUNCTION_DIR = settings.ROOT / "functions" / "vehicles"
 
 # A module of the Lambda code (``"notify"``, ``"registration.vin"``), imported in-process.
-import_function_module = functools.partial(functions.load, FUNCTION_DIR)
+import_function_module = functools.partial(lambda_code.load, FUNCTION_DIR)
 
 # A published VIN with a valid check digit (its ninth character, X, stands for 10).
 VALID_VIN = "1M8GDM9AXKP042788"

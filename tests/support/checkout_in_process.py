@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from idemlab import functions
+from idemlab import lambda_code
 from idemlab.lessons.checkout import FUNCTION_DIR, FUNCTION_KEYS, function_key
 
 
@@ -13,7 +13,7 @@ def environment(tables: dict[str, str], card_processor: str) -> dict[str, str]:
     """The variables Terraform gives the three checkouts (functions.tf), for these names."""
     variables: dict[str, str] = {}
     for key in FUNCTION_KEYS:
-        variables.update(functions.environment(key, tables, {"card_processor": card_processor}))
+        variables.update(lambda_code.environment(key, tables, {"card_processor": card_processor}))
     return variables
 
 
@@ -30,7 +30,7 @@ class InvocationContext:
 def import_handler(name: str):
     """A handler module of functions/checkout. Call after ``environment(...)`` is in
     ``os.environ``: like a Lambda cold start, a module reads its configuration when loaded."""
-    return functions.load(FUNCTION_DIR, name)
+    return lambda_code.load(FUNCTION_DIR, name)
 
 
 def invoke_in_process(strategy: str, request: dict, timeout_seconds: float = 6) -> dict:

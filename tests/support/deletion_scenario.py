@@ -1,5 +1,5 @@
 """Private copies of the deletion scenario, and its workflow run in this process: for the
-tests of lesson 3 only (the notebooks use the deployed stack through
+tests of lessons 3 and 4 only (the notebooks use the deployed stack through
 ``idemlab.lessons.deletion.Deletions``).
 
 A private scenario has the shape of the stack's ``lab`` output, so ``Deletions`` works

@@ -29,9 +29,9 @@ VISIBILITY_PER_FUNCTION_TIMEOUT = 6
 
 def suite_functions() -> dict:
     """The module's default functions with TEST_FUNCTION_TIMEOUTS: the root's `functions`."""
-    from idemlab import functions
+    from idemlab import lambda_code
 
-    default = functions.module_default("functions.tf", "functions")
+    default = lambda_code.module_default("functions.tf", "functions")
     unknown = sorted(set(TEST_FUNCTION_TIMEOUTS) - set(default))
     if unknown:
         raise KeyError(f"TEST_FUNCTION_TIMEOUTS names functions functions.tf does not have: {unknown}")
@@ -41,11 +41,11 @@ def suite_functions() -> dict:
 def suite_queues() -> dict:
     """The module's default queues, each mapped one's visibility at least six times its
     function's suite timeout: the root's `queues`."""
-    from idemlab import functions
+    from idemlab import lambda_code
 
-    queues = functions.module_default("queues.tf", "queues")
+    queues = lambda_code.module_default("queues.tf", "queues")
     timeouts = {key: spec["timeout"] for key, spec in suite_functions().items()}
-    for source in functions.module_default("queue_lesson.tf", "event_sources").values():
+    for source in lambda_code.module_default("event_sources.tf", "event_sources").values():
         queue = queues[source["queue"]]
         queue["visibility_seconds"] = max(
             queue.get("visibility_seconds", 60), VISIBILITY_PER_FUNCTION_TIMEOUT * timeouts[source["function"]]

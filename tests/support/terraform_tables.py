@@ -3,14 +3,14 @@ make private copies of a scenario's tables: only tests need them, so they live h
 
 from __future__ import annotations
 
-from idemlab import functions
+from idemlab import lambda_code
 
 
 def table_keys(*function_keys: str) -> dict[str, str]:
     """The hash key (``tables.tf``) of each table these functions name in ``functions.tf``:
     string-keyed tables without a sort key only."""
-    tables = functions.module_default("tables.tf", "tables")
-    names = sorted({table for key in function_keys for table in functions.spec(key).get("tables", {})})
+    tables = lambda_code.module_default("tables.tf", "tables")
+    names = sorted({table for key in function_keys for table in lambda_code.spec(key).get("tables", {})})
     if unknown := [name for name in names if name not in tables]:
         raise KeyError(f"no table {', '.join(unknown)} in tables.tf")
     if composite := [name for name in names if "range_key" in tables[name] or "types" in tables[name]]:

@@ -16,13 +16,13 @@ variable "functions" {
   }))
   nullable = false
   default = {
-    # Lesson 1: vehicle registration.
-    rmv_check                = { scenario = "vehicle_registration", timeout = 10 }
-    write_vehicle_naive      = { scenario = "vehicle_registration", timeout = 10, tables = { vehicles_naive = "read_write" } }
-    write_vehicle_idempotent = { scenario = "vehicle_registration", timeout = 10, tables = { vehicles = "read_write" } }
-    notify                   = { scenario = "vehicle_registration", timeout = 10, tables = { faults = "read_update" } }
+    # vehicles (lesson 01): vehicle registration.
+    rmv_check                = { scenario = "vehicles", timeout = 10 }
+    write_vehicle_naive      = { scenario = "vehicles", timeout = 10, tables = { vehicles_naive = "read_write" } }
+    write_vehicle_idempotent = { scenario = "vehicles", timeout = 10, tables = { vehicles = "read_write" } }
+    notify                   = { scenario = "vehicles", timeout = 10, tables = { faults = "read_update" } }
 
-    # Lesson 2: checkout; every checkout charges through card_processor.
+    # checkout (lesson 02): every checkout charges through card_processor.
     card_processor      = { scenario = "checkout", timeout = 10, tables = { ledger = "read_write", processor_keys = "read_write" } }
     checkout_naive      = { scenario = "checkout", timeout = 15, invokes = ["card_processor"] }
     checkout_handrolled = { scenario = "checkout", timeout = 15, invokes = ["card_processor"], tables = { handrolled_idempotency = "read_write", faults = "read_update" } }
@@ -32,34 +32,34 @@ variable "functions" {
     # The same handler with Powertools' local cache on: a row of its own in `make bench`.
     checkout_powertools_cached = { scenario = "checkout", handler = "checkout_powertools.handler", timeout = 6, invokes = ["card_processor"], tables = { powertools_idempotency = "idempotency", faults = "read_update" }, env = { IDEMPOTENCY_LOCAL_CACHE = "true" } }
 
-    # Lesson 3: delayed account deletion.
+    # deletion (lessons 03 and 04): delayed account deletion.
     request_deletion = {
-      scenario = "account_deletion", timeout = 10, tables = { deletion_requests = "read_write" }, settings = ["deletion_delay"]
+      scenario = "deletion", timeout = 10, tables = { deletion_requests = "read_write" }, settings = ["deletion_delay"]
       # The schedules it creates start the workflow as Scheduler's role: it needs the ARN, not the right.
       grants = ["create_deletion_schedule"], knows = ["account_deletion"]
     }
-    cancel_deletion   = { scenario = "account_deletion", timeout = 10, tables = { deletion_requests = "read_write" }, grants = ["delete_deletion_schedule"] }
-    claim_deletion    = { scenario = "account_deletion", timeout = 10, tables = { deletion_requests = "read_write", faults = "read_update" }, settings = ["deletion_lease"] }
-    delete_records    = { scenario = "account_deletion", timeout = 30, tables = { deletion_requests = "read_write", user_records = "read_write", faults = "read_update" }, settings = ["deletion_lease"] }
-    delete_files      = { scenario = "account_deletion", timeout = 30, tables = { deletion_requests = "read_write", faults = "read_update" }, grants = ["delete_user_files"], settings = ["deletion_lease"] }
-    delete_identity   = { scenario = "account_deletion", timeout = 10, tables = { deletion_requests = "read_write", identities = "read_write", faults = "read_update" }, settings = ["deletion_lease"] }
-    send_goodbye      = { scenario = "account_deletion", timeout = 10, tables = { deletion_requests = "read_write", email_outbox = "read_write", faults = "read_update" }, settings = ["deletion_lease"] }
-    complete_deletion = { scenario = "account_deletion", timeout = 10, tables = { deletion_requests = "read_write", faults = "read_update" }, sends = ["deletion_dlq"], knows = ["account_deletion"], settings = ["deletion_lease"] }
+    cancel_deletion   = { scenario = "deletion", timeout = 10, tables = { deletion_requests = "read_write" }, grants = ["delete_deletion_schedule"] }
+    claim_deletion    = { scenario = "deletion", timeout = 10, tables = { deletion_requests = "read_write", faults = "read_update" }, settings = ["deletion_lease"] }
+    delete_records    = { scenario = "deletion", timeout = 30, tables = { deletion_requests = "read_write", user_records = "read_write", faults = "read_update" }, settings = ["deletion_lease"] }
+    delete_files      = { scenario = "deletion", timeout = 30, tables = { deletion_requests = "read_write", faults = "read_update" }, grants = ["delete_user_files"], settings = ["deletion_lease"] }
+    delete_identity   = { scenario = "deletion", timeout = 10, tables = { deletion_requests = "read_write", identities = "read_write", faults = "read_update" }, settings = ["deletion_lease"] }
+    send_goodbye      = { scenario = "deletion", timeout = 10, tables = { deletion_requests = "read_write", email_outbox = "read_write", faults = "read_update" }, settings = ["deletion_lease"] }
+    complete_deletion = { scenario = "deletion", timeout = 10, tables = { deletion_requests = "read_write", faults = "read_update" }, sends = ["deletion_dlq"], knows = ["account_deletion"], settings = ["deletion_lease"] }
     naive_deletion_worker = {
-      scenario = "account_deletion", timeout = 60, grants = ["delete_user_files"]
+      scenario = "deletion", timeout = 60, grants = ["delete_user_files"]
       tables   = { deletion_requests = "read_write", user_records = "read_write", identities = "read_write", email_outbox = "read_write", faults = "read_update" }
     }
     sweeper = {
-      scenario = "account_deletion", timeout = 60, tables = { deletion_requests = "read_write" }, sends = ["deletion_dlq"]
+      scenario = "deletion", timeout = 60, tables = { deletion_requests = "read_write" }, sends = ["deletion_dlq"]
       starts   = ["account_deletion"], grants = ["put_stuck_metric"], settings = ["deletion_lease"]
     }
 
-    # Lesson 4: queues. Each consumer reserves stock for the order lines its queue
+    # queues (lesson 06). Each consumer reserves stock for the order lines its queue
     # delivers (var.event_sources). The 2 s timeout keeps the queues' visibility
     # timeout, six times longer, short for the workshop.
-    fulfil_naive         = { scenario = "order_fulfilment", timeout = 2, tables = { stock = "read_update", reservations = "read_write" } }
-    fulfil_idempotent    = { scenario = "order_fulfilment", timeout = 2, tables = { stock = "read_update", reservations = "read_write", order_idempotency = "idempotency" } }
-    fulfil_by_message_id = { scenario = "order_fulfilment", timeout = 2, tables = { stock = "read_update", reservations = "read_write", order_idempotency = "idempotency" } }
+    fulfil_naive         = { scenario = "queues", timeout = 2, tables = { stock = "read_update", reservations = "read_write" } }
+    fulfil_idempotent    = { scenario = "queues", timeout = 2, tables = { stock = "read_update", reservations = "read_write", order_idempotency = "idempotency" } }
+    fulfil_by_message_id = { scenario = "queues", timeout = 2, tables = { stock = "read_update", reservations = "read_write", order_idempotency = "idempotency" } }
   }
 
   validation {
@@ -113,10 +113,10 @@ locals {
 
   # Where each scenario's failed asynchronous invocations go.
   scenario_dlq = {
-    vehicle_registration = "vehicle_registration_dlq"
-    checkout             = "checkout_dlq"
-    account_deletion     = "deletion_dlq"
-    order_fulfilment     = "order_fulfilment_dlq"
+    vehicles = "vehicle_registration_dlq"
+    checkout = "checkout_dlq"
+    deletion = "deletion_dlq"
+    queues   = "order_fulfilment_dlq"
   }
 
   function_specs = { for key, f in var.functions : key => merge(f, {

@@ -12,14 +12,14 @@ variable "queues" {
   }))
   nullable = false
   default = {
-    vehicle_registration_dlq = {} # failed async invocations of lesson 1 functions
-    checkout_dlq             = {} # ... of lesson 2 functions
-    deletion_dlq             = {} # ... of lesson 3 functions, and requests past their last attempt
+    vehicle_registration_dlq = {} # failed async invocations of the vehicles functions
+    checkout_dlq             = {} # ... of the checkout functions
+    deletion_dlq             = {} # ... of the deletion functions, and requests past their last attempt
     scheduler_dlq            = {} # deletion schedules Scheduler could not start
     sweeper_rule_dlq         = {} # sweeper runs EventBridge could not deliver
-    order_fulfilment_dlq     = {} # failed async invocations of lesson 4 functions
+    order_fulfilment_dlq     = {} # ... of the queues functions
 
-    # Lesson 4: one order queue per consumer (var.event_sources maps each to its function).
+    # queues (lesson 06): one order queue per consumer (var.event_sources maps each to its function).
     # Visibility: six times the consumers' 2 s timeout; compressed time for the workshop.
     # Two receives, then the DLQ (notebook 06 reads the count back from the queue).
     orders_naive             = { redrive = { dlq = "orders_naive_dlq", max_receive_count = 2 }, visibility_seconds = 12 }

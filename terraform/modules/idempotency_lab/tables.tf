@@ -34,7 +34,7 @@ variable "tables" {
     identities   = { hash_key = "user_id", personal_data = true }
     email_outbox = { hash_key = "idempotency_key" }
 
-    # Lesson 4: queues.
+    # queues (lesson 06).
     stock             = { hash_key = "sku" }            # units `available` per SKU
     reservations      = { hash_key = "reservation_id" } # one row per reservation made
     order_idempotency = { hash_key = "id", ttl = "expiration" }

@@ -359,7 +359,7 @@ run "a_function_naming_a_table_that_does_not_exist_is_refused" {
 
   variables {
     functions = {
-      sweeper = { scenario = "account_deletion", tables = { deletion_request = "read_write" } }
+      sweeper = { scenario = "deletion", tables = { deletion_request = "read_write" } }
     }
   }
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from idemlab import clients, functions, settings
+from idemlab import clients, lambda_code, settings
 
 pytestmark = pytest.mark.stack
 
-FUNCTIONS = settings.ROOT / "functions" / "order_fulfilment"
+FUNCTIONS = settings.ROOT / "functions" / "queues"
 SQS_RETENTION_LIMIT_SECONDS = 1209600  # 14 days, SetQueueAttributes' MessageRetentionPeriod maximum
 
 
@@ -27,7 +27,7 @@ def retention(queue_url: str) -> int:
 
 def record_seconds(monkeypatch) -> int:
     monkeypatch.setenv("ORDER_IDEMPOTENCY_TABLE", "not-used-by-this-check")
-    consumer = functions.load(FUNCTIONS, "fulfil_idempotent")
+    consumer = lambda_code.load(FUNCTIONS, "fulfil_idempotent")
     return consumer.config.expires_after_seconds
 
 

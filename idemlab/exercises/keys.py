@@ -22,7 +22,7 @@ import jmespath
 from idemlab.exercises import Exercise, ExerciseFailed, attempt, expect
 from idemlab.lessons import FunctionFailed
 from idemlab.lessons.checkout import concurrently
-from idemlab.lessons.traps import (
+from idemlab.lessons.keys import (
     DAY,
     DLQ_MAX_RETENTION_SECONDS,
     KeyedCheckouts,
@@ -44,7 +44,7 @@ REDRIVE_AFTER_DAYS = 13
 COPIES_TOGETHER = 3
 
 HINT = """\
-Two settings, two traps.
+Two settings, two keys.
 The key: hash only what stays the same on every attempt of one order. The whole
 delivery ("@", or "" which is Powertools' default) includes the trace id, which is new
 on every attempt, so every retry looks new. Either the key the client sends

@@ -6,8 +6,9 @@ import time
 
 import pytest
 
-from idemlab.exercises import ExerciseFailed, lesson7
-from idemlab.lessons import traps
+from idemlab.exercises import ExerciseFailed
+from idemlab.exercises import keys as exercises
+from idemlab.lessons import keys
 from support.notebook_cells import starting_point
 
 pytestmark = pytest.mark.stack
@@ -15,25 +16,25 @@ pytestmark = pytest.mark.stack
 
 @pytest.fixture(scope="module")
 def ex(stack):
-    return lesson7.exercise(stack)
+    return exercises.exercise(stack)
 
 
 @pytest.fixture
 def shop(stack):
-    checkouts = traps.KeyedCheckouts(stack)
+    checkouts = keys.KeyedCheckouts(stack)
     yield checkouts
     checkouts.remove()
 
 
 @pytest.mark.timeout(120)
 def test_solution_passes_the_check(ex):
-    assert "charged once" in ex.check(lesson7.key_and_lifetime)
+    assert "charged once" in ex.check(exercises.key_and_lifetime)
 
 
 @pytest.mark.timeout(120)
 def test_powertools_defaults_charge_a_retry_with_a_new_trace_id(ex):
     with pytest.raises(ExerciseFailed, match=r"after a retry of the order .*: 2 charges"):
-        ex.check(starting_point("07_keys_and_record_lifetime.ipynb", "key_and_lifetime"))
+        ex.check(starting_point("07_keys.ipynb", "key_and_lifetime"))
 
 
 @pytest.mark.timeout(120)
@@ -56,17 +57,17 @@ def test_a_good_key_living_one_day_charges_the_redrive_again(ex):
 
 @pytest.mark.timeout(60)
 def test_expired_record_charges_a_redelivery_unless_the_key_goes_downstream(shop):
-    short = traps.Variant("t-short", traps.SERVER_KEY, expires_after_seconds=3)
-    downstream = traps.Variant("t-short-ds", traps.SERVER_KEY, expires_after_seconds=3, pass_key_downstream=True)
+    short = keys.Variant("t-short", keys.SERVER_KEY, expires_after_seconds=3)
+    downstream = keys.Variant("t-short-ds", keys.SERVER_KEY, expires_after_seconds=3, pass_key_downstream=True)
     counts = {}
     for variant in (short, downstream):
         shop.deploy(variant)
-        order_id = traps.new_order_id("t-expiry")
-        first = traps.delivery(order_id)
+        order_id = keys.new_order_id("t-expiry")
+        first = keys.delivery(order_id)
         shop.send(variant, first)
-        assert shop.send(variant, traps.retry_of(first))["outcome"] == "replayed"
+        assert shop.send(variant, keys.retry_of(first))["outcome"] == "replayed"
         time.sleep(4.5)  # past the 3-second record: Powertools treats it as expired at once
-        shop.send(variant, traps.retry_of(first))
+        shop.send(variant, keys.retry_of(first))
         counts[variant.name] = shop.charges(order_id)
     assert counts == {"t-short": 2, "t-short-ds": 1}
 
@@ -75,7 +76,7 @@ def test_expired_record_charges_a_redelivery_unless_the_key_goes_downstream(shop
 def test_a_record_shorter_than_the_whole_horizon_fails_though_the_redrive_came_in_time(ex):
     def fourteen_days():
         return {
-            "event_key_jmespath": lesson7.key_and_lifetime()["event_key_jmespath"],
+            "event_key_jmespath": exercises.key_and_lifetime()["event_key_jmespath"],
             "expires_after_seconds": 14 * 24 * 3600,
         }
 
@@ -85,18 +86,18 @@ def test_a_record_shorter_than_the_whole_horizon_fails_though_the_redrive_came_i
 
 @pytest.fixture(scope="module")
 def downstream(stack):
-    return lesson7.downstream_exercise(stack)
+    return exercises.downstream_exercise(stack)
 
 
 @pytest.mark.timeout(120)
 def test_handler_with_the_downstream_key_passes_deployed(downstream):
-    assert "charged once" in downstream.check(lesson7.charge_with_downstream_key)
+    assert "charged once" in downstream.check(exercises.charge_with_downstream_key)
 
 
 @pytest.mark.timeout(120)
 def test_handler_without_a_key_charges_copies_sent_together(downstream):
     with pytest.raises(ExerciseFailed, match=r"after 4 copies of one delivery sent together: [2-4] charges"):
-        downstream.check(starting_point("07_keys_and_record_lifetime.ipynb", "charge"))
+        downstream.check(starting_point("07_keys.ipynb", "charge"))
 
 
 @pytest.mark.timeout(120)

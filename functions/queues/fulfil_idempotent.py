@@ -24,7 +24,7 @@ from fulfilment.settings import table
 # redrive": redriven messages get a new enqueue time). So three maximum retentions, plus a
 # day for the operator to start the redrive and the consumer to drain it. Derived from
 # SQS's limit rather than this stack's settings, so no queue setting can outgrow it;
-# tests/test_queue_record_lifetime.py holds the deployed queues to it.
+# tests/test_queues_record_lifetime.py holds the deployed queues to it.
 SQS_MAX_RETENTION_SECONDS = 14 * 24 * 60 * 60
 REDRIVE_ALLOWANCE_SECONDS = 24 * 60 * 60
 RECORD_SECONDS = 3 * SQS_MAX_RETENTION_SECONDS + REDRIVE_ALLOWANCE_SECONDS

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from idemlab.exercises import ExerciseFailed, lesson1
+from idemlab.exercises import ExerciseFailed
+from idemlab.exercises import vehicles as exercises
 from support.notebook_cells import starting_point
 
 # Generous: the first stack test of a session also waits for the one terraform apply.
@@ -12,12 +13,12 @@ pytestmark = [pytest.mark.stack, pytest.mark.timeout(600)]
 
 
 def test_solution_passes_check(stack):
-    assert "agreed on one stored registration" in lesson1.exercise(stack).check(lesson1.register_once)
+    assert "agreed on one stored registration" in exercises.exercise(stack).check(exercises.register_once)
 
 
 def test_naive_put_fails_check_because_the_retry_overwrites(stack):
     with pytest.raises(ExerciseFailed, match="replaced the stored registration"):
-        lesson1.exercise(stack).check(starting_point("01_duplicate_inserts.ipynb", "register_once"))
+        exercises.exercise(stack).check(starting_point("01_vehicles.ipynb", "register_once"))
 
 
 def test_conditional_put_that_raises_on_a_retry_fails_check(stack):
@@ -26,7 +27,7 @@ def test_conditional_put_that_raises_on_a_retry_fails_check(stack):
         return registration
 
     with pytest.raises(ExerciseFailed, match="the retry raised ConditionalCheckFailedException"):
-        lesson1.exercise(stack).check(raises_on_retry)
+        exercises.exercise(stack).check(raises_on_retry)
 
 
 def test_read_then_write_fails_check_in_the_race(stack):
@@ -38,7 +39,7 @@ def test_read_then_write_fails_check_in_the_race(stack):
         return registration
 
     with pytest.raises(ExerciseFailed, match="simultaneous attempts returned"):
-        lesson1.exercise(stack).check(read_then_write)
+        exercises.exercise(stack).check(read_then_write)
 
 
 def test_swallowing_every_error_fails_check(stack):
@@ -51,4 +52,4 @@ def test_swallowing_every_error_fails_check(stack):
         return registration
 
     with pytest.raises(ExerciseFailed, match="other errors must propagate"):
-        lesson1.exercise(stack).check(swallows)
+        exercises.exercise(stack).check(swallows)

@@ -1,4 +1,4 @@
-"""Lesson 7 plumbing (notebook 07 and ``idemlab.exercises.lesson7``): deploy the keyed checkout
+"""Lesson 7 plumbing (notebook 07 and ``idemlab.exercises.keys``): deploy the keyed checkout
 with a chosen key and record lifetime, deliver to it, count charges in the ledger.
 
 A variant is a real Lambda function: the ``checkout_keyed`` handler from the checkout zip

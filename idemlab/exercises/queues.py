@@ -1,4 +1,4 @@
-"""Lesson 4 exercise (notebook 06): ``reservation_key(record)``, the key under which the stock
+"""Lesson 6 exercise (notebook 06): ``reservation_key(record)``, the key under which the stock
 reservation of one record of Lambda's SQS event is made once. ``exercise(stack).check(reservation_key)``
 sends real order lines, a producer's retry included, to the deployed ``orders_by_message_id``
 queue (its consumer paused), receives them twice as Lambda would, and checks the keys.

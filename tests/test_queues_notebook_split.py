@@ -10,7 +10,7 @@ from __future__ import annotations
 import matplotlib
 import pytest
 
-from idemlab.lessons import queues as lab4
+from idemlab.lessons import queues
 from support.notebook_cells import code_cells, index_of, run_cells
 
 matplotlib.use("Agg")
@@ -18,20 +18,20 @@ pytestmark = [pytest.mark.stack, pytest.mark.timeout(400)]
 
 
 def test_the_naive_story_holds_when_the_two_lines_come_in_different_batches(stack):
-    orders = lab4.Orders(stack)
-    naive = lab4.Scenario("naive")
+    orders = queues.Orders(stack)
+    naive = queues.Scenario("naive")
     orders.book_in(naive.sku("mug"))
-    good = lab4.line(naive.order_id(1), naive.sku("mug"))
-    poison = lab4.line(naive.order_id(2), naive.sku("teapot"))
+    good = queues.line(naive.order_id(1), naive.sku("mug"))
+    poison = queues.line(naive.order_id(2), naive.sku("teapot"))
     mark = orders.depths()
     orders.send("orders_naive", good)
     orders.wait_until(
-        lambda: orders.reservations(naive)[lab4.business_key(good)] == 1 and orders.depth("orders_naive") == 0,
+        lambda: orders.reservations(naive)[queues.business_key(good)] == 1 and orders.depth("orders_naive") == 0,
         120,
         "the good line consumed alone",
     )
     orders.send("orders_naive", poison)
     cells = code_cells("06_queues.ipynb")
     sent = index_of(cells, "orders.send(queue, good, poison)")
-    story = {"orders": orders, "lab4": lab4, "naive": naive, "lines": {"naive": (good, poison)}, "mark": mark}
+    story = {"orders": orders, "queues": queues, "naive": naive, "lines": {"naive": (good, poison)}, "mark": mark}
     run_cells(cells[sent + 1 : sent + 3], story)  # the notebook's wait and its assertions

@@ -12,12 +12,12 @@ import json
 import pytest
 from boto3.dynamodb.conditions import Attr
 
-from idemlab import functions, lessons, settings
+from idemlab import lambda_code, lessons, settings
 from idemlab.lessons.queues import Orders, Scenario
 
-FUNCTIONS = settings.ROOT / "functions" / "order_fulfilment"
-orders_module = functions.load(FUNCTIONS, "fulfilment.orders")
-errors = functions.load(FUNCTIONS, "fulfilment.errors")
+FUNCTIONS = settings.ROOT / "functions" / "queues"
+orders_module = lambda_code.load(FUNCTIONS, "fulfilment.orders")
+errors = lambda_code.load(FUNCTIONS, "fulfilment.errors")
 
 GOOD = {"order_id": "o-1", "line": 1, "sku": "sku-red-mug", "quantity": 2}
 

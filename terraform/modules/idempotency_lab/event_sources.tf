@@ -1,5 +1,5 @@
 variable "event_sources" {
-  description = "Lesson 4: which function consumes which queue (Lambda event source mappings). `report_batch_item_failures`: the function returns `batchItemFailures`, so only the records it lists come back; without it one failed record fails the whole batch. `batching_window_seconds`: how long Lambda gathers a batch (0 for FIFO queues, which have no batching window; Lambda developer guide, services-sqs-parameters.html)."
+  description = "The queues lesson (06): which function consumes which queue (Lambda event source mappings). `report_batch_item_failures`: the function returns `batchItemFailures`, so only the records it lists come back; without it one failed record fails the whole batch. `batching_window_seconds`: how long Lambda gathers a batch (0 for FIFO queues, which have no batching window; Lambda developer guide, services-sqs-parameters.html)."
   type = map(object({
     function                   = string
     queue                      = string

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from idemlab.exercises import ExerciseFailed, lesson7
+from idemlab.exercises import ExerciseFailed
+from idemlab.exercises import keys as exercises
 from support.checkout_in_process import InvocationContext, import_handler
 
 
@@ -21,17 +22,17 @@ from support.checkout_in_process import InvocationContext, import_handler
 def test_exercise_refuses_settings_it_cannot_deploy(chosen, message):
     # An empty stack: the settings are refused before any function is created.
     with pytest.raises(ExerciseFailed, match=message):
-        lesson7.verify(lambda: chosen, stack={})
+        exercises.verify(lambda: chosen, stack={})
 
 
 def test_an_exercise_not_bound_to_a_stack_says_how_to_bind_it():
     with pytest.raises(TypeError, match=r"ex = exercise\(stack\)"):
-        lesson7.exercise.check(lesson7.key_and_lifetime)
+        exercises.exercise.check(exercises.key_and_lifetime)
 
 
 def test_downstream_exercise_needs_readable_source():
     with pytest.raises(ExerciseFailed, match="cannot read the source"):
-        lesson7.handler_zip(len)
+        exercises.handler_zip(len)
 
 
 @pytest.fixture

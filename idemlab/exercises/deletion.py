@@ -1,4 +1,4 @@
-"""Lesson 3 exercises, on the deployed tables: the fenced progress write (notebook 03,
+"""Lessons 3 and 4 exercises, on the deployed tables: the fenced progress write (notebook 03,
 ``fenced_write_exercise(stack).check(record_step)``, ``deletion_requests``) and the goodbye
 email sent once (notebook 04, ``goodbye_exercise(stack).check(send_goodbye)``, ``email_outbox``).
 """

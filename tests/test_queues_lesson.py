@@ -1,4 +1,4 @@
-"""Lesson 4 against the deployed stack: who reserves stock more than once, over 50 rounds.
+"""Lesson 6 against the deployed stack: who reserves stock more than once, over 50 rounds.
 
 A round is one order line (plus, where the scenario has one, a poison line next to it).
 All rounds of all scenarios are sent at once, while the consumers are paused, and the
