@@ -75,6 +75,7 @@ def test_apply_use_plan_nothing_destroy(backend, capsys):
     assert types == {
         "vehicle_registration_naive": "EXPRESS",
         "vehicle_registration_idempotent": "EXPRESS",
+        "vehicle_registration_native": "EXPRESS",
         "account_deletion": "STANDARD",
     }
 

@@ -30,11 +30,12 @@ def table_size(stack, table_key):
     return scan["Count"]
 
 
-def test_fifty_executions_of_one_request_leave_exactly_one_idempotent_row(stack):
+@pytest.mark.parametrize("kind", ["idempotent", "native"])
+def test_fifty_executions_of_one_request_leave_exactly_one_row(stack, kind):
     request = new_request()
-    executions = run_many(stack, "idempotent", request, times=50, concurrency=10)
+    executions = run_many(stack, kind, request, times=50, concurrency=10)
     assert [e.status for e in executions] == ["SUCCEEDED"] * 50
-    stored = vehicles.rows(stack, "idempotent", request["request_id"])
+    stored = vehicles.rows(stack, kind, request["request_id"])
     assert len(stored) == 1
     # Every execution, first or not, reports the one registration that is stored.
     assert {e.registration_id for e in executions} == {stored[0]["registration_id"]}
@@ -48,7 +49,7 @@ def test_fifty_executions_of_one_request_leave_fifty_naive_rows(stack):
     assert len({e.registration_id for e in executions}) == 50
 
 
-@pytest.mark.parametrize("kind, rows", [("naive", 2), ("idempotent", 1)])
+@pytest.mark.parametrize("kind, rows", [("naive", 2), ("idempotent", 1), ("native", 1)])
 def test_one_notify_failure_runs_the_write_twice_in_one_execution(stack, kind, rows):
     request = new_request(notify_failures=1)
     execution = vehicles.run(stack, kind, request)
@@ -57,20 +58,20 @@ def test_one_notify_failure_runs_the_write_twice_in_one_execution(stack, kind, r
     assert len(vehicles.rows(stack, kind, request["request_id"])) == rows
 
 
-@pytest.mark.parametrize("kind, rows", [("naive", 2), ("idempotent", 1)])
+@pytest.mark.parametrize("kind, rows", [("naive", 2), ("idempotent", 1), ("native", 1)])
 def test_same_request_twice_is_two_executions(stack, kind, rows):
     request = new_request()
     first, second = vehicles.run(stack, kind, request), vehicles.run(stack, kind, request)
     assert (first.status, second.status) == ("SUCCEEDED", "SUCCEEDED")
     assert len(vehicles.rows(stack, kind, request["request_id"])) == rows
-    assert (first.registration_id == second.registration_id) == (kind == "idempotent")
+    assert (first.registration_id == second.registration_id) == (kind != "naive")
 
 
 @pytest.mark.parametrize("kind", vehicles.KINDS)
 @pytest.mark.parametrize("case", sorted(MALFORMED_REQUESTS))
 def test_malformed_request_fails_with_a_clear_error_and_writes_nothing(stack, kind, case):
     request, error_name = MALFORMED_REQUESTS[case]
-    before = {key: table_size(stack, key) for key in ("vehicles_naive", "vehicles", "faults")}
+    before = {key: table_size(stack, key) for key in (*vehicles.TABLE_KEYS.values(), "faults")}
     execution = vehicles.run(stack, kind, request)
     assert execution.status == "FAILED"
     assert execution.error == error_name
@@ -78,12 +79,15 @@ def test_malformed_request_fails_with_a_clear_error_and_writes_nothing(stack, ki
     assert {key: table_size(stack, key) for key in before} == before
 
 
-def test_a_used_request_id_with_another_owner_fails_and_keeps_the_first_registration(stack):
+@pytest.mark.parametrize("kind", ["idempotent", "native"])
+@pytest.mark.parametrize("changed", [{"owner": "Charles Babbage"}, {"vin": "1HGCM82633A004352"}])
+def test_a_used_request_id_with_another_owner_or_vin_fails_and_keeps_the_first_registration(stack, kind, changed):
     request = new_request(owner="Ada Lovelace")
-    assert vehicles.run(stack, "idempotent", request).status == "SUCCEEDED"
-    reused = vehicles.run(stack, "idempotent", {**request, "owner": "Charles Babbage"})
+    assert vehicles.run(stack, kind, request).status == "SUCCEEDED"
+    reused = vehicles.run(stack, kind, {**request, **changed})
     assert (reused.status, reused.error) == ("FAILED", "RequestMismatchError")
-    assert [r["owner"] for r in vehicles.rows(stack, "idempotent", request["request_id"])] == ["Ada Lovelace"]
+    stored = vehicles.rows(stack, kind, request["request_id"])
+    assert [(r["owner"], r["vin"]) for r in stored] == [("Ada Lovelace", request["vin"])]
 
 
 def test_more_notify_failures_than_retries_fail_the_execution_after_one_write(stack):
@@ -96,10 +100,11 @@ def test_more_notify_failures_than_retries_fail_the_execution_after_one_write(st
     assert len(vehicles.rows(stack, "idempotent", request["request_id"])) == 1
 
 
-def test_sync_execution_returns_the_stored_registration(stack):
+@pytest.mark.parametrize("kind", ["idempotent", "native"])
+def test_sync_execution_returns_the_stored_registration(stack, kind):
     request = new_request()
-    first = vehicles.run(stack, "idempotent", request)
-    again = vehicles.run(stack, "idempotent", request)
+    first = vehicles.run(stack, kind, request)
+    again = vehicles.run(stack, kind, request)
     assert (first.status, again.status) == ("SUCCEEDED", "SUCCEEDED")
     assert first.registration_id == again.registration_id
     assert first.output["notification"] == {"notified": True, "registration_id": first.registration_id}

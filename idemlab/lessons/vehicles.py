@@ -1,7 +1,10 @@
 """Lesson 1 plumbing (notebook 01): run the vehicle-registration workflows, count rows, draw the result.
 
-``kind`` is ``"naive"`` or ``"idempotent"``: the workflow ``vehicle_registration_<kind>`` and
-its table (``TABLE_KEYS``) in ``stack``, the ``lab`` output (docs/DESIGN.md).
+``kind`` is ``"naive"``, ``"idempotent"`` or ``"native"``: the workflow
+``vehicle_registration_<kind>`` and its table (``TABLE_KEYS``) in ``stack``, the ``lab`` output
+(docs/DESIGN.md). The naive and idempotent workflows write through a Lambda function
+(``write_vehicle_<kind>``); the native one writes with Step Functions' own DynamoDB PutItem
+task and its condition, no function at all.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ MALFORMED_REQUESTS: dict[str, tuple[object, str]] = {
     "stolen vehicle": ({"request_id": "bad-12", "vin": STOLEN_VIN, "owner": "Ada"}, "StolenVehicleError"),
 }
 
-TABLE_KEYS = {"naive": "vehicles_naive", "idempotent": "vehicles"}
+TABLE_KEYS = {"naive": "vehicles_naive", "idempotent": "vehicles", "native": "vehicles_native"}
 KINDS = tuple(TABLE_KEYS)
 POLL_SECONDS = 0.1  # an execution of this workflow takes about 0.1-2 s on a warm backend
 WAIT_SECONDS = 60  # covers cold workers on a busy 2-core CI machine, plus the 1 s Retry interval
@@ -166,11 +169,13 @@ def show(registrations: list[dict]) -> None:
 
 
 def chart(counts: dict[str, dict[str, int]]) -> Any:
-    """Grouped bars: rows per logical request, naive vs idempotent, per scenario (``counts[kind][scenario]``)."""
+    """Grouped bars: rows per logical request, one bar per kind counted, per scenario (``counts[kind][scenario]``)."""
     ax = pictures.axes(None, 6, 3.2)
-    width = 0.38
-    scenarios = list(counts[KINDS[0]])
-    for offset, kind in zip((-width / 2, width / 2), KINDS, strict=True):
+    kinds = [kind for kind in KINDS if kind in counts]
+    width = 0.8 / len(kinds)
+    scenarios = list(counts[kinds[0]])
+    for n, kind in enumerate(kinds):
+        offset = (n - (len(kinds) - 1) / 2) * width
         heights = [counts[kind][scenario] for scenario in scenarios]
         ax.bar_label(ax.bar([i + offset for i in range(len(scenarios))], heights, width, label=kind))
     ax.axhline(1, color="grey", linestyle=":", linewidth=1)

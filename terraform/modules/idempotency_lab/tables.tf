@@ -16,6 +16,7 @@ variable "tables" {
   default = {
     vehicles_naive         = { hash_key = "registration_id" }
     vehicles               = { hash_key = "request_id" }
+    vehicles_native        = { hash_key = "request_id" } # written by the workflow's own PutItem task
     faults                 = { hash_key = "fault_key" }
     ledger                 = { hash_key = "charge_id" }
     processor_keys         = { hash_key = "idempotency_key" }

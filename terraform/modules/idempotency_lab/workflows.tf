@@ -21,6 +21,14 @@ variable "workflows" {
       invokes    = ["rmv_check", "write_vehicle_idempotent", "notify"]
       aliases    = { write_vehicle = "write_vehicle_idempotent" }
     }
+    # The same workflow with the write done by Step Functions itself: a DynamoDB PutItem
+    # task with a condition (no Lambda), then a GetItem when the condition refuses it.
+    vehicle_registration_native = {
+      type       = "EXPRESS"
+      definition = "vehicle_registration_native.asl.json"
+      invokes    = ["rmv_check", "notify"]
+      tables     = { vehicles_native = "read_write" }
+    }
     account_deletion = {
       # Standard: exactly-once execution, and a duplicate StartExecution with the same name is recognised.
       type       = "STANDARD"
