@@ -110,7 +110,9 @@ class AttackResult:
 
     def text(self) -> str:
         head = f"{'HELD  ' if self.held else 'BROKEN'} {self.name}: {self.how}"
-        return "\n".join([head, *self.count_lines(), *(f"  {n}" for n in self.notes), *(f"  ! {p}" for p in self.problems)])
+        notes = [f"  {note}" for note in self.notes]
+        problems = [f"  ! {problem}" for problem in self.problems]
+        return "\n".join([head, *self.count_lines(), *notes, *problems])
 
 
 @dataclass
@@ -161,7 +163,7 @@ def sqs_event(request: dict) -> dict:
         "MessageId": str(uuid.uuid4()),
         "ReceiptHandle": uuid.uuid4().hex,
         "Body": body,
-        "MD5OfBody": hashlib.md5(body.encode()).hexdigest(),  # noqa: S324 (SQS's checksum, not security)
+        "MD5OfBody": hashlib.md5(body.encode()).hexdigest(),  # SQS's checksum of the body, as a message carries it
         "Attributes": {"ApproximateReceiveCount": "1", "SentTimestamp": str(int(time.time() * 1000))},
     }
     return {"Records": [lambda_record(message, QUEUE_ARN, REGION)]}
@@ -320,7 +322,8 @@ def _mismatch(lab: Lab, handler: Handler, effects: Effects, rounds: int) -> Atta
         changed = {**request, "amount": request["amount"] + 1000}
         second = lab.deliver(handler, sqs_event(changed), copies=1, timeout=TIMEOUT_SECONDS)
         result.counts.append(effects.count(request))
-        amounts = sorted(int(r["amount"]) for r in effects.rows("REFUND_LEDGER_TABLE", "payment_id", request["payment_id"]))
+        refunds = effects.rows("REFUND_LEDGER_TABLE", "payment_id", request["payment_id"])
+        amounts = sorted(int(row["amount"]) for row in refunds)
         if not refused(second.copies[0]):
             answer = json.dumps(second.copies[0].result, default=str)
             result.problems.append(f"round {number}: the changed request was not refused (it returned {answer})")
