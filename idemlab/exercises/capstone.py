@@ -44,11 +44,12 @@ from idemlab.testing.lab import LOCAL_VARIABLES, REGION, Backend, Lab, aws_envir
 
 PROVIDERS = Path(__file__).with_name("capstone_providers.py")
 ANSWER = Path(__file__).with_name("capstone_answer.py")
-# The last redrive can come this long after the first send: a standard queue's message
-# keeps its first enqueue time when it moves to the dead-letter queue, and the dead-letter
-# queue's retention is at its maximum, 14 days (AWS docs:
-# AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-dead-letter-queues.html,
-# AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html).
+# A redrive can come this long after the first send: a standard queue's message keeps its
+# first enqueue time when it moves to the dead-letter queue, so it stays there until the
+# dead-letter queue's retention, counted from that first send, runs out; here that retention
+# is at its maximum, 14 days (AWS docs:
+# AWSSimpleQueueService/latest/SQSDeveloperGuide/setting-up-dead-letter-queue-retention.html,
+# AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html, MessageRetentionPeriod).
 REDRIVE_HORIZON_SECONDS = 14 * 24 * 60 * 60
 QUEUE_ARN = f"arn:aws:sqs:{REGION}:000000000000:refunds"
 # The handler's timeout; the crash attack's copy runs until it, so it is short there.

@@ -29,8 +29,9 @@ from aws_lambda_powertools.utilities.idempotency import (
     idempotent_function,
 )
 
-# The last moment a message can be redriven, after its first send: the dead-letter
-# queue's retention at its maximum, 14 days.
+# How long after its first send a message can still be redriven: the dead-letter queue's
+# retention, at its maximum of 14 days, counted from that first send for a standard queue
+# (AWS docs: AWSSimpleQueueService/latest/SQSDeveloperGuide/setting-up-dead-letter-queue-retention.html).
 REDRIVE_HORIZON_SECONDS = 14 * 24 * 60 * 60
 
 persistence = DynamoDBPersistenceLayer(table_name=os.environ["IDEMPOTENCY_TABLE"])
