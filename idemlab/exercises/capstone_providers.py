@@ -16,6 +16,7 @@ and `PROVIDER_KEYS_TABLE`.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -26,7 +27,16 @@ import boto3
 # How long a provider remembers an idempotency key: a day, after which the same key is new again.
 KEY_LIFETIME_SECONDS = 24 * 60 * 60
 
-_dynamodb = boto3.resource("dynamodb")
+
+@functools.cache
+def _dynamodb():
+    # Made on first use: importing this module sends nothing and needs no Region.
+    return boto3.resource("dynamodb")
+
+
+def _table(variable: str):
+    """The provider's table named in the environment variable `variable`."""
+    return _dynamodb().Table(os.environ[variable])
 
 
 class KeyReusedError(ValueError):
@@ -45,7 +55,7 @@ def refund(payment_id: str, amount: int, currency: str, idempotency_key: str | N
     earlier = _remember("payments", idempotency_key, request, answer)
     if earlier is not None:
         return {**earlier, "replayed": True}
-    ledger = _dynamodb.Table(os.environ["REFUND_LEDGER_TABLE"])
+    ledger = _table("REFUND_LEDGER_TABLE")
     ledger.put_item(Item={"entry_id": answer["refund_ref"], **request, "at": int(time.time())})
     return {**answer, "replayed": False}
 
@@ -59,7 +69,7 @@ def send_email(to: str, subject: str, body: str, idempotency_key: str | None = N
     earlier = _remember("mail", idempotency_key, request, answer)
     if earlier is not None:
         return {**earlier, "replayed": True}
-    log = _dynamodb.Table(os.environ["MAIL_LOG_TABLE"])
+    log = _table("MAIL_LOG_TABLE")
     log.put_item(Item={"message_id": answer["message_ref"], **request, "at": int(time.time())})
     return {**answer, "replayed": False}
 
@@ -71,7 +81,7 @@ def _remember(service: str, key: str | None, request: dict, answer: dict) -> dic
         return None
     if not isinstance(key, str) or not key:
         raise ValueError(f"idempotency_key must be a non-empty string, not {key!r}")
-    keys = _dynamodb.Table(os.environ["PROVIDER_KEYS_TABLE"])
+    keys = _table("PROVIDER_KEYS_TABLE")
     now = int(time.time())
     stored_key = f"{service}#{key}"
     item = {
