@@ -16,7 +16,7 @@ from idemlab.exercises import capstone
 from idemlab.testing import Handler
 
 STARTING_POINT = settings.ROOT / "notebooks" / "capstone_refund.py"
-FEW = capstone.Rounds(concurrent=2, crash=1, late_redrive=1, mismatch=1)
+FEW = capstone.Rounds(concurrent=2, crash=1, late_redrive=1, mismatch=1, sent_twice=1)
 
 # Keys passed downstream to both providers, and no record of its own: the providers forget
 # a key after a day, so only a redrive days later gets through.
@@ -47,19 +47,20 @@ def test_the_starting_point_loses_every_attack_and_each_is_counted(idemlab):
     assert counts(report, "crash after the effect") == [doubled]
     assert counts(report, "late redrive") == [doubled]
     assert counts(report, "payload mismatch") == [doubled]
+    assert counts(report, "sent twice by the producer") == [doubled]
     problems = report.attack("payload mismatch").problems
     assert any("not refused" in problem for problem in problems), problems
     assert any("changed amount was refunded" in problem for problem in problems), problems
     assert "wrote no record" in report.attack("late redrive").notes[0]
     text = str(report)
-    assert "0 of 4" in text and "2 times in 2 of 2 rounds  WRONG" in text
+    assert "0 of 5" in text and "2 times in 2 of 2 rounds  WRONG" in text
 
 
 def test_the_answer_key_holds_every_attack(idemlab):
     report = capstone.attack(idemlab, capstone.refund_handler(capstone.ANSWER))
     assert report.passed, str(report)
     assert all(round_counts == {"refund": 1, "email": 1} for a in report.attacks for round_counts in a.counts)
-    assert "every attack held (4 of 4)" in str(report)
+    assert "every attack held (5 of 5)" in str(report)
 
 
 def test_keys_passed_downstream_without_a_record_lose_only_the_late_redrive(idemlab, tmp_path):
@@ -72,8 +73,36 @@ def test_keys_passed_downstream_without_a_record_lose_only_the_late_redrive(idem
         "crash after the effect": True,
         "late redrive": False,
         "payload mismatch": True,
+        "sent twice by the producer": True,
     }, str(report)
     assert counts(report, "late redrive") == [{"refund": 2, "email": 2}]
+
+
+def test_a_handler_keyed_on_the_message_id_loses_when_the_producer_sends_twice(idemlab, tmp_path):
+    # The answer key, keyed on the SQS message id instead of the refund id, downstream too.
+    source = tmp_path / "by_message_id.py"
+    answer = capstone.ANSWER.read_text()
+    for old, new in (
+        ('event_key_jmespath="refund_id"', 'event_key_jmespath="messageId"'),
+        (
+            'issue_refund(request=json.loads(record["body"]))',
+            'issue_refund(request={**json.loads(record["body"]), "messageId": record["messageId"]})',
+        ),
+        ('key = request["refund_id"]', 'key = request["messageId"]'),
+    ):
+        assert old in answer, old
+        answer = answer.replace(old, new)
+    source.write_text(answer)
+    report = capstone.attack(idemlab, capstone.refund_handler(source), FEW)
+    held = {attack.name: attack.held for attack in report.attacks}
+    assert held == {
+        "concurrent duplicates": True,
+        "crash after the effect": True,
+        "late redrive": True,
+        "payload mismatch": False,
+        "sent twice by the producer": False,
+    }, str(report)
+    assert counts(report, "sent twice by the producer") == [{"refund": 2, "email": 2}]
 
 
 def test_a_record_that_expires_before_the_redrive_horizon_loses_the_late_redrive(idemlab, tmp_path):

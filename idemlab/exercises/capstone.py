@@ -1,4 +1,4 @@
-"""The capstone's checker: four attacks on a learner's refund handler (notebook 08).
+"""The capstone's checker: five attacks on a learner's refund handler (notebook 08).
 
 The handler is deployed as Lambda runs it, on the lab's embedded backend, through the
 take-home plugin (`idemlab.testing`): its file and the providers (`capstone_providers.py`,
@@ -16,7 +16,9 @@ The attacks, each over a few rounds of a fresh refund, counting the providers' r
    dead-letter queue;
 4. a payload mismatch: the same refund id with another amount must be refused (the copy
    fails, or lists its message in `batchItemFailures`), not answered with the first
-   refund's result, and must refund nothing.
+   refund's result, and must refund nothing;
+5. sent twice by the producer: the same body in two messages, so two message ids (a
+   consumer keyed on the message id does the work twice).
 
 `check("capstone_refund.py")` starts a backend of its own; `attack(lab, handler)` runs on
 the `idemlab` fixture's (the tests). The answer key is `capstone_answer.py`, beside this file.
@@ -74,6 +76,7 @@ class Rounds:
     crash: int = 2
     late_redrive: int = 2
     mismatch: int = 2
+    sent_twice: int = 2
 
 
 @dataclass
@@ -313,6 +316,17 @@ def _lifetime_note(lifetimes: list[float | None]) -> str:
     return f"your records lived {shortest:.0f} s ({shortest / 86400:.1f} days) from the first send; {horizon}"
 
 
+def _sent_twice(lab: Lab, handler: Handler, effects: Effects, rounds: int) -> AttackResult:
+    how = "the producer sends the same refund twice: two messages, two message ids, one body"
+    result = AttackResult("sent twice by the producer", how)
+    for number in range(rounds):
+        request = refund_request(number)
+        for _ in range(2):  # each sqs_event is a message of its own, with its own id
+            lab.deliver(handler, sqs_event(request), copies=1, timeout=TIMEOUT_SECONDS)
+        result.counts.append(effects.count(request))
+    return result
+
+
 def _mismatch(lab: Lab, handler: Handler, effects: Effects, rounds: int) -> AttackResult:
     result = AttackResult("payload mismatch", "the same refund id again, with a larger amount: must be refused")
     for number in range(rounds):
@@ -346,7 +360,7 @@ def _first_error(rounds) -> str:
 
 
 def attack(lab: Lab, handler: Handler, rounds: Rounds | None = None) -> CapstoneReport:
-    """Run the four attacks on `handler` with `lab`'s backend (its own tables, deleted with the lab)."""
+    """Run the attacks on `handler` with `lab`'s backend (its own tables, deleted with the lab)."""
     rounds = rounds or Rounds()
     run = uuid.uuid4().hex[:8]
     names = {}
@@ -364,6 +378,7 @@ def attack(lab: Lab, handler: Handler, rounds: Rounds | None = None) -> Capstone
             _crash(lab, handler, effects, rounds.crash),
             _late_redrive(lab, handler, effects, rounds.late_redrive),
             _mismatch(lab, handler, effects, rounds.mismatch),
+            _sent_twice(lab, handler, effects, rounds.sent_twice),
         ]
     return CapstoneReport(handler.name, attacks)
 
