@@ -1,5 +1,5 @@
-"""The capstone's refund handler: your starting point. Edit this file, then run the
-checker cell of 08_capstone.ipynb again.
+"""The capstone's refund handler: your starting point. Copy this file to my_refund.py,
+edit the copy, and run the checker cell of 08_capstone.ipynb (section 3).
 
 SQS feeds this function. Each message's body is one refund request:
 
@@ -7,8 +7,8 @@ SQS feeds this function. Each message's body is one refund request:
      "email": "customer@example.com"}
 
 For each request the function refunds the payment and emails the customer, through
-`providers` (the payment and mail providers' client libraries; read them with
-`help(providers)` in the notebook). Its environment names the tables it may use:
+`providers` (the payment and mail providers' client libraries; the notebook prints
+their signatures). Its environment names the tables it may use:
 `IDEMPOTENCY_TABLE` (partition key `id`, a string; TTL on the attribute `expiration`),
 and the providers' own tables, which are theirs, not yours.
 
