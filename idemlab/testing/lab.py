@@ -435,11 +435,13 @@ class Lab:
             # A ping calls no handler: its error, like a handler that could not load, is the setup's.
             if copy.error_type in INIT_ERROR_TYPES or not number:
                 raise DeliveryError(self._load_failure(handler, copy))
-        else:
+        elif isinstance(document, dict) and _bootstrap.REPORT_KEY in document:
             report = document[_bootstrap.REPORT_KEY]
             copy.pid, copy.started, copy.ended = report["pid"], report.get("started"), report.get("ended")
             copy.powertools = bool(report.get("powertools"))
             copy.result = document.get("result")
+        else:  # an SQS-shaped event: the bootstrap answers with the handler's own answer, unwrapped
+            copy.result = document
         return copy
 
     @staticmethod

@@ -1,0 +1,71 @@
+"""The capstone's answer key (notebook 08 does not print it): a refund handler fed by SQS
+that refunds and emails exactly once under every attack of `idemlab.exercises.capstone`.
+
+What each part answers:
+- the idempotency key is the refund's own id (a natural key: every copy and every redrive
+  of one refund carries it), not the SQS message id, which a producer's second send changes;
+- Powertools' `idempotent_function` claims the key with one conditional write before any
+  effect, so a concurrent copy finds the claim and does nothing;
+- the key goes on downstream to both providers, so a copy that re-runs after a crash
+  between an effect and the record's completion gets the providers' first answers;
+- the record lives as long as a message can still be redriven (`REDRIVE_HORIZON_SECONDS`),
+  longer than the providers remember their keys;
+- the payload is validated: the same refund id with another amount, currency or address
+  is refused (IdempotencyValidationError), not answered with the first refund's result.
+
+Each record is handled on its own and a failed one is reported in `batchItemFailures`, so
+the function's event source mapping needs `ReportBatchItemFailures`; a refused record then
+returns to the queue and, after `maxReceiveCount` receives, goes to the dead-letter queue
+for a person to look at.
+"""
+
+import json
+import os
+
+import providers
+from aws_lambda_powertools.utilities.idempotency import (
+    DynamoDBPersistenceLayer,
+    IdempotencyConfig,
+    idempotent_function,
+)
+
+# How long after its first send a message can still be redriven: the dead-letter queue's
+# retention, at its maximum of 14 days, counted from that first send for a standard queue
+# (AWS docs: AWSSimpleQueueService/latest/SQSDeveloperGuide/setting-up-dead-letter-queue-retention.html).
+REDRIVE_HORIZON_SECONDS = 14 * 24 * 60 * 60
+
+persistence = DynamoDBPersistenceLayer(table_name=os.environ["IDEMPOTENCY_TABLE"])
+config = IdempotencyConfig(
+    event_key_jmespath="refund_id",
+    payload_validation_jmespath="[payment_id, amount, currency, email]",
+    expires_after_seconds=REDRIVE_HORIZON_SECONDS,
+    raise_on_no_idempotency_key=True,
+)
+
+
+@idempotent_function(data_keyword_argument="request", persistence_store=persistence, config=config)
+def issue_refund(request: dict) -> dict:
+    key = request["refund_id"]
+    refunded = providers.refund(
+        request["payment_id"], request["amount"], request["currency"], idempotency_key=f"refund-{key}"
+    )
+    providers.send_email(
+        request["email"],
+        "Your refund",
+        f"We refunded {request['amount'] / 100:.2f} {request['currency']} to your card.",
+        idempotency_key=f"refund-email-{key}",
+    )
+    return {"refund_id": key, "refund_ref": refunded["refund_ref"]}
+
+
+def handler(event, context):
+    # The in-progress claim expires with this invocation: a copy that crashed holds it no longer.
+    config.register_lambda_context(context)
+    failures = []
+    for record in event["Records"]:
+        try:
+            issue_refund(request=json.loads(record["body"]))
+        except Exception as exc:
+            print(f"refund in message {record['messageId']} not done: {type(exc).__name__}: {exc}")
+            failures.append({"itemIdentifier": record["messageId"]})
+    return {"batchItemFailures": failures}
