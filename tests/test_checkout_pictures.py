@@ -8,6 +8,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 
+from idemlab import pictures
 from idemlab.lessons import checkout
 
 
@@ -46,3 +47,42 @@ def test_charges_picture_stacks_rounds_by_how_often_they_charged():
     # Three layers (once, more than once, never), each with one bar per strategy.
     assert heights == [0, 3, 1, 3, 0, 1, 0, 0, 1]
     plt.close("all")
+
+
+def test_powertools_sequence_interleaves_racing_copies_by_their_clock():
+    winner = _answer("charged", [("check", 10.000, 10.004), ("charge", 10.005, 10.050), ("record", 10.051, 10.052)])
+    loser = {**_answer("in_progress", [("check", 10.002, 10.006)]), "outcome": "in_progress"}
+    spec = checkout.powertools_sequence([("copy A", winner), ("copy B", loser)], "two copies at once")
+    assert spec["participants"] == ["copy A", "copy B", checkout.TABLE, checkout.PROCESSOR]
+    assert [(sender, receiver) for sender, receiver, _ in spec["messages"]] == [
+        ("copy A", checkout.TABLE),  # 10.000 A claims
+        ("copy B", checkout.TABLE),  # 10.002 B claims
+        (checkout.TABLE, "copy A"),  # 10.004 A holds the key
+        ("copy A", checkout.PROCESSOR),
+        (checkout.TABLE, "copy B"),  # 10.006 B is refused
+        (checkout.PROCESSOR, "copy A"),
+        ("copy A", checkout.TABLE),
+    ]
+    assert spec["messages"][4][2] == checkout.CLAIM_ANSWERS["in_progress"]
+    ax = pictures.draw_sequence(spec)
+    assert len([a for a in ax.texts if a.get_text()]) >= len(spec["messages"])
+    plt.close("all")
+
+
+def test_powertools_sequence_names_the_second_charge_after_a_crash():
+    crashed = {"strategy": "powertools", "outcome": checkout.CRASHED, "charge_id": None, "trace": []}
+    retry = _answer("charged", [("check", 20.0, 20.1), ("charge", 20.2, 20.3), ("record", 20.3, 20.4)])
+    spec = checkout.powertools_sequence([("first copy", crashed), ("retry", retry)])
+    charges = [what for sender, receiver, what in spec["messages"] if receiver == checkout.PROCESSOR]
+    assert charges == ["charge", "charge (a second time)"]
+    assert ("first copy", checkout.TABLE, "(timed out: no COMPLETED; INPROGRESS expires)") in spec["messages"]
+    plt.close("all")
+
+
+def test_powertools_sequence_draws_a_replay_without_a_charge():
+    replay = _answer("replayed", [("check", 1.0, 1.1)])
+    spec = checkout.powertools_sequence([("retry", replay)])
+    assert [what for _, _, what in spec["messages"]] == [
+        "PutItem INPROGRESS if absent or expired",
+        checkout.CLAIM_ANSWERS["replayed"],
+    ]

@@ -251,3 +251,58 @@ def plot_charges(results: dict[str, list[int]], copies: int, ax=None):
     ax.legend(loc="upper left", fontsize="small", bbox_to_anchor=(1.0, 1.0))
     ax.tick_params(axis="x", labelrotation=15)
     return ax
+
+
+# What the Powertools checkout's idempotency table answers its claim (a conditional PutItem
+# of an INPROGRESS record: the key is absent, or its record has expired), by the outcome the
+# copy reported. Powertools 3.37, `persistence/dynamodb.py` `_put_record` and `base.py`.
+CLAIM_ANSWERS = {
+    outcomes.CHARGED: "ok: the key is ours",
+    outcomes.FAILED: "ok: the key is ours",
+    outcomes.UNKNOWN: "ok: the key is ours",
+    outcomes.REPLAYED: "refused: COMPLETED, here is the stored answer",
+    outcomes.IN_PROGRESS: "refused: INPROGRESS and not expired",
+    outcomes.REJECTED: "refused: the stored payload hash differs",
+    CRASHED: "ok: the key is ours",
+}
+TABLE = "idempotency table"
+PROCESSOR = "card processor"
+
+
+def powertools_sequence(copies: list[tuple[str, dict]], title: str = "") -> dict:
+    """A sequence description (``pictures.draw_sequence``) of Powertools checkout copies that
+    really ran: ``copies`` is ``(label, answer)`` in the order they were sent. Each message
+    comes from the copy's answer: its outcome and its step trace (check = the claim, charge =
+    the card processor call, record = the COMPLETED update). A copy that crashed answers
+    nothing; it was armed to crash right after its charge (``arm_crash_after_charge``), so it
+    is drawn claiming, charging and never completing. Messages are ordered by the trace's
+    clock where there is one; a second charge of the same order is named so (drawn red)."""
+    events: list[tuple[float, int, tuple[str, str, str]]] = []
+    charges = 0
+    clock = 0.0
+    for order_sent, (label, answer) in enumerate(copies):
+        steps = {step["step"]: step for step in answer.get("trace", [])}
+        check = steps.get("check")
+        claimed_at = check["start"] if check else clock
+        answered_at = check["end"] if check else claimed_at
+        clock = max(clock, answered_at)
+        events.append((claimed_at, order_sent, (label, TABLE, "PutItem INPROGRESS if absent or expired")))
+        events.append((answered_at, order_sent, (TABLE, label, CLAIM_ANSWERS[answer["outcome"]])))
+        charged = "charge" in steps or answer["outcome"] == CRASHED
+        if charged:
+            charges += 1
+            charge = steps.get("charge", {"start": answered_at, "end": answered_at})
+            what = "charge" if charges == 1 else "charge (a second time)"
+            replayed = answer.get("processor_replayed")
+            events.append((charge["start"], order_sent, (label, PROCESSOR, what)))
+            events.append(
+                (charge["end"], order_sent, (PROCESSOR, label, "the first charge, replayed" if replayed else "charged"))
+            )
+            clock = max(clock, charge["end"])
+        if "record" in steps:
+            events.append((steps["record"]["end"], order_sent, (label, TABLE, "UpdateItem COMPLETED + the answer")))
+        elif answer["outcome"] == CRASHED:
+            events.append((clock, order_sent, (label, TABLE, "(timed out: no COMPLETED; INPROGRESS expires)")))
+    participants = [label for label, _ in copies] + [TABLE, PROCESSOR]
+    messages = [message for _, _, message in sorted(events, key=lambda event: (event[0], event[1]))]
+    return {"title": title, "participants": participants, "messages": messages}
