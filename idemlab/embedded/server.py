@@ -226,6 +226,7 @@ def serve(port: int, host: str, allow_remote: bool, lambda_concurrency: int) -> 
     from werkzeug.serving import make_server
 
     from idemlab.embedded import (
+        alarm_evaluator,
         dynamodb_atomic,
         fast_path,
         lambda_api,
@@ -260,11 +261,14 @@ def serve(port: int, host: str, allow_remote: bool, lambda_concurrency: int) -> 
     rules = rule_scheduler.RuleScheduler(client, region=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
     rules_stop = every(rule_scheduler.RULE_POLL_SECONDS, rules.run_once, "rule scheduler")
     event_sources = sqs_event_source.SqsEventSources(client, service.invoke_by_arn, endpoint_url)
+    alarms = alarm_evaluator.AlarmEvaluator(client, region=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
+    alarms_stop = every(alarm_evaluator.PASS_SECONDS, alarms.run_once, "alarm evaluator")
     print(f"embedded: serving AWS APIs on {endpoint_url}", file=sys.stderr, flush=True)
     try:
         server.serve_forever()
     finally:
         rules_stop.set()
+        alarms_stop.set()
         event_sources.stop()
         service.shutdown()
         print("embedded: stopped", file=sys.stderr, flush=True)

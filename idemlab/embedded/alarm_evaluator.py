@@ -1,0 +1,164 @@
+"""CloudWatch metric alarms change state on the embedded backend, and SQS reports its depth.
+
+moto stores metric alarms and answers DescribeAlarms, but never evaluates one: an alarm
+keeps the state it was created in, whatever its metric does. LocalStack evaluates each
+metric alarm on a schedule (`services/cloudwatch/alarm_scheduler.py`, v4.14.0), and its
+SQS provider publishes each queue's `ApproximateNumberOfMessagesVisible` and
+`ApproximateNumberOfMessagesNotVisible` to `AWS/SQS` (`CloudwatchPublishWorker` in
+`services/sqs/provider.py`). So the embedded backend does both, one pass every
+`PASS_SECONDS`:
+
+- `publish_queue_depths`: for every queue an alarm watches, the two SQS metrics above, with
+  the dimension `QueueName`, as AWS/SQS reports them (SQS developer guide, "Available CloudWatch
+  metrics for Amazon SQS").
+- `evaluate`: every alarm on one metric (no metric math, no anomaly band) is evaluated
+  over its last `EvaluationPeriods` periods, ending now: a period's value is the alarm's
+  statistic over that period; it breaches when the comparison with the threshold holds.
+  The alarm goes to ALARM when at least `DatapointsToAlarm` (default: all
+  `EvaluationPeriods`) of them breach, to OK otherwise. A period with no data counts as
+  `TreatMissingData` says: `breaching`, `notBreaching`, `ignore` (the state stays), or
+  `missing` (the default: left out; no data in any period is INSUFFICIENT_DATA).
+  CloudWatch user guide, "Evaluating an alarm" and "Configuring how CloudWatch alarms
+  treat missing data" (AlarmThatSendsEmail.html, alarms-and-missing-data.html).
+
+What differs from AWS: the pass runs every few seconds rather than once a period, so an
+alarm moves as soon as its window says so (the same compressed time as the lab's other
+schedules); alarm actions are not carried out and no history is kept (moto has no
+DescribeAlarmHistory): the state, its reason and its time are what DescribeAlarms shows.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+PASS_SECONDS = 5.0  # how often the server publishes queue depths and evaluates alarms
+
+QUEUE_METRICS = {
+    "ApproximateNumberOfMessagesVisible": "ApproximateNumberOfMessages",
+    "ApproximateNumberOfMessagesNotVisible": "ApproximateNumberOfMessagesNotVisible",
+}
+
+COMPARISONS = {
+    "GreaterThanThreshold": lambda value, threshold: value > threshold,
+    "GreaterThanOrEqualToThreshold": lambda value, threshold: value >= threshold,
+    "LessThanThreshold": lambda value, threshold: value < threshold,
+    "LessThanOrEqualToThreshold": lambda value, threshold: value <= threshold,
+}
+
+
+def state_for(values: list[float | None], alarm: dict) -> str | None:
+    """The state the alarm's last periods call for (oldest first; None: no data in that
+    period), or None when the alarm keeps its state (`ignore` with data missing)."""
+    breaches = COMPARISONS[alarm["ComparisonOperator"]]
+    treat = alarm.get("TreatMissingData") or "missing"
+    verdicts: list[bool] = []
+    for value in values:
+        if value is not None:
+            verdicts.append(breaches(value, alarm["Threshold"]))
+        elif treat == "breaching":
+            verdicts.append(True)
+        elif treat == "notBreaching":
+            verdicts.append(False)
+        elif treat == "ignore":
+            return None
+    if not verdicts:
+        return "INSUFFICIENT_DATA"
+    needed = alarm.get("DatapointsToAlarm") or alarm["EvaluationPeriods"]
+    return "ALARM" if sum(verdicts) >= needed else "OK"
+
+
+class AlarmEvaluator:
+    """One pass per `run_once`: queue depths published, then every metric alarm evaluated."""
+
+    def __init__(self, client_factory, region: str = "us-east-1"):
+        self._cloudwatch = client_factory("cloudwatch", region)
+        self._sqs = client_factory("sqs", region)
+
+    def run_once(self, now: datetime | None = None) -> dict[str, str]:
+        now = now or datetime.now(UTC)
+        pages = self._cloudwatch.get_paginator("describe_alarms").paginate(AlarmTypes=["MetricAlarm"])
+        alarms = [alarm for alarm in pages.search("MetricAlarms[]") if _evaluated(alarm)]
+        self.publish_queue_depths(_watched_queues(alarms), now)
+        return self.evaluate(alarms, now)
+
+    def publish_queue_depths(self, queues: set[str], now: datetime) -> None:
+        """The AWS/SQS depth metrics of the named queues (those an alarm watches: a queue
+        nobody watches costs the server nothing)."""
+        for name in sorted(queues):
+            try:
+                url = self._sqs.get_queue_url(QueueName=name)["QueueUrl"]
+            except self._sqs.exceptions.QueueDoesNotExist:
+                continue  # an alarm may outlive its queue
+            attributes = self._sqs.get_queue_attributes(QueueUrl=url, AttributeNames=list(QUEUE_METRICS.values()))
+            depth = attributes.get("Attributes", {})
+            data = [
+                {
+                    "MetricName": metric,
+                    "Dimensions": [{"Name": "QueueName", "Value": name}],
+                    "Timestamp": now,
+                    "Value": float(depth.get(attribute, 0)),
+                    "Unit": "Count",
+                }
+                for metric, attribute in QUEUE_METRICS.items()
+            ]
+            self._cloudwatch.put_metric_data(Namespace="AWS/SQS", MetricData=data)
+
+    def evaluate(self, alarms: list[dict], now: datetime) -> dict[str, str]:
+        """Each alarm whose state changed in this pass, with its new state."""
+        changed = {}
+        for alarm in alarms:
+            state = state_for(self._values(alarm, now), alarm)
+            if state is None or state == alarm["StateValue"]:
+                continue
+            self._cloudwatch.set_alarm_state(
+                AlarmName=alarm["AlarmName"],
+                StateValue=state,
+                StateReason=f"{_reason(alarm, state)} (evaluated by the embedded backend)",
+                StateReasonData=json.dumps({"version": "1.0", "evaluatedAt": now.isoformat()}),
+            )
+            changed[alarm["AlarmName"]] = state
+        return changed
+
+    def _values(self, alarm: dict, now: datetime) -> list[float | None]:
+        """The alarm's statistic in each of its last EvaluationPeriods periods, oldest first."""
+        period = timedelta(seconds=alarm["Period"])
+        values = []
+        for back in range(alarm["EvaluationPeriods"], 0, -1):
+            start = now - back * period
+            answer = self._cloudwatch.get_metric_statistics(
+                Namespace=alarm["Namespace"],
+                MetricName=alarm["MetricName"],
+                Dimensions=alarm.get("Dimensions", []),
+                StartTime=start,
+                EndTime=start + period,
+                Period=alarm["Period"],
+                Statistics=[alarm["Statistic"]],
+            )
+            points = answer.get("Datapoints", [])
+            values.append(float(points[0][alarm["Statistic"]]) if points else None)
+        return values
+
+
+def _evaluated(alarm: dict) -> bool:
+    """An alarm on one metric with a plain statistic; metric math, anomaly bands and
+    extended statistics (percentiles) are not evaluated here."""
+    return not alarm.get("Metrics") and alarm["ComparisonOperator"] in COMPARISONS and bool(alarm.get("Statistic"))
+
+
+def _watched_queues(alarms: list[dict]) -> set[str]:
+    return {
+        dimension["Value"]
+        for alarm in alarms
+        if alarm.get("Namespace") == "AWS/SQS"
+        for dimension in alarm.get("Dimensions", [])
+        if dimension["Name"] == "QueueName"
+    }
+
+
+def _reason(alarm: dict, state: str) -> str:
+    if state == "INSUFFICIENT_DATA":
+        return "Insufficient Data: no datapoint in the evaluation range"
+    crossed = "crossed" if state == "ALARM" else "not crossed"
+    comparison = f"{alarm['ComparisonOperator']} {alarm['Threshold']}"
+    return f"Threshold {crossed}: {comparison} over {alarm['EvaluationPeriods']} period(s)"
