@@ -192,6 +192,24 @@ class Deletions(lessons.Deployment):
             for alarm in cloudwatch.describe_alarms(AlarmNames=names)["MetricAlarms"]
         }
 
+    def alarm_state(self, key: str) -> dict:
+        """The state of one of the stack's alarms (``"deletion_dlq"``, ``"sweeper_stopped"``),
+        its reason and when it last changed."""
+        name = self.stack["alarms"][key]
+        alarm = clients.client("cloudwatch").describe_alarms(AlarmNames=[name])["MetricAlarms"][0]
+        return {"alarm": name, **{field: alarm[field] for field in ("StateValue", "StateReason")}}
+
+    def wait_for_alarm(self, key: str, state: str, seconds: float) -> dict:
+        """Wait until the alarm is in ``state`` (ALARM, OK, INSUFFICIENT_DATA); its state.
+        A TimeoutError names the state it was last seen in."""
+        return lessons.poll(
+            lambda: self.alarm_state(key),
+            seconds,
+            1.0,
+            until=lambda seen: seen["StateValue"] == state,
+            what=f"alarm {key} in {state}",
+        )
+
     def stuck_metric(self, minutes: int = 15, wait_seconds: float = 0) -> dict:
         """What the stuck-requests alarm watches, and the values the sweeper published to it
         (waiting up to ``wait_seconds`` for the first one: CloudWatch may be slow to show a
