@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import argparse
 import base64
-import collections
 import hashlib
 import io
 import json
 import sys
 import tempfile
 import zipfile
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path, PurePath
 
@@ -42,8 +42,14 @@ class BuildError(Exception):
     """The functions cannot be packaged (missing folder, package or file)."""
 
 
-# A scenario's zip: its path, its sha256_base64 (what Terraform's filebase64sha256() returns), and whether it changed.
-Artifact = collections.namedtuple("Artifact", "scenario path sha256_base64 changed")
+@dataclass(frozen=True)
+class Artifact:
+    """One lesson's zip, as a build left it."""
+
+    scenario: str  # the functions/ folder it was packed from (the lesson's slug)
+    path: Path
+    sha256_base64: str  # what Terraform's filebase64sha256() returns for it
+    changed: bool  # written by this build (False: the zip on disk was already current)
 
 
 def _wanted(relative: PurePath) -> bool:
@@ -70,7 +76,10 @@ def bundled_files() -> dict[str, Path]:
         for relative in dist.files or ():  # paths relative to site-packages
             # Of the metadata only METADATA and LICENSE: the rest (RECORD, INSTALLER...) can differ between installs.
             record = relative.parts[0].endswith(".dist-info") and relative.name not in ("METADATA", "LICENSE")
-            if not record and _wanted(relative) and (path := Path(dist.locate_file(relative))).is_file():
+            if record or not _wanted(relative):
+                continue
+            path = Path(dist.locate_file(relative))
+            if path.is_file():
                 files[str(relative)] = path
     return files
 
