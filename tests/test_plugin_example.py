@@ -1,6 +1,7 @@
 """CI runs the take-home example as a learner would: a fresh virtual environment outside
-the repository whose packages come only from installing "idemlab[testing]", the
-files of examples/take-home copied next to it, and plain `pytest`.
+the repository, on the oldest Python the package supports (3.10), whose packages come only
+from installing the built wheel with its `testing` extra, the files of examples/take-home
+copied next to it, and plain `pytest`.
 
 Three tests pass (among them the SQS consumer's, one of which asserts that a consumer is
 unsafe) and two fail on purpose; this checks exactly those two fail, in red, with the
@@ -14,18 +15,14 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from idemlab import settings
+from support.wheel import OLDEST_PYTHON, REPO, build_distributions, pythons
 
-REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "take-home"
-# What a source install needs: the package and its metadata, nothing of the lab around it.
-PACKAGE_FILES = ("pyproject.toml", "README.md", "idemlab")
 RACE_ROUNDS = 100
 UV = settings.STATE_DIR / "uv" / "bin" / "uv"  # where `make install` puts it
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -40,25 +37,20 @@ def run(command: list[str], **options) -> subprocess.CompletedProcess:
 
 @pytest.mark.timeout(1200)
 def test_example_project_passes_the_safe_handler_and_fails_the_two_unsafe_ones(tmp_path, record_property):
-    source = tmp_path / "idemlab-src"
-    source.mkdir()
-    for name in PACKAGE_FILES:
-        copy = shutil.copytree if (REPO / name).is_dir() else shutil.copy2
-        copy(
-            REPO / name,
-            source / name,
-            **({"ignore": shutil.ignore_patterns("__pycache__")} if (REPO / name).is_dir() else {}),
-        )
+    python_found = pythons().get(OLDEST_PYTHON)
+    oldest = ".".join(map(str, OLDEST_PYTHON))
+    assert python_found, f"Python {oldest} not found (on PATH or under ~/.pyenv/versions): install it"
+    wheel = build_distributions(tmp_path)["wheel"]
     started = time.monotonic()
-    # The learner's `pip install "idemlab[testing]"`, made by uv's pip interface (the lab's
-    # installer, `make install`): the same requirement resolved to the same pins, from the
-    # packages uv already holds, in seconds instead of pip's minute of CPU.
+    # The learner's `pip install "idemlab-0.1.0-py3-none-any.whl[testing]"`, made by uv's pip
+    # interface (the lab's installer, `make install`): the same requirement resolved to the same
+    # pins, from the packages uv already holds, in seconds instead of pip's 20 s.
     assert UV.exists(), f"uv is not installed at {UV.relative_to(REPO)}; run `make install`"
     venv = tmp_path / "venv"
-    made = run([str(UV), "venv", "--quiet", "--python", sys.executable, str(venv)])
+    made = run([str(UV), "venv", "--quiet", "--python", python_found, str(venv)])
     assert made.returncode == 0, made.stderr
     python = venv / "bin" / "python"
-    installed = run([str(UV), "pip", "install", "--quiet", "--python", str(python), f"{source}[testing]"], timeout=900)
+    installed = run([str(UV), "pip", "install", "--quiet", "--python", str(python), f"{wheel}[testing]"], timeout=900)
     assert installed.returncode == 0, installed.stdout + installed.stderr
     record_property("install_seconds", round(time.monotonic() - started, 1))
     listed = run([str(UV), "pip", "list", "--python", str(python)], timeout=120)
