@@ -3,8 +3,9 @@ the repository, on the oldest Python the package supports (3.10), whose packages
 from installing the built wheel with its `testing` extra, the files of examples/take-home
 copied next to it, and plain `pytest`.
 
-Three tests pass (among them the SQS consumer's, one of which asserts that a consumer is
-unsafe) and two fail on purpose; this checks exactly those two fail, in red, with the
+Seven tests pass (among them the SQS consumer's, one of which asserts that a consumer is
+unsafe, another that survives a crash through the queue; and the two-effect sign-up's, two of
+which assert that a handler is unsafe) and two fail on purpose; this checks exactly those two fail, in red, with the
 plugin's message. The run has no AWS variables, a HOME without ~/.aws, and
 proxies that refuse every address but loopback: nothing may need credentials or network.
 """
@@ -65,8 +66,10 @@ def test_example_project_passes_the_safe_handler_and_fails_the_two_unsafe_ones(t
         "checkout.py",
         "conftest.py",
         "consumer.py",
+        "signup.py",
         "test_checkout.py",
         "test_consumer.py",
+        "test_signup.py",
     ]
     (tmp_path / "home").mkdir()
     env = {
@@ -93,7 +96,7 @@ def test_example_project_passes_the_safe_handler_and_fails_the_two_unsafe_ones(t
         "test_checkout.py::test_handrolled_charges_once_when_retried_after_a_crash",
         "test_checkout.py::test_handrolled_charges_once_when_two_copies_race",
     ], output
-    assert re.search(r"\b3 passed\b", output) and re.search(r"\b2 failed\b", output), output
+    assert re.search(r"\b7 passed\b", output) and re.search(r"\b2 failed\b", output), output
     painted = [line for line in tested.stdout.splitlines() if "E       idemlab.testing.DuplicateEffectError" in line]
     assert len(painted) == 2 and all(RED in line for line in painted), "each failure's message is painted red"
 
