@@ -8,6 +8,8 @@ import subprocess
 import sys
 import zipfile
 
+import pytest
+
 from idemlab import settings
 from support.wheel import build_distributions, pythons, supported
 
@@ -61,6 +63,8 @@ def test_the_sdist_and_wheel_build_and_pass_twine_check(tmp_path):
     assert [req.split(";")[0].strip() for req in testing] == ["pytest==9.2.0"], testing
 
 
+# Four venvs, four backends: about 100 s on an idle 2-core machine; room for a loaded one.
+@pytest.mark.timeout(1200)
 def test_the_wheel_installs_and_delivers_on_every_supported_python(tmp_path):
     found = pythons()
     missing = [f"{major}.{minor}" for major, minor in supported() if (major, minor) not in found]

@@ -146,8 +146,9 @@ def test_a_poison_message_goes_to_the_dead_letter_queue_and_the_report_says_so(i
 
 
 # A crash in a queue's delivery: the invocation fails, so the poller leaves the batch's messages;
-# they come back after the visibility timeout (the function's timeout here: 3 s) and are handled again.
-CRASH_TIMEOUT = 3
+# they come back after the visibility timeout (the function's timeout here: 5 s, room for a loaded runner)
+# and are handled again.
+CRASH_TIMEOUT = 5
 
 
 @pytest.mark.parametrize("how", ["exit", "timeout"])

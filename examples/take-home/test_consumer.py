@@ -20,9 +20,9 @@ def test_consumer_keyed_on_the_message_id_is_not_safe(idemlab):
 
 
 def test_consumer_keyed_on_the_order_ships_once_when_it_dies_after_shipping(idemlab):
-    # The copy hangs right after ship() until the function's 3 s timeout stops it; the poller's
+    # The copy hangs right after ship() until the function's 5 s timeout stops it; the poller's
     # batch fails, and its messages come back after the visibility timeout (the function's timeout).
     crash = Crash.after("consumer.ship", how="timeout")
     idemlab.assert_exactly_once(
-        "consumer.by_order_id", new_order, shipments_for, rounds=3, queue=Queue(), crash=crash, timeout=3
+        "consumer.by_order_id", new_order, shipments_for, rounds=3, queue=Queue(), crash=crash, timeout=5
     )

@@ -368,8 +368,14 @@ class Lab:
         dead_name = url.rsplit("/", 1)[1].removesuffix(".fifo") + "-dlq" + (".fifo" if url.endswith(".fifo") else "")
         dead_url = self.backend.dead_letters[dead_name]
         by_id = {copy.message_id: copy for copy in copies}
+        # The first receive long-polls (it returns as soon as a message is there): moto moves a
+        # message by removing it from the source queue, then adding it to the dead-letter queue,
+        # so the source can look empty a moment before the message arrives here.
+        wait = 1
         while True:
-            messages = sqs.receive_message(QueueUrl=dead_url, MaxNumberOfMessages=10).get("Messages", [])
+            found = sqs.receive_message(QueueUrl=dead_url, MaxNumberOfMessages=10, WaitTimeSeconds=wait)
+            messages = found.get("Messages", [])
+            wait = 0
             if not messages:
                 break
             for message in messages:
