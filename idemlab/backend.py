@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import time
-import tomllib
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +25,11 @@ import yaml  # PyYAML comes with moto[server]
 from idemlab import settings
 from idemlab.embedded.server import READY_TIMEOUT_SECONDS, discarded_work, health, port_in_use
 from idemlab.localstack_native import install as native
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10 has no tomllib; tomli is the same parser (the workshop extra installs it there)
+    import tomli as tomllib
 
 LOCALSTACK_READY_SECONDS = 180  # first start pulls the image; later starts take seconds
 COMPOSE_FILE = settings.ROOT / "docker-compose.yml"

@@ -1,9 +1,11 @@
 """CI runs the take-home example as a learner would: a fresh virtual environment outside
-the repository whose packages come only from installing "idemlab[testing]", the
-files of examples/take-home copied next to it, and plain `pytest`.
+the repository, on the oldest Python the package supports (3.10), whose packages come only
+from installing the built wheel with its `testing` extra, the files of examples/take-home
+copied next to it, and plain `pytest`.
 
-Three tests pass (among them the SQS consumer's, one of which asserts that a consumer is
-unsafe) and two fail on purpose; this checks exactly those two fail, in red, with the
+Seven tests pass (among them the SQS consumer's, one of which asserts that a consumer is
+unsafe, another that survives a crash through the queue; and the two-effect sign-up's, two of
+which assert that a handler is unsafe) and two fail on purpose; this checks exactly those two fail, in red, with the
 plugin's message. The run has no AWS variables, a HOME without ~/.aws, and
 proxies that refuse every address but loopback: nothing may need credentials or network.
 """
@@ -14,18 +16,14 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from idemlab import settings
+from support.wheel import OLDEST_PYTHON, REPO, build_distributions, pythons
 
-REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "take-home"
-# What a source install needs: the package and its metadata, nothing of the lab around it.
-PACKAGE_FILES = ("pyproject.toml", "README.md", "idemlab")
 RACE_ROUNDS = 100
 UV = settings.STATE_DIR / "uv" / "bin" / "uv"  # where `make install` puts it
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -40,25 +38,20 @@ def run(command: list[str], **options) -> subprocess.CompletedProcess:
 
 @pytest.mark.timeout(1200)
 def test_example_project_passes_the_safe_handler_and_fails_the_two_unsafe_ones(tmp_path, record_property):
-    source = tmp_path / "idemlab-src"
-    source.mkdir()
-    for name in PACKAGE_FILES:
-        copy = shutil.copytree if (REPO / name).is_dir() else shutil.copy2
-        copy(
-            REPO / name,
-            source / name,
-            **({"ignore": shutil.ignore_patterns("__pycache__")} if (REPO / name).is_dir() else {}),
-        )
+    python_found = pythons().get(OLDEST_PYTHON)
+    oldest = ".".join(map(str, OLDEST_PYTHON))
+    assert python_found, f"Python {oldest} not found (on PATH or under ~/.pyenv/versions): install it"
+    wheel = build_distributions(tmp_path)["wheel"]
     started = time.monotonic()
-    # The learner's `pip install "idemlab[testing]"`, made by uv's pip interface (the lab's
-    # installer, `make install`): the same requirement resolved to the same pins, from the
-    # packages uv already holds, in seconds instead of pip's minute of CPU.
+    # The learner's `pip install "idemlab-0.1.0-py3-none-any.whl[testing]"`, made by uv's pip
+    # interface (the lab's installer, `make install`): the same requirement resolved to the same
+    # pins, from the packages uv already holds, in seconds instead of pip's 20 s.
     assert UV.exists(), f"uv is not installed at {UV.relative_to(REPO)}; run `make install`"
     venv = tmp_path / "venv"
-    made = run([str(UV), "venv", "--quiet", "--python", sys.executable, str(venv)])
+    made = run([str(UV), "venv", "--quiet", "--python", python_found, str(venv)])
     assert made.returncode == 0, made.stderr
     python = venv / "bin" / "python"
-    installed = run([str(UV), "pip", "install", "--quiet", "--python", str(python), f"{source}[testing]"], timeout=900)
+    installed = run([str(UV), "pip", "install", "--quiet", "--python", str(python), f"{wheel}[testing]"], timeout=900)
     assert installed.returncode == 0, installed.stdout + installed.stderr
     record_property("install_seconds", round(time.monotonic() - started, 1))
     listed = run([str(UV), "pip", "list", "--python", str(python)], timeout=120)
@@ -73,8 +66,10 @@ def test_example_project_passes_the_safe_handler_and_fails_the_two_unsafe_ones(t
         "checkout.py",
         "conftest.py",
         "consumer.py",
+        "signup.py",
         "test_checkout.py",
         "test_consumer.py",
+        "test_signup.py",
     ]
     (tmp_path / "home").mkdir()
     env = {
@@ -101,7 +96,7 @@ def test_example_project_passes_the_safe_handler_and_fails_the_two_unsafe_ones(t
         "test_checkout.py::test_handrolled_charges_once_when_retried_after_a_crash",
         "test_checkout.py::test_handrolled_charges_once_when_two_copies_race",
     ], output
-    assert re.search(r"\b3 passed\b", output) and re.search(r"\b2 failed\b", output), output
+    assert re.search(r"\b7 passed\b", output) and re.search(r"\b2 failed\b", output), output
     painted = [line for line in tested.stdout.splitlines() if "E       idemlab.testing.DuplicateEffectError" in line]
     assert len(painted) == 2 and all(RED in line for line in painted), "each failure's message is painted red"
 

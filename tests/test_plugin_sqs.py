@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from idemlab.testing import DuplicateEffectError, Handler, Queue
+from idemlab.testing import Crash, CrashNotReached, DeliveryError, DuplicateEffectError, Handler, Queue
 
 CONSUMER = """
 import json
@@ -46,6 +46,15 @@ def by_order_id(event, context):
         order_id = json.loads(record["body"])["order_id"]
         if claim(order_id):
             ship(order_id, record["messageId"])
+
+
+def ships_then_remembers(event, context):
+    # Each call ships again, as a real carrier's API would: the receive count keeps the shipments apart.
+    for record in event["Records"]:
+        order_id = json.loads(record["body"])["order_id"]
+        if "Item" not in effects.get_item(Key={"pk": f"done#{order_id}"}, ConsistentRead=True):
+            ship(order_id, f"{record['messageId']}#{record['attributes']['ApproximateReceiveCount']}")
+            effects.put_item(Item={"pk": f"done#{order_id}", "order": "-"})
 
 
 def ships_then_reports_a_failure_once(event, context):
@@ -134,3 +143,64 @@ def test_a_poison_message_goes_to_the_dead_letter_queue_and_the_report_says_so(i
     message = str(failure.value)
     assert message.startswith("poison.handler: every copy failed in 1 of 1 rounds")
     assert "MovedToDeadLetterQueue: the handler failed it 2 times; SQS moved it to the dead-letter queue" in message
+
+
+# A crash in a queue's delivery: the invocation fails, so the poller leaves the batch's messages;
+# they come back after the visibility timeout (the function's timeout here: 5 s, room for a loaded runner)
+# and are handled again.
+CRASH_TIMEOUT = 5
+
+
+@pytest.mark.parametrize("how", ["exit", "timeout"])
+def test_a_consumer_that_dies_after_shipping_ships_again_when_the_message_comes_back(idemlab, code, shipments, how):
+    handler = Handler.module("consumer.ships_then_remembers", code_root=code)
+    crash = Crash.after("consumer.ship", how=how)
+    with pytest.raises(DuplicateEffectError) as failure:
+        idemlab.assert_exactly_once(
+            handler, orders, shipments, rounds=2, copies=1, queue=Queue(), crash=crash, timeout=CRASH_TIMEOUT
+        )
+    report, message = failure.value.report, str(failure.value)
+    assert report.doubled() == [0, 1]
+    assert [r.delivery.crashes for r in report.rounds] == [1, 1]
+    assert "2 of 2 rounds (1 copy of each event sent as messages to a standard SQS queue)" in message
+    assert f"CRASHED 1 time: the copy {'exits' if how == 'exit' else 'times out'} after consumer.ship" in message
+    assert "its messages came back after the visibility timeout" in message
+    assert "SQS made its message visible again after the visibility timeout" in message
+
+
+def test_a_consumer_that_claims_the_order_first_ships_once_when_it_dies_after_shipping(idemlab, code, shipments):
+    handler = Handler.module("consumer.by_order_id", code_root=code)
+    crash = Crash.after("consumer.ship")
+    report = idemlab.assert_exactly_once(
+        handler, orders, shipments, rounds=2, copies=2, queue=Queue(), crash=crash, timeout=CRASH_TIMEOUT
+    )
+    assert report.passed
+    assert [r.delivery.crashes for r in report.rounds] == [1, 1]
+
+
+def test_a_consumer_that_dies_between_its_claim_and_shipping_loses_the_order(idemlab, code, shipments):
+    handler = Handler.module("consumer.by_order_id", code_root=code)
+    crash = Crash.after("consumer.claim")
+    with pytest.raises(DuplicateEffectError) as failure:
+        idemlab.assert_exactly_once(
+            handler, orders, shipments, rounds=1, copies=1, queue=Queue(), crash=crash, timeout=CRASH_TIMEOUT
+        )
+    assert failure.value.report.lost() == [0]
+    assert "The effect was LOST: the copy exits after consumer.claim" in str(failure.value)
+
+
+def test_a_crash_no_message_reaches_fails_the_test(idemlab, code, shipments):
+    handler = Handler.module("consumer.by_order_id", code_root=code)
+    crash = Crash.after("consumer.by_message_id")  # defined, but by_order_id never calls it
+    with pytest.raises(CrashNotReached, match=r"no copy got after consumer\.by_message_id in round 0"):
+        idemlab.assert_exactly_once(handler, orders, shipments, rounds=1, queue=Queue(), crash=crash)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["queue", "async"])
+def test_a_crash_point_that_does_not_exist_fails_at_once_naming_it(idemlab, code, shipments, asynchronous):
+    handler = Handler.module("consumer.by_order_id", code_root=code)
+    crash = Crash.after("consumer.refund")  # a typo: consumer defines no refund
+    options = {"asynchronous": True} if asynchronous else {"queue": Queue()}
+    with pytest.raises(DeliveryError, match=r"refund") as failure:
+        idemlab.assert_exactly_once(handler, orders, shipments, rounds=1, crash=crash, **options)
+    assert "still in the queue" not in str(failure.value)

@@ -1,4 +1,4 @@
-"""The tables the handlers in checkout.py and consumer.py use, and how to count what they did."""
+"""The tables the handlers in checkout.py, consumer.py and signup.py use, and how to count what they did."""
 
 import uuid
 
@@ -15,6 +15,9 @@ def tables(idemlab):
     idemlab.powertools_table("idempotency")
     idemlab.make_table("consumer-claims", key="key")
     idemlab.make_table("shipments", key="shipment_id")
+    idemlab.make_table("signups", key="user_id")
+    idemlab.make_table("bonuses", key="bonus_id")
+    idemlab.make_table("emails", key="email_id")
 
 
 def new_order(round_number):
@@ -33,3 +36,17 @@ def shipments_for(event):
     shipments = boto3.resource("dynamodb").Table("shipments")
     scan = shipments.scan(FilterExpression=Attr("order_id").eq(event["order_id"]), ConsistentRead=True)
     return scan["Count"]
+
+
+def new_user(round_number):
+    return {"user_id": f"user-{round_number}-{uuid.uuid4().hex[:8]}"}
+
+
+def signup_effects(event):
+    """Two effects, counted by name: each must be exactly 1."""
+    counted = {}
+    for effect, table in (("bonus", "bonuses"), ("email", "emails")):
+        rows = boto3.resource("dynamodb").Table(table)
+        scan = rows.scan(FilterExpression=Attr("user_id").eq(event["user_id"]), ConsistentRead=True)
+        counted[effect] = scan["Count"]
+    return counted

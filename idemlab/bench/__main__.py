@@ -14,7 +14,7 @@ import json
 import os
 import platform
 import time
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 
 from idemlab import settings, stack
 from idemlab.bench import cost_of_idempotency, embedded, strategy_report
@@ -56,9 +56,9 @@ def main() -> None:
     aws, sizes = args.backend == "aws", cost_of_idempotency.QUICK if args.quick else cost_of_idempotency.FULL
     with_strategies = aws or args.full or args.strategies
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-    print(f"Idempotency Lab benchmarks, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {machine}")
+    print(f"Idempotency Lab benchmarks, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {machine}")
     print(f"machine load (1/5/15 min) at start: {_load()}\n")
-    results = {"machine": machine, "taken_at": datetime.now(UTC).isoformat(), "load_at_start": _load()}
+    results = {"machine": machine, "taken_at": datetime.now(timezone.utc).isoformat(), "load_at_start": _load()}
     strategies: dict = {"sizes": sizes}
     if aws:
         results |= {"backend": "aws", "aws_dynamodb": embedded.aws_dynamodb(args.quick)}

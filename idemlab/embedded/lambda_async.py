@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 
 from idemlab.embedded.lambda_concurrency import Throttled
 from idemlab.embedded.lambda_runtime import InvokeResult, lambda_error
@@ -167,7 +167,7 @@ def invocation_record(event: QueuedEvent, result: InvokeResult | None, condition
         "condition": condition,
         "approximateInvokeCount": event.attempts,
     }
-    now = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    now = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     record = {"version": "1.0", "timestamp": now, "requestContext": context}
     record["requestPayload"] = json.loads(event.payload or b"{}")  # the Invoke API let only JSON in
     if result is not None:

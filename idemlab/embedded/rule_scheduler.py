@@ -14,7 +14,7 @@ import json
 import sys
 import time
 import uuid
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 
 from idemlab.embedded.schedule_expressions import rate_seconds
 
@@ -54,7 +54,7 @@ class RuleScheduler:
             "detail-type": "Scheduled Event",
             "source": "aws.events",
             "account": rule["Arn"].split(":")[4],
-            "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "time": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "region": self._region,
             "resources": [rule["Arn"]],
             "detail": {},

@@ -113,7 +113,7 @@ def _start(self: StepFunctionResponse, sync: bool):
         role_arn=snapshot.roleArn,
         account_id=backend.account_id,
         region_name=backend.region_name,
-        start_date=datetime.datetime.now(tz=datetime.UTC),
+        start_date=datetime.datetime.now(tz=datetime.timezone.utc),
         cloud_watch_logging_session=None,
         trace_header=None,
         activity_store={},

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from idemlab.barrier import settled
@@ -98,7 +98,7 @@ def _stored(vehicles: Any, registration: dict) -> dict:
 def _registrations(attempts: int) -> list[dict]:
     """The registrations of ``attempts`` attempts at one new request, each with a fresh registration id."""
     request_id = f"exercise-{uuid.uuid4().hex[:12]}"
-    at = datetime.now(UTC).isoformat(timespec="milliseconds")
+    at = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
     return [
         {
             "request_id": request_id,

@@ -219,7 +219,7 @@ class Deletions(lessons.Deployment):
         metric = {name: alarm[name] for name in ("Namespace", "MetricName", "Dimensions")}
 
         def points() -> list[dict]:
-            now = datetime.datetime.now(datetime.UTC)
+            now = datetime.datetime.now(datetime.timezone.utc)
             minute = datetime.timedelta(minutes=1)
             window = {"StartTime": now - minutes * minute, "EndTime": now + minute}
             return cloudwatch.get_metric_statistics(**metric, **window, Period=60, Statistics=["Maximum"])["Datapoints"]

@@ -262,8 +262,7 @@ class Lab:
         """
         if not isinstance(copies, int) or copies < 1:
             raise ValueError(f"copies must be a whole number, at least 1, not {copies!r}")
-        if crash is not None and not isinstance(crash, Crash):
-            raise TypeError(f"crash must be a Crash (e.g. Crash.after('shop.payments.charge')), not {crash!r}")
+        _check_crash(crash)
         environment = {**self.environment, **(environment or {})}
         handler = Handler.of(handler)
         function = self.backend.function(handler, environment, timeout, crash)
@@ -272,19 +271,33 @@ class Lab:
             ping = json.dumps({_bootstrap.WARMUP_KEY: WARMUP_HOLD_SECONDS}).encode()
             all_at_once([functools.partial(self._send, function, handler, ping, 0)] * copies, join_seconds=None)
             self.backend.warm[function] = copies
-        if crash is not None:
-            self.backend.crash_table.put_item(Item={"pk": function, "armed": crash.times})
+        self._arm(function, crash)
         sends = [
             functools.partial(self._send, function, handler, json.dumps(event).encode(), n + 1) for n in range(copies)
         ]
         results = all_at_once(sends, join_seconds=None) if together else [send() for send in sends]
         if any(copy.error_type in FATAL_ERROR_TYPES for copy in results):
             self.backend.warm[function] = 0  # some died; which ones is unknown
-        crashes = 0
-        if crash is not None:  # how many armed crashes went off; nothing stays armed for the next delivery
-            left = self.backend.crash_table.delete_item(Key={"pk": function}, ReturnValues="ALL_OLD")
-            crashes = crash.times - int(left.get("Attributes", {}).get("armed", 0))
-        return Delivery(results, crash, crashes)
+        return Delivery(results, crash, self._disarm(function, crash))
+
+    def _check_loads(self, function: str, handler: Handler) -> None:
+        """One ping to a function not yet known to load: a handler (or crash point) that cannot
+        load fails here with its cause, rather than leaving messages in a queue or events to retries."""
+        if not self.backend.warm[function]:
+            self._send(function, handler, json.dumps({_bootstrap.WARMUP_KEY: 0}).encode(), 0)
+            self.backend.warm[function] = 1
+
+    def _arm(self, function: str, crash: Crash | None) -> None:
+        """Arm `crash.times` crashes for the copies of the next delivery to `function` to share."""
+        if crash is not None:
+            self.backend.crash_table.put_item(Item={"pk": function, "armed": crash.times})
+
+    def _disarm(self, function: str, crash: Crash | None) -> int:
+        """How many armed crashes went off; nothing stays armed for the next delivery."""
+        if crash is None:
+            return 0
+        left = self.backend.crash_table.delete_item(Key={"pk": function}, ReturnValues="ALL_OLD")
+        return crash.times - int(left.get("Attributes", {}).get("armed", 0))
 
     def deliver_sqs(
         self,
@@ -294,9 +307,13 @@ class Lab:
         queue: Queue | None = None,
         timeout: int = DEFAULT_TIMEOUT_SECONDS,
         environment: dict | None = None,
+        crash: Crash | None = None,
     ) -> Delivery:
         """Send `copies` messages, each holding `event` as its JSON body, to a queue that feeds
         `handler`; return when the queue is empty (every message handled and deleted).
+
+        `crash` makes the first invocation to reach its point die there: the poller's batch
+        fails, and its messages come back after the visibility timeout, as on AWS.
 
         A message the handler keeps failing stays: the delivery fails after `copies` times
         the time a message can take (the visibility timeout, plus the function's timeout) and
@@ -307,9 +324,12 @@ class Lab:
         queue = queue or Queue()
         if not isinstance(queue, Queue):
             raise TypeError(f"queue must be a Queue (e.g. Queue(fifo=True)), not {queue!r}")
+        _check_crash(crash)
         handler = Handler.of(handler)
-        function = self.backend.function(handler, {**self.environment, **(environment or {})}, timeout, None)
+        function = self.backend.function(handler, {**self.environment, **(environment or {})}, timeout, crash)
+        self._check_loads(function, handler)
         url = self.backend.queue(function, queue, timeout)
+        self._arm(function, crash)
         sqs, body, results = self.client("sqs"), json.dumps(event), []
         for number in range(1, copies + 1):
             copy = CopyResult(number, sent=time.time())
@@ -317,7 +337,9 @@ class Lab:
             copy.message_id = sqs.send_message(QueueUrl=url, MessageBody=body, **group)["MessageId"]
             results.append(copy)
         visibility = max(queue.visibility_timeout or timeout, timeout)
-        allowed = copies * (queue.max_receive_count or 1) * (visibility + timeout) + 60
+        # Each receive can take the function's timeout and then the visibility timeout; each crash is one more.
+        receives = copies * (queue.max_receive_count or 1) + (crash.times if crash is not None else 0)
+        allowed = receives * (visibility + timeout) + 60
         deadline = time.monotonic() + allowed
         names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
         while True:
@@ -335,7 +357,10 @@ class Lab:
             copy.answered = time.time()  # the queue was seen empty: every message handled or dead-lettered
         if queue.max_receive_count is not None:
             self._dead_lettered(url, results, queue.max_receive_count)
-        return Delivery(results)
+        crashes = self._disarm(function, crash)
+        if crashes:
+            self.backend.warm[function] = 0  # the crashed environments are gone; which ones is unknown
+        return Delivery(results, crash, crashes)
 
     def _dead_lettered(self, url: str, copies: list[CopyResult], receives: int) -> None:
         """Mark the copies whose messages SQS moved to the dead-letter queue (and empty it for the next round)."""
@@ -343,8 +368,14 @@ class Lab:
         dead_name = url.rsplit("/", 1)[1].removesuffix(".fifo") + "-dlq" + (".fifo" if url.endswith(".fifo") else "")
         dead_url = self.backend.dead_letters[dead_name]
         by_id = {copy.message_id: copy for copy in copies}
+        # The first receive long-polls (it returns as soon as a message is there): moto moves a
+        # message by removing it from the source queue, then adding it to the dead-letter queue,
+        # so the source can look empty a moment before the message arrives here.
+        wait = 1
         while True:
-            messages = sqs.receive_message(QueueUrl=dead_url, MaxNumberOfMessages=10).get("Messages", [])
+            found = sqs.receive_message(QueueUrl=dead_url, MaxNumberOfMessages=10, WaitTimeSeconds=wait)
+            messages = found.get("Messages", [])
+            wait = 0
             if not messages:
                 break
             for message in messages:
@@ -366,18 +397,23 @@ class Lab:
         retries: int = ASYNC_RETRIES,
         timeout: int = DEFAULT_TIMEOUT_SECONDS,
         environment: dict | None = None,
+        crash: Crash | None = None,
     ) -> Delivery:
         """Invoke asynchronously (InvocationType=Event) `copies` times: Lambda retries a failed
         event up to `retries` times, then sends it to the on-failure destination. Returns when
-        every copy's invocation record has reached the destination, each copy with its attempts."""
+        every copy's invocation record has reached the destination, each copy with its attempts.
+        `crash` makes the first attempt to reach its point die there; Lambda retries it."""
         if not isinstance(copies, int) or copies < 1:
             raise ValueError(f"copies must be a whole number, at least 1, not {copies!r}")
         if not isinstance(retries, int) or not 0 <= retries <= ASYNC_RETRIES:
             # MaximumRetryAttempts: 0 to 2 (AWS docs: lambda/latest/api/API_PutFunctionEventInvokeConfig.html).
             raise ValueError(f"retries must be 0, 1 or 2, not {retries!r}")
+        _check_crash(crash)
         handler = Handler.of(handler)
-        function = self.backend.function(handler, {**self.environment, **(environment or {})}, timeout, None)
+        function = self.backend.function(handler, {**self.environment, **(environment or {})}, timeout, crash)
+        self._check_loads(function, handler)
         url = self.backend.destination(function, retries)
+        self._arm(function, crash)
         sqs, lam, pending = self.client("sqs"), self.client("lambda"), {}
         for number in range(1, copies + 1):
             copy = CopyResult(number, sent=time.time(), code_root=str(handler.root) if handler.root else None)
@@ -399,7 +435,10 @@ class Lab:
                 sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
                 if copy is not None:
                     self._record(copy, record)
-        return Delivery(results)
+        crashes = self._disarm(function, crash)
+        if crashes:
+            self.backend.warm[function] = 0  # the crashed environments are gone; which ones is unknown
+        return Delivery(results, crash, crashes)
 
     @staticmethod
     def _record(copy: CopyResult, record: dict) -> None:
@@ -481,8 +520,6 @@ class Lab:
         """
         __tracebackhide__ = True
         handler = Handler.of(handler)
-        if (queue is not None or asynchronous) and crash is not None:
-            raise ValueError("a crash cannot be armed for a delivery through a queue or an asynchronous invoke (yet)")
         if queue is not None and asynchronous:
             raise ValueError("deliver through a queue or asynchronously, not both")
         report = EffectReport(
@@ -492,11 +529,9 @@ class Lab:
         for number in range(rounds):
             event = make_event(number)
             if asynchronous:
-                delivery = self.deliver_async(handler, event, copies=copies, timeout=timeout, environment=environment)
+                delivery = self.deliver_async(handler, event, **options)
             elif queue is not None:
-                delivery = self.deliver_sqs(
-                    handler, event, copies=copies, queue=queue, timeout=timeout, environment=environment
-                )
+                delivery = self.deliver_sqs(handler, event, queue=queue, **options)
             else:
                 delivery = self.deliver(handler, event, together=together, **options)
             if crash is not None and delivery.crashes == 0 and not delivery.failed:
@@ -554,6 +589,11 @@ class Lab:
                 "whole number (or a mapping of effect names to whole numbers)"
             )
         return int(value)
+
+
+def _check_crash(crash: object) -> None:
+    if crash is not None and not isinstance(crash, Crash):
+        raise TypeError(f"crash must be a Crash (e.g. Crash.after('shop.payments.charge')), not {crash!r}")
 
 
 class CopiesFailedWarning(UserWarning):

@@ -54,6 +54,11 @@ class CopyResult:
     def error_type(self) -> str | None:
         return self.error.get("errorType") if self.error else None
 
+    @property
+    def outcome_is_summed(self) -> bool:
+        """Delivered through a queue or an async invoke: only the last attempt is seen."""
+        return self.message_id is not None or self.attempts is not None
+
     def crashed(self, crash: Crash | None) -> bool:
         return crash is not None and self.error_type == crash.error_type
 
@@ -129,6 +134,16 @@ class Delivery:
             ran = f"{ms(c.started)} .. {ms(c.ended)}" if c.started is not None else "-"
             times = f"{ms(c.sent):>9}  {ran:<17}  {ms(c.answered):>13}"
             lines.append(f"  {c.number:<4}  {c.pid or '-':<7}  {times}  {c.outcome(self.crash)}")
+        if self.crash is not None and self.crashes and any(c.outcome_is_summed for c in self.copies):
+            # A queue's or an async invoke's failed attempts are not seen one by one: say the crash happened.
+            again = (
+                "the poller's batch failed; its messages came back after the visibility timeout"
+                if any(c.message_id is not None for c in self.copies)
+                else "Lambda retried the event"
+            )
+            lines.append(
+                f"  CRASHED {_times(self.crashes)}: {self.crash.describe()} ({self.crash.error_type}); {again}."
+            )
         ran = [c for c in self.copies if c.started is not None]
         if len(ran) >= 2 and max(c.started for c in ran) < min(c.ended for c in ran):
             lines.append("  The handler ran in several copies at the same time (their 'handler ran' times overlap).")
@@ -316,6 +331,19 @@ class EffectReport:
                 "the retry, after the timeout, finds it "
                 "expired and runs the handler again. Pass the idempotency\nkey to the downstream call, so that it does "
                 "its effect once per key even when called twice."
+            )
+        if crash is not None and (self.queue is not None or self.asynchronous):
+            again = (
+                "SQS made its message visible again after the visibility timeout, the poller delivered it again"
+                if self.queue is not None
+                else "Lambda retried the event (an asynchronous invoke is retried up to twice)"
+            )
+            return (
+                f"A copy died ({crash.describe()}) {'after doing the effect' if crash.when == 'after' else 'part-way'} "
+                "but before recording that it was done: "
+                f"its invocation failed,\nso {again}, and the handler did the effect again. "
+                "Claim the event's own key with a conditional write\nbefore the effect (or use Powertools' "
+                "@idempotent), and pass an idempotency key to the downstream call."
             )
         retried = [c for r in rounds for c in r.delivery.copies if (c.attempts or 0) > 1]
         if retried:
