@@ -30,7 +30,7 @@ DescribeAlarmHistory): the state, its reason and its time are what DescribeAlarm
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
 PASS_SECONDS = 5.0  # how often the server publishes queue depths and evaluates alarms
 
@@ -76,7 +76,7 @@ class AlarmEvaluator:
         self._sqs = client_factory("sqs", region)
 
     def run_once(self, now: datetime | None = None) -> dict[str, str]:
-        now = now or datetime.now(UTC)
+        now = now or datetime.now(timezone.utc)
         pages = self._cloudwatch.get_paginator("describe_alarms").paginate(AlarmTypes=["MetricAlarm"])
         alarms = [alarm for alarm in pages.search("MetricAlarms[]") if _evaluated(alarm)]
         self.publish_queue_depths(_watched_queues(alarms), now)
