@@ -21,6 +21,7 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
@@ -28,7 +29,14 @@ from botocore.exceptions import BotoCoreError, ClientError
 from idemlab import clients, settings, stack
 from idemlab.bench import prices
 
-WORKSHOP_FILE = settings.STATE_DIR / "workshop.json"
+
+def workshop_file(backend: str) -> Path:
+    """Who the last `up` on this backend and endpoint deployed (one file per endpoint, as
+    stack.stack_name() keeps one working copy per endpoint)."""
+    where = stack.stack_name(settings.DEFAULT_PARTICIPANT, backend).removeprefix(settings.DEFAULT_PARTICIPANT + "-")
+    return settings.STATE_DIR / f"workshop-{where}.json"
+
+
 # Two Terraform runs at a time by default: each is CPU-bound in the provider for a minute or
 # two, and the lab's machines have two cores. On AWS the wait is mostly the provider's polls:
 # raise it there (PARALLEL=8).
@@ -39,10 +47,15 @@ GENERATED_NAME = "p{:02d}"
 # a run that was interrupted leaves them, untagged, so the leftover check looks for them too.
 CONFORMANCE_PREFIX = "idemlab-conf-"
 
-# One participant's notebooks start a few tens of invocations at once (notebook 02's
-# concurrent copies each also call the card processor; see docs/aws.md): the concurrency a
-# participant needs from the account's shared quota.
-CONCURRENCY_PER_PARTICIPANT = 40
+# A participant's peak concurrency: notebook 02 releases COPIES = 8 checkout invocations at
+# once, each calling the card processor synchronously (two executions in flight per copy,
+# idemlab/lessons/checkout.py EXECUTIONS_PER_COPY), plus that lesson's headroom of 2 for the
+# rest of the stack (CONCURRENCY_HEADROOM). Participants share the account's quota.
+CONCURRENCY_PER_PARTICIPANT = 8 * 2 + 2
+# Deletion schedules are made at run time, one per pending deletion request (notebooks 03
+# and 04); the stack makes none. An upper estimate per participant, far below the default
+# quota (10,000,000 a Region, Scheduler quotas page) but counted so the check names it.
+SCHEDULES_PER_PARTICIPANT = 100
 
 
 class WorkshopError(Exception):
@@ -117,18 +130,12 @@ def needs(resources: dict[str, int]) -> list[Need]:
     return [
         need(
             "lambda_concurrency",
-            "Lambda concurrent executions (a few tens at once per participant)",
+            "Lambda concurrent executions (notebook 02's peak)",
             CONCURRENCY_PER_PARTICIPANT,
         ),
         need("iam_roles", "IAM roles", resources.get("aws_iam_role", 0)),
         need("schedule_groups", "Scheduler schedule groups", resources.get("aws_scheduler_schedule_group", 0)),
-        # Schedules are made at run time, one per pending deletion request (notebooks 03 and 04
-        # make tens); the stack itself makes none.
-        need(
-            "schedules",
-            "Scheduler schedules (made at run time, one per pending deletion)",
-            resources.get("aws_scheduler_schedule", 0),
-        ),
+        need("schedules", "Scheduler schedules (at run time, an upper estimate)", SCHEDULES_PER_PARTICIPANT),
         need("alarms", "CloudWatch metric alarms", resources.get("aws_cloudwatch_metric_alarm", 0)),
     ]
 
@@ -224,10 +231,10 @@ def cost_lines(resources: dict[str, int], count: int) -> list[str]:
     for line in idle_cost(resources):
         total += line.usd_per_hour
         lines.append(
-            f"  {line.item}: {line.count:g} x ${line.usd_per_month_each} {line.basis} = ${line.usd_per_hour:.4f}/h"
+            f"  {line.item}: {line.count:g} x ${line.usd_per_month_each:.2f} {line.basis} = ${line.usd_per_hour:.5f}/h"
         )
-    lines.append(f"  per participant: ${total:.4f} per hour, ${total * 24:.2f} per day")
-    lines.append(f"  {count} participant(s): ${total * count:.4f} per hour, ${total * 24 * count:.2f} per day")
+    lines.append(f"  per participant: ${total:.4f} per hour, ${total * 24:.3f} per day")
+    lines.append(f"  {count} participant(s): ${total * count:.4f} per hour, ${total * 24 * count:.3f} per day")
     lines.append("  plus what the notebooks use (cents per participant per day: docs/aws.md)")
     lines.append(f"  prices: {prices.IDLE_SOURCES}")
     return lines
@@ -238,15 +245,16 @@ def cost_lines(resources: dict[str, int], count: int) -> list[str]:
 
 def _record(backend: str, names: list[str], resources: dict[str, int]) -> None:
     settings.STATE_DIR.mkdir(parents=True, exist_ok=True)
-    WORKSHOP_FILE.write_text(
-        json.dumps({"backend": backend, "participants": names, "resources": resources}, indent=2) + "\n"
-    )
+    text = json.dumps({"backend": backend, "participants": names, "resources": resources}, indent=2)
+    workshop_file(backend).write_text(text + "\n")
 
 
-def recorded() -> dict:
-    if not WORKSHOP_FILE.exists():
-        raise WorkshopError("no workshop was set up here (no .lab/workshop.json): give PARTICIPANTS=...")
-    return json.loads(WORKSHOP_FILE.read_text())
+def recorded(backend: str) -> dict:
+    """What the last `up` on this backend recorded: its participants and the planned resources."""
+    path = workshop_file(backend)
+    if not path.exists():
+        raise WorkshopError(f"no workshop was set up on this backend (no .lab/{path.name}): give PARTICIPANTS=...")
+    return json.loads(path.read_text())
 
 
 def _each(names: list[str], action, parallel: int) -> dict[str, str]:
@@ -290,10 +298,7 @@ def down(names: list[str] | None = None, parallel: int = DEFAULT_PARALLELISM, ba
     each service: the lab resources left, by service (every count must be 0)."""
     chosen = settings.backend(backend)
     if names is None:
-        workshop = recorded()
-        names = workshop["participants"]
-        if workshop["backend"] != chosen:
-            raise WorkshopError(f"the workshop was set up on {workshop['backend']}, not {chosen}: set BACKEND")
+        names = recorded(chosen)["participants"]
     print(f"destroying {len(names)} stack(s) on {chosen}, {parallel} at a time:", flush=True)
     failures = _each(names, lambda name: stack.destroy(prefix=name, backend=chosen), parallel)
     removed = remove_runtime_leftovers(names)
@@ -308,7 +313,7 @@ def down(names: list[str] | None = None, parallel: int = DEFAULT_PARALLELISM, ba
         raise WorkshopError(_failed("destroy", failures))
     if any(left.values()):
         raise WorkshopError("lab resources are left (above): the workshop is not torn down")
-    WORKSHOP_FILE.unlink(missing_ok=True)
+    workshop_file(chosen).unlink(missing_ok=True)
     return left
 
 
@@ -334,7 +339,10 @@ def leftovers(names: list[str]) -> dict[str, list[str]]:
     mine = _names_of(names)
 
     def listed(service: str, operation: str, expression: str) -> list:
-        return list(clients.client(service).get_paginator(operation).paginate().search(expression))
+        # A page without the listed key (SQS answers an empty ListQueues without QueueUrls)
+        # searches to None.
+        found = clients.client(service).get_paginator(operation).paginate().search(expression)
+        return [value for value in found if value is not None]
 
     def named(values) -> list[str]:
         return sorted(value for value in values if value.startswith(mine))
