@@ -140,12 +140,19 @@ def test_three_participants_share_nothing_and_the_teardown_leaves_nothing(backen
             stack.outputs(prefix=name)
 
 
-def assert_docs_match(resources: dict[str, int], lab: dict) -> None:
-    text = DOCS.read_text()
+def assert_docs_counts(resources: dict[str, int], text: str) -> None:
+    """docs/aws.md states the planned resources (in all and by type) and the idle cost the code prints."""
     total = sum(resources.values())
     assert f"{total} resources" in text, f"docs/aws.md does not say the stack is {total} resources"
     for kind, count in resources.items():
         assert f"| `{kind}` | {count} |" in text, f"docs/aws.md: no row `{kind}` | {count}"
+    cost = "\n".join(workshop.cost_lines(resources, 1)[:-2])
+    assert cost in text, f"docs/aws.md's idle cost block is not what the code prints:\n{cost}"
+
+
+def assert_docs_match(resources: dict[str, int], lab: dict) -> None:
+    text = DOCS.read_text()
+    assert_docs_counts(resources, text)
     sqs = clients.client("sqs")
     retention = {
         key: int(
@@ -159,5 +166,3 @@ def assert_docs_match(resources: dict[str, int], lab: dict) -> None:
     dead = {seconds for key, seconds in retention.items() if key.endswith("_dlq")}
     assert work == {4 * 86400} and dead == {14 * 86400}, retention
     assert "work queues keep messages 4 days, dead-letter queues 14" in text
-    cost = "\n".join(workshop.cost_lines(resources, 1)[:-2])
-    assert cost in text, f"docs/aws.md's idle cost block is not what the code prints:\n{cost}"
