@@ -103,20 +103,22 @@ class Need:
     what: str
     per_participant: int
     service_code: str  # Service Quotas' code of the service
-    quota_code: str | None  # None: looked up by name at run time (see QUOTAS)
+    quota_code: str | None  # None: no quota to check (see QUOTAS)
     quota_name: str
 
 
-# Quota codes as Service Quotas names them. L-B99A9384 and L-FE177D64 are quoted by the
-# Lambda and IAM quota pages' Service Quotas links; the Scheduler codes by its quota page's
-# console links. CloudWatch has no count quota for metric alarms in Service Quotas that this
-# project could confirm: its quotas are looked up by name ("alarm") on AWS.
+# Service Quotas codes, with the quota names the AWS quota pages give (Lambda quotas,
+# IAM quotas, EventBridge Scheduler quotas). The codes were taken from public code that asks
+# Service Quotas for them, not read on an AWS page (this project's machines cannot reach
+# AWS): `aws service-quotas list-service-quotas --service-code <service>` shows them.
+# CloudWatch: no count quota for metric alarms could be confirmed, so none is checked (a
+# match by name would find request-rate quotas such as PutMetricAlarm's, not a count).
 QUOTAS = {
     "lambda_concurrency": ("lambda", "L-B99A9384", "Concurrent executions"),
     "iam_roles": ("iam", "L-FE177D64", "Roles per account"),
     "schedule_groups": ("scheduler", "L-A632CD40", "Number of schedule groups"),
     "schedules": ("scheduler", "L-EE5D6FF0", "Number of schedules"),
-    "alarms": ("monitoring", None, "alarm"),
+    "alarms": ("monitoring", None, "no count quota checked"),
 }
 
 
@@ -149,9 +151,9 @@ def quota_check(backend: str, resources: dict[str, int], count: int) -> list[str
     problems = []
     for item in needs(resources):
         total = item.per_participant * count
-        code = item.quota_code or f"by name '{item.quota_name}'"
+        code = item.quota_code or item.quota_name
         line = f"  {item.what}: {item.per_participant} x {count} = {total}  [{item.service_code} {code}]"
-        if quota_lookup:
+        if quota_lookup and item.quota_code:
             value = aws_quota(item)
             line += f"  quota {value:g}" if value is not None else "  quota: not found in Service Quotas"
             if value is not None and total > value:
@@ -166,16 +168,12 @@ def aws_quota(item: Need) -> float | None:
     """The account's value of a quota (applied, else AWS's default); IAM's lives in us-east-1."""
     region = "us-east-1" if item.service_code == "iam" else settings.region()
     quotas = boto3.client("service-quotas", region_name=region)  # AWS only: no emulator endpoint
-    if item.quota_code:
-        for ask in (quotas.get_service_quota, quotas.get_aws_default_service_quota):
-            try:
-                return ask(ServiceCode=item.service_code, QuotaCode=item.quota_code)["Quota"]["Value"]
-            except quotas.exceptions.NoSuchResourceException:
-                continue
-        return None
-    pages = quotas.get_paginator("list_aws_default_service_quotas").paginate(ServiceCode=item.service_code)
-    found = [q for q in pages.search("Quotas[]") if item.quota_name.lower() in q["QuotaName"].lower()]
-    return min((q["Value"] for q in found), default=None)
+    for ask in (quotas.get_service_quota, quotas.get_aws_default_service_quota):
+        try:
+            return ask(ServiceCode=item.service_code, QuotaCode=item.quota_code)["Quota"]["Value"]
+        except quotas.exceptions.NoSuchResourceException:
+            continue
+    return None
 
 
 # ---------------------------------------------------------------- what it costs
