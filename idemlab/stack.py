@@ -190,7 +190,6 @@ class _Stack:
     def __init__(self, prefix: str | None, backend: str | None):
         prefix = settings.participant() if prefix is None else prefix
         self.name = stack_name(prefix, backend)  # checks both
-        self.prefix = prefix
         self.backend = settings.backend(backend)
         self.dir = WORKING_COPIES / self.name
         self.env = terraform_env(self.backend)
