@@ -15,7 +15,7 @@ export BACKEND
 # JupyterLab refuses to start as root (containers, cloud notebooks) unless told to.
 JUPYTER_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help install tools up down status build deploy plan destroy lab lint test test-embedded test-localstack test-localstack-stage conformance soak bench redrive clean
+.PHONY: help install tools up down status build deploy plan destroy workshop workshop-destroy lab lint test test-embedded test-localstack test-localstack-stage conformance soak bench redrive clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -65,14 +65,28 @@ status: install ## is the backend up?
 build: install ## build the Lambda zips into build/
 	$(PY) -m idemlab.build
 
-deploy: up ## build, then apply the Terraform stack to the backend
-	$(PY) -m idemlab deploy
+# PARTICIPANT=<name>: whose stack (the prefix of every name, its own Terraform state). Unset:
+# $PARTICIPANT from the environment, else the one `make deploy` deployed last, else lab.
+PARTICIPANT_FLAG = $(if $(strip $(PARTICIPANT)),--prefix $(strip $(PARTICIPANT)))
+
+deploy: up ## build, then apply the Terraform stack to the backend (PARTICIPANT=<name>: that participant's stack)
+	$(PY) -m idemlab deploy $(PARTICIPANT_FLAG)
 
 plan: install ## show what a deploy would change (nothing, after a deploy)
-	$(PY) -m idemlab plan
+	$(PY) -m idemlab plan $(PARTICIPANT_FLAG)
 
 destroy: install ## remove the stack from the backend
-	$(PY) -m idemlab destroy
+	$(PY) -m idemlab destroy $(PARTICIPANT_FLAG)
+
+# An instructor's workshop (idemlab/workshop.py): PARTICIPANTS=30 (p01..p30) or a list
+# (PARTICIPANTS="alice bob"); PARALLEL stacks deployed at a time.
+PARALLEL ?= 2
+
+workshop: up ## PARTICIPANTS=<n or names>: check quotas, print the cost, deploy one stack per participant
+	$(PY) -m idemlab.workshop up "$(PARTICIPANTS)" --parallel $(PARALLEL)
+
+workshop-destroy: install ## destroy every workshop stack, then list each service: what is left (must be 0)
+	$(PY) -m idemlab.workshop down "$(PARTICIPANTS)" --parallel $(PARALLEL)
 
 lab: $(VENV)/.installed-lab deploy ## backend up, stack deployed, JupyterLab on the notebooks
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --no-browser $(JUPYTER_ROOT_FLAG)

@@ -17,14 +17,21 @@ from idemlab import backend, settings, stack
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m idemlab", description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["up", "down", "status", "deploy", "plan", "destroy", "outputs"])
-    parser.add_argument("--prefix", default="lab", help="name prefix of the stack (default: lab)")
+    parser.add_argument(
+        "--prefix",
+        default=None,
+        help="the participant: name prefix of the stack (default: $PARTICIPANT, else the one deployed last, else lab)",
+    )
     args = parser.parse_args(argv)
     try:
         if args.command in ("up", "down", "status"):
             getattr(backend, args.command)()
         elif args.command in ("deploy", "destroy"):
-            getattr(stack, args.command)(prefix=args.prefix)
-            print(f"{args.command}ed '{args.prefix}' on {settings.backend()}")  # deploy says how long its apply took
+            prefix = settings.participant() if args.prefix is None else settings.check_prefix(args.prefix)
+            getattr(stack, args.command)(prefix=prefix)
+            if args.command == "deploy":  # the notebooks opened next connect to this participant's stack
+                settings.remember_participant(prefix)
+            print(f"{args.command}ed '{prefix}' on {settings.backend()}")  # deploy says how long its apply took
         elif args.command == "plan":
             print(stack.plan(prefix=args.prefix)[1])
         else:

@@ -28,8 +28,13 @@ def missing_resources(outputs: dict) -> str:
     return ", ".join(gone[:3]) + (f" and {len(gone) - 3} more" if len(gone) > 3 else "")
 
 
-def connect(prefix: str = "lab") -> dict:
-    """Print where the lab runs and what is deployed there; return the `lab` outputs."""
+def connect(prefix: str | None = None) -> dict:
+    """Print where the lab runs and what is deployed there; return the `lab` outputs.
+
+    Whose stack: ``prefix``, else the participant (settings.participant(): $PARTICIPANT, else
+    what `make deploy PARTICIPANT=...` remembered, else "lab"), so no notebook cell names one.
+    """
+    prefix = settings.participant() if prefix is None else settings.check_prefix(prefix)
     chosen = settings.backend()
     where = clients.endpoint() or f"AWS {settings.region()}"  # on an emulator, dummy keys from here on
     try:
@@ -44,7 +49,7 @@ def connect(prefix: str = "lab") -> dict:
         )
     if missing:
         raise stack.StackError(f"the '{prefix}' stack's {missing} are gone from {where}: run `make deploy`")
-    print(f"Backend: {chosen} at {where}")
+    print(f"Backend: {chosen} at {where}, participant '{prefix}'")
     for kind in ("tables", "functions", "state_machines", "queues", "buckets"):
         if names := outputs.get(kind):
             print(f"  {kind:15} {len(names):2}: {', '.join(sorted(names))}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -16,6 +17,53 @@ STATE_DIR = ROOT / ".lab"  # pid files, logs, Terraform working copies
 BUILD_DIR = ROOT / "build"  # function zips
 MODULE_DIR = ROOT / "terraform" / "modules" / "idempotency_lab"
 BACKENDS = ("embedded", "localstack", "aws")
+DEFAULT_PARTICIPANT = "lab"
+# What `make deploy PARTICIPANT=<name>` remembers, so that the notebooks opened afterwards
+# (and every tool run without PARTICIPANT) find the participant's stack without an edited cell.
+PARTICIPANT_FILE = STATE_DIR / "participant"
+
+
+@functools.cache
+def prefix_pattern() -> re.Pattern:
+    """The module's rule for a prefix (a participant's name), read from its `prefix` validation:
+    the module is the rule's one owner; the harness checks names with it before Terraform runs."""
+    text = (MODULE_DIR / "variables.tf").read_text()
+    block = text.split('variable "prefix"', 1)[1].split("\n}\n", 1)[0]
+    found = re.search(r'regex\("([^"]+)", var\.prefix\)', block)
+    if not found:
+        raise RuntimeError(f"no regex(..., var.prefix) validation in {MODULE_DIR / 'variables.tf'}")
+    return re.compile(found.group(1))
+
+
+def check_prefix(name: object, what: str = "prefix") -> str:
+    """``name`` when the module accepts it as a prefix; else a ValueError that says why."""
+    if not isinstance(name, str) or not prefix_pattern().fullmatch(name):
+        raise ValueError(
+            f"{what} {name!r} must be 1-20 characters of a-z, 0-9 and '-', starting with a letter "
+            "and not ending with '-' (the module's prefix rule: every name of the stack starts with it)"
+        )
+    return name
+
+
+def participant() -> str:
+    """Whose stack: $PARTICIPANT, else the one `make deploy PARTICIPANT=...` remembered, else "lab".
+
+    A participant's name is the prefix of every name of their stack, so it obeys the prefix rule.
+    """
+    chosen = os.environ.get("PARTICIPANT", "").strip()
+    if chosen:
+        return check_prefix(chosen, "PARTICIPANT")
+    if PARTICIPANT_FILE.exists():
+        remembered = PARTICIPANT_FILE.read_text().strip()
+        return check_prefix(remembered, f"the participant remembered in {PARTICIPANT_FILE.name}")
+    return DEFAULT_PARTICIPANT
+
+
+def remember_participant(name: str) -> None:
+    """What `make deploy PARTICIPANT=<name>` leaves for the notebooks opened afterwards."""
+    check_prefix(name, "PARTICIPANT")
+    STATE_DIR.mkdir(parents=True, exist_ok=True)
+    PARTICIPANT_FILE.write_text(name + "\n")
 
 
 def region() -> str:

@@ -2,7 +2,9 @@
 
 ``deploy()`` builds the zips and runs ``terraform`` in a working copy of ``terraform/`` under
 ``.lab/terraform/<name>/``, one per (endpoint, prefix): state stays there, so deploys never
-collide. On the embedded backend and LocalStack the endpoints come from ``tflocal``'s override
+collide. The prefix is the participant's name (``settings.participant()`` when not given:
+$PARTICIPANT, else what `make deploy PARTICIPANT=...` remembered, else ``lab``).
+On the embedded backend and LocalStack the endpoints come from ``tflocal``'s override
 file, generated once and kept while its inputs stay the same (tflocal is Python that parses
 every file of the root; run for each command it cost seconds of every deploy and plan).
 ``terraform init`` runs again only when the configuration it installed for changed. The
@@ -60,6 +62,7 @@ OVERRIDE_FILE = "localstack_providers_override.tf"
 OVERRIDE_KEPT = ".idemlab-override.json"
 INIT_STAMP = ".idemlab-init-stamp"
 SAVED_PLAN = "deploy.tfplan"
+COUNTED_PLAN = "count.tfplan"
 # The environment tflocal reads (its endpoint, host names, keys, region, options): a change
 # in any of these makes a new override file. TF_LOG and friends only change what is logged.
 OVERRIDE_ENVIRONMENT = (
@@ -75,21 +78,24 @@ OVERRIDE_ENVIRONMENT = (
     "USE_EXEC",
 )
 LOGGING_ONLY = ("TF_LOG", "TF_LOG_PATH", "TF_LOG_CORE", "TF_LOG_PROVIDER")
-PREFIX_PATTERN = re.compile(r"^[a-z]([a-z0-9-]{0,18}[a-z0-9])?$")  # 1-20 characters, not ending in a dash
+# The module's prefix rule (its `prefix` validation, the rule's one owner), checked before Terraform runs.
+PREFIX_PATTERN = settings.prefix_pattern()
 
 
 class StackError(Exception):
     """Terraform failed, or the stack asked for does not exist."""
 
 
-def stack_name(prefix: str = "lab", backend: str | None = None) -> str:
+def stack_name(prefix: str | None = None, backend: str | None = None) -> str:
     """The name of a stack's working copy and outputs file: prefix, backend and where it lives.
+
+    The prefix is the participant's name (settings.participant() when not given): each
+    participant's stack has its own working copy, so its own Terraform state.
 
     The region is part of it on every backend: a stack applied to one region and then
     planned for another from the same state would orphan the first and rebuild everything.
     """
-    if not isinstance(prefix, str) or not PREFIX_PATTERN.match(prefix):
-        raise ValueError(f"prefix {prefix!r} must be 1-20 characters of a-z, 0-9 and '-', starting with a letter")
+    prefix = settings.check_prefix(settings.participant() if prefix is None else prefix)
     chosen, url = settings.backend(backend), urlparse(settings.endpoint_url() or "")
     where = settings.region() if chosen == "aws" else f"{url.hostname}-{url.port or 80}-{settings.region()}"
     return re.sub(r"[^a-z0-9-]", "-", f"{prefix}-{chosen}-{where}".lower())
@@ -181,7 +187,8 @@ def plugin_cache_lock():
 class _Stack:
     """A working copy bound to one backend and prefix."""
 
-    def __init__(self, prefix: str, backend: str | None):
+    def __init__(self, prefix: str | None, backend: str | None):
+        prefix = settings.participant() if prefix is None else prefix
         self.name = stack_name(prefix, backend)  # checks both
         self.backend = settings.backend(backend)
         self.dir = WORKING_COPIES / self.name
@@ -309,14 +316,14 @@ def _read(path: Path) -> str | None:
 
 
 @contextmanager
-def _prepared(prefix: str, backend: str | None, rebuild: bool = True):
+def _prepared(prefix: str | None, backend: str | None, rebuild: bool = True):
     stack = _Stack(prefix, backend)
     with _locked(stack.name):
         stack.prepare(rebuild)
         yield stack
 
 
-def deploy(prefix: str = "lab", backend: str | None = None) -> dict:
+def deploy(prefix: str | None = None, backend: str | None = None) -> dict:
     """Build the zips and apply the root to the backend; return the ``lab`` output."""
     with _prepared(prefix, backend) as stack:
         started = time.monotonic()
@@ -340,7 +347,24 @@ def deploy(prefix: str = "lab", backend: str | None = None) -> dict:
     return lab
 
 
-def outputs(prefix: str = "lab", backend: str | None = None) -> dict:
+def planned_resources(prefix: str | None = None, backend: str | None = None) -> dict[str, int]:
+    """The managed resources the stack has after a deploy, by Terraform type: from a saved
+    plan, so on an account where it is not deployed yet (what a workshop's pre-check needs)."""
+    with _prepared(prefix, backend) as stack:
+        planned = stack.dir / COUNTED_PLAN
+        try:
+            stack.change("plan", f"-out={COUNTED_PLAN}")
+            shown = json.loads(stack.terraform("show", "-json", COUNTED_PLAN)[1])
+        finally:
+            planned.unlink(missing_ok=True)
+    counts: dict[str, int] = {}
+    for change in shown.get("resource_changes", []):
+        if change["mode"] == "managed" and change["change"]["actions"] != ["delete"]:
+            counts[change["type"]] = counts.get(change["type"], 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def outputs(prefix: str | None = None, backend: str | None = None) -> dict:
     """The ``lab`` output saved by the last deploy of this prefix to this backend."""
     name = stack_name(prefix, backend)
     if not (path := OUTPUTS_DIR / f"{name}.json").exists():
@@ -348,7 +372,7 @@ def outputs(prefix: str = "lab", backend: str | None = None) -> dict:
     return json.loads(path.read_text())
 
 
-def plan(prefix: str = "lab", backend: str | None = None, rebuild: bool = True) -> tuple[bool, str]:
+def plan(prefix: str | None = None, backend: str | None = None, rebuild: bool = True) -> tuple[bool, str]:
     """Whether Terraform would change nothing (the deployed stack matches the code), and its plan.
 
     rebuild=False plans with the zips of the last apply, so the answer is about Terraform,
@@ -360,14 +384,14 @@ def plan(prefix: str = "lab", backend: str | None = None, rebuild: bool = True) 
         return code == 0, text
 
 
-def destroy(prefix: str = "lab", backend: str | None = None) -> None:
+def destroy(prefix: str | None = None, backend: str | None = None) -> None:
     """Remove everything the stack created, and forget its outputs."""
     with _prepared(prefix, backend, rebuild=False) as stack:  # the configuration hashes the zips even to destroy
         stack.change("destroy", "-auto-approve")
         _remove_working_copy(stack.name)
 
 
-def forget(prefix: str = "lab", backend: str | None = None) -> None:
+def forget(prefix: str | None = None, backend: str | None = None) -> None:
     """Drop a stack's working copy and outputs without Terraform: for a backend that is gone
     (an embedded server that stopped took its resources with it)."""
     with _locked(name := stack_name(prefix, backend)):

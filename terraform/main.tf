@@ -7,4 +7,8 @@ module "lab" {
   functions              = var.functions
   queues                 = var.queues
   tags                   = var.tags
+  alarm_actions          = var.alarm_actions
+  # One namespace per participant: two stacks in one account share no metric, and no alarm
+  # of one watches a metric the other publishes.
+  stuck_metric_namespace = "IdempotencyLab/${var.prefix}"
 }

@@ -7,6 +7,9 @@ provider "aws" {
     tags = {
       project    = "idempotency-lab"
       managed-by = "terraform"
+      # Whose stack, on every resource that takes tags, including those the module does not
+      # tag itself (event source mappings, for one): what `make workshop-destroy` looks for.
+      "idemlab:participant" = var.prefix
     }
   }
 }

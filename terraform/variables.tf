@@ -10,7 +10,7 @@ variable "region" {
 }
 
 variable "prefix" {
-  description = "Prefix of every resource name; one stack per prefix."
+  description = "The participant: prefix of every resource name, tag idemlab:participant on every resource, and the custom metric namespace IdempotencyLab/<prefix>; one stack (and one Terraform state) per prefix. `make deploy PARTICIPANT=<name>` sets it."
   type        = string
   default     = "lab"
 }
@@ -43,4 +43,10 @@ variable "tags" {
   description = "Extra tags for every resource."
   type        = map(string)
   default     = {}
+}
+
+variable "alarm_actions" {
+  description = "ARNs notified when any alarm of the lab fires (for example one SNS topic's ARN); empty, the default, keeps the alarms silent."
+  type        = list(string)
+  default     = []
 }

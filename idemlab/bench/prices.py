@@ -58,3 +58,23 @@ def citation() -> str:
     write, read, where = USD_PER_MILLION_WRITE_UNITS, USD_PER_MILLION_READ_UNITS, f"{TABLE_CLASS} table class, {REGION}"
     taken = f"({SOURCE}, taken {PRICES_TAKEN_ON}; check the current page)"
     return f"on-demand, {where}: ${write} per million write units, ${read} per million read units {taken}"
+
+
+# What a deployed stack costs while idle (idemlab/workshop.py prints it per participant).
+# us-east-1 list prices before free tiers, taken on PRICES_TAKEN_ON from secondary sources
+# that quote the pages named in IDLE_SOURCES (this lab's machines cannot reach aws.amazon.com).
+HOURS_PER_MONTH = 730  # how AWS prorates a monthly price by the hour
+MINUTES_PER_MONTH = HOURS_PER_MONTH * 60
+CLOUDWATCH_USD_PER_ALARM_MONTH = 0.10  # a standard-resolution metric alarm
+CLOUDWATCH_USD_PER_METRIC_MONTH = 0.30  # a custom metric, first 10,000
+SQS_USD_PER_MILLION_REQUESTS = 0.40  # standard queues, after the first million a month
+LAMBDA_USD_PER_MILLION_REQUESTS = 0.20
+SWEEPER_PERIOD_MINUTES = 5  # the module's sweeper_schedule_expression default, rate(5 minutes)
+# An idle SQS event source mapping keeps long-polling its queue: each ReceiveMessage waits up
+# to 20 s, so one poller makes 3 a minute; Lambda runs several pollers per mapping and does not
+# document how many stay on an idle queue. Five (the number it starts with) is an estimate.
+IDLE_RECEIVES_PER_MAPPING_PER_MINUTE = 5 * 3
+IDLE_SOURCES = (
+    "https://aws.amazon.com/cloudwatch/pricing/, https://aws.amazon.com/sqs/pricing/, "
+    f"https://aws.amazon.com/lambda/pricing/ (taken {PRICES_TAKEN_ON}; check the current pages)"
+)

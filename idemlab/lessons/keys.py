@@ -105,8 +105,11 @@ class KeyedCheckouts(Checkout):
         settings = {key: template[key] for key in ("Role", "Runtime", "Timeout", "MemorySize")}
         variables = {**template["Environment"]["Variables"], **(variables or {})}
         settings.update(Handler=handler, Environment={"Variables": variables})
+        # The template's tags (the participant's among them): `make workshop-destroy` and the
+        # leftover check find a variant as part of its participant's stack.
+        tags = self.lambda_.list_tags(Resource=template["FunctionArn"])["Tags"]
         try:
-            self.lambda_.create_function(FunctionName=name, Code={"ZipFile": code}, **settings)
+            self.lambda_.create_function(FunctionName=name, Code={"ZipFile": code}, Tags=tags, **settings)
             self.lambda_.get_waiter("function_active_v2").wait(FunctionName=name)
         except self.lambda_.exceptions.ResourceConflictException:
             for update in (

@@ -49,6 +49,14 @@ class Sandbox:
     def name(self, kind: str) -> str:
         return f"{self.prefix}-{kind}-{uuid.uuid4().hex[:6]}"
 
+    def tags(self) -> dict[str, str]:
+        """On what the fixtures create: a run that never reached its teardown leaves resources
+        a tag search finds (idemlab.workshop's listing finds them by name as well)."""
+        return {"idemlab:participant": settings.participant(), "idemlab:conformance": self.prefix}
+
+    def tag_list(self, key: str = "Key", value: str = "Value") -> list[dict[str, str]]:
+        return [{key: name, value: text} for name, text in self.tags().items()]
+
     def client(self, service: str):
         return clients.client(service)
 
@@ -118,7 +126,9 @@ def role_arn(sandbox: Sandbox) -> str:
             {"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": f"arn:aws:sqs:*:*:{sandbox.prefix}-*"},
         ],
     }
-    arn = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+    arn = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust), Tags=sandbox.tag_list())["Role"][
+        "Arn"
+    ]
     sandbox.on_teardown(iam.delete_role, RoleName=name)
     iam.put_role_policy(RoleName=name, PolicyName="conformance", PolicyDocument=json.dumps(policy))
     sandbox.on_teardown(iam.delete_role_policy, RoleName=name, PolicyName="conformance")
@@ -135,6 +145,7 @@ def table(sandbox: Sandbox) -> str:
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
+        Tags=sandbox.tag_list(),
     )
     sandbox.on_teardown(dynamodb.delete_table, TableName=name)
     dynamodb.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 120})
@@ -145,7 +156,7 @@ def table(sandbox: Sandbox) -> str:
 def queue(sandbox: Sandbox) -> dict:
     """A standard SQS queue: ``{"url": ..., "arn": ...}``."""
     sqs = sandbox.client("sqs")
-    url = sqs.create_queue(QueueName=sandbox.name("queue"))["QueueUrl"]
+    url = sqs.create_queue(QueueName=sandbox.name("queue"), tags=sandbox.tags())["QueueUrl"]
     sandbox.on_teardown(sqs.delete_queue, QueueUrl=url)
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     return {"url": url, "arn": arn}
@@ -178,6 +189,7 @@ def make_function(sandbox: Sandbox, role_arn: str, function_zip: bytes, table: s
                 Code={"ZipFile": function_zip},
                 Timeout=timeout,
                 Environment={"Variables": {"TABLE": table}},
+                Tags=sandbox.tags(),
             ),
             codes=("InvalidParameterValueException",),
         )
@@ -202,6 +214,7 @@ def make_state_machine(sandbox: Sandbox, role_arn: str):
                 definition=json.dumps(definition),
                 roleArn=role_arn,
                 type=machine_type,
+                tags=sandbox.tag_list("key", "value"),
             ),
             codes=("AccessDeniedException",),
         )["stateMachineArn"]

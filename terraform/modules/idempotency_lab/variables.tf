@@ -4,8 +4,9 @@ variable "prefix" {
   default     = "lab"
 
   validation {
-    # Bucket names are the strictest consumer: lower case, digits and hyphens.
-    condition     = can(regex("^[a-z][a-z0-9-]{0,19}$", var.prefix)) && !endswith(var.prefix, "-")
+    # Bucket names are the strictest consumer: lower case, digits and hyphens. This regex is
+    # the rule's only copy: the harness (idemlab/settings.py) reads it from here.
+    condition     = can(regex("^[a-z]([a-z0-9-]{0,18}[a-z0-9])?$", var.prefix))
     error_message = "prefix must be 1-20 characters of a-z, 0-9 and '-', start with a letter and not end with '-'."
   }
 }
@@ -137,7 +138,7 @@ variable "stuck_metric_namespace" {
 }
 
 variable "alarm_actions" {
-  description = "ARNs (for example an SNS topic) notified when an alarm fires; empty keeps the alarms silent."
+  description = "ARNs notified when any of the module's alarms fires (the dead-letter queue alarms, stuck deletions, a stopped sweeper), for example one SNS topic's ARN; empty (the default) keeps the alarms silent: they change state in the console and notify no one."
   type        = list(string)
   default     = []
 

@@ -1,0 +1,429 @@
+"""An instructor's workshop: one stack per participant on one account, checked, costed, torn down.
+
+python -m idemlab.workshop up 30            p01..p30: check the account, print the cost, deploy
+python -m idemlab.workshop up alice,bob     the same for named participants
+python -m idemlab.workshop down             destroy every stack of the last `up`, then list
+                                            each service and print what is left (must be 0)
+
+`make workshop PARTICIPANTS=...` and `make workshop-destroy` call these. A participant's name
+is the prefix of every name of their stack (idemlab/settings.py, the module's prefix rule),
+so two participants share nothing: no table, queue, function, role, schedule group, alarm,
+log group or metric namespace (terraform/main.tf gives each its own namespace).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import boto3
+from botocore.exceptions import BotoCoreError, ClientError
+
+from idemlab import clients, settings, stack
+from idemlab.bench import prices
+
+
+def workshop_file(backend: str) -> Path:
+    """Who the last `up` on this backend and endpoint deployed (one file per endpoint, as
+    stack.stack_name() keeps one working copy per endpoint)."""
+    where = stack.stack_name(settings.DEFAULT_PARTICIPANT, backend).removeprefix(settings.DEFAULT_PARTICIPANT + "-")
+    return settings.STATE_DIR / f"workshop-{where}.json"
+
+
+# Two Terraform runs at a time by default: each is CPU-bound in the provider for a minute or
+# two, and the lab's machines have two cores. On AWS the wait is mostly the provider's polls:
+# raise it there (PARALLEL=8).
+DEFAULT_PARALLELISM = 2
+# Names generated for `PARTICIPANTS=<number>`: p01, p02, ... (sorted as numbers would be).
+GENERATED_NAME = "p{:02d}"
+# Resources the conformance suite creates start with this (tests/conformance/conftest.py):
+# a run that was interrupted leaves them, untagged, so the leftover check looks for them too.
+CONFORMANCE_PREFIX = "idemlab-conf-"
+
+# A participant's peak concurrency: notebook 02 releases COPIES = 8 checkout invocations at
+# once, each calling the card processor synchronously (two executions in flight per copy,
+# idemlab/lessons/checkout.py EXECUTIONS_PER_COPY), plus that lesson's headroom of 2 for the
+# rest of the stack (CONCURRENCY_HEADROOM). Participants share the account's quota.
+CONCURRENCY_PER_PARTICIPANT = 8 * 2 + 2
+# Deletion schedules are made at run time, one per pending deletion request (notebooks 03
+# and 04); the stack makes none. An upper estimate per participant, far below the default
+# quota (10,000,000 a Region, Scheduler quotas page) but counted so the check names it.
+SCHEDULES_PER_PARTICIPANT = 100
+
+
+class WorkshopError(Exception):
+    """A workshop command cannot go on; the message says what to do."""
+
+
+def participants(spec: str) -> list[str]:
+    """``"3"`` -> p01, p02, p03; ``"alice,bob"`` (commas or spaces) -> those names, checked.
+
+    Refused: a bad name (the prefix rule), a name given twice, and a name that is another's
+    name plus "-..." (alice and alice-b: every name of alice-b's stack would start with
+    "alice-", so alice's leftover check would count them as alice's).
+    """
+    text = (spec or "").strip()
+    if not text:
+        raise WorkshopError("PARTICIPANTS is empty: give a number (PARTICIPANTS=30) or names (PARTICIPANTS=alice,bob)")
+    if text.isdigit():
+        count = int(text)
+        if not 1 <= count <= 99:
+            raise WorkshopError(f"PARTICIPANTS={count}: a workshop has 1 to 99 generated participants")
+        return [GENERATED_NAME.format(number) for number in range(1, count + 1)]
+    names = [name for name in text.replace(",", " ").split() if name]
+    for name in names:
+        settings.check_prefix(name, "participant")
+    repeated = sorted(name for name, seen in Counter(names).items() if seen > 1)
+    if repeated:
+        raise WorkshopError(f"participants named more than once: {', '.join(repeated)}")
+    for name in names:
+        for other in names:
+            if other != name and other.startswith(name + "-"):
+                raise WorkshopError(
+                    f"participant {other!r} starts with {name!r} plus '-': every name of {other}'s stack "
+                    f"would also look like {name}'s; rename one"
+                )
+    return names
+
+
+# ---------------------------------------------------------------- what N stacks need
+
+
+@dataclass
+class Need:
+    """One account quota the workshop uses: how much of it, and where AWS keeps the quota."""
+
+    what: str
+    per_participant: int
+    service_code: str  # Service Quotas' code of the service
+    quota_code: str | None  # None: no quota to check (see QUOTAS)
+    quota_name: str
+
+
+# Service Quotas codes, with the quota names the AWS quota pages give (Lambda quotas,
+# IAM quotas, EventBridge Scheduler quotas). The codes were taken from public code that asks
+# Service Quotas for them, not read on an AWS page (this project's machines cannot reach
+# AWS): `aws service-quotas list-service-quotas --service-code <service>` shows them.
+# CloudWatch: no count quota for metric alarms could be confirmed, so none is checked (a
+# match by name would find request-rate quotas such as PutMetricAlarm's, not a count).
+QUOTAS = {
+    "lambda_concurrency": ("lambda", "L-B99A9384", "Concurrent executions"),
+    "iam_roles": ("iam", "L-FE177D64", "Roles per account"),
+    "schedule_groups": ("scheduler", "L-A632CD40", "Number of schedule groups"),
+    "schedules": ("scheduler", "L-EE5D6FF0", "Number of schedules"),
+    "alarms": ("monitoring", None, "no count quota checked"),
+}
+
+
+def needs(resources: dict[str, int]) -> list[Need]:
+    """What one participant's stack takes from each quota, from its planned resources."""
+
+    def need(key: str, what: str, count: int) -> Need:
+        service, code, name = QUOTAS[key]
+        return Need(what, count, service, code, name)
+
+    return [
+        need(
+            "lambda_concurrency",
+            "Lambda concurrent executions (notebook 02's peak)",
+            CONCURRENCY_PER_PARTICIPANT,
+        ),
+        need("iam_roles", "IAM roles", resources.get("aws_iam_role", 0)),
+        need("schedule_groups", "Scheduler schedule groups", resources.get("aws_scheduler_schedule_group", 0)),
+        need("schedules", "Scheduler schedules (at run time, an upper estimate)", SCHEDULES_PER_PARTICIPANT),
+        need("alarms", "CloudWatch metric alarms", resources.get("aws_cloudwatch_metric_alarm", 0)),
+    ]
+
+
+def quota_check(backend: str, resources: dict[str, int], count: int) -> list[str]:
+    """Lines of the pre-check: each need times ``count``; on AWS, against the account's quota."""
+    lines = [f"pre-check: {count} participant(s), {sum(resources.values())} resources per stack"]
+    quota_lookup = backend == "aws"
+    if not quota_lookup:
+        lines.append(f"  (on {backend} there are no account quotas: the lookup of each quota is AWS-only)")
+    problems = []
+    for item in needs(resources):
+        total = item.per_participant * count
+        code = item.quota_code or item.quota_name
+        line = f"  {item.what}: {item.per_participant} x {count} = {total}  [{item.service_code} {code}]"
+        if quota_lookup and item.quota_code:
+            value = aws_quota(item)
+            line += f"  quota {value:g}" if value is not None else "  quota: not found in Service Quotas"
+            if value is not None and total > value:
+                problems.append(f"{item.what}: the workshop needs {total}, the account's quota is {value:g}")
+        lines.append(line)
+    if problems:
+        raise WorkshopError("the account's quotas are too low:\n  " + "\n  ".join(problems) + "\n" + "\n".join(lines))
+    return lines
+
+
+def aws_quota(item: Need) -> float | None:
+    """The account's value of a quota (applied, else AWS's default); IAM's lives in us-east-1."""
+    region = "us-east-1" if item.service_code == "iam" else settings.region()
+    quotas = boto3.client("service-quotas", region_name=region)  # AWS only: no emulator endpoint
+    for ask in (quotas.get_service_quota, quotas.get_aws_default_service_quota):
+        try:
+            return ask(ServiceCode=item.service_code, QuotaCode=item.quota_code)["Quota"]["Value"]
+        except quotas.exceptions.NoSuchResourceException:
+            continue
+    return None
+
+
+# ---------------------------------------------------------------- what it costs
+
+
+@dataclass
+class CostLine:
+    item: str
+    count: float
+    usd_per_month_each: float
+    basis: str
+
+    @property
+    def usd_per_hour(self) -> float:
+        return self.count * self.usd_per_month_each / prices.HOURS_PER_MONTH
+
+
+def idle_cost(resources: dict[str, int]) -> list[CostLine]:
+    """What one participant's stack costs per month while nobody uses it: the alarms, the
+    sweeper's custom metric, its runs, and the pollers of the idle event source mappings.
+    Tables, queues, functions and workflows cost nothing idle (on demand, by request)."""
+    mappings = resources.get("aws_lambda_event_source_mapping", 0)
+    sweeper_runs = prices.MINUTES_PER_MONTH / prices.SWEEPER_PERIOD_MINUTES
+    receives = mappings * prices.IDLE_RECEIVES_PER_MAPPING_PER_MINUTE * prices.MINUTES_PER_MONTH
+    return [
+        CostLine(
+            "CloudWatch metric alarms (standard resolution)",
+            resources.get("aws_cloudwatch_metric_alarm", 0),
+            prices.CLOUDWATCH_USD_PER_ALARM_MONTH,
+            "per alarm-month",
+        ),
+        CostLine(
+            "CloudWatch custom metric (the sweeper's)", 1, prices.CLOUDWATCH_USD_PER_METRIC_MONTH, "per metric-month"
+        ),
+        CostLine(
+            f"SQS ReceiveMessage of {mappings} idle event source mappings",
+            receives / 1e6,
+            prices.SQS_USD_PER_MILLION_REQUESTS,
+            "per million requests (estimate)",
+        ),
+        CostLine(
+            "Lambda requests of the sweeper (every 5 minutes)",
+            sweeper_runs / 1e6,
+            prices.LAMBDA_USD_PER_MILLION_REQUESTS,
+            "per million requests",
+        ),
+    ]
+
+
+def cost_lines(resources: dict[str, int], count: int) -> list[str]:
+    lines = ["idle cost of one participant's stack (list prices, us-east-1, before free tiers):"]
+    total = 0.0
+    for line in idle_cost(resources):
+        total += line.usd_per_hour
+        lines.append(
+            f"  {line.item}: {line.count:g} x ${line.usd_per_month_each:.2f} {line.basis} = ${line.usd_per_hour:.5f}/h"
+        )
+    lines.append(f"  per participant: ${total:.4f} per hour, ${total * 24:.3f} per day")
+    lines.append(f"  {count} participant(s): ${total * count:.4f} per hour, ${total * 24 * count:.3f} per day")
+    lines.append("  plus what the notebooks use (cents per participant per day: docs/aws.md)")
+    lines.append(f"  prices: {prices.IDLE_SOURCES}")
+    return lines
+
+
+# ---------------------------------------------------------------- up and down
+
+
+def _record(backend: str, names: list[str], resources: dict[str, int]) -> None:
+    settings.STATE_DIR.mkdir(parents=True, exist_ok=True)
+    text = json.dumps({"backend": backend, "participants": names, "resources": resources}, indent=2)
+    workshop_file(backend).write_text(text + "\n")
+
+
+def recorded(backend: str) -> dict:
+    """What the last `up` on this backend recorded: its participants and the planned resources."""
+    path = workshop_file(backend)
+    if not path.exists():
+        raise WorkshopError(f"no workshop was set up on this backend (no .lab/{path.name}): give PARTICIPANTS=...")
+    return json.loads(path.read_text())
+
+
+def _each(names: list[str], action, parallel: int) -> dict[str, str]:
+    """``action(name)`` for every participant, ``parallel`` at a time; the failures by name."""
+    failures: dict[str, str] = {}
+
+    def run(name: str) -> None:
+        started = time.monotonic()
+        try:
+            action(name)
+        except (stack.StackError, ValueError, ClientError, BotoCoreError) as exc:
+            failures[name] = str(exc)
+            print(f"  {name}: FAILED after {time.monotonic() - started:.0f} s", flush=True)
+            return
+        print(f"  {name}: done in {time.monotonic() - started:.0f} s", flush=True)
+
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        list(pool.map(run, names))
+    return failures
+
+
+def up(names: list[str], parallel: int = DEFAULT_PARALLELISM, backend: str | None = None) -> dict[str, dict]:
+    """Check, cost, then deploy every participant's stack; their ``lab`` outputs by name."""
+    chosen = settings.backend(backend)
+    print(f"planning {names[0]}'s stack to count what one stack needs ...", flush=True)
+    resources = stack.planned_resources(prefix=names[0], backend=chosen)
+    for line in quota_check(chosen, resources, len(names)):
+        print(line)
+    for line in cost_lines(resources, len(names)):
+        print(line)
+    _record(chosen, names, resources)  # before the deploys: a half-made workshop can still be destroyed
+    print(f"deploying {len(names)} stack(s) on {chosen}, {parallel} at a time:", flush=True)
+    failures = _each(names, lambda name: stack.deploy(prefix=name, backend=chosen), parallel)
+    if failures:
+        raise WorkshopError(_failed("deploy", failures))
+    return {name: stack.outputs(prefix=name, backend=chosen) for name in names}
+
+
+def down(names: list[str] | None = None, parallel: int = DEFAULT_PARALLELISM, backend: str | None = None) -> dict:
+    """Destroy every participant's stack, remove what the lessons made beside them, then list
+    each service: the lab resources left, by service (every count must be 0)."""
+    chosen = settings.backend(backend)
+    if names is None:
+        names = recorded(chosen)["participants"]
+    print(f"destroying {len(names)} stack(s) on {chosen}, {parallel} at a time:", flush=True)
+    failures = _each(names, lambda name: stack.destroy(prefix=name, backend=chosen), parallel)
+    removed = remove_runtime_leftovers(names)
+    if removed:
+        print(f"removed what the lessons created beside the stacks: {', '.join(removed)}")
+    left = leftovers(names)
+    print("left, per service (listing every resource of each service, by name, not by tag):")
+    for service, found in left.items():
+        shown = f": {', '.join(found[:5])}" + (" ..." if len(found) > 5 else "") if found else ""
+        print(f"  {service:30} {len(found)}{shown}")
+    if failures:
+        raise WorkshopError(_failed("destroy", failures))
+    if any(left.values()):
+        raise WorkshopError("lab resources are left (above): the workshop is not torn down")
+    workshop_file(chosen).unlink(missing_ok=True)
+    return left
+
+
+def _failed(action: str, failures: dict[str, str]) -> str:
+    return f"{action} failed for {len(failures)} participant(s):\n" + "\n".join(
+        f"--- {name}:\n{message}" for name, message in sorted(failures.items())
+    )
+
+
+# ---------------------------------------------------------------- the proof
+
+
+def _names_of(names: list[str]) -> tuple[str, ...]:
+    """The name prefixes of the workshop's resources: each participant's, and the conformance suite's."""
+    return (*(f"{name}-" for name in names), CONFORMANCE_PREFIX)
+
+
+def leftovers(names: list[str]) -> dict[str, list[str]]:
+    """Every resource of each service whose name belongs to the workshop, listing the whole
+    service: an untagged resource (a variant of notebook 07's, what an interrupted conformance
+    run left) is found as well as a tagged one. Every name of a stack starts with its
+    participant's name and a dash (iam.tf, storage.tf, ...), log groups after their service's path."""
+    mine = _names_of(names)
+
+    def listed(service: str, operation: str, expression: str) -> list:
+        # A page without the listed key (SQS answers an empty ListQueues without QueueUrls)
+        # searches to None.
+        found = clients.client(service).get_paginator(operation).paginate().search(expression)
+        return [value for value in found if value is not None]
+
+    def named(values) -> list[str]:
+        return sorted(value for value in values if value.startswith(mine))
+
+    def under(path: str, values) -> list[str]:
+        return sorted(value for value in values if value.startswith(path) and value[len(path) :].startswith(mine))
+
+    def mapped(mapping: dict) -> bool:
+        function = mapping.get("FunctionArn", "").rsplit(":", 1)[-1]
+        queue = mapping.get("EventSourceArn", "").rsplit(":", 1)[-1]
+        return function.startswith(mine) or queue.startswith(mine)
+
+    log_groups = listed("logs", "describe_log_groups", "logGroups[].logGroupName")
+    queue_urls = listed("sqs", "list_queues", "QueueUrls[]")
+    buckets = [bucket["Name"] for bucket in clients.client("s3").list_buckets().get("Buckets", [])]
+    schedules = listed("scheduler", "list_schedules", "Schedules[]")
+    return {
+        "DynamoDB tables": named(listed("dynamodb", "list_tables", "TableNames[]")),
+        "SQS queues": named(url.rsplit("/", 1)[-1] for url in queue_urls),
+        "Lambda functions": named(listed("lambda", "list_functions", "Functions[].FunctionName")),
+        "Lambda event source mappings": sorted(
+            m["UUID"] for m in listed("lambda", "list_event_source_mappings", "EventSourceMappings[]") if mapped(m)
+        ),
+        "IAM roles": named(listed("iam", "list_roles", "Roles[].RoleName")),
+        "Scheduler schedule groups": named(listed("scheduler", "list_schedule_groups", "ScheduleGroups[].Name")),
+        "Scheduler schedules": sorted(
+            f"{s['GroupName']}/{s['Name']}"
+            for s in schedules
+            if s["GroupName"].startswith(mine) or s["Name"].startswith(mine)
+        ),
+        "CloudWatch alarms": named(listed("cloudwatch", "describe_alarms", "MetricAlarms[].AlarmName")),
+        "CloudWatch log groups": under("/aws/lambda/", log_groups) + under("/aws/vendedlogs/states/", log_groups),
+        "S3 buckets": named(buckets),
+        "Step Functions state machines": named(listed("stepfunctions", "list_state_machines", "stateMachines[].name")),
+        "EventBridge rules": named(listed("events", "list_rules", "Rules[].Name")),
+    }
+
+
+def remove_runtime_leftovers(names: list[str]) -> list[str]:
+    """Delete the Lambda functions the lessons created beside the stacks (notebook 07's variants:
+    named after a stack's function, tagged with its participant) and their log groups. Only
+    functions carrying a workshop participant's tag are touched, never one that merely shares a name."""
+    lambda_ = clients.client("lambda")
+    logs = clients.client("logs")
+    removed = []
+    mine = tuple(f"{name}-" for name in names)
+    for function in lambda_.get_paginator("list_functions").paginate().search("Functions[]"):
+        name = function["FunctionName"]
+        if not name.startswith(mine):
+            continue
+        tags = lambda_.list_tags(Resource=function["FunctionArn"]).get("Tags", {})
+        if tags.get("idemlab:participant") not in names:
+            continue
+        lambda_.delete_function(FunctionName=name)
+        # A variant that never ran has no log group.
+        with contextlib.suppress(logs.exceptions.ResourceNotFoundException):
+            logs.delete_log_group(logGroupName=f"/aws/lambda/{name}")
+        removed.append(name)
+    return removed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m idemlab.workshop", description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=["up", "down"])
+    parser.add_argument(
+        "participants", nargs="?", default="", help="a number (p01..pNN) or names; `down`: the last `up`'s"
+    )
+    parser.add_argument(
+        "--parallel", type=int, default=DEFAULT_PARALLELISM, help="stacks deployed at a time (default 2)"
+    )
+    args = parser.parse_args(argv)
+    try:
+        if args.parallel < 1:
+            raise WorkshopError(f"--parallel {args.parallel}: at least 1")
+        if args.command == "up":
+            up(participants(args.participants), args.parallel)
+        else:
+            down(participants(args.participants) if args.participants.strip() else None, args.parallel)
+    except (WorkshopError, stack.StackError, ValueError, ClientError, BotoCoreError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
