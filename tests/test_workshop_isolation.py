@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from idemlab import clients, lessons, settings, stack, workshop
-from idemlab.lessons import traps, vehicles
+from idemlab.lessons import keys, vehicles
 
 # Three deploys two at a time, then three destroys (1-2 minutes each on a 2-core machine).
 pytestmark = pytest.mark.timeout(1800)
@@ -123,7 +123,7 @@ def test_three_participants_share_nothing_and_the_teardown_leaves_nothing(backen
 
         # A notebook 07 variant, made at run time beside p01's stack: tagged like its template,
         # and the teardown removes it (Terraform does not know it).
-        variant = traps.KeyedCheckouts(labs["p01"]).deploy_handler("probe", traps.checkout_zip(), traps.HANDLER)
+        variant = keys.KeyedCheckouts(labs["p01"]).deploy_handler("probe", keys.checkout_zip(), keys.HANDLER)
         variant_arn = lambda_.get_function_configuration(FunctionName=variant)["FunctionArn"]
         assert lambda_.list_tags(Resource=variant_arn)["Tags"].get(TAG) == "p01"
 
