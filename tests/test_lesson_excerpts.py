@@ -10,6 +10,9 @@ MODULE = textwrap.dedent(
     '''\
     import functools
 
+    SETTING = dict(
+        a=1,
+    )
 
     @functools.cache
     def short(x):
@@ -39,17 +42,21 @@ def module(tmp_path):
 def test_a_whole_definition_with_its_decorator_and_where_it_is(module):
     shown = lessons.excerpt(module, "short")
     assert shown.splitlines() == [
-        f"# {module}, lines 4-6 (short)",
+        f"# {module}, lines 7-9 (short)",
         "@functools.cache",
         "def short(x):",
         "    return x + 1",
     ]
 
 
+def test_an_assigned_name_is_a_definition_too(module):
+    assert lessons.excerpt(module, "SETTING").splitlines()[1:] == ["SETTING = dict(", "    a=1,", ")"]
+
+
 def test_a_method_cut_to_the_lines_between_two_markers(module):
     shown = lessons.excerpt(module, "long", start="# the line", end='return "big"')
     assert shown.splitlines() == [
-        f"# {module}, lines 14-16 (long)",
+        f"# {module}, lines 17-19 (long)",
         "        # the line that matters",
         "        if total > 10:",
         '            return "big"',
@@ -57,7 +64,7 @@ def test_a_method_cut_to_the_lines_between_two_markers(module):
 
 
 def test_more_lines_than_the_limit_is_refused_with_the_count(module):
-    with pytest.raises(ValueError, match=r"lines 10-17 are 8 lines, more than 5"):
+    with pytest.raises(ValueError, match=r"lines 13-20 are 8 lines, more than 5"):
         lessons.excerpt(module, "long", limit=5)
 
 

@@ -113,22 +113,18 @@ def draw_lanes(
 
 
 def excerpt(path: str, name: str, start: str = "", end: str = "", limit: int = EXCERPT_LINES) -> str:
-    """Lines of the definition ``name`` (a function, method or class, at any depth) in ``path``
+    """Lines of the definition ``name`` (a function, method, class or assigned name, at any depth) in ``path``
     (relative to the repository): from its first line containing ``start`` to the next line
     containing ``end`` (both kept; empty means the definition's first or last line). Headed
     by the path and line numbers, so the reader can open the whole file. More than
     ``limit`` lines, or a name or marker not found, is an error that says which."""
     source = (settings.ROOT / path).read_text()
     lines = source.splitlines()
-    definitions = [
-        node
-        for node in ast.walk(ast.parse(source))
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name
-    ]
+    definitions = [node for node in ast.walk(ast.parse(source)) if _defines(node, name)]
     if not definitions:
         raise LookupError(f"{path} defines no {name}")
     node = definitions[0]
-    first = min([decorator.lineno for decorator in node.decorator_list] + [node.lineno])
+    first = min([decorator.lineno for decorator in getattr(node, "decorator_list", [])] + [node.lineno])
     last = node.end_lineno
     if start:
         first = _line_containing(lines, start, first, last, path, name)
@@ -139,6 +135,14 @@ def excerpt(path: str, name: str, start: str = "", end: str = "", limit: int = E
         raise ValueError(f"{path}: {name} lines {first}-{last} are {count} lines, more than {limit}; narrow start/end")
     shown = "\n".join(lines[first - 1 : last])
     return f"# {path}, lines {first}-{last} ({name})\n{shown}"
+
+
+def _defines(node: ast.AST, name: str) -> bool:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name == name
+    if isinstance(node, ast.Assign):
+        return any(isinstance(target, ast.Name) and target.id == name for target in node.targets)
+    return False
 
 
 def _line_containing(lines: list[str], marker: str, first: int, last: int, path: str, name: str) -> int:
