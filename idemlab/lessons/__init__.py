@@ -5,14 +5,19 @@ so what the notebook shows is what CI checks."""
 
 from __future__ import annotations
 
+import ast
 import json
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from idemlab import clients, pictures
+from idemlab import clients, pictures, settings
 
 T = TypeVar("T")
+
+# The most lines a lesson cell shows of a file: enough for the lines that matter, short
+# enough that the cell is read rather than scrolled past. The rest is a link away.
+EXCERPT_LINES = 15
 
 
 class FunctionFailed(RuntimeError):
@@ -105,3 +110,48 @@ def draw_lanes(
         for n, (x, _, label, outcome) in enumerate(mine):
             pictures.mark(ax, x, row[lane], outcome, label, -0.3 if n % 2 == 0 else 0.3, "small")
     return ax, row
+
+
+def excerpt(path: str, name: str, start: str = "", end: str = "", limit: int = EXCERPT_LINES) -> str:
+    """Lines of the definition ``name`` (a function, method, class or assigned name, at any depth) in ``path``
+    (relative to the repository): from its first line containing ``start`` to the next line
+    containing ``end`` (both kept; empty means the definition's first or last line). Headed
+    by the path and line numbers, so the reader can open the whole file. More than
+    ``limit`` lines, or a name or marker not found, is an error that says which."""
+    source = (settings.ROOT / path).read_text()
+    lines = source.splitlines()
+    definitions = [node for node in ast.walk(ast.parse(source)) if _defines(node, name)]
+    if not definitions:
+        raise LookupError(f"{path} defines no {name}")
+    node = definitions[0]
+    first = min([decorator.lineno for decorator in getattr(node, "decorator_list", [])] + [node.lineno])
+    last = node.end_lineno
+    if start:
+        first = _line_containing(lines, start, first, last, path, name)
+    if end:
+        last = _line_containing(lines, end, first, last, path, name)
+    count = last - first + 1
+    if count > limit:
+        raise ValueError(f"{path}: {name} lines {first}-{last} are {count} lines, more than {limit}; narrow start/end")
+    shown = "\n".join(lines[first - 1 : last])
+    return f"# {path}, lines {first}-{last} ({name})\n{shown}"
+
+
+def _defines(node: ast.AST, name: str) -> bool:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name == name
+    if isinstance(node, ast.Assign):
+        return any(isinstance(target, ast.Name) and target.id == name for target in node.targets)
+    return False
+
+
+def _line_containing(lines: list[str], marker: str, first: int, last: int, path: str, name: str) -> int:
+    for number in range(first, last + 1):
+        if marker in lines[number - 1]:
+            return number
+    raise LookupError(f"{path}: no line of {name} between lines {first} and {last} contains {marker!r}")
+
+
+def show_excerpt(path: str, name: str, start: str = "", end: str = "", limit: int = EXCERPT_LINES) -> None:
+    """Print ``excerpt(...)``: a few lines of a file, for a lesson cell."""
+    print(excerpt(path, name, start, end, limit))
