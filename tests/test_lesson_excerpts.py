@@ -7,7 +7,7 @@ import pytest
 from idemlab import lessons
 
 MODULE = textwrap.dedent(
-    '''\
+    """\
     import functools
 
     SETTING = dict(
@@ -28,7 +28,7 @@ MODULE = textwrap.dedent(
             if total > 10:
                 return "big"
             return "small"
-    '''
+    """
 )
 
 
