@@ -326,17 +326,22 @@ def deploy(prefix: str = "lab", backend: str | None = None) -> dict:
     """Build the zips and apply the root to the backend; return the ``lab`` output."""
     with _prepared(prefix, backend) as stack:
         started = time.monotonic()
-        # Planned first, applied only when the plan changes something: Terraform walks the
-        # graph again to apply even an empty plan, starting the provider once more (seconds on
-        # a loaded 2-core machine), and an unchanged deploy is the one a learner repeats most.
+        # A redeploy is planned first, applied only when the plan changes something: Terraform
+        # walks the graph again to apply even an empty plan, starting the provider once more
+        # (seconds on a loaded 2-core machine), and an unchanged deploy is the one a learner repeats most.
         planned = stack.dir / SAVED_PLAN
         planned.unlink(missing_ok=True)
-        code, _ = stack.change(
-            "plan", "-detailed-exitcode", f"-out={SAVED_PLAN}", ok=(0, 2)
-        )  # 0: no changes, 2: changes
-        if code == 2:
-            # A saved plan carries its variables (Terraform refuses -var beside one).
-            stack.terraform("apply", "-auto-approve", PARALLELISM, SAVED_PLAN)
+        if not _holds_resources(stack.dir / "terraform.tfstate"):
+            # Nothing deployed yet, so everything changes: planned and applied in one run. A
+            # plan saved first would start Terraform and the provider once more for nothing.
+            stack.change("apply", "-auto-approve")
+        else:
+            code, _ = stack.change(
+                "plan", "-detailed-exitcode", f"-out={SAVED_PLAN}", ok=(0, 2)
+            )  # 0: no changes, 2: changes
+            if code == 2:
+                # A saved plan carries its variables (Terraform refuses -var beside one).
+                stack.terraform("apply", "-auto-approve", PARALLELISM, SAVED_PLAN)
         planned.unlink(missing_ok=True)
         elapsed = time.monotonic() - started
         lab = stack.lab_output()
@@ -344,6 +349,17 @@ def deploy(prefix: str = "lab", backend: str | None = None) -> dict:
         build.write_if_changed(OUTPUTS_DIR / f"{stack.name}.json", saved.encode())  # never half a file to outputs()
     print(f"deployed {stack.name} in {elapsed:.1f} s", file=sys.stderr)
     return lab
+
+
+def _holds_resources(state: Path) -> bool:
+    """Whether a Terraform state file records any resource; one that cannot be read is taken
+    to hold some (the deploy then plans first, as it always did)."""
+    try:
+        return bool(json.loads(state.read_text()).get("resources"))
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError, AttributeError):
+        return True
 
 
 def outputs(prefix: str = "lab", backend: str | None = None) -> dict:
