@@ -375,3 +375,39 @@ def test_a_kept_condition_parse_judges_each_request_by_its_own_names_and_values(
     for _ in range(3):
         assert [put("#a = :v", names, values) for names, values, _ in asks] == [expected for *_, expected in asks]
         assert put("status = :v", {}, {":v": {"N": "5"}}) == "ValidationException"  # a reserved word
+
+
+def test_request_ids_keep_their_form_and_differ_on_both_routes(backend):
+    """moto's random strings are drawn in one call on the fast path: request ids stay 52
+    letters and digits (moto's form), and no two answers share one."""
+    client = _dynamodb(backend)
+    table = _fresh_table(client)
+    ids = []
+    for origin in (None, "http://localhost:8888") * 20:
+        response = _dynamodb(backend, origin=origin).get_item(TableName=table, Key={"pk": {"S": "absent"}})
+        ids.append(response["ResponseMetadata"]["HTTPHeaders"]["x-amzn-requestid"])
+    assert all(len(found) == 52 and found.isalnum() and found.isascii() for found in ids)
+    assert len(set(ids)) == len(ids)
+
+
+def test_moto_random_strings_keep_their_pool_length_and_case():
+    from moto.moto_api._internal import mock_random
+
+    from idemlab.embedded import fast_path
+
+    fast_path.quick_random_strings()
+    assert mock_random.get_random_string.__func__.__module__ == fast_path.__name__
+    samples = [mock_random.get_random_string(length=40) for _ in range(50)]
+    assert all(len(sample) == 40 and sample.isalnum() and sample.isascii() for sample in samples)
+    assert any(character.isdigit() for character in "".join(samples))
+    letters = "".join(mock_random.get_random_string(length=40, include_digits=False) for _ in range(50))
+    assert letters.isalpha() and letters.isascii()
+    lower = "".join(mock_random.get_random_string(length=40, lower_case=True) for _ in range(50))
+    assert lower == lower.lower() and any(character.isalpha() for character in lower)
+    try:
+        mock_random.seed(7)
+        first = mock_random.get_random_string()
+        mock_random.seed(7)
+        assert mock_random.get_random_string() == first  # moto's seed still makes ids repeatable
+    finally:
+        mock_random.seed()  # fresh randomness again for whatever else runs in this process

@@ -158,3 +158,40 @@ def test_an_event_invoke_past_1_mb_is_refused_with_413(echo, size):
 
 def test_an_event_invoke_of_exactly_1_mb_is_accepted(echo):
     assert lam().invoke(FunctionName=echo, InvocationType="Event", Payload=padded(1024 * 1024))["StatusCode"] == 202
+
+
+def test_the_same_bad_package_is_refused_every_time_and_a_good_one_after_it_is_taken(lambda_role):
+    """Verdicts are remembered by the package's digest: a remembered refusal still refuses,
+    and it says nothing about other bytes."""
+    bad = corrupt_zip()
+    for _ in range(2):
+        name = f"fn-{uuid.uuid4().hex[:10]}"
+        assert_refused(
+            lambda: create(lambda_role, {"ZipFile": bad}, name), "InvalidParameterValueException", UNZIP_MESSAGE
+        )
+        assert absent(name)
+    good = create(lambda_role, {"ZipFile": zip_source(HANDLER.replace("VERSION", "3"))})
+    assert json.loads(lam().invoke(FunctionName=good, Payload=b"{}")["Payload"].read())["version"] == 3
+
+
+def test_each_distinct_package_is_read_back_once(monkeypatch):
+    """CreateFunction reads every member of a package back once per distinct package, not once
+    per function: a deploy makes many functions from a few zips."""
+    from idemlab.embedded import lambda_api
+
+    checked = []
+    real_check = lambda_api._check_package
+
+    def counting_check(code):
+        checked.append(code)
+        return real_check(code)
+
+    monkeypatch.setattr(lambda_api, "_check_package", counting_check)
+    monkeypatch.setattr(lambda_api, "VERDICTS", lambda_api._VerdictCache(2))
+    good, bad, other = zip_source(HANDLER.replace("VERSION", "4")), corrupt_zip(), zip_source("x = 1\n")
+    assert [lambda_api.code_problem(good) for _ in range(3)] == [None, None, None]
+    assert [lambda_api.code_problem(bad) for _ in range(2)] == [UNZIP_MESSAGE, UNZIP_MESSAGE]
+    assert checked == [good, bad]
+    lambda_api.code_problem(other)  # a third package: the oldest verdict (good's) is dropped
+    lambda_api.code_problem(good)
+    assert checked == [good, bad, other, good]

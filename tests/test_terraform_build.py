@@ -3,6 +3,7 @@ cleanly when the input is wrong."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import zipfile
 
@@ -201,3 +202,18 @@ def _copy_with_extra_file(working_copy):
     shutil.copytree(stack.TERRAFORM_SOURCE, source, ignore=shutil.ignore_patterns(*stack.COPY_IGNORED))
     (source / "extra.tf").write_text('locals {\n  extra = "a change init must see"\n}\n')
     return source
+
+
+def test_a_deploy_plans_first_only_where_state_records_resources(tmp_path):
+    """A first deploy applies in one Terraform run; any state with resources (or one that
+    cannot be read) gets the plan first, so an unchanged redeploy stays a plan."""
+    from idemlab.stack import _holds_resources
+
+    state = tmp_path / "terraform.tfstate"
+    assert not _holds_resources(state)  # no state yet
+    state.write_text(json.dumps({"version": 4, "resources": []}))
+    assert not _holds_resources(state)  # a destroyed stack's state
+    state.write_text(json.dumps({"version": 4, "resources": [{"type": "aws_sqs_queue", "name": "work"}]}))
+    assert _holds_resources(state)
+    state.write_text("{half a file")
+    assert _holds_resources(state)

@@ -10,8 +10,11 @@ refuses a deployment package Lambda would refuse.
 
 from __future__ import annotations
 
+import collections
+import hashlib
 import io
 import json
+import threading
 import zipfile
 from urllib.parse import unquote
 
@@ -35,6 +38,8 @@ MAX_ASYNC_REQUEST_BYTES = 1024 * 1024
 # Lambda quotas: a deployment package unzipped is at most 250 MB, the CodeSizeUnzipped that
 # GetAccountSettings reports; AWS refuses a larger one at CreateFunction/UpdateFunctionCode.
 MAX_UNZIPPED_CODE_BYTES = 262144000
+# Packages whose verdict (refused or not) is remembered by digest: the lab deploys 4 zips.
+CHECKED_PACKAGES_KEPT = 256
 CODE_ATTRIBUTES = ("code_bytes", "code_size", "code_sha_256", "code_digest")
 REQUEST_ID = "x-amzn-requestid"  # the header moto fills with a random id of its own
 THROTTLE_HEADERS = {"status": "429", "content-type": "application/json", "x-amzn-ErrorType": "TooManyRequestsException"}
@@ -49,10 +54,48 @@ class LambdaUserError(JsonRESTError):
         self.description = json.dumps({"Type": "User", "message": message})
 
 
+class _VerdictCache:
+    """code_problem's answers by the package's sha256: a deploy creates many functions from
+    the same few zips (and a redeploy creates them again), and checking one reads every member
+    back (tens of milliseconds a megabyte). The same bytes always get the same answer; a few
+    hundred recent digests are kept, each with its verdict only (not the bytes)."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.verdicts: collections.OrderedDict[bytes, str | None] = collections.OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, digest: bytes) -> tuple[bool, str | None]:
+        with self.lock:
+            if digest not in self.verdicts:
+                return False, None
+            self.verdicts.move_to_end(digest)
+            return True, self.verdicts[digest]
+
+    def put(self, digest: bytes, verdict: str | None) -> None:
+        with self.lock:
+            self.verdicts[digest] = verdict
+            while len(self.verdicts) > self.size:
+                self.verdicts.popitem(last=False)
+
+
+VERDICTS = _VerdictCache(CHECKED_PACKAGES_KEPT)
+
+
 def code_problem(code: bytes) -> str | None:
     """Why Lambda would refuse this deployment package, with AWS's wording (recorded in
     LocalStack's test_lambda_api.snapshot.json, v4.14.0: test_lambda_invalid_zip_file,
-    test_oversized_unzipped_lambda), or None."""
+    test_oversized_unzipped_lambda), or None. Each distinct package is checked once (VERDICTS)."""
+    digest = hashlib.sha256(code).digest()
+    known, verdict = VERDICTS.get(digest)
+    if known:
+        return verdict
+    verdict = _check_package(code)
+    VERDICTS.put(digest, verdict)
+    return verdict
+
+
+def _check_package(code: bytes) -> str | None:
     try:
         with zipfile.ZipFile(io.BytesIO(code)) as archive:
             if sum(entry.file_size for entry in archive.infolist()) >= MAX_UNZIPPED_CODE_BYTES:
@@ -222,9 +265,13 @@ def install(service: LambdaService) -> None:
 
     @wrap(LambdaResponse, "_enrich_response")
     def keep_invocation_request_id(original, headers, body):
-        """Answer an Invoke with the invocation's own request id, not one moto makes up."""
+        """Answer an Invoke with the invocation's own request id, not one moto makes up. An
+        answer that has one is not given to moto's: it only makes up an id (52 random
+        characters: a few percent of a warm invoke's server CPU) and writes it into an XML body's
+        <RequestId>, and an Invoke answers the handler's own bytes, never XML of moto's."""
         invocation = headers.get(REQUEST_ID)
-        headers, body = original(headers, body)
-        if invocation:
-            headers[REQUEST_ID] = invocation
+        if not invocation:
+            return original(headers, body)
+        if "status" in headers:  # what moto's does besides, for the status it reads back
+            headers["status"] = str(headers["status"])
         return headers, body
