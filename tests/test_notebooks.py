@@ -82,6 +82,14 @@ def test_notebook_is_stored_without_outputs(path):
     assert not dirty, f"{path.name}: code cells {dirty} have outputs; clear them before committing"
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_cell_ids_are_unique(path):
+    """nbformat renames a repeated id when it reads the notebook, so a link to that cell breaks."""
+    ids = [cell.get("id") for cell in committed(path)["cells"]]
+    repeated = sorted({cell_id for cell_id in ids if ids.count(cell_id) > 1})
+    assert not repeated, f"{path.name}: cell ids used more than once: {repeated}"
+
+
 def execute(path: Path, environment: dict, record_property) -> None:
     """Run the notebook top to bottom in a fresh kernel; a failed cell raises."""
     notebook = nbformat.read(path, as_version=4)
