@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from idemlab import clients, lessons, settings, stack, workshop
+from idemlab.embedded.server import EmbeddedBackend
 from idemlab.lessons import keys, vehicles
 
 # Three deploys two at a time, then three destroys (1-2 minutes each on a 2-core machine).
@@ -65,7 +66,19 @@ def names_in(lab: dict) -> list[str]:
     return found
 
 
-def test_three_participants_share_nothing_and_the_teardown_leaves_nothing(backend):
+@pytest.fixture
+def own_backend(backend, monkeypatch):
+    """A fresh embedded backend for this test alone: the teardown's proof lists every service
+    whole, and the session's backend holds what other tests keep there (the conformance
+    suite's session fixtures), which would count as leftovers."""
+    server = EmbeddedBackend().start()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", server.url)
+    monkeypatch.setenv("LAB_PORT", str(server.port))
+    yield server.url
+    server.stop()
+
+
+def test_three_participants_share_nothing_and_the_teardown_leaves_nothing(own_backend):
     started = workshop_command("up", str(len(PARTICIPANTS)), "--parallel", "2")
     assert started.returncode == 0, started.stdout[-3000:]
     assert "the lookup of each quota is AWS-only" in started.stdout

@@ -73,8 +73,11 @@ def strike(step: str, point: str, deletion_request_id: str, context=None) -> Non
         if context is None:
             time.sleep(STALL_SECONDS_WITHOUT_CONTEXT)
             return
-        time.sleep(context.get_remaining_time_in_millis() / 1000 + 1)
-        return  # not reached inside Lambda: the runtime ends the invocation first
+        # Inside Lambda the runtime ends the invocation at its timeout. Should that stop come
+        # late (a busy host), the step must still never go on: a crashed worker that woke up
+        # would claim or write as a zombie nobody asked for. So it sleeps until it is stopped.
+        while True:
+            time.sleep(max(context.get_remaining_time_in_millis() / 1000, 0) + 1)
     raise InjectedFault(f"injected error at {step}.{point} for {deletion_request_id}")
 
 
