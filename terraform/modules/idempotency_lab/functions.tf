@@ -6,7 +6,7 @@ variable "functions" {
     timeout  = optional(number, 10)
     tables   = optional(map(string), {})  # { <key of var.tables> = <level of local.table_actions> } -> <KEY>_TABLE
     invokes  = optional(list(string), []) # [<key of var.functions>]                            -> <KEY>_FUNCTION
-    sends    = optional(list(string), []) # [<key of var.queues>]                               -> <KEY>_QUEUE_URL
+    sends    = optional(list(string), []) # [<`_dlq` key of var.queues>]                        -> <KEY>_QUEUE_URL
     starts   = optional(list(string), []) # [<key of var.workflows>]                            -> <KEY>_STATE_MACHINE_ARN
     knows    = optional(list(string), []) # the same variable, without the right to start it
     grants   = optional(list(string), []) # [<key of local.extra_grants>]
@@ -84,8 +84,8 @@ variable "functions" {
   }
 
   validation {
-    condition     = length(flatten([for key, f in var.functions : concat([for fn in f.invokes : "${key} invokes ${fn}" if !contains(keys(var.functions), fn)], [for q in f.sends : "${key} sends to ${q}" if !contains(keys(var.queues), q)])])) == 0
-    error_message = "Every function a function invokes is a key of var.functions, every queue it sends to a key of var.queues. Wrong: ${join("; ", flatten([for key, f in var.functions : concat([for fn in f.invokes : "${key} invokes ${fn}" if !contains(keys(var.functions), fn)], [for q in f.sends : "${key} sends to ${q}" if !contains(keys(var.queues), q)])]))}."
+    condition     = length(flatten([for key, f in var.functions : concat([for fn in f.invokes : "${key} invokes ${fn}" if !contains(keys(var.functions), fn)], [for q in f.sends : "${key} sends to ${q}" if !contains([for k in keys(var.queues) : k if endswith(k, "_dlq")], q)])])) == 0
+    error_message = "Every function a function invokes is a key of var.functions, every queue it sends to a dead-letter queue (a `_dlq` key of var.queues: functions are created while the work queues still wait on theirs, so they cannot hold a work queue's URL). Wrong: ${join("; ", flatten([for key, f in var.functions : concat([for fn in f.invokes : "${key} invokes ${fn}" if !contains(keys(var.functions), fn)], [for q in f.sends : "${key} sends to ${q}" if !contains([for k in keys(var.queues) : k if endswith(k, "_dlq")], q)])]))}."
   }
 
   validation {
@@ -131,7 +131,7 @@ locals {
     USER_FILES_BUCKET            = aws_s3_bucket.this["user_files"].bucket
     SCHEDULE_GROUP               = aws_scheduler_schedule_group.this.name
     SCHEDULER_ROLE_ARN           = aws_iam_role.scheduler.arn
-    SCHEDULER_DLQ_ARN            = local.queue_arns["scheduler_dlq"]
+    SCHEDULER_DLQ_ARN            = local.dead_letter_arns["scheduler_dlq"]
     POWERTOOLS_METRICS_NAMESPACE = var.stuck_metric_namespace
   }
 }
@@ -165,7 +165,7 @@ resource "aws_lambda_function" "this" {
       { POWERTOOLS_SERVICE_NAME = each.key },
       { for t in keys(each.value.tables) : "${upper(t)}_TABLE" => aws_dynamodb_table.this[t].name },
       { for f in each.value.invokes : "${upper(f)}_FUNCTION" => local.name[f] },
-      { for q in each.value.sends : "${upper(q)}_QUEUE_URL" => local.queue_urls[q] },
+      { for q in each.value.sends : "${upper(q)}_QUEUE_URL" => local.dead_letter_urls[q] },
       { for w in concat(each.value.starts, each.value.knows) : "${upper(w)}_STATE_MACHINE_ARN" => local.workflow_arn[w] },
       merge([for s in each.value.settings : local.function_settings[s]]...),
       each.value.env,
@@ -195,7 +195,7 @@ resource "aws_lambda_function_event_invoke_config" "this" {
 
   destination_config {
     on_failure {
-      destination = local.queue_arns[each.value.dlq]
+      destination = local.dead_letter_arns[each.value.dlq]
     }
   }
 }

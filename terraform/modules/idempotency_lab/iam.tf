@@ -71,12 +71,12 @@ locals {
       )
     }],
     length(f.invokes) == 0 ? [] : [{ Effect = "Allow", Action = ["lambda:InvokeFunction"], Resource = [for fn in f.invokes : local.function_arn[fn]] }],
-    [{ Effect = "Allow", Action = ["sqs:SendMessage"], Resource = [for q in distinct(concat([f.dlq], f.sends)) : local.queue_arns[q]] }],
+    [{ Effect = "Allow", Action = ["sqs:SendMessage"], Resource = [for q in distinct(concat([f.dlq], f.sends)) : local.queue_arn[q]] }],
     # Its event source mappings poll as the function's role (Lambda developer guide, with-sqs.html).
     length(local.consumed_queues[key]) == 0 ? [] : [{
       Effect   = "Allow"
       Action   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"]
-      Resource = [for q in local.consumed_queues[key] : local.queue_arns[q]]
+      Resource = [for q in local.consumed_queues[key] : local.queue_arn[q]]
     }],
     length(f.starts) == 0 ? [] : [{ Effect = "Allow", Action = ["states:StartExecution"], Resource = [for w in f.starts : local.workflow_arn[w]] }],
     [for grant in f.grants : local.extra_grants[grant]],
@@ -183,7 +183,7 @@ resource "aws_iam_role_policy" "scheduler" {
     Version = "2012-10-17"
     Statement = [
       { Effect = "Allow", Action = ["states:StartExecution"], Resource = [local.workflow_arn["account_deletion"]] },
-      { Effect = "Allow", Action = ["sqs:SendMessage"], Resource = [local.queue_arns["scheduler_dlq"]] },
+      { Effect = "Allow", Action = ["sqs:SendMessage"], Resource = [local.queue_arn["scheduler_dlq"]] },
     ]
   })
 }

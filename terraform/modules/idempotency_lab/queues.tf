@@ -106,6 +106,16 @@ resource "aws_sqs_queue" "work" {
 }
 
 locals {
+  # What a queue's ARN will be, known before the queue exists: IAM statements name queues this
+  # way, so roles and functions need not wait for them. The provider waits about 25 s after
+  # creating each queue, and a work queue waits for its dead-letter queue first: anything
+  # that referred to the work queues would start only after both waits.
+  queue_arn = { for key in keys(var.queues) : key => "arn:${local.partition}:sqs:${local.region}:${local.account_id}:${local.queue_name[key]}" }
+
+  # The dead-letter queues exist by the time functions are created; the work queues may not.
+  dead_letter_arns = { for key, q in aws_sqs_queue.dead_letter : key => q.arn }
+  dead_letter_urls = { for key, q in aws_sqs_queue.dead_letter : key => q.url }
+
   queue_arns = merge(
     { for key, q in aws_sqs_queue.dead_letter : key => q.arn },
     { for key, q in aws_sqs_queue.work : key => q.arn },

@@ -23,7 +23,7 @@ resource "aws_cloudwatch_event_target" "sweeper" {
   }
 
   dead_letter_config {
-    arn = local.queue_arns["sweeper_rule_dlq"]
+    arn = local.dead_letter_arns["sweeper_rule_dlq"]
   }
 }
 
