@@ -112,8 +112,8 @@ def _backend_results(fast_rate: float, seed: int) -> dict:
         }
         for op in embedded.OPERATIONS
     }
-    warm = {name: [ms / 1000 for (ms,) in _rounds(rng, 2.0)] for name in (embedded.SLOW, embedded.FAST)}
-    warm["in-process call"] = [0.000001] * ROUNDS
+    warm = {name: [[ms / 1000] for (ms,) in _rounds(rng, 2.0)] for name in (embedded.SLOW, embedded.FAST)}
+    warm["in-process call"] = [[0.000001]] * ROUNDS
     return {
         "sizes": {"rounds": ROUNDS, "calls": 100, "invocations": ROUNDS},
         "dynamodb_calls_per_s": dynamodb,

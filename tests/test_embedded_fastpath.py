@@ -204,12 +204,16 @@ def test_invoke_answers_the_same_on_the_short_path_and_moto_route(backend, make_
     name = make_function(HANDLER)
     fast = _dynamodb(backend, service="lambda")
     full = _dynamodb(backend, origin="http://localhost:8888", service="lambda")
+    arn = fast.get_function(FunctionName=name)["Configuration"]["FunctionArn"]
     calls = [
         (name, b'{"order": 1}', {}),
         (name, b'{"fail": "card declined"}', {}),
         (name, b"{}", {"InvocationType": "DryRun"}),
         (name, b"{}", {"InvocationType": "Event"}),
         (name, b"{}", {"Qualifier": "no-such-alias"}),
+        (name, b"{}", {"Qualifier": "$LATEST"}),  # a query string, percent-encoded
+        (arn, b'{"order": 2}', {}),  # a path with percent-encoded colons
+        (name, b"not json", {}),
         (f"fn-missing-{uuid.uuid4().hex[:6]}", b"{}", {}),
     ]
     for function, payload, options in calls:

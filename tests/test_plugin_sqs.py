@@ -155,11 +155,18 @@ CRASH_TIMEOUT = 5
 def test_a_consumer_that_dies_after_shipping_ships_again_when_the_message_comes_back(idemlab, code, shipments, how):
     handler = Handler.module("consumer.ships_then_remembers", code_root=code)
     crash = Crash.after("consumer.ship", how=how)
-    with pytest.raises(DuplicateEffectError) as failure:
-        idemlab.assert_exactly_once(
+    try:
+        passed = idemlab.assert_exactly_once(
             handler, orders, shipments, rounds=2, copies=1, queue=Queue(), crash=crash, timeout=CRASH_TIMEOUT
         )
-    report, message = failure.value.report, str(failure.value)
+    except DuplicateEffectError as failure:
+        report, message = failure.report, str(failure)
+    else:
+        # Seen once in CI (a loaded runner), never reproduced since: the rounds' own story says why.
+        pytest.fail(
+            f"no round shipped twice; the report:\n{passed.message()}\n"
+            + "\n".join(line for r in passed.rounds for line in r.delivery.timeline())
+        )
     assert report.doubled() == [0, 1]
     assert [r.delivery.crashes for r in report.rounds] == [1, 1]
     assert "2 of 2 rounds (1 copy of each event sent as messages to a standard SQS queue)" in message

@@ -67,6 +67,7 @@ def app_and_handler():
     lean_json_errors()
     cached_condition_parses()
     quick_random_strings()
+    known_account_backends()
     return short_paths(dispatcher), keep_alive_handler()
 
 
@@ -86,6 +87,26 @@ def lean_json_errors() -> None:
         self.description = json.dumps({"__type": error_type, "message": message})
 
     JsonRESTError.__init__ = __init__
+
+
+def known_account_backends() -> None:
+    """Every `lambda_backends[account]` (and each other service's) takes moto's global
+    backend lock and then checks that the service's dict is registered with `not in` over
+    a list of some 150 of them, which compares the dicts by value: ~30 us a lookup under
+    cProfile, three lookups a warm Invoke (its backend, and IAM's for the access key's last
+    use). Once an account's backend exists and the dict is registered, moto's check
+    changes nothing: only then is it skipped (an account moto has not seen, or one its
+    reset removed, takes moto's own path)."""
+    from moto.core.base_backend import BackendDict
+
+    registered: set[int] = set()  # ids of BackendDicts moto has registered; they live as long as the process
+
+    @wrap(BackendDict, "_create_account_specific_backend")
+    def create(original, self, account_id: str) -> None:
+        if id(self) in registered and dict.__contains__(self, account_id):
+            return
+        original(self, account_id)
+        registered.add(id(self))
 
 
 def quick_random_strings() -> None:
@@ -207,7 +228,7 @@ def short_paths(app):
             request = _lite_request(environ, recorder) or BackendRequest(environ)
         elif service == "lambda" and (invoke := INVOKE_PATH.match(environ.get("PATH_INFO", ""))):
             handler = LambdaResponse()
-            request = BackendRequest(environ)
+            request = _lite_request(environ, recorder, invoke=True) or BackendRequest(environ)
             handler._get_action = lambda: "Invoke"  # what moto's router finds for this path
         else:
             return app(environ, start_response)
@@ -361,14 +382,14 @@ def keep_alive_handler():
 class _LiteRequest:
     """The attributes of moto's Request that `BaseResponse.setup_class`, its parameter
     parser and its IAM bookkeeping read, for a request werkzeug would read trivially: a
-    POST to `/` with no query string, a JSON content type, no content encoding, a plain
-    Host other than port 80 (`_lite_request`; any other gets werkzeug's Request). werkzeug's
-    form, values and URL parsing cost ~20 % of such a request's CPU and find nothing."""
+    POST to `/` with no query string and a JSON content type (DynamoDB), or to a function's
+    `invocations` path with no content type or a JSON one (Lambda's Invoke); no content
+    encoding, a plain Host other than port 80 (`_lite_request`; any other gets werkzeug's
+    Request). werkzeug's form, values and URL parsing cost ~20 % of such a request's CPU
+    and find nothing: with no form content type its form is empty and its data the body."""
 
     from_wsgi_server = True
-    path = raw_path = "/"
     content_encoding = None
-    query_string = b""
 
     def __init__(self, environ: dict, body: bytes):
         from moto.core.request import EnvironHeaders
@@ -379,22 +400,30 @@ class _LiteRequest:
         self.headers = EnvironHeaders(environ)
         self.content_type = environ.get("CONTENT_TYPE")
         self.data = body
-        self.raw_url = f"http://{environ['HTTP_HOST']}/"
+        self.path = environ.get("PATH_INFO") or "/"
+        # As moto's Request reads them: the path as it arrived (RAW_URI, before
+        # percent-decoding), and the query string after it.
+        self.raw_path = (environ.get("RAW_URI") or self.path).split("?", 1)[0] or "/"
+        self.query_string = environ.get("QUERY_STRING", "").encode("latin-1")
+        query = f"?{environ['QUERY_STRING']}" if environ.get("QUERY_STRING") else ""
+        self.raw_url = f"http://{environ['HTTP_HOST']}{self.raw_path}{query}"
         self.form = self.files = ImmutableMultiDict()
         self.values = CombinedMultiDict([ImmutableMultiDict(), self.form])
 
 
-def _lite_request(environ: dict, recorder) -> _LiteRequest | None:
+def _lite_request(environ: dict, recorder, invoke: bool = False) -> _LiteRequest | None:
     host = environ.get("HTTP_HOST", "")
+    content_type = environ.get("CONTENT_TYPE") or None
     if (
         recorder._user_enabled  # it reads the body from the stream itself
-        or environ.get("QUERY_STRING")
-        or environ.get("CONTENT_TYPE") not in JSON_CONTENT_TYPES
+        or (environ.get("QUERY_STRING") and not invoke)
+        or (content_type not in JSON_CONTENT_TYPES and not (invoke and content_type is None))
         or "HTTP_CONTENT_ENCODING" in environ
         or "HTTP_TRANSFER_ENCODING" in environ
         or not _PLAIN_HOST.match(host)
         or host.endswith(":80")
         or not (environ.get("CONTENT_LENGTH") or "0").isdigit()
+        or (environ.get("RAW_URI") or "/").startswith(("http:", "https:", "//"))  # a full URL: werkzeug's parse
     ):
         return None
     length = int(environ.get("CONTENT_LENGTH") or 0)
