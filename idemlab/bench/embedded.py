@@ -78,8 +78,8 @@ BOTO3, RAW = "dynamodb_calls_per_s", "dynamodb_raw_calls_per_s"  # the two views
 # one, are what the interval resamples, so it stays a 95 % interval of the same statistic,
 # only wider, in a third of the time. Quick: a smoke run.
 # The default run keeps one client thread (a learner's code); --full adds eight.
-FULL = {"rounds": 20, "calls": 160, "invocations": 200, "threads": [1, 8]}
-DEFAULT = {"rounds": 10, "calls": 80, "invocations": 60, "threads": [1]}
+FULL = {"rounds": 20, "calls": 160, "invocations": 400, "threads": [1, 8]}
+DEFAULT = {"rounds": 10, "calls": 80, "invocations": 200, "threads": [1]}
 QUICK = {"rounds": 8, "calls": 48, "invocations": 40, "threads": [1]}
 # Each in a child process (its own interpreter, as the embedded backend has), on {port}:
 # moto's ThreadedMotoServer, unmodified, and serve_canned.
