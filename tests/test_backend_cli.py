@@ -11,6 +11,7 @@ import pytest
 from idemlab import settings
 from idemlab.embedded.server import free_port, health
 from support.cli import lab_cli as lab
+from support.health import answer as health_answer
 
 
 @pytest.mark.timeout(120)
@@ -21,7 +22,7 @@ def test_up_twice_reuses_the_backend_and_down_stops_it():
         first = lab("up", port=port)
         assert first.returncode == 0, first.stderr
         assert "embedded backend up" in first.stdout and "scheduler firer up" in first.stdout
-        assert health(url)
+        assert health_answer(url)
         second = lab("up", port=port)
         assert second.returncode == 0, second.stderr
         assert "reusing it" in second.stdout

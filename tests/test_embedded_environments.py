@@ -18,7 +18,8 @@ import pytest
 from botocore.config import Config
 
 from idemlab.embedded import lambda_runtime
-from idemlab.embedded.server import EmbeddedBackend, health
+from idemlab.embedded.server import EmbeddedBackend
+from support.health import answer as health_answer
 from tests.conftest import zip_source
 
 # A generous init deadline: the test counts how many inits overlapped, which a loaded runner
@@ -149,7 +150,7 @@ def test_a_burst_leaves_at_most_the_caps_of_idle_environments(server, aws):
         pids = {a["payload"] for a in answers}
         assert len(pids) == size, "each invocation of the burst had an environment of its own"
         seen |= pids
-        live = set(health(server.url)["lambda_environments"])
+        live = set(health_answer(server.url)["lambda_environments"])
         assert live == worker_processes(server)
         assert len(live & pids) <= PER_FUNCTION
         assert len(live) <= min(OVERALL, PER_FUNCTION * (n + 1))

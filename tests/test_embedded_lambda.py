@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from idemlab import clients
-from idemlab.embedded.server import health
+from support.health import answer as health_answer
 
 RECORDING_HANDLER = """
 import os, time
@@ -81,7 +81,7 @@ def test_timeout_returns_lambda_error_and_kills_the_worker(make_function, table)
     # The next request gets a fresh environment, which answers normally.
     fresh, error = invoke(name, {})
     assert error is None
-    assert fresh["pid"] in health(os.environ["AWS_ENDPOINT_URL"])["lambda_environments"]
+    assert fresh["pid"] in health_answer(os.environ["AWS_ENDPOINT_URL"])["lambda_environments"]
 
 
 def test_timed_out_worker_process_is_gone(make_function, table):
@@ -99,7 +99,7 @@ def test_timed_out_worker_process_is_gone(make_function, table):
     item = clients.client("dynamodb").get_item(TableName=table, Key={"pk": {"S": "pid"}})["Item"]
     pid = int(item["pid"]["N"])
     assert not pid_alive(pid), f"worker {pid} still running after its timeout"
-    assert pid not in health(os.environ["AWS_ENDPOINT_URL"])["lambda_environments"]
+    assert pid not in health_answer(os.environ["AWS_ENDPOINT_URL"])["lambda_environments"]
 
 
 def test_warm_environment_is_reused_and_keeps_module_state(make_function):
@@ -178,13 +178,15 @@ def test_payload_that_is_not_json_is_refused_before_anything_runs(make_function)
     # Invoke API reference: InvalidRequestContentException, "The request body could not be parsed as JSON".
     name = make_function("def handler(event, context):\n    return 1\n")
     lam = clients.client("lambda")
-    before = set(health(os.environ["AWS_ENDPOINT_URL"])["lambda_environments"])
+    before = set(health_answer(os.environ["AWS_ENDPOINT_URL"])["lambda_environments"])
     for invocation_type in ("RequestResponse", "Event", "DryRun"):
         with pytest.raises(lam.exceptions.InvalidRequestContentException) as refused:
             lam.invoke(FunctionName=name, InvocationType=invocation_type, Payload=b"{'order': 7}")
         assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
         assert refused.value.response["Error"]["Message"].startswith("Could not parse request body into json")
-    assert set(health(os.environ["AWS_ENDPOINT_URL"])["lambda_environments"]) <= before, "no environment may start"
+    assert set(health_answer(os.environ["AWS_ENDPOINT_URL"])["lambda_environments"]) <= before, (
+        "no environment may start"
+    )
 
 
 def test_broken_handler_module_reports_an_import_error(make_function):

@@ -18,7 +18,8 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from idemlab.embedded.server import EmbeddedBackend, health
+from idemlab.embedded.server import EmbeddedBackend
+from support.health import answer as health_answer
 from tests.conftest import zip_source
 
 LIMIT = 2
@@ -168,9 +169,9 @@ def test_idle_workers_are_reaped_on_a_timer_without_another_invoke(lab):
     kind, payload = lab.invoke(lab.function(), {"id": "reap"})
     assert kind == "ok"
     deadline = time.monotonic() + 20
-    while payload["pid"] in health(lab.url)["lambda_environments"] and time.monotonic() < deadline:
+    while payload["pid"] in health_answer(lab.url)["lambda_environments"] and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert payload["pid"] not in health(lab.url)["lambda_environments"]
+    assert payload["pid"] not in health_answer(lab.url)["lambda_environments"]
 
 
 @pytest.mark.timeout(150)
