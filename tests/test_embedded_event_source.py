@@ -105,14 +105,19 @@ def deliveries(table: str) -> list[dict]:
     return sorted(rows, key=lambda row: (row["at"], row["position"]))
 
 
-def wait_for(condition, timeout: float = 30):
+# A deadline, not a wait: each call returns as soon as its condition holds. 30 s was missed
+# once by a worker's first test on a loaded runner (CI, 2026-12-05: five messages undelivered).
+WAIT_SECONDS = 120
+
+
+def wait_for(condition, timeout: float = WAIT_SECONDS):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()
         if value:
             return value
         time.sleep(0.2)
-    raise AssertionError("condition not met within the timeout")
+    raise AssertionError(f"condition not met within {timeout} s")
 
 
 def send(url: str, *bodies: dict, **extra) -> None:
