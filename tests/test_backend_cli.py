@@ -1,6 +1,7 @@
 """`make up` / `make down` as a learner meets them: start, reuse, clear errors, stop."""
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import pytest
 from idemlab import settings
 from idemlab.embedded.server import free_port, health
 from support.cli import lab_cli as lab
+from support.cli import lab_cli_process as lab_process
 from support.health import answer as health_answer
 
 
@@ -31,6 +33,33 @@ def test_up_twice_reuses_the_backend_and_down_stops_it():
     assert stopped.returncode == 0, stopped.stderr
     assert "embedded backend stopped" in stopped.stdout
     assert health(url) is None
+
+
+@pytest.mark.timeout(300)
+def test_up_reuses_its_own_backend_while_it_is_too_busy_to_answer():
+    """A backend the lab's pid file names, whose process listens on the port, is the lab's
+    own however slowly it answers: stopped with SIGSTOP it answers nothing at all (as a
+    loaded machine answers late), and `lab up` waits for it, saying so, until it goes on."""
+    port = free_port()
+    try:
+        assert lab("up", port=port).returncode == 0
+        pid = int((settings.STATE_DIR / f"embedded-{port}.pid").read_text())
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            second = lab_process("up", port=port)
+            seen = ""
+            for line in second.stdout:  # until the first word of its wait, or its end
+                if "is busy" in line or "reusing" in line:
+                    seen = line
+                    break
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        out, err = second.communicate(timeout=240)
+        assert "holds the port but is busy" in seen, f"no wait was announced; it said: {seen}{out}{err}"
+        assert second.returncode == 0, err
+        assert f"(pid {pid}), reusing it" in out
+    finally:
+        lab("down", port=port)
 
 
 @pytest.mark.timeout(60)
