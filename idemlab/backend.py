@@ -93,11 +93,16 @@ class Daemon:
             process = subprocess.Popen(
                 command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True
             )
-        deadline = time.monotonic() + seconds
+        started = time.monotonic()
+        said = started
         while process.poll() is None and not ready():
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now - started > seconds:
                 process.kill()
                 raise BackendError(f"{self.title} did not answer within {seconds} s; log {self.log}")
+            if now - said >= PROGRESS_EVERY_SECONDS:
+                print(f"starting the {self.title}: waiting for it to answer ({now - started:.0f} s so far)", flush=True)
+                said = now
             time.sleep(0.05)
         if process.poll() is not None:
             raise BackendError(f"{self.title} exited with code {process.returncode}; log {self.log}")
@@ -117,6 +122,8 @@ class Daemon:
         self.pid_file.unlink(missing_ok=True)
         return f"{self.title} stopped (pid {pid})"
 
+
+PROGRESS_EVERY_SECONDS = 5  # how often a wait for a starting or busy backend says it is still waiting
 
 EMBEDDED = Daemon("embedded", "embedded backend")
 NATIVE = Daemon("localstack-native", "native LocalStack")
@@ -166,7 +173,6 @@ def wait_for_own_backend(title: str, pid: int, answers: Callable[[], object], wh
     return found
 
 
-PROGRESS_EVERY_SECONDS = 5  # how often a wait for a busy backend says it is still waiting
 # Only a backend that is stuck, not one that is busy, takes this long to answer a health
 # probe: the busiest suite runs seen answer within seconds. Ten minutes, then say so.
 OWN_BACKEND_PATIENCE_SECONDS = 600
@@ -184,7 +190,7 @@ def embedded_up() -> str:
     if port_in_use(port):
         raise BackendError(f"port {port} is busy with another program (LocalStack? set LAB_PORT or stop it); log {log}")
     command = [sys.executable, "-m", "idemlab.embedded", "--port", str(port)]
-    return EMBEDDED.start(command, lambda: health(url, timeout=0.5), READY_TIMEOUT_SECONDS, where=f" on {url}")
+    return EMBEDDED.start(command, lambda: health(url, timeout=2), READY_TIMEOUT_SECONDS, where=f" on {url}")
 
 
 def _localstack_health(url: str) -> dict | None:
