@@ -357,12 +357,12 @@ def native_localstack_up(url: str) -> str:
     if port_in_use(settings.port()):
         raise BackendError(f"port {settings.port()} is busy with another program (set LAB_PORT or stop it)")
     try:
-        python = native.install()
+        installed = native.install()
     except native.InstallError as exc:
         raise BackendError(str(exc)) from exc
-    env = {**os.environ, **native.settings_for(settings.port(), compose_service()["environment"])}
+    env = {**os.environ, **native.settings_for(settings.port(), compose_service()["environment"], installed)}
     started = NATIVE.start(
-        native.command(python), lambda: _localstack_health(url), LOCALSTACK_READY_SECONDS, env, where=f" on {url}"
+        native.command(installed), lambda: _localstack_health(url), LOCALSTACK_READY_SECONDS, env, where=f" on {url}"
     )
     try:
         _warm_dynamodb(url)
