@@ -124,6 +124,7 @@ LOCALSTACK_STACK_TESTS := tests/test_deletion_malformed_inputs.py tests/test_que
 
 test-localstack: install ## the lab on LocalStack (Docker, else native): conformance, deploy, second plan, every notebook, the stack tests that hold anywhere
 	@export BACKEND=localstack LAB_PORT=$(LOCALSTACK_STAGE_PORT); start=$$SECONDS; \
+	export NATIVE_CACHE_AT_START=$$($(PY) -m idemlab.localstack_native.install --cached); \
 	if $(PY) -m idemlab up; then \
 	  env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest tests/conformance tests/localstack $(LOCALSTACK_STACK_TESTS) --durations=15; code=$$?; \
 	else code=1; fi; \

@@ -149,13 +149,14 @@ def dotted_name_exists(token: str) -> bool | None:
 
 def _looks_like_a_path(token: str) -> bool:
     """A file's name, or a path whose first folder is one of the tree's: not a file type
-    (`.tf`), a metric namespace (`AWS/SQS`) or an image name."""
+    (`.tf`), a metric namespace (`AWS/SQS`) or an image name. An upstream project's file is
+    named from its repository's root (`localstack-core/...`), whose first folder is not ours."""
     if token.startswith(".") and "/" not in token:
         return False
-    if token.endswith(FILE_SUFFIXES) or token.endswith("/"):
-        return True
+    if "/" not in token:
+        return token.endswith(FILE_SUFFIXES)
     _files, folders = _tails()
-    return token.split("/")[0] in folders
+    return token.split("/")[0] in folders or token.endswith("/")
 
 
 def false_references(text: str) -> list[str]:

@@ -480,11 +480,15 @@ def command(entry: Entry) -> list[str]:
     return [str(entry.python), "-P", "-m", "localstack.runtime.main"]
 
 
-if __name__ == "__main__":  # python -m idemlab.localstack_native.install [--check]
+if __name__ == "__main__":  # python -m idemlab.localstack_native.install [--check | --cached]
     if sys.argv[1:] == ["--check"]:  # exit 0 when this machine can run it, else say what it lacks
         lacking = missing()
         print(f"native LocalStack needs {', '.join(lacking)}" if lacking else "native LocalStack can run here")
         sys.exit(3 if lacking else 0)
+    if sys.argv[1:] == ["--cached"]:  # exit 0 when this machine's cache already holds the install
+        cached = not missing() and cache.is_complete(entry_folder(key_inputs()))
+        print("warm" if cached else "cold")
+        sys.exit(0 if cached else 4)
     try:
         print(f"native LocalStack installed: {install().folder}")
     except InstallError as exc:
