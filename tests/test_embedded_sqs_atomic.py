@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 import uuid
 
 import boto3
@@ -30,6 +31,8 @@ RECEIVERS = 8
 ROUNDS = 200
 # How often Python may switch threads during the race of many receivers (its default is 5 ms).
 SWITCH_SECONDS = 1e-5
+# A long poll much longer than a delete and a send take, even on a loaded machine.
+LONG_POLL_SECONDS = 20
 
 
 @pytest.fixture(scope="module")
@@ -159,3 +162,32 @@ def test_a_message_whose_visibility_timeout_ends_during_an_attribute_read_is_cou
     attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
 
     assert sum(int(attributes[name]) for name in names) == 1, attributes
+
+
+def test_a_long_poll_waiting_on_a_queue_holds_up_neither_a_delete_nor_a_send(sqs):
+    """A receive waiting for messages lets the queue's lock go while it waits (moto waits on the
+    queue's own condition, which is the lock): a delete and a send on the queue go through, and
+    the waiting receive gets the message sent, long before its wait would have ended."""
+    url = queue(sqs)
+    sqs.send_message(QueueUrl=url, MessageBody="in flight")
+    (in_flight,) = receive(sqs, url)
+    waited = {}
+
+    def long_poll():
+        started = time.monotonic()
+        answer = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=LONG_POLL_SECONDS)
+        waited["seconds"], waited["messages"] = time.monotonic() - started, answer.get("Messages", [])
+
+    poller = threading.Thread(target=long_poll)
+    poller.start()
+    time.sleep(0.5)  # let the receive begin its wait (it would hold the queue from here on)
+    started = time.monotonic()
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=in_flight["ReceiptHandle"])
+    sqs.send_message(QueueUrl=url, MessageBody="sent while it waited")
+    delete_and_send = time.monotonic() - started
+    poller.join()
+
+    assert [m["Body"] for m in waited["messages"]] == ["sent while it waited"]
+    assert delete_and_send < LONG_POLL_SECONDS / 2 and waited["seconds"] < LONG_POLL_SECONDS / 2, (
+        f"delete and send took {delete_and_send:.1f} s, the long poll {waited['seconds']:.1f} s of {LONG_POLL_SECONDS}"
+    )
