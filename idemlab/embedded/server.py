@@ -234,6 +234,7 @@ def serve(port: int, host: str, allow_remote: bool, lambda_concurrency: int) -> 
         lambda_api,
         rule_scheduler,
         scheduler_api,
+        sqs_atomic,
         sqs_event_source,
         stepfunctions_ext,
         terraform_compat,
@@ -252,7 +253,7 @@ def serve(port: int, host: str, allow_remote: bool, lambda_concurrency: int) -> 
     service = lambda_api.LambdaService(endpoint_url, client, lambda_concurrency)
     dynamodb_atomic.install(fast_path=fast_path.enabled())
     lambda_api.install(service)
-    for module in (stepfunctions_ext, scheduler_api, sqs_event_source, terraform_compat):
+    for module in (stepfunctions_ext, scheduler_api, sqs_atomic, sqs_event_source, terraform_compat):
         module.install()
     app, handler = fast_path.app_and_handler()  # after every install: it caches the patched classes' methods
     app = _front_door(app, service.runtime, check_host=not allow_remote)
