@@ -117,16 +117,14 @@ test-embedded: install tools ## the suite on embedded backends it starts and sto
 
 # The LocalStack stage has a port of its own, so a learner's backend on 4566 may keep running.
 LOCALSTACK_STAGE_PORT ?= 4576
-# The stack tests that hold on any backend, run there too (on the suite's stack, tests/conftest.py):
-# the malformed-input batteries, the checkout races, the vehicle workflow.
-LOCALSTACK_STACK_TESTS := tests/test_deletion_malformed_inputs.py tests/test_queues_malformed_lines.py \
-	tests/test_checkout_stack.py tests/test_vehicles_workflow.py
-
+# The LocalStack stage runs every test marked `any_backend` (pyproject.toml says which): the
+# conformance suite, tests/localstack/, and the stack tests that hold on any backend, on the
+# suite's stack (tests/conftest.py).
 test-localstack: install ## the lab on LocalStack (Docker, else native): conformance, deploy, second plan, every notebook, the stack tests that hold anywhere
 	@export BACKEND=localstack LAB_PORT=$(LOCALSTACK_STAGE_PORT); start=$$SECONDS; \
 	export NATIVE_CACHE_AT_START=$$($(PY) -m idemlab.localstack_native.install --cached); \
 	if $(PY) -m idemlab up; then \
-	  env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest tests/conformance tests/localstack $(LOCALSTACK_STACK_TESTS) --durations=15; code=$$?; \
+	  env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -m any_backend --durations=15; code=$$?; \
 	else code=1; fi; \
 	$(PY) -m idemlab down; \
 	echo "stage localstack: $$((SECONDS - start)) s, exit code $$code"; exit $$code

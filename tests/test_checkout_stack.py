@@ -14,7 +14,7 @@ import pytest
 
 from idemlab.lessons import checkout
 
-pytestmark = pytest.mark.stack
+pytestmark = [pytest.mark.stack, pytest.mark.any_backend]
 
 # 300 rounds is the acceptance bar (CHECKOUT_ROUNDS=300); CI runs fewer to stay in budget.
 ROUNDS = int(os.environ.get("CHECKOUT_ROUNDS", "50"))
