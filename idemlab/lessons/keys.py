@@ -30,6 +30,9 @@ HANDLER_TEMPLATE_FUNCTION = "checkout_naive"
 WHOLE_EVENT = "@"  # JMESPath for the whole delivery, headers and all
 CLIENT_KEY = 'headers."Idempotency-Key"'
 SERVER_KEY = "body.[customer_id, order_id]"
+# The client's key scoped to the caller the front door authenticated: with API Gateway, a
+# Lambda authorizer's principalId reaches the function as requestContext.authorizer.
+CALLER_SCOPED_KEY = '[requestContext.authorizer.principalId, headers."Idempotency-Key"]'
 
 
 @dataclass(frozen=True)
@@ -42,10 +45,21 @@ class Variant:
     pass_key_downstream: bool = False
 
 
-def delivery(order_id: str, amount: int = 1999, key: str | None = None) -> dict:
-    """One delivery of an order: the body stays, the trace id is new on every attempt."""
-    body = {"order_id": order_id, "customer_id": "customer-7", "amount": amount, "currency": "EUR"}
-    return retry_of({"headers": {} if key is None else {"Idempotency-Key": key}, "body": body})
+def delivery(order_id: str, amount: int = 1999, key: str | None = None, customer_id: str = "customer-7") -> dict:
+    """One delivery of an order: the body stays, the trace id is new on every attempt.
+
+    The front door has authenticated the caller as the customer: its identity arrives in
+    ``requestContext.authorizer.principalId``, where API Gateway puts a Lambda
+    authorizer's answer, and not in anything the client wrote.
+    """
+    body = {"order_id": order_id, "customer_id": customer_id, "amount": amount, "currency": "EUR"}
+    return retry_of(
+        {
+            "headers": {} if key is None else {"Idempotency-Key": key},
+            "requestContext": {"authorizer": {"principalId": customer_id}},
+            "body": body,
+        }
+    )
 
 
 def retry_of(sent: dict) -> dict:
