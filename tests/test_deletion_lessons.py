@@ -29,6 +29,7 @@ def test_the_cancel_race_has_one_winner_per_round(deletions):
     assert set(tally) <= {"cancel", "claim"} and sum(tally.values()) == 5
 
 
+@pytest.mark.race
 @pytest.mark.timeout(300)
 def test_threads_sharing_the_lesson_module_each_count_their_own_users_emails(deletions):
     """The fault-point matrix (test_deletion_stack.py) counts goodbyes from 12 threads
