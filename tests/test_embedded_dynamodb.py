@@ -14,9 +14,9 @@ from support.rounds import rounds
 # backend's write lock taken out). Without the lock a racing conditional update has two
 # winners in about a third of rounds, a put or a transaction in well under 1 %: the update
 # race catches a missing lock in 99.9 % of runs at its count; the other two keep their 200.
-PUT_ROUNDS = rounds(measured=200, soak=2700)
+PUT_ROUNDS = rounds(measured=200, soak=3500)
 CLAIM_ROUNDS = rounds(measured=21, soak=200)
-TRANSACT_ROUNDS = rounds(measured=200, soak=200)
+TRANSACT_ROUNDS = rounds(measured=200, soak=3500)
 # 200 rounds took 98-128 s on a loaded 2-core machine: three seconds a round is ample.
 SECONDS_PER_ROUND = 3
 CLIENTS = 50

@@ -200,6 +200,44 @@ def deletion_case(kind: str):
     return Case("the backend's DynamoDB write lock taken out (plain moto)", False, factory)
 
 
+def goodbyes_case():
+    """tests/test_deletion_lessons.py: 12 threads count their own users' goodbye emails
+    through one Deletions, switching threads every microsecond, as the test does."""
+
+    def factory(url):
+        from idemlab.barrier import all_at_once
+        from idemlab.lessons import deletion
+
+        outbox = create_table("idempotency_key")
+        stack = {
+            "tables": {"email_outbox": outbox},
+            "buckets": {"user_files": ""},
+            "state_machines": {"account_deletion": ""},
+            "queues": {"deletion_dlq": ""},
+        }
+        deletions = deletion.Deletions(stack)
+        one = deletions.table("email_outbox")
+        deletions.table = lambda key: one  # every thread on one resource, one condition builder
+        users = {f"u{uuid.uuid4().hex[:10]}": n % 3 for n in range(12)}
+        for user_id, emails in users.items():
+            for n in range(emails):
+                item = {"idempotency_key": f"goodbye#{user_id}-{n}", "kind": "goodbye", "user_id": user_id}
+                one.put_item(Item={**item, "deletion_request_id": f"del-{user_id}"})
+
+        def one_round() -> bool:
+            interval = sys.getswitchinterval()
+            sys.setswitchinterval(1e-6)
+            try:
+                counted = all_at_once([lambda user_id=user_id: deletions.goodbyes(user_id) for user_id in users])
+            finally:
+                sys.setswitchinterval(interval)
+            return any(count != emails for count, emails in zip(counted, users.values(), strict=True))
+
+        return lambda n: [one_round() for _ in range(n)]
+
+    return Case("one boto3 Table (one condition builder) shared by the threads", True, factory)
+
+
 def checkout_case(kind: str):
     """tests/test_checkout_handlers.py: the handlers in this process, 10 copies a round,
     the card processor a Lambda function on the backend (as the test's fixture has it)."""
@@ -344,6 +382,7 @@ CASES = {
     "deletion-zombie": lambda: deletion_case("zombie"),
     "deletion-zombie-fence": lambda: deletion_case("zombie-fence"),
     "checkout-powertools": lambda: checkout_case("powertools"),
+    "lessons-goodbyes": goodbyes_case,
     "checkout-downstream": lambda: checkout_case("downstream"),
     "checkout-fault": lambda: checkout_case("fault"),
     "stack-powertools": lambda: stack_case("powertools"),
