@@ -142,8 +142,8 @@ conformance: install ## the AWS behaviours the lessons rely on, checked on BACKE
 	@if [ "$(BACKEND)" = localstack ]; then $(PY) -m idemlab up; fi
 	$(PY) -m pytest tests/conformance
 
-soak: install ## the race tests at their full acceptance counts (300 rounds; minutes)
-	CHECKOUT_ROUNDS=300 $(PY) -m pytest tests/test_checkout_stack.py tests/test_checkout_handlers.py -k round
+soak: install ## every race test (marked `race`) at its acceptance count (300 checkout rounds; many minutes)
+	RACE_SOAK=1 $(PY) -m pytest -m race tests
 
 bench: install ## plain moto, the embedded backend and native LocalStack side by side (minutes); BENCH=--strategies adds the cost of idempotency, BENCH=--full the long run; BACKEND=aws: on AWS (cents)
 	$(PY) -m idemlab.bench $(BENCH)
