@@ -9,12 +9,10 @@ from the figure what it shows and compare it with what the source says (tests/te
 
 from __future__ import annotations
 
-import json
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from idemlab import lambda_code, settings
+from idemlab import lambda_code, module_spec, settings
 
 # How each kind of transition is drawn: (colour, line style).
 EDGE_STYLE = {
@@ -83,13 +81,6 @@ def _box(ax, x: float, y: float, name: str, colour: str, fontsize: int) -> None:
     ax.text(x, y, name, ha="center", va="center", fontsize=fontsize, gid=f"node:{name}", bbox=bbox)
 
 
-def workflows() -> dict[str, dict]:
-    """Every ASL definition of the module, by its file name without ``.asl.json``. The files
-    parse as they are: Terraform's ${...} placeholders sit inside JSON strings."""
-    paths = sorted(settings.MODULE_DIR.glob("workflows/*.asl.json"))
-    return {path.name.removesuffix(".asl.json"): json.loads(path.read_text()) for path in paths}
-
-
 def asl_graph(definition: dict, title: str = "", graph: Graph | None = None) -> Graph:
     """States and transitions of an ASL definition: Next, Choice rules and Default, Catch,
     Retry (a loop on the state, labelled with its attempts) and the branches of Parallel
@@ -110,7 +101,7 @@ def asl_graph(definition: dict, title: str = "", graph: Graph | None = None) -> 
 
 def workflow_graph(name: str) -> Graph:
     """The graph of one of the module's workflows (``account_deletion``, ...)."""
-    return asl_graph(workflows()[name], title=f"{name} (from {name}.asl.json)")
+    return asl_graph(module_spec.workflows()[name], title=f"{name} (from {name}.asl.json)")
 
 
 def request_states(transitions=None) -> Graph:
@@ -152,10 +143,8 @@ def architecture(outputs: dict) -> Graph:
     graph.nodes.update({group: "schedule_group"} if group else {})
     for kind, names in deployed.items():  # an alarm shares its key with the queue it watches: named apart
         graph.nodes.update({f"alarm {key}" if kind == "alarms" else key: kind for key in sorted(names)})
-    declared = lambda_code.module_default("workflows.tf", "workflows")
-    iam = (settings.MODULE_DIR / "iam.tf").read_text()
-    scheduler_policy = re.search(r'resource "aws_iam_role_policy" "scheduler" \{.*?\n\}', iam, re.S).group()
-    scheduled = set(re.findall(r'workflow_arn\["(\w+)"\]', scheduler_policy))
+    declared = module_spec.default("workflows")
+    scheduled = module_spec.scheduler_starts()
     for machine in sorted(deployed["state_machines"]):
         invokes = declared.get(machine, {}).get("invokes", [])
         graph.edges += [(machine, function, "uses", "") for function in invokes if function in deployed["functions"]]

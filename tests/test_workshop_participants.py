@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from idemlab import __main__ as cli
-from idemlab import lab, settings, stack, workshop
+from idemlab import lab, module_spec, settings, stack, workshop
 
 
 @pytest.fixture
@@ -50,9 +50,10 @@ def test_connect_looks_for_the_participants_stack_without_an_edited_cell(remembe
 
 
 def test_the_prefix_rule_has_one_copy_the_modules_validation():
-    text = (settings.MODULE_DIR / "variables.tf").read_text()
-    assert f'regex("{settings.prefix_pattern().pattern}", var.prefix)' in text
-    assert stack.PREFIX_PATTERN is settings.prefix_pattern()
+    # The pattern is taken from the parsed call; the plain reading of the same rule holds it.
+    (rule,) = module_spec.variable("prefix")["validation"]
+    assert f'regex("{module_spec.prefix_pattern().pattern}", var.prefix)' in rule["condition"]
+    assert stack.PREFIX_PATTERN is module_spec.prefix_pattern()
 
 
 def test_workshop_participants_from_a_number_or_a_list():
