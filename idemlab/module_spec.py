@@ -3,11 +3,12 @@
 Whatever the harness and its tests take from the Terraform is read here, through python-hcl2's
 parser, never by matching the text: the defaults of the module's typed inputs (``default``),
 a function's entry, tables and environment (``function``, ``environment``, ``table_keys``),
-the prefix rule of the ``prefix`` validation (``prefix_pattern``), the workflows the Scheduler's
-role may start (``scheduler_starts``, from ``iam.tf``), the ASL definitions (``workflows``),
-and the ``variable`` and ``output`` blocks the module README is generated from
-(``module_blocks``). Everything else asks this module; ``tests/test_module_spec.py`` fails on
-any other file under ``idemlab/`` or ``tests/`` that opens a ``.tf`` file or imports the parser.
+the prefix rule of the ``prefix`` validation (``prefix_pattern``), the workflows the
+Scheduler's role may start (``scheduler_starts``, from ``iam.tf``), the module's resources of
+a kind (``resources``), the ASL definitions (``workflows``), and the ``variable`` and
+``output`` blocks the module README is generated from (``module_blocks``). Everything else
+asks this module; ``tests/test_module_spec.py`` fails on any other file under ``idemlab/`` or
+``tests/`` that opens a ``.tf`` file or imports the parser.
 
 Two readings, for two needs: ``blocks`` turns a file into plain values (strings, lists, maps)
 for what the module declares; ``_document`` keeps the syntax tree, for what sits inside an
@@ -136,6 +137,16 @@ def table_keys(*function_keys: str) -> dict[str, str]:
     if composite := [name for name in names if "range_key" in tables[name] or "types" in tables[name]]:
         raise ValueError(f"{', '.join(composite)} has a sort key or typed attributes: read its whole entry")
     return {name: tables[name]["hash_key"] for name in names}
+
+
+def resources(kind: str) -> dict[str, dict]:
+    """The module's ``resource "<kind>" "<name>"`` blocks, by name, as plain values (an
+    expression is its HCL inside ``${...}``: ``"${local.stuck_metric_name}"``)."""
+    found = {}
+    for path in files():
+        for block in document(path).get("resource", []):
+            found.update(block.get(kind, {}))
+    return found
 
 
 def _document(file: str) -> DocumentView:

@@ -27,8 +27,8 @@ def dead_letter_queues() -> int:
 
 
 def sweeper_alarms() -> int:
-    monitoring = (settings.MODULE_DIR / "monitoring.tf").read_text()
-    return len(re.findall(r"metric_name\s*=\s*local\.stuck_metric_name", monitoring))
+    alarms = module_spec.resources("aws_cloudwatch_metric_alarm").values()
+    return len([alarm for alarm in alarms if alarm.get("metric_name") == "${local.stuck_metric_name}"])
 
 
 def test_every_stated_number_of_functions_is_the_modules_or_a_dated_measurement():
