@@ -36,7 +36,9 @@ def connect(prefix: str | None = None) -> dict:
     """
     prefix = settings.participant() if prefix is None else settings.check_prefix(prefix)
     chosen = settings.backend()
-    where = clients.endpoint() or f"AWS {settings.region()}"  # on an emulator, dummy keys from here on
+    # On an emulator, dummy keys and the region in this process's environment from here on:
+    # the notebook's own boto3 clients and the Lambda code it runs in process need them.
+    where = clients.use_emulator_environment() or f"AWS {settings.region()}"
     try:
         outputs = stack.outputs(prefix=prefix, backend=chosen)
     except stack.StackError as exc:  # the message names the file it looked for

@@ -1,5 +1,6 @@
-"""What the harness knows of a function: its code, loaded in this process, and the tables
-and environment the Terraform module gives it (read from the module, never copied).
+"""Lambda code imported outside Lambda: a function folder's modules, loaded in this process.
+What the Terraform module gives a function (its tables and environment) is read by
+``idemlab.module_spec``.
 
 ``load`` is the one way the harness imports Lambda code. A function's zip has its folder at
 the root, so its modules import each other by top-level names (``charging.processor``,
@@ -13,18 +14,11 @@ environment first.
 
 from __future__ import annotations
 
-import functools
 import importlib
 import sys
 import threading
 from pathlib import Path
 from types import ModuleType
-
-import hcl2
-
-from idemlab import settings
-
-_HCL = hcl2.SerializationOptions(strip_string_quotes=True, explicit_blocks=False, with_comments=False)
 
 _loaded: dict[Path, dict[str, ModuleType]] = {}
 _lock = threading.RLock()
@@ -57,45 +51,3 @@ def load(folder: str | Path, module: str) -> ModuleType:
 def _take(names: set[str]) -> dict[str, ModuleType]:
     """Take the modules named ``names`` (and their submodules) out of ``sys.modules``."""
     return {name: sys.modules.pop(name) for name in list(sys.modules) if name.split(".")[0] in names}
-
-
-def environment(function_key: str, tables: dict[str, str], functions: dict[str, str] | None = None) -> dict[str, str]:
-    """The variables ``functions.tf`` gives the function, for the given table and function names.
-
-    Only the names it derives (``<KEY>_TABLE``, ``<KEY>_FUNCTION``) and its ``env`` (literal,
-    as a variable's default is): what the module adds from its locals is left out.
-    """
-    entry = spec(function_key)
-    wanted = [(name, "TABLE", tables) for name in entry.get("tables", {})]
-    wanted += [(name, "FUNCTION", functions or {}) for name in entry.get("invokes", [])]
-    if missing := [name for name, _, given in wanted if name not in given]:
-        raise KeyError(f"{function_key} needs the names of {', '.join(missing)}")
-    return {f"{name.upper()}_{kind}": given[name] for name, kind, given in wanted} | (entry.get("env") or {})
-
-
-def spec(key: str) -> dict:
-    """The function's entry in ``functions.tf`` (scenario, timeout, tables, invokes, env)."""
-    entry = module_default("functions.tf", "functions").get(key)
-    if entry is None:
-        raise KeyError(f"no function {key!r} in functions.tf")
-    return entry
-
-
-def hcl_blocks(path: Path, kind: str) -> dict[str, dict]:
-    """The blocks of one kind (``variable``, ``output``) of a Terraform file, by name."""
-    parsed = hcl2.loads(path.read_text(), serialization_options=_HCL)
-    blocks = {}
-    # python-hcl2 gives a list of one-entry maps, one per block: {"<name>": {...body...}}
-    for block in parsed.get(kind, []):
-        for name, body in block.items():
-            blocks[name.strip('"')] = body
-    return blocks
-
-
-@functools.cache
-def module_default(file: str, variable: str) -> dict:
-    """The default of a module variable (the lab's tables and functions are typed inputs)."""
-    body = hcl_blocks(settings.MODULE_DIR / file, "variable").get(variable, {})
-    if "default" not in body:
-        raise KeyError(f"no variable {variable!r} with a default in {file}")
-    return body["default"]

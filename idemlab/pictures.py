@@ -2,19 +2,19 @@
 
 Each picture has two halves: a function that reads its source into plain nodes and edges
 (``asl_graph``, ``request_states``, ``architecture``, ``sequence``), and one that draws exactly
-those (``draw_graph``, ``draw_sequence``). Every drawn node and arrow carries a ``gid``
-(``node:<name>``, ``edge:<src>-><dst>:<kind>``, ``message:<n>:...``), so a test can read back
-from the figure what it shows and compare it with what the source says (tests/test_pictures.py).
+those (``draw_graph``, ``draw_sequence``). Lesson 2's charts draw the checkouts' own answers
+and the ledger's counts (``draw_checkout_timeline``, ``draw_checkout_charges``). Every drawn
+node and arrow carries a ``gid`` (``node:<name>``, ``edge:<src>-><dst>:<kind>``,
+``message:<n>:...``), so a test can read back from the figure what it shows and compare it with
+what the source says (tests/test_pictures.py).
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from idemlab import lambda_code, settings
+from idemlab import lambda_code, module_spec, settings
 
 # How each kind of transition is drawn: (colour, line style).
 EDGE_STYLE = {
@@ -83,13 +83,6 @@ def _box(ax, x: float, y: float, name: str, colour: str, fontsize: int) -> None:
     ax.text(x, y, name, ha="center", va="center", fontsize=fontsize, gid=f"node:{name}", bbox=bbox)
 
 
-def workflows() -> dict[str, dict]:
-    """Every ASL definition of the module, by its file name without ``.asl.json``. The files
-    parse as they are: Terraform's ${...} placeholders sit inside JSON strings."""
-    paths = sorted(settings.MODULE_DIR.glob("workflows/*.asl.json"))
-    return {path.name.removesuffix(".asl.json"): json.loads(path.read_text()) for path in paths}
-
-
 def asl_graph(definition: dict, title: str = "", graph: Graph | None = None) -> Graph:
     """States and transitions of an ASL definition: Next, Choice rules and Default, Catch,
     Retry (a loop on the state, labelled with its attempts) and the branches of Parallel
@@ -110,7 +103,7 @@ def asl_graph(definition: dict, title: str = "", graph: Graph | None = None) -> 
 
 def workflow_graph(name: str) -> Graph:
     """The graph of one of the module's workflows (``account_deletion``, ...)."""
-    return asl_graph(workflows()[name], title=f"{name} (from {name}.asl.json)")
+    return asl_graph(module_spec.workflows()[name], title=f"{name} (from {name}.asl.json)")
 
 
 def request_states(transitions=None) -> Graph:
@@ -152,10 +145,8 @@ def architecture(outputs: dict) -> Graph:
     graph.nodes.update({group: "schedule_group"} if group else {})
     for kind, names in deployed.items():  # an alarm shares its key with the queue it watches: named apart
         graph.nodes.update({f"alarm {key}" if kind == "alarms" else key: kind for key in sorted(names)})
-    declared = lambda_code.module_default("workflows.tf", "workflows")
-    iam = (settings.MODULE_DIR / "iam.tf").read_text()
-    scheduler_policy = re.search(r'resource "aws_iam_role_policy" "scheduler" \{.*?\n\}', iam, re.S).group()
-    scheduled = set(re.findall(r'workflow_arn\["(\w+)"\]', scheduler_policy))
+    declared = module_spec.default("workflows")
+    scheduled = module_spec.scheduler_starts()
     for machine in sorted(deployed["state_machines"]):
         invokes = declared.get(machine, {}).get("invokes", [])
         graph.edges += [(machine, function, "uses", "") for function in invokes if function in deployed["functions"]]
@@ -245,6 +236,53 @@ def draw_architecture(outputs: dict, ax=None):
     for column, kind in enumerate(KINDS):
         ax.text(3.0 * column, 0.55, kind.replace("_", " "), ha="center", fontsize=9, weight="bold")
     ax.set_ylim(ax.get_ylim()[0], 0.9)
+    return ax
+
+
+# The steps of a checkout answer's trace (functions/checkout), and their colours.
+STEP_COLOURS = {"check": "#4c72b0", "charge": "#c44e52", "record": "#55a868"}
+
+
+def draw_checkout_timeline(answers: list[dict], title: str = "", ax=None):
+    """Lesson 2: one row per checkout invocation; the check, charge and record bars of its
+    answer's step trace on a shared time axis."""
+    import matplotlib.pyplot as plt
+
+    ax = axes(ax, 9, 0.5 + 0.45 * len(answers))
+    labels = [f"copy {i + 1} (pid {a.get('pid', '?')}): {a['outcome']}" for i, a in enumerate(answers)]
+    lanes(ax, labels, "milliseconds since the first step of any copy", title)
+    origin = min((step["start"] for answer in answers for step in answer.get("trace", [])), default=0.0)
+    for row, answer in enumerate(answers):
+        for step in answer.get("trace", []):
+            begin_ms = (step["start"] - origin) * 1000
+            width_ms = max((step["end"] - step["start"]) * 1000, 1.0)
+            ax.broken_barh([(begin_ms, width_ms)], (row - 0.35, 0.7), color=STEP_COLOURS[step["step"]])
+    handles = [plt.Rectangle((0, 0), 1, 1, color=colour) for colour in STEP_COLOURS.values()]
+    ax.legend(handles, list(STEP_COLOURS), loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
+    return ax
+
+
+def draw_checkout_charges(results: dict[str, list[int]], copies: int, ax=None):
+    """Lesson 2: charges per round for each strategy, as the ledger counted them: one is
+    right, more is a double charge."""
+    ax = axes(ax, 9, 3.5)
+    names = list(results)
+    bottom = [0] * len(results)
+    for label, colour, rounds_of in (
+        ("charged once", "#55a868", lambda n: n == 1),
+        ("charged more than once", "#c44e52", lambda n: n > 1),
+        ("never charged", "#999999", lambda n: n == 0),
+    ):
+        heights = [sum(map(rounds_of, results[name])) for name in names]
+        ax.bar(names, heights, bottom=bottom, color=colour, label=label)
+        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+    for x, name in enumerate(names):
+        ax.annotate(
+            f"{sum(results[name])} charges", (x, len(results[name])), ha="center", va="bottom", fontsize="small"
+        )
+    ax.set(ylabel=f"rounds of {copies} identical requests", ylim=(0, max(len(r) for r in results.values()) * 1.2))
+    ax.legend(loc="upper left", fontsize="small", bbox_to_anchor=(1.0, 1.0))
+    ax.tick_params(axis="x", labelrotation=15)
     return ax
 
 

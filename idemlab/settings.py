@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import subprocess
 from pathlib import Path
 
@@ -23,21 +22,11 @@ DEFAULT_PARTICIPANT = "lab"
 PARTICIPANT_FILE = STATE_DIR / "participant"
 
 
-@functools.cache
-def prefix_pattern() -> re.Pattern:
-    """The module's rule for a prefix (a participant's name), read from its `prefix` validation:
-    the module is the rule's one owner; the harness checks names with it before Terraform runs."""
-    text = (MODULE_DIR / "variables.tf").read_text()
-    block = text.split('variable "prefix"', 1)[1].split("\n}\n", 1)[0]
-    found = re.search(r'regex\("([^"]+)", var\.prefix\)', block)
-    if not found:
-        raise RuntimeError(f"no regex(..., var.prefix) validation in {MODULE_DIR / 'variables.tf'}")
-    return re.compile(found.group(1))
-
-
 def check_prefix(name: object, what: str = "prefix") -> str:
     """``name`` when the module accepts it as a prefix; else a ValueError that says why."""
-    if not isinstance(name, str) or not prefix_pattern().fullmatch(name):
+    from idemlab import module_spec  # reads the module at MODULE_DIR, defined above
+
+    if not isinstance(name, str) or not module_spec.prefix_pattern().fullmatch(name):
         raise ValueError(
             f"{what} {name!r} must be 1-20 characters of a-z, 0-9 and '-', starting with a letter "
             "and not ending with '-' (the module's prefix rule: every name of the stack starts with it)"

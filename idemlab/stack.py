@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
 
-from idemlab import build, settings
+from idemlab import build, module_spec, settings
 
 TERRAFORM_SOURCE = settings.ROOT / "terraform"
 WORKING_COPIES = settings.STATE_DIR / "terraform"
@@ -79,7 +79,7 @@ OVERRIDE_ENVIRONMENT = (
 )
 LOGGING_ONLY = ("TF_LOG", "TF_LOG_PATH", "TF_LOG_CORE", "TF_LOG_PROVIDER")
 # The module's prefix rule (its `prefix` validation, the rule's one owner), checked before Terraform runs.
-PREFIX_PATTERN = settings.prefix_pattern()
+PREFIX_PATTERN = module_spec.prefix_pattern()
 GOGC = "400"
 
 

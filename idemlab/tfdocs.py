@@ -1,8 +1,8 @@
 """Generate the inputs/outputs tables of the module README: ``python -m idemlab.tfdocs``.
 
-Reads every ``variable`` and ``output`` block of the module (each ``*.tf`` file: some inputs
-live beside the resources they shape, e.g. ``tables`` in ``tables.tf``) with python-hcl2
-and rewrites the part of ``README.md`` between the two markers, so the tables never drift
+Takes every ``variable`` and ``output`` block of the module (each ``*.tf`` file: some inputs
+live beside the resources they shape, e.g. ``tables`` in ``tables.tf``) from
+``idemlab.module_spec`` and rewrites the part of ``README.md`` between the two markers, so the tables never drift
 from the code (tests/test_terraform_static.py fails when they would change, or when a
 block is missing from them).
 """
@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
-from idemlab.lambda_code import hcl_blocks
+from idemlab.module_spec import Block, module_blocks
 from idemlab.settings import MODULE_DIR
 
 BEGIN = "<!-- BEGIN_TF_DOCS -->"
@@ -33,26 +32,6 @@ def _cell(value: object) -> str:
 # A default longer than this is named, not printed: the lab's tables and functions are
 # maps of dozens of entries, read best in the file that declares them.
 MAX_DEFAULT_CHARACTERS = 120
-
-
-@dataclass(frozen=True)
-class Block:
-    """One ``variable`` or ``output`` block of the module."""
-
-    file: str  # the .tf file that declares it
-    body: dict  # its attributes, as python-hcl2 reads them
-
-
-def module_blocks(module_dir: Path, kind: str) -> dict[str, Block]:
-    """Every block of one kind (``variable``, ``output``) in the module's ``*.tf`` files, by name.
-    A name declared twice is refused, as Terraform refuses it."""
-    blocks: dict[str, Block] = {}
-    for path in sorted(module_dir.glob("*.tf")):
-        for name, body in hcl_blocks(path, kind).items():
-            if name in blocks:
-                raise ValueError(f"{kind} {name!r} is declared twice in {module_dir} (again in {path.name})")
-            blocks[name] = Block(file=path.name, body=body)
-    return blocks
 
 
 def _default(block: Block) -> str:

@@ -115,11 +115,12 @@ class RunningLocalStack:
     The stage stops it (`make down`), not the session."""
 
     def __init__(self):
-        from idemlab import backend, settings
+        from idemlab import settings
+        from idemlab.backends import localstack_common
 
         self.port = settings.port()
         self.url = f"http://127.0.0.1:{self.port}"
-        assert backend._localstack_health(self.url), (
+        assert localstack_common.health(self.url), (
             f"no LocalStack answers on {self.url}: run `make up BACKEND=localstack`"
         )
 

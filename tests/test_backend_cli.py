@@ -147,10 +147,10 @@ def stub_docker_path(tmp_path, compose_present: bool) -> str:
 
 
 def test_compose_starts_localstack_when_its_plugin_answers(tmp_path):
-    from idemlab import backend
+    from idemlab.backends import localstack_common, localstack_docker
 
-    launcher = backend.localstack_launcher({"PATH": stub_docker_path(tmp_path, compose_present=True)})
-    compose = ["docker", "compose", "-f", str(backend.COMPOSE_FILE)]
+    launcher = localstack_docker.localstack_launcher({"PATH": stub_docker_path(tmp_path, compose_present=True)})
+    compose = ["docker", "compose", "-f", str(localstack_common.COMPOSE_FILE)]
     assert (launcher.tool, launcher.up, launcher.down, launcher.wait) == (
         "docker compose",
         [*compose, "up", "-d"],
@@ -162,24 +162,24 @@ def test_compose_starts_localstack_when_its_plugin_answers(tmp_path):
 def test_without_the_compose_plugin_the_pinned_cli_starts_the_compose_files_image_and_settings(tmp_path):
     import yaml
 
-    from idemlab import backend
+    from idemlab.backends import localstack_common, localstack_docker
 
     env = {"PATH": stub_docker_path(tmp_path, compose_present=False), "LOCALSTACK_AUTH_TOKEN": "ls-secret"}
-    launcher = backend.localstack_launcher(env)
+    launcher = localstack_docker.localstack_launcher(env)
     cli = str(Path(sys.executable).with_name("localstack"))
     assert launcher.tool == "LocalStack CLI"
     assert launcher.up[:4] == [cli, "start", "--detached", "--no-banner"]
-    assert launcher.wait == [cli, "wait", "-t", str(backend.LOCALSTACK_READY_SECONDS)] and launcher.down == [
+    assert launcher.wait == [cli, "wait", "-t", str(localstack_common.LOCALSTACK_READY_SECONDS)] and launcher.down == [
         cli,
         "stop",
     ]
     # The same image, container name, loopback-only gateway and settings as docker-compose.yml.
-    service = yaml.safe_load(backend.COMPOSE_FILE.read_text())["services"]["localstack"]
+    service = yaml.safe_load(localstack_common.COMPOSE_FILE.read_text())["services"]["localstack"]
     assert launcher.env["IMAGE_NAME"] == "localstack/localstack:4.14.0"
     assert (
         launcher.env["MAIN_CONTAINER_NAME"]
         == "idemlab-localstack"
-        == backend.interpolate(service["container_name"], {})
+        == localstack_common.interpolate(service["container_name"], {})
     )
     assert launcher.env["GATEWAY_LISTEN"] == "127.0.0.1:4566" and "GATEWAY_LISTEN=:4566" in launcher.up
     passed = {
@@ -190,19 +190,23 @@ def test_without_the_compose_plugin_the_pinned_cli_starts_the_compose_files_imag
     for name, value in service["environment"].items():
         if name.startswith("LOCALSTACK_"):
             continue
-        assert passed[name] == backend.interpolate(value, {}), name
+        assert passed[name] == localstack_common.interpolate(value, {}), name
     assert passed["LAMBDA_IGNORE_ARCHITECTURE"] == "1"
     # The token reaches the CLI through its environment (it forwards LOCALSTACK_*), never argv.
     assert launcher.env["LOCALSTACK_AUTH_TOKEN"] == "ls-secret" and not any("ls-secret" in arg for arg in launcher.up)
-    newer = backend.localstack_launcher({**env, "LOCALSTACK_IMAGE": "localstack/localstack:2026.3.0"})
+    newer = localstack_docker.localstack_launcher({**env, "LOCALSTACK_IMAGE": "localstack/localstack:2026.3.0"})
     assert newer.env["IMAGE_NAME"] == "localstack/localstack:2026.3.0"
 
 
 def test_the_cli_extra_is_pinned_to_the_release_of_the_image():
-    from idemlab import backend
+    from idemlab.backends import localstack_common, localstack_docker
 
-    image = backend.compose_service({})["image"]
-    assert backend.localstack_cli_requirement() == [f"localstack=={image.rsplit(':', 1)[1]}"] == ["localstack==4.14.0"]
+    image = localstack_common.compose_service({})["image"]
+    assert (
+        localstack_docker.localstack_cli_requirement()
+        == [f"localstack=={image.rsplit(':', 1)[1]}"]
+        == ["localstack==4.14.0"]
+    )
 
 
 def test_no_docker_and_nothing_native_localstack_needs_is_one_clear_line(tmp_path):

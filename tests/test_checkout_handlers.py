@@ -18,12 +18,12 @@ from collections import Counter
 
 import pytest
 
-from idemlab import build, lambda_code
+from idemlab import build, module_spec
 from idemlab.clients import client
 from idemlab.lessons import checkout
+from idemlab.module_spec import table_keys
 from support import checkout_in_process as in_process
 from support.rounds import rounds
-from support.terraform_tables import table_keys
 
 # Rounds: docs/DESIGN.md, "Rounds and their power"; 300 is the acceptance count (`make soak`).
 # The Powertools guard's count detects its defect in 99.9 % of runs. The tests that assert a
@@ -62,8 +62,8 @@ def tables(backend, lambda_role):
         Role=lambda_role,
         Handler="card_processor.handler",
         Code={"ZipFile": build.zip_bytes(build.source_files(checkout.FUNCTION_DIR))},
-        Timeout=int(lambda_code.spec("card_processor")["timeout"]),
-        Environment={"Variables": lambda_code.environment("card_processor", names)},
+        Timeout=int(module_spec.function("card_processor")["timeout"]),
+        Environment={"Variables": module_spec.environment("card_processor", names)},
     )
     with pytest.MonkeyPatch.context() as patch:
         for variable, value in in_process.environment(names, processor).items():

@@ -31,7 +31,7 @@ def test_timeline_puts_every_step_on_one_axis_from_the_first_start():
         _answer("charged", [("check", 100.005, 100.015), ("charge", 100.305, 100.355), ("record", 100.355, 100.365)]),
         {"outcome": checkout.CRASHED, "trace": []},
     ]
-    ax = checkout.plot_timeline(answers, "race")
+    ax = pictures.draw_checkout_timeline(answers, "race")
     bars = [_start_and_width(collection) for collection in ax.collections]
     assert len(bars) == 6
     assert min(x for x, _ in bars) == 0.0  # milliseconds since the earliest step
@@ -42,7 +42,7 @@ def test_timeline_puts_every_step_on_one_axis_from_the_first_start():
 
 
 def test_charges_picture_stacks_rounds_by_how_often_they_charged():
-    ax = checkout.plot_charges({"naive": [5, 5, 5], "Powertools": [1, 1, 1], "broken": [0, 1, 2]}, copies=5)
+    ax = pictures.draw_checkout_charges({"naive": [5, 5, 5], "Powertools": [1, 1, 1], "broken": [0, 1, 2]}, copies=5)
     heights = [round(p.get_height()) for p in ax.patches]
     # Three layers (once, more than once, never), each with one bar per strategy.
     assert heights == [0, 3, 1, 3, 0, 1, 0, 0, 1]

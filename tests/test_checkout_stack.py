@@ -151,19 +151,19 @@ def test_the_copies_fit_the_account_concurrency_limit(shop):
 def test_the_environment_read_from_functions_tf_is_what_the_deployed_function_has(stack, key):
     # The in-process tests build their environment from functions.tf; this pins it to the
     # deployment, so the two cannot drift apart.
-    from idemlab import lambda_code
+    from idemlab import module_spec
     from idemlab.clients import client
 
     deployed = client("lambda").get_function_configuration(FunctionName=stack["functions"][key])["Environment"][
         "Variables"
     ]
-    expected = lambda_code.environment(key, stack["tables"], stack["functions"])
+    expected = module_spec.environment(key, stack["tables"], stack["functions"])
     assert {name: deployed.get(name) for name in expected} == expected
 
 
 def test_the_table_keys_read_from_tables_tf_are_the_deployed_tables_keys(stack):
     from idemlab.clients import client
-    from support.terraform_tables import table_keys
+    from idemlab.module_spec import table_keys
 
     keys = table_keys("card_processor", *checkout.FUNCTION_KEYS)
     dynamodb = client("dynamodb")

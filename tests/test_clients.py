@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import os
 
 import pytest
 from botocore.awsrequest import AWSResponse
@@ -62,6 +63,50 @@ def test_start_sync_execution_on_an_emulator_goes_to_its_endpoint(monkeypatch):
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     monkeypatch.setenv("LAB_PORT", "4599")
     assert sent_url(clients.client("stepfunctions")).startswith("http://127.0.0.1:4599/")
+
+
+KEYS_AND_REGION = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "AWS_DEFAULT_REGION")
+
+
+@pytest.fixture
+def learner_shell(monkeypatch):
+    """A learner's shell on an emulator: no AWS variables at all."""
+    monkeypatch.setenv("BACKEND", "localstack")
+    monkeypatch.setenv("LAB_PORT", "4599")
+    for name in (*KEYS_AND_REGION, "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_an_emulator_client_has_dummy_keys_and_writes_nothing_into_the_environment(learner_shell):
+    dynamodb = clients.client("dynamodb")
+    assert dynamodb._request_signer._credentials.access_key == "test"
+    assert [name for name in KEYS_AND_REGION if name in os.environ] == []
+    assert clients.endpoint() == "http://127.0.0.1:4599"
+    assert [name for name in KEYS_AND_REGION if name in os.environ] == []
+
+
+def test_the_notebooks_first_cell_gives_code_in_process_the_dummy_keys_and_region(learner_shell):
+    assert clients.use_emulator_environment() == "http://127.0.0.1:4599"
+    assert {name: os.environ[name] for name in KEYS_AND_REGION} == {
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_REGION": "us-east-1",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+
+
+def test_keys_the_environment_names_win_over_the_dummy_ones(learner_shell, monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "mine")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "my-secret")
+    clients.use_emulator_environment()
+    assert os.environ["AWS_ACCESS_KEY_ID"] == "mine"
+    assert clients.client("dynamodb")._request_signer._credentials.access_key == "mine"
+
+
+def test_on_aws_the_first_cell_changes_no_environment(aws):
+    before = dict(os.environ)
+    assert clients.use_emulator_environment() is None
+    assert dict(os.environ) == before
 
 
 # Lesson code that must take one path on every backend, and the branches on the backend

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from idemlab import lambda_code, settings
+from idemlab import module_spec, settings
 
 MODULE_README = settings.MODULE_DIR / "README.md"
 AWS_DOC = settings.ROOT / "docs" / "aws.md"
@@ -19,16 +19,16 @@ WORDS = {1: "one", 2: "two", 3: "three", 4: "four"}
 
 
 def functions() -> int:
-    return len(lambda_code.module_default("functions.tf", "functions"))
+    return len(module_spec.default("functions"))
 
 
 def dead_letter_queues() -> int:
-    return len([key for key in lambda_code.module_default("queues.tf", "queues") if key.endswith("_dlq")])
+    return len([key for key in module_spec.default("queues") if key.endswith("_dlq")])
 
 
 def sweeper_alarms() -> int:
-    monitoring = (settings.MODULE_DIR / "monitoring.tf").read_text()
-    return len(re.findall(r"metric_name\s*=\s*local\.stuck_metric_name", monitoring))
+    alarms = module_spec.resources("aws_cloudwatch_metric_alarm").values()
+    return len([alarm for alarm in alarms if alarm.get("metric_name") == "${local.stuck_metric_name}"])
 
 
 def test_every_stated_number_of_functions_is_the_modules_or_a_dated_measurement():

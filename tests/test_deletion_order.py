@@ -6,12 +6,12 @@ from __future__ import annotations
 import copy
 import re
 
-from idemlab import pictures
+from idemlab import module_spec
 from idemlab.lessons.deletion import import_function_module
 
 state = import_function_module("deletion_state")
 naive = import_function_module("naive_deletion_worker")
-ASL = pictures.workflows()["account_deletion"]
+ASL = module_spec.workflows()["account_deletion"]
 
 
 def task_order(asl: dict) -> list[str]:

@@ -278,7 +278,7 @@ def test_the_suite_stack_deploys_the_suites_timeouts_and_visibilities(stack):
     # conftest passes these to Terraform (the root's `functions` and `queues`); the
     # lessons' own stay as functions.tf and queues.tf have them. The crash tests above
     # wait out the deletion timeouts, which are shorter than the lessons'.
-    from idemlab import lambda_code
+    from idemlab import module_spec
     from idemlab.lessons.queues import Orders
     from support.suite_timeouts import TEST_FUNCTION_TIMEOUTS, VISIBILITY_PER_FUNCTION_TIMEOUT
 
@@ -288,10 +288,10 @@ def test_the_suite_stack_deploys_the_suites_timeouts_and_visibilities(stack):
         for key in TEST_FUNCTION_TIMEOUTS
     }
     assert deployed == TEST_FUNCTION_TIMEOUTS
-    lessons = {key: int(lambda_code.spec(key)["timeout"]) for key in TEST_FUNCTION_TIMEOUTS}
+    lessons = {key: int(module_spec.function(key)["timeout"]) for key in TEST_FUNCTION_TIMEOUTS}
     assert all(deployed[key] < lessons[key] for key in ("delete_records", "delete_files", "naive_deletion_worker"))
     orders = Orders(stack)
-    for source in lambda_code.module_default("event_sources.tf", "event_sources").values():
+    for source in module_spec.default("event_sources").values():
         assert (
             orders.visibility_timeout(source["queue"]) == VISIBILITY_PER_FUNCTION_TIMEOUT * deployed[source["function"]]
         ), source

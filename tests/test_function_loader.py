@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from idemlab import lambda_code, settings
-from support.terraform_tables import table_keys
+from idemlab import lambda_code, module_spec, settings
+from idemlab.module_spec import table_keys
 
 FOLDERS = settings.ROOT / "functions"
 
@@ -50,5 +50,5 @@ def test_facts_from_the_terraform_module_refuse_what_they_cannot_answer():
     with pytest.raises(ValueError, match="user_records has a sort key"):
         table_keys("delete_records")
     with pytest.raises(KeyError, match="checkout_naive needs the names of card_processor"):
-        lambda_code.environment("checkout_naive", {})
-    assert lambda_code.environment("checkout_naive", {}, {"card_processor": "cp"}) == {"CARD_PROCESSOR_FUNCTION": "cp"}
+        module_spec.environment("checkout_naive", {})
+    assert module_spec.environment("checkout_naive", {}, {"card_processor": "cp"}) == {"CARD_PROCESSOR_FUNCTION": "cp"}

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from idemlab import lambda_code, settings
+from idemlab import module_spec, settings
 
 ROOT = settings.ROOT
 DESIGN = ROOT / "docs" / "DESIGN.md"
@@ -63,7 +63,7 @@ def checklist() -> list[str]:
 
 
 def declared_functions() -> dict[str, dict]:
-    return lambda_code.module_default("functions.tf", "functions")
+    return module_spec.default("functions")
 
 
 def test_the_checklist_in_design_names_every_part_in_order():
@@ -118,7 +118,7 @@ def test_every_lesson_has_each_part(slug):
             handler_module = declared[key].get("handler", f"{key}.handler").rsplit(".", 1)[0]
             if handler_module not in handlers:
                 missing.append(f"functions/{slug}/{handler_module}.py (the handler of {key})")
-        tables = lambda_code.module_default("tables.tf", "tables")
+        tables = module_spec.default("tables")
         used = {table for key in keys for table in declared[key].get("tables", {})}
         missing += [f"tables.tf entry {table!r}" for table in sorted(used - set(tables))]
         design = DESIGN.read_text()

@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pytest
 
-from idemlab import pictures
+from idemlab import module_spec, pictures
 
 
 def drawn(ax) -> dict[str, set]:
@@ -55,9 +55,9 @@ def all_states(states: dict) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("name", sorted(pictures.workflows()))
+@pytest.mark.parametrize("name", sorted(module_spec.workflows()))
 def test_workflow_picture_shows_every_state_and_transition_of_its_asl(name):
-    definition = pictures.workflows()[name]
+    definition = module_spec.workflows()[name]
     ax = pictures.draw_graph(pictures.workflow_graph(name))
     shown = drawn(ax)
     plt.close("all")
@@ -66,7 +66,7 @@ def test_workflow_picture_shows_every_state_and_transition_of_its_asl(name):
 
 
 def test_workflow_picture_follows_a_state_added_to_the_asl():
-    definition = pictures.workflows()["account_deletion"]
+    definition = module_spec.workflows()["account_deletion"]
     changed = copy.deepcopy(definition)
     # A new state between Complete and the end, with a Parallel of two branches.
     changed["States"]["Complete"].pop("End")

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from idemlab import build, lambda_code
+from idemlab import build, module_spec
 from idemlab.lessons import checkout as checkout_lesson
+from idemlab.module_spec import table_keys
 from idemlab.testing import Crash, DuplicateEffectError, Handler
 from support.checkout_in_process import environment
-from support.terraform_tables import table_keys
 
 CODE = Path(__file__).resolve().parents[1] / "functions" / "checkout"
 ROUNDS = 20
@@ -36,8 +36,8 @@ def ledger(idemlab):
         Role=idemlab.backend.role_arn,
         Handler="card_processor.handler",
         Code={"ZipFile": build.zip_bytes(build.source_files(CODE))},
-        Timeout=int(lambda_code.spec("card_processor")["timeout"]),
-        Environment={"Variables": lambda_code.environment("card_processor", names)},
+        Timeout=int(module_spec.function("card_processor")["timeout"]),
+        Environment={"Variables": module_spec.environment("card_processor", names)},
     )
     idemlab.environment.update(environment(names, card_processor))
     return checkout_lesson.Ledger(names["ledger"], idemlab.client("dynamodb"))

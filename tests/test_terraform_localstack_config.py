@@ -9,7 +9,7 @@ import shlex
 import yaml
 
 from idemlab import settings
-from idemlab.backend import interpolate  # the one reader of docker-compose.yml's ${NAME:-default}
+from idemlab.backends.localstack_common import interpolate  # the one reader of docker-compose.yml's ${NAME:-default}
 
 COMPOSE = settings.ROOT / "docker-compose.yml"
 WORKFLOW = settings.ROOT / ".github" / "workflows" / "localstack.yml"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from idemlab import build, settings, stack, tfdocs
+from idemlab import build, module_spec, settings, stack, tfdocs
 
 TERRAFORM_DIR = settings.ROOT / "terraform"
 MODULE_DIR = TERRAFORM_DIR / "modules" / "idempotency_lab"
@@ -121,11 +121,8 @@ def constraint_allows(constraint: str, version: str) -> bool:
 
 
 def aws_constraint(versions_tf: Path) -> str:
-    import hcl2
-
-    with open(versions_tf) as handle:
-        block = hcl2.load(handle)["terraform"][0]
-    return block["required_providers"][0]["aws"]["version"].strip('"')
+    block = module_spec.document(versions_tf)["terraform"][0]
+    return block["required_providers"][0]["aws"]["version"]
 
 
 def test_constraint_reader_knows_the_pessimistic_operator():
@@ -169,12 +166,9 @@ def test_configuration_is_valid(terraform_copy, where):
 
 
 def test_the_minimal_example_says_how_to_apply_it_and_declares_its_outputs():
-    import hcl2
-
     example = MODULE_DIR / "examples" / "minimal"
-    with open(example / "outputs.tf") as handle:
-        outputs = {name: body for block in hcl2.load(handle).get("output", []) for name, body in block.items()}
-    assert {name.strip('"') for name in outputs} == {"lab", "stuck_metric"}, outputs
+    outputs = module_spec.blocks(example / "outputs.tf", "output")
+    assert set(outputs) == {"lab", "stuck_metric"}, outputs
     assert all(body.get("description") for body in outputs.values()), "every output of the example has a description"
     readme = (example / "README.md").read_text()
     for step in ("python -m idemlab.build", "terraform apply", "tflocal apply", "terraform destroy"):
@@ -220,14 +214,12 @@ def test_checkov_finds_no_failed_check_and_every_skip_has_a_reason():
 
 
 def test_module_readme_documents_every_variable_and_output_block():
-    # Found with a plain pattern, not the generator's own reader: a block it missed would
-    # otherwise be missing from both sides of the comparison.
-    import re
-
+    # Found on the syntax tree, not through the generator's own reading (plain values): a block
+    # it missed would otherwise be missing from both sides of the comparison.
     declared = {"variable": set(), "output": set()}
-    for path in MODULE_DIR.glob("*.tf"):
-        for kind, name in re.findall(r'^(variable|output)\s+"([^"]+)"', path.read_text(), flags=re.MULTILINE):
-            declared[kind].add(name)
+    for path in module_spec.files(MODULE_DIR):
+        for kind in declared:
+            declared[kind].update(module_spec.labels(path, kind))
     readme = (MODULE_DIR / "README.md").read_text()
     inputs, _, outputs = readme.partition("## Outputs")
     documented_inputs = set(re.findall(r"^\| `([^`]+)` \|", inputs, flags=re.MULTILINE))
@@ -315,13 +307,9 @@ def test_wrong_module_inputs_stop_the_plan_with_a_message_naming_the_entry(tmp_p
 
 
 def test_the_embedded_rule_scheduler_states_the_sweepers_real_default_schedule():
-    import hcl2
-
     from idemlab.embedded import rule_scheduler
 
-    with open(MODULE_DIR / "variables.tf") as handle:
-        variables = {name.strip('"'): body for block in hcl2.load(handle)["variable"] for name, body in block.items()}
-    default = variables["sweeper_schedule_expression"]["default"].strip('"')
+    default = module_spec.default("sweeper_schedule_expression")
     assert f"`{default}`" in rule_scheduler.__doc__ and "sweeper_schedule_expression" in rule_scheduler.__doc__, (
         rule_scheduler.__doc__
     )
@@ -330,10 +318,11 @@ def test_the_embedded_rule_scheduler_states_the_sweepers_real_default_schedule()
 def test_the_harness_prefix_check_agrees_with_the_modules_validation():
     # The rule's owner is the module's `prefix` validation; stack.py checks a copy before
     # Terraform runs, so a bad prefix never gets a working copy. Held to the owner here.
-    text = (MODULE_DIR / "variables.tf").read_text()
-    block = text.split('variable "prefix"', 1)[1].split("\n}\n", 1)[0]
-    pattern = re.search(r'regex\("([^"]+)", var\.prefix\)', block).group(1)
-    refuses_a_dash_last = '!endswith(var.prefix, "-")' in block
+    # The conditions as plain values, apart from the syntax-tree reading stack.py's copy comes from.
+    conditions = [rule["condition"] for rule in module_spec.variable("prefix")["validation"]]
+    (can_regex,) = [condition for condition in conditions if condition.startswith('${can(regex("')]
+    pattern = can_regex.removeprefix('${can(regex("').removesuffix('", var.prefix))}')
+    refuses_a_dash_last = any('!endswith(var.prefix, "-")' in condition for condition in conditions)
     samples = ["lab", "a", "x1", "lab-1", "ab-cd", "a" * 20, "a" * 21, "", "a-", "ab--", "-a", "1ab", "Lab", "lab_1"]
     for prefix in samples:
         module_accepts = re.fullmatch(pattern, prefix) is not None and not (

@@ -9,15 +9,13 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
-import hcl2
 import pytest
 
-from idemlab import build, settings, stack
+from idemlab import build, module_spec, settings, stack
 
 TERRAFORM_DIR = settings.ROOT / "terraform"
 MODULE_DIR = TERRAFORM_DIR / "modules" / "idempotency_lab"
 MAX_LINE = 160
-_HCL = hcl2.SerializationOptions(strip_string_quotes=True, explicit_blocks=False, with_comments=False)
 
 
 def terraform(*args: str, cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
@@ -47,12 +45,8 @@ def terraform_files() -> list[Path]:
 
 def validations() -> dict[str, list[dict]]:
     """Every validation rule of the module, by the variable it belongs to."""
-    rules = {}
-    for path in sorted(MODULE_DIR.glob("*.tf")):
-        for block in hcl2.loads(path.read_text(), serialization_options=_HCL).get("variable", []):
-            for name, body in block.items():
-                rules[name.strip('"')] = body.get("validation", [])
-    return rules
+    variables = module_spec.module_blocks(MODULE_DIR, "variable")
+    return {name: block.body.get("validation", []) for name, block in variables.items()}
 
 
 def test_no_terraform_line_is_longer_than_160_characters():
@@ -83,11 +77,10 @@ def test_a_rule_that_names_entries_counts_the_entries_it_names():
 
 
 def test_every_validation_rule_has_a_refused_input_in_the_module_tests():
-    runs = hcl2.loads((MODULE_DIR / "tests" / "module.tftest.hcl").read_text(), serialization_options=_HCL)["run"]
+    runs = module_spec.blocks(MODULE_DIR / "tests" / "module.tftest.hcl", "run")
     refused = Counter(
         failure.removeprefix("${var.").removesuffix("}")
-        for block in runs
-        for body in block.values()
+        for body in runs.values()
         for failure in body.get("expect_failures", [])
         if failure.startswith("${var.")
     )

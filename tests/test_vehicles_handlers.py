@@ -14,7 +14,7 @@ import pytest
 
 from idemlab import settings
 from idemlab.lessons.vehicles import MALFORMED_REQUESTS, VALID_VIN, import_function_module, new_request
-from support.terraform_tables import table_keys
+from idemlab.module_spec import table_keys
 
 rmv_check = import_function_module("rmv_check")
 write_naive = import_function_module("write_vehicle_naive")

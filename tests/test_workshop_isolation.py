@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from idemlab import clients, lessons, settings, stack, workshop
+from idemlab import account_needs, clients, lessons, settings, stack, workshop
 from idemlab.embedded.server import EmbeddedBackend
 from idemlab.lessons import keys, vehicles
 
@@ -159,7 +159,7 @@ def assert_docs_counts(resources: dict[str, int], text: str) -> None:
     assert f"{total} resources" in text, f"docs/aws.md does not say the stack is {total} resources"
     for kind, count in resources.items():
         assert f"| `{kind}` | {count} |" in text, f"docs/aws.md: no row `{kind}` | {count}"
-    cost = "\n".join(workshop.cost_lines(resources, 1)[:-2])
+    cost = "\n".join(account_needs.cost_lines(resources, 1)[:-2])
     assert cost in text, f"docs/aws.md's idle cost block is not what the code prints:\n{cost}"
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from idemlab import __main__ as cli
-from idemlab import lab, settings, stack, workshop
+from idemlab import account_needs, lab, module_spec, settings, stack, workshop
 
 
 @pytest.fixture
@@ -50,9 +50,10 @@ def test_connect_looks_for_the_participants_stack_without_an_edited_cell(remembe
 
 
 def test_the_prefix_rule_has_one_copy_the_modules_validation():
-    text = (settings.MODULE_DIR / "variables.tf").read_text()
-    assert f'regex("{settings.prefix_pattern().pattern}", var.prefix)' in text
-    assert stack.PREFIX_PATTERN is settings.prefix_pattern()
+    # The pattern is taken from the parsed call; the plain reading of the same rule holds it.
+    (rule,) = module_spec.variable("prefix")["validation"]
+    assert f'regex("{module_spec.prefix_pattern().pattern}", var.prefix)' in rule["condition"]
+    assert stack.PREFIX_PATTERN is module_spec.prefix_pattern()
 
 
 def test_workshop_participants_from_a_number_or_a_list():
@@ -85,7 +86,7 @@ def test_the_workshop_command_refuses_bad_participants_before_anything_runs(caps
 
 def test_the_quota_check_on_an_emulator_counts_and_says_the_lookup_is_aws_only():
     resources = {"aws_iam_role": 26, "aws_scheduler_schedule_group": 1, "aws_cloudwatch_metric_alarm": 12}
-    lines = workshop.quota_check("embedded", resources, 30)
+    lines = account_needs.quota_check("embedded", resources, 30)
     text = "\n".join(lines)
     assert "the lookup of each quota is AWS-only" in text
     assert "IAM roles: 26 x 30 = 780  [iam L-FE177D64]" in text
@@ -95,7 +96,7 @@ def test_the_quota_check_on_an_emulator_counts_and_says_the_lookup_is_aws_only()
 
 
 def test_the_idle_cost_counts_every_alarm_at_the_standard_price():
-    lines = workshop.idle_cost({"aws_cloudwatch_metric_alarm": 12, "aws_lambda_event_source_mapping": 4})
+    lines = account_needs.idle_cost({"aws_cloudwatch_metric_alarm": 12, "aws_lambda_event_source_mapping": 4})
     alarms = next(line for line in lines if line.item.startswith("CloudWatch metric alarms"))
     assert alarms.count == 12 and alarms.usd_per_month_each == 0.10
     assert alarms.usd_per_hour == pytest.approx(12 * 0.10 / 730)

@@ -1,4 +1,4 @@
-"""Lesson 2 plumbing (notebook 02): invoke the checkouts, many copies at once, count charges, draw them.
+"""Lesson 2 plumbing (notebook 02): invoke the checkouts, many copies at once, count charges.
 
 A charge is counted in the ledger (one entry per charge, grouped by the order's
 idempotency key), never taken from what a checkout says about itself.
@@ -6,14 +6,13 @@ idempotency key), never taken from what a checkout says about itself.
 
 from __future__ import annotations
 
-import ast
 import functools
 import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from idemlab import lambda_code, lessons, pictures, settings
+from idemlab import lambda_code, lessons, settings
 from idemlab.barrier import all_at_once
 from idemlab.clients import client
 
@@ -190,67 +189,6 @@ def retry_until_answered(
                 f"({len(answers)} attempts), wanted any other outcome"
             )
         time.sleep(every)
-
-
-def show_code(file: str, *names: str) -> None:
-    """Print whole top-level definitions of ``functions/checkout/<file>``, found by name
-    (a function with its decorators, a class, or an assigned variable), in the order
-    asked: the notebook shows the real code, and no comment's wording can cut it short."""
-    source = (FUNCTION_DIR / file).read_text()
-    lines = source.splitlines()
-    found = {}
-    for node in ast.parse(source).body:
-        first = min([decorator.lineno for decorator in getattr(node, "decorator_list", [])] + [node.lineno])
-        targets = [target.id for target in getattr(node, "targets", []) if isinstance(target, ast.Name)]
-        defined = [node.name] if hasattr(node, "name") else targets
-        found.update(dict.fromkeys(defined, "\n".join(lines[first - 1 : node.end_lineno])))
-    if missing := [name for name in names if name not in found]:
-        raise KeyError(f"{file} defines no {', '.join(missing)} at its top level")
-    print("\n\n".join(found[name] for name in names))
-
-
-STEP_COLOURS = {"check": "#4c72b0", "charge": "#c44e52", "record": "#55a868"}
-
-
-def plot_timeline(answers: list[dict], title: str = "", ax=None):
-    """One row per invocation; its check, charge and record bars on a shared time axis."""
-    import matplotlib.pyplot as plt
-
-    ax = pictures.axes(ax, 9, 0.5 + 0.45 * len(answers))
-    labels = [f"copy {i + 1} (pid {a.get('pid', '?')}): {a['outcome']}" for i, a in enumerate(answers)]
-    pictures.lanes(ax, labels, "milliseconds since the first step of any copy", title)
-    origin = min((step["start"] for answer in answers for step in answer.get("trace", [])), default=0.0)
-    for row, answer in enumerate(answers):
-        for step in answer.get("trace", []):
-            begin_ms = (step["start"] - origin) * 1000
-            width_ms = max((step["end"] - step["start"]) * 1000, 1.0)
-            ax.broken_barh([(begin_ms, width_ms)], (row - 0.35, 0.7), color=STEP_COLOURS[step["step"]])
-    handles = [plt.Rectangle((0, 0), 1, 1, color=colour) for colour in STEP_COLOURS.values()]
-    ax.legend(handles, list(STEP_COLOURS), loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
-    return ax
-
-
-def plot_charges(results: dict[str, list[int]], copies: int, ax=None):
-    """Charges per round for each strategy: one is right, more is a double charge."""
-    ax = pictures.axes(ax, 9, 3.5)
-    names = list(results)
-    bottom = [0] * len(results)
-    for label, colour, rounds_of in (
-        ("charged once", "#55a868", lambda n: n == 1),
-        ("charged more than once", "#c44e52", lambda n: n > 1),
-        ("never charged", "#999999", lambda n: n == 0),
-    ):
-        heights = [sum(map(rounds_of, results[name])) for name in names]
-        ax.bar(names, heights, bottom=bottom, color=colour, label=label)
-        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
-    for x, name in enumerate(names):
-        ax.annotate(
-            f"{sum(results[name])} charges", (x, len(results[name])), ha="center", va="bottom", fontsize="small"
-        )
-    ax.set(ylabel=f"rounds of {copies} identical requests", ylim=(0, max(len(r) for r in results.values()) * 1.2))
-    ax.legend(loc="upper left", fontsize="small", bbox_to_anchor=(1.0, 1.0))
-    ax.tick_params(axis="x", labelrotation=15)
-    return ax
 
 
 # What the Powertools checkout's idempotency table answers its claim (a conditional PutItem

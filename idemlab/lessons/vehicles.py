@@ -142,11 +142,6 @@ def outline(stack: dict, kind: str) -> None:
     states(json.loads(described["definition"]), "    ")
 
 
-def show_source(module: str) -> None:
-    """Print one of the Lambda modules, as deployed."""
-    print((FUNCTION_DIR / f"{module}.py").read_text())
-
-
 def rows(stack: dict, kind: str, request_id: str | None = None) -> list[dict]:
     """The registrations in the kind's table, for one request id or all of them."""
     where = {} if request_id is None else {"FilterExpression": Attr("request_id").eq(request_id)}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from idemlab import backend
+from idemlab.backends.daemons import NATIVE
 
 
 def process_tree(root: int) -> set[int]:
@@ -35,11 +35,9 @@ def is_loopback(address: str) -> bool:
     return host != "*" and ipaddress.ip_address(host).is_loopback
 
 
-@pytest.mark.skipif(
-    backend.NATIVE.pid() is None, reason="LocalStack runs in Docker here: its container has its own network"
-)
+@pytest.mark.skipif(NATIVE.pid() is None, reason="LocalStack runs in Docker here: its container has its own network")
 def test_native_localstack_listens_on_loopback_only(deployed):
-    tree = process_tree(backend.NATIVE.pid())
+    tree = process_tree(NATIVE.pid())
     listening = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True, check=True).stdout
     ours = []
     for line in listening.splitlines():

@@ -18,7 +18,8 @@ import zipfile
 
 import pytest
 
-from idemlab import backend, clients
+from idemlab import clients
+from idemlab.backends.daemons import NATIVE
 
 HANDLER = textwrap.dedent(
     """
@@ -39,7 +40,7 @@ HANDLER = textwrap.dedent(
 )
 
 pytestmark = pytest.mark.skipif(
-    backend.NATIVE.pid() is None, reason="LocalStack runs in Docker here: these are native LocalStack's own"
+    NATIVE.pid() is None, reason="LocalStack runs in Docker here: these are native LocalStack's own"
 )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from idemlab import lambda_code
+from idemlab import lambda_code, module_spec
 from idemlab.lessons.checkout import FUNCTION_DIR, FUNCTION_KEYS, function_key
 
 
@@ -13,7 +13,7 @@ def environment(tables: dict[str, str], card_processor: str) -> dict[str, str]:
     """The variables Terraform gives the three checkouts (functions.tf), for these names."""
     variables: dict[str, str] = {}
     for key in FUNCTION_KEYS:
-        variables.update(lambda_code.environment(key, tables, {"card_processor": card_processor}))
+        variables.update(module_spec.environment(key, tables, {"card_processor": card_processor}))
     return variables
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import uuid
 
-from idemlab import clients, pictures, settings
+from idemlab import clients, module_spec, settings
 from idemlab.lessons.deletion import import_function_module
 
 TABLE_KEYS = ("deletion_requests", "user_records", "identities", "email_outbox", "faults")
@@ -109,7 +109,7 @@ def _environment(stack: dict, private: dict) -> dict[str, str]:
 
 def step_retries() -> int:
     """How many times the ASL retries a failed deletion step (its States.ALL Retry)."""
-    asl = pictures.workflows()["account_deletion"]
+    asl = module_spec.workflows()["account_deletion"]
     return next(
         r["MaxAttempts"] for r in asl["States"]["DeleteIdentity"]["Retry"] if r["ErrorEquals"] == ["States.ALL"]
     )

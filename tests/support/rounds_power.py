@@ -248,10 +248,10 @@ def checkout_case(kind: str):
     }
 
     def factory(url):
-        from idemlab import build, clients, lambda_code
+        from idemlab import build, clients, module_spec
         from idemlab.lessons import checkout
+        from idemlab.module_spec import table_keys
         from support import checkout_in_process as in_process
-        from support.terraform_tables import table_keys
 
         keys = table_keys("card_processor", *checkout.FUNCTION_KEYS)
         suffix = uuid.uuid4().hex[:8]
@@ -271,8 +271,8 @@ def checkout_case(kind: str):
             Role=role,
             Handler="card_processor.handler",
             Code={"ZipFile": build.zip_bytes(build.source_files(checkout.FUNCTION_DIR))},
-            Timeout=int(lambda_code.spec("card_processor")["timeout"]),
-            Environment={"Variables": lambda_code.environment("card_processor", names)},
+            Timeout=int(module_spec.function("card_processor")["timeout"]),
+            Environment={"Variables": module_spec.environment("card_processor", names)},
         )
         os.environ.update(in_process.environment(names, processor))
         os.environ.pop("CHECK_ACT_DELAY_MS", None)

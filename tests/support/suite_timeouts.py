@@ -31,9 +31,9 @@ VISIBILITY_PER_FUNCTION_TIMEOUT = 6
 
 def suite_functions() -> dict:
     """The module's default functions with TEST_FUNCTION_TIMEOUTS: the root's `functions`."""
-    from idemlab import lambda_code
+    from idemlab import module_spec
 
-    default = lambda_code.module_default("functions.tf", "functions")
+    default = module_spec.default("functions")
     unknown = sorted(set(TEST_FUNCTION_TIMEOUTS) - set(default))
     if unknown:
         raise KeyError(f"TEST_FUNCTION_TIMEOUTS names functions functions.tf does not have: {unknown}")
@@ -43,11 +43,11 @@ def suite_functions() -> dict:
 def suite_queues() -> dict:
     """The module's default queues, each mapped one's visibility at least six times its
     function's suite timeout: the root's `queues`."""
-    from idemlab import lambda_code
+    from idemlab import module_spec
 
-    queues = lambda_code.module_default("queues.tf", "queues")
+    queues = module_spec.default("queues")
     timeouts = {key: spec["timeout"] for key, spec in suite_functions().items()}
-    for source in lambda_code.module_default("event_sources.tf", "event_sources").values():
+    for source in module_spec.default("event_sources").values():
         queue = queues[source["queue"]]
         queue["visibility_seconds"] = max(
             queue.get("visibility_seconds", 60), VISIBILITY_PER_FUNCTION_TIMEOUT * timeouts[source["function"]]
