@@ -32,16 +32,17 @@ def handler(event, context):
 """
 
 
-# Functions that wait for each other get this long: their clocks run while the others cold
-# start, which on a loaded 2-core runner can take many seconds each. Each returns as soon as
-# its condition holds, so the room costs nothing when it is not needed.
-RENDEZVOUS_TIMEOUT = 120
+# Functions that wait for each other get this long: the first one's clock runs while the
+# others cold start, two at a time (lambda_runtime.CONCURRENT_INITS), and on a loaded 2-core
+# runner one init has taken more than 30 s, so eight take several such rounds. Each returns
+# as soon as its condition holds, so the room costs nothing when it is not needed.
+RENDEZVOUS_TIMEOUT = 600
 
 
 def invoke(name: str, event: dict) -> tuple[dict, str | None]:
     # One attempt, read for longer than any function here may run: the SDK's 60 s read
     # timeout would otherwise send a slow synchronous Invoke again, and run its handler twice.
-    lam = clients.client("lambda", read_timeout=RENDEZVOUS_TIMEOUT + 60, retries={"max_attempts": 1})
+    lam = clients.client("lambda", read_timeout=RENDEZVOUS_TIMEOUT + 60, retries={"total_max_attempts": 1})
     response = lam.invoke(FunctionName=name, Payload=json.dumps(event).encode())
     return json.loads(response["Payload"].read()), response.get("FunctionError")
 
@@ -122,6 +123,7 @@ def handler(event, context):
 """
 
 
+@pytest.mark.timeout(RENDEZVOUS_TIMEOUT + 120)
 def test_concurrent_invocations_run_in_parallel_in_separate_environments(make_function, table):
     name = make_function(RENDEZVOUS_HANDLER, timeout=RENDEZVOUS_TIMEOUT)
     with ThreadPoolExecutor(max_workers=8) as pool:
@@ -133,6 +135,7 @@ def test_concurrent_invocations_run_in_parallel_in_separate_environments(make_fu
     assert max(run["started"] for run in runs) < min(run["ended"] for run in runs)
 
 
+@pytest.mark.timeout(RENDEZVOUS_TIMEOUT + 120)
 def test_module_state_is_not_shared_between_environments(make_function, tmp_path):
     # Each invocation says it has arrived, then waits for the other: both can finish only
     # if they ran at once, so in two environments, however long either took to start.
