@@ -79,6 +79,9 @@ def wait_for_execution(execution_arn: str, timeout: float, poll_seconds: float =
     deadline = time.monotonic() + timeout
     while (described := sfn.describe_execution(executionArn=execution_arn))["status"] == "RUNNING":
         if time.monotonic() > deadline:
-            raise TimeoutError(f"{execution_arn} still RUNNING after {timeout:.0f} s")
+            last = sfn.get_execution_history(executionArn=execution_arn, reverseOrder=True, maxResults=1)["events"]
+            raise TimeoutError(
+                f"{execution_arn} still RUNNING after {timeout:.0f} s; its last event: {last[0] if last else 'none'}"
+            )
         time.sleep(poll_seconds)
     return described

@@ -45,6 +45,11 @@ LOCALSTACK_STAGE = os.environ.get("BACKEND", "").strip().lower() == "localstack"
 if not LOCALSTACK_STAGE:
     collect_ignore = ["localstack"]
 
+# The timeout of a function a test makes with `make_function` unless it asks for another.
+FUNCTION_TIMEOUT_SECONDS = 30
+# Each environment's init deadline on the session's embedded backend.
+INIT_TIMEOUT_SECONDS = 120
+
 _WANTS_STACK = pytest.StashKey[bool]()
 _DEPLOY = pytest.StashKey["BackgroundDeploy"]()
 
@@ -188,7 +193,10 @@ def backend(pytestconfig):
     if LOCALSTACK_STAGE:
         server = RunningLocalStack()
     else:
-        server = EmbeddedBackend().start()
+        # A cold start that imports boto3 has outlasted the runtime's 30 s init deadline on a
+        # loaded 2-core runner (Runtime.InitTimeout); the suite's functions get more. Each init
+        # still ends as soon as the handler is loaded.
+        server = EmbeddedBackend(environment={"IDEMLAB_LAMBDA_INIT_TIMEOUT": str(INIT_TIMEOUT_SECONDS)}).start()
     os.environ["AWS_ENDPOINT_URL"] = server.url
     os.environ["LAB_PORT"] = str(server.port)
     if pytestconfig.stash.get(_WANTS_STACK, False):
@@ -264,8 +272,10 @@ class RecordingFunction:
         name = make_function(self.HANDLER, environment={"TABLE": table})
         self.arn = clients.client("lambda").get_function(FunctionName=name)["Configuration"]["FunctionArn"]
 
-    def ran_with(self, event_id: str, timeout: float = 20) -> bool:
-        """Whether an invocation with this id has run, waiting up to `timeout` seconds."""
+    def ran_with(self, event_id: str, timeout: float = 120) -> bool:
+        """Whether an invocation with this id has run, waiting up to `timeout` seconds (it
+        ends as soon as it has: the room is for an asynchronous path and a cold start on a
+        loaded runner)."""
         dynamodb = clients.client("dynamodb")
         deadline = time.monotonic() + timeout
         while "Item" not in dynamodb.get_item(TableName=self.table, Key={"pk": {"S": event_id}}):
@@ -289,9 +299,15 @@ def zip_source(source: str, module: str = "app") -> bytes:
 
 @pytest.fixture
 def make_function(lambda_role):
-    """Create a Lambda function from handler source; returns its name."""
+    """Create a Lambda function from handler source; returns its name.
 
-    def create(source: str, timeout: int = 3, environment: dict | None = None, **extra) -> str:
+    The function's clock starts when its request reaches a ready worker, so a handler that
+    makes a boto3 client and a call does that inside its timeout: on a loaded 2-core runner
+    that alone has taken more than 3 s. The default leaves room (under the SDK's 60 s read
+    timeout, past which a synchronous Invoke would be sent again); a handler that returns
+    is never held by it, and a test that needs a timeout to fire passes its own."""
+
+    def create(source: str, timeout: int = FUNCTION_TIMEOUT_SECONDS, environment: dict | None = None, **extra) -> str:
         name = f"fn-{uuid.uuid4().hex[:10]}"
         clients.client("lambda").create_function(
             FunctionName=name,

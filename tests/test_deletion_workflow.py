@@ -21,6 +21,7 @@ from idemlab.barrier import all_at_once
 from idemlab.lessons import deletion
 from idemlab.lessons.deletion import Deletions, last_state
 from support.deletion_scenario import private_scenario
+from support.suite_timeouts import TEST_FUNCTION_TIMEOUTS
 
 faults = deletion.import_function_module("deletion_faults")
 request_deletion = deletion.import_function_module("request_deletion")
@@ -30,8 +31,22 @@ state = deletion.import_function_module("deletion_state")
 ASL = deletion.settings.ROOT / "terraform/modules/idempotency_lab/workflows/account_deletion.asl.json"
 # The claim, the steps (each function named after its step), the completion.
 WORKFLOW_FUNCTIONS = ("claim_deletion", *state.STEPS, "complete_deletion")
-# Short, so an injected timeout costs little; far above what a step needs here.
-STEP_TIMEOUT_SECONDS = 4
+steps = deletion.import_function_module("deletion_steps")
+# A step's function makes its boto3 resource on its first invocation, inside the timeout,
+# then a few calls: 4 s was a guess that this always fits, and the suite's stack saw 6 s
+# steps time out on a loaded runner. 15 s is room for that; an injected timeout waits it out.
+STEP_TIMEOUT_SECONDS = 15
+# An execution's first run cold-starts each of its functions in turn: on a loaded 2-core runner
+# 60 s ran out (a first execution still RUNNING). Each wait ends when the execution does.
+EXECUTION_SECONDS = 180
+TEST_SECONDS = 300
+FUNCTION_TIMEOUTS = {
+    # Under its page margin from the start, DeleteRecords stops after every page, whatever
+    # a page costs: the paging test counts one page per invocation.
+    "delete_records": steps.PAGE_MARGIN_SECONDS,
+    # Every step in one invocation, as in the suite's stack.
+    "naive_deletion_worker": TEST_FUNCTION_TIMEOUTS["naive_deletion_worker"],
+}
 
 
 def scenario_zip() -> bytes:
@@ -65,7 +80,7 @@ def deployed(stack, lambda_role) -> Deletions:
             Role=lambda_role,
             Handler=f"{key}.handler",
             Code={"ZipFile": code},
-            Timeout=STEP_TIMEOUT_SECONDS,
+            Timeout=FUNCTION_TIMEOUTS.get(key, STEP_TIMEOUT_SECONDS),
             Environment={"Variables": env},
         )
         arns[f"{key}_arn"] = created["FunctionArn"]
@@ -87,14 +102,14 @@ def new_request(deployed) -> tuple[str, str]:
     return user_id, request_id
 
 
-def finished(execution_arn: str, timeout: float = 60) -> dict:
+def finished(execution_arn: str, timeout: float = EXECUTION_SECONDS) -> dict:
     return deletion.wait_for(execution_arn, timeout)
 
 
 GONE = {"records": 0, "files": 0, "identities": 0}
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(TEST_SECONDS)
 def test_the_workflow_deletes_the_user_and_says_goodbye_once(deployed):
     user_id, request_id = new_request(deployed)
     bystander, _ = new_request(deployed)
@@ -108,7 +123,7 @@ def test_the_workflow_deletes_the_user_and_says_goodbye_once(deployed):
     assert deployed.goodbyes(user_id) == 1
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(TEST_SECONDS)
 def test_a_duplicate_start_with_the_same_name_is_recognised(deployed):
     user_id, request_id = new_request(deployed)
     first = deployed.start(request_id)
@@ -121,7 +136,7 @@ def test_a_duplicate_start_with_the_same_name_is_recognised(deployed):
     assert deployed.goodbyes(user_id) == 1
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(TEST_SECONDS)
 def test_a_second_execution_after_completion_ends_as_already_done(deployed):
     user_id, request_id = new_request(deployed)
     assert finished(deployed.start(request_id))["status"] == "SUCCEEDED"
@@ -131,7 +146,7 @@ def test_a_second_execution_after_completion_ends_as_already_done(deployed):
     assert deployed.goodbyes(user_id) == 1
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(TEST_SECONDS)
 def test_concurrent_executions_leave_one_worker_and_one_goodbye(deployed):
     user_id, request_id = new_request(deployed)
     arns = all_at_once([lambda n=n: deployed.start(request_id, f"{request_id}-c{n}") for n in range(3)])
@@ -143,7 +158,7 @@ def test_concurrent_executions_leave_one_worker_and_one_goodbye(deployed):
     assert deployed.goodbyes(user_id) == 1
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(TEST_SECONDS)
 @pytest.mark.parametrize("kind", [faults.CRASH, faults.TIMEOUT, faults.ERROR])
 def test_a_fault_in_a_step_is_retried_by_the_workflow_without_repeating_the_email(deployed, kind):
     user_id, request_id = new_request(deployed)
@@ -155,7 +170,7 @@ def test_a_fault_in_a_step_is_retried_by_the_workflow_without_repeating_the_emai
     assert deployed.goodbyes(user_id) == 1
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(TEST_SECONDS)
 def test_a_step_failing_past_its_retries_releases_the_request_as_retryable(deployed):
     user_id, request_id = new_request(deployed)
     deployed.arm_fault("delete_identity", faults.BEFORE, request_id, faults.ERROR, times=3)
@@ -169,7 +184,7 @@ def test_a_step_failing_past_its_retries_releases_the_request_as_retryable(deplo
     assert deployed.goodbyes(user_id) == 1
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(TEST_SECONDS)
 def test_the_naive_worker_crashing_after_the_email_sends_it_twice(deployed):
     user_id, request_id = new_request(deployed)
     deployed.arm_fault("send_goodbye", faults.AFTER_EFFECT, request_id, faults.CRASH)
@@ -196,7 +211,7 @@ def execution_arn(deployed, execution_name: str) -> str:
     return deployed.state_machine_arn.replace(":stateMachine:", ":execution:") + f":{execution_name}"
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(TEST_SECONDS)
 def test_a_requested_deletion_fires_on_schedule_and_completes(deployed, function_env):
     from idemlab.background.scheduler_firer import DELIVERED, SchedulerFirer
 
@@ -221,7 +236,7 @@ def test_a_requested_deletion_fires_on_schedule_and_completes(deployed, function
     )
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(TEST_SECONDS)
 def test_a_schedule_fired_twice_deletes_once(deployed, function_env):
     from idemlab.background.scheduler_firer import DELIVERED, SchedulerFirer
 
@@ -240,7 +255,7 @@ def test_a_schedule_fired_twice_deletes_once(deployed, function_env):
     assert deployed.leftovers(user_id) == GONE
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(2 * TEST_SECONDS)
 def test_cancel_racing_the_fire_has_one_winner_and_a_consistent_end(deployed, function_env):
     from idemlab.background.scheduler_firer import SchedulerFirer
 
@@ -257,16 +272,18 @@ def test_cancel_racing_the_fire_has_one_winner_and_a_consistent_end(deployed, fu
             try:
                 return firer.fire_now(f"deletion-{request_id}", deployed.stack["schedule_group"])
             except LookupError:  # the cancel deleted the schedule first
-                return None
+                return "schedule deleted first"
 
         def cancel():
             # Later in each round, so the claim sometimes gets there first.
             time.sleep(round_number * 0.4)
             return cancel_deletion.handler({"deletion_request_id": request_id, "user_id": user_id}, None)
 
-        fired, cancelled = all_at_once([fire, cancel], join_seconds=30)
+        # Each join ends when its call does; None is left only by a call still running.
+        fired, cancelled = all_at_once([fire, cancel], join_seconds=120)
+        assert None not in (fired, cancelled), f"round {round_number}: fire {fired!r}, cancel {cancelled!r} after 120 s"
         answers = {"fire": fired, "cancel": cancelled}
-        if answers.get("fire") is not None and answers["fire"].outcome == "delivered":
+        if not isinstance(fired, str) and fired.outcome == "delivered":
             finished(execution_arn(deployed, request_id))
         status = deployed.request_status(request_id)
         tally[status] += 1
@@ -281,10 +298,10 @@ def test_cancel_racing_the_fire_has_one_winner_and_a_consistent_end(deployed, fu
     assert sum(tally.values()) == 6
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(TEST_SECONDS)
 def test_a_user_with_more_records_than_one_invocation_deletes_is_finished_by_the_workflow(deployed):
-    # With a 4-second function timeout, every DeleteRecords invocation is short of time
-    # after its first page: it stops there, and the workflow runs it again.
+    # With a function timeout within its page margin, every DeleteRecords invocation is short
+    # of time after its first page: it stops there, and the workflow runs it again.
     user_id = f"u{uuid.uuid4().hex[:10]}"
     deployed.seed_user(user_id, records=250, files=1)
     request_id = request_deletion.deletion_request_id(user_id)
@@ -300,7 +317,7 @@ def test_a_user_with_more_records_than_one_invocation_deletes_is_finished_by_the
     assert deployed.goodbyes(user_id) == 1
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(TEST_SECONDS)
 def test_a_workflow_started_before_the_due_time_deletes_nothing_and_the_request_can_still_be_cancelled(deployed):
     """Issue 24, item 1: a start by hand a day early ends at NotDueYet; records, files and
     identity stay, the request stays SCHEDULED, and the user can still cancel."""

@@ -11,24 +11,39 @@ import pytest
 from idemlab import clients
 from support.health import answer as health_answer
 
-RECORDING_HANDLER = """
-import os, time
-import boto3
+# A handler that must time out. The function's clock starts when the runtime hands the
+# worker its request, after the worker has said it is ready (idemlab/embedded/lambda_runtime.py,
+# ExecutionEnvironment.call); init has a deadline of its own. So the module writes its pid while
+# it loads, before the clock can matter, and the handler then waits for something that never
+# comes: the timeout fires whatever a cold start or a loaded machine costs, and the test knows
+# which process it stopped without the handler having to reach a write inside its budget.
+# (It once wrote its pid from the handler through a new boto3 client, inside 2 s: under load
+# the client alone took longer, and the test found no pid.)
+STALLING_HANDLER = """
+import os, threading
+
+with open(os.environ["PID_FILE"], "w") as out:
+    out.write(str(os.getpid()))
 
 def handler(event, context):
-    started = time.time()
-    time.sleep(event.get("sleep", 0))
-    if event.get("record_table"):
-        boto3.client("dynamodb").put_item(
-            TableName=event["record_table"],
-            Item={"pk": {"S": event["key"]}, "pid": {"N": str(os.getpid())}},
-        )
-    return {"pid": os.getpid(), "started": started, "ended": time.time()}
+    if event.get("stall", True):
+        threading.Event().wait()
+    return {"pid": os.getpid()}
 """
 
 
+# Functions that wait for each other get this long: the first one's clock runs while the
+# others cold start, two at a time (lambda_runtime.CONCURRENT_INITS), and on a loaded 2-core
+# runner one init has taken more than 30 s, so eight take several such rounds. Each returns
+# as soon as its condition holds, so the room costs nothing when it is not needed.
+RENDEZVOUS_TIMEOUT = 600
+
+
 def invoke(name: str, event: dict) -> tuple[dict, str | None]:
-    response = clients.client("lambda").invoke(FunctionName=name, Payload=json.dumps(event).encode())
+    # One attempt, read for longer than any function here may run: the SDK's 60 s read
+    # timeout would otherwise send a slow synchronous Invoke again, and run its handler twice.
+    lam = clients.client("lambda", read_timeout=RENDEZVOUS_TIMEOUT + 60, retries={"total_max_attempts": 1})
+    response = lam.invoke(FunctionName=name, Payload=json.dumps(event).encode())
     return json.loads(response["Payload"].read()), response.get("FunctionError")
 
 
@@ -40,64 +55,32 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def test_handler_returns_values_computed_from_its_environment(make_function):
-    name = make_function(
-        """
-        import os
-        def handler(event, context):
-            return {"total": int(os.environ["BASE"]) + event["add"], "name": context.function_name}
-        """,
-        environment={"BASE": "40"},
-    )
-    payload, error = invoke(name, {"add": 2})
-    assert error is None
-    assert payload == {"total": 42, "name": name}
-
-
-def test_handler_exception_comes_back_as_function_error(make_function):
-    name = make_function(
-        """
-        class CardDeclined(Exception):
-            pass
-        def handler(event, context):
-            raise CardDeclined("insufficient funds")
-        """
-    )
+def stalled_worker(make_function, tmp_path, timeout: int) -> tuple[str, int]:
+    """A function whose first invocation stalls until its `timeout`: its name, and the pid of
+    the worker that stalled (written while the worker loaded, before the invocation began)."""
+    pid_file = tmp_path / "pid"
+    name = make_function(STALLING_HANDLER, timeout=timeout, environment={"PID_FILE": str(pid_file)})
     payload, error = invoke(name, {})
-    assert error == "Unhandled"
-    assert payload["errorType"] == "CardDeclined"
-    assert payload["errorMessage"] == "insufficient funds"
-    assert payload["stackTrace"]
+    assert (error, payload.get("errorType")) == ("Unhandled", "Sandbox.Timedout"), payload
+    assert f"Task timed out after {timeout:.2f} seconds" in payload["errorMessage"], payload
+    # The worker said it was ready only after its module ran, so its pid was written.
+    return name, int(pid_file.read_text())
 
 
-def test_timeout_returns_lambda_error_and_kills_the_worker(make_function, table):
-    name = make_function(RECORDING_HANDLER, timeout=1)
-    payload, error = invoke(name, {"sleep": 5, "record_table": table, "key": "slow"})
-    assert error == "Unhandled"
-    assert payload["errorType"] == "Sandbox.Timedout"
-    assert "Task timed out after 1.00 seconds" in payload["errorMessage"]
-    # The handler never reached its write: it was stopped at the deadline.
-    assert "Item" not in clients.client("dynamodb").get_item(TableName=table, Key={"pk": {"S": "slow"}})
-    # The next request gets a fresh environment, which answers normally.
-    fresh, error = invoke(name, {})
-    assert error is None
+def test_timeout_returns_lambda_error_and_kills_the_worker(make_function, tmp_path):
+    name, stalled = stalled_worker(make_function, tmp_path, timeout=1)
+    # The handler was stopped at the deadline, not left running: its process is gone, so
+    # nothing it would do after the wait can ever happen.
+    assert not pid_alive(stalled), f"worker {stalled} still running after its timeout"
+    # The next request gets a fresh environment, which answers normally (its handler only returns).
+    fresh, error = invoke(name, {"stall": False})
+    assert error is None, fresh
+    assert fresh["pid"] != stalled
     assert fresh["pid"] in health_answer(os.environ["AWS_ENDPOINT_URL"])["lambda_environments"]
 
 
-def test_timed_out_worker_process_is_gone(make_function, table):
-    name = make_function(
-        """
-        import os, time, boto3
-        def handler(event, context):
-            boto3.client("dynamodb").put_item(TableName=event["table"], Item={"pk": {"S": "pid"}, "pid": {"N": str(os.getpid())}})
-            time.sleep(10)
-        """,
-        timeout=2,
-    )
-    payload, _error = invoke(name, {"table": table})
-    assert payload["errorType"] == "Sandbox.Timedout"
-    item = clients.client("dynamodb").get_item(TableName=table, Key={"pk": {"S": "pid"}})["Item"]
-    pid = int(item["pid"]["N"])
+def test_timed_out_worker_process_is_gone(make_function, tmp_path):
+    _name, pid = stalled_worker(make_function, tmp_path, timeout=2)
     assert not pid_alive(pid), f"worker {pid} still running after its timeout"
     assert pid not in health_answer(os.environ["AWS_ENDPOINT_URL"])["lambda_environments"]
 
@@ -120,7 +103,8 @@ def test_warm_environment_is_reused_and_keeps_module_state(make_function):
 
 
 # Each invocation records its start, runs its second, then waits until all eight have
-# started: only invocations that really run at the same time can all finish.
+# started: only invocations that really run at the same time can all finish. The first
+# one's clock runs while the last ones still wait for their cold starts (two at a time).
 RENDEZVOUS_HANDLER = """
 import os, time
 import boto3
@@ -139,8 +123,9 @@ def handler(event, context):
 """
 
 
+@pytest.mark.timeout(RENDEZVOUS_TIMEOUT + 120)
 def test_concurrent_invocations_run_in_parallel_in_separate_environments(make_function, table):
-    name = make_function(RENDEZVOUS_HANDLER, timeout=30)
+    name = make_function(RENDEZVOUS_HANDLER, timeout=RENDEZVOUS_TIMEOUT)
     with ThreadPoolExecutor(max_workers=8) as pool:
         results = list(pool.map(lambda _: invoke(name, {"table": table, "party": 8}), range(8)))
     runs = [payload for payload, error in results if error is None]
@@ -150,20 +135,28 @@ def test_concurrent_invocations_run_in_parallel_in_separate_environments(make_fu
     assert max(run["started"] for run in runs) < min(run["ended"] for run in runs)
 
 
-def test_module_state_is_not_shared_between_environments(make_function):
+@pytest.mark.timeout(RENDEZVOUS_TIMEOUT + 120)
+def test_module_state_is_not_shared_between_environments(make_function, tmp_path):
+    # Each invocation says it has arrived, then waits for the other: both can finish only
+    # if they ran at once, so in two environments, however long either took to start.
     name = make_function(
         """
-        import os, time
+        import os, pathlib, time
         seen = []
         def handler(event, context):
             seen.append(event["n"])
-            time.sleep(0.5)
+            arrivals = pathlib.Path(os.environ["ARRIVALS"])
+            (arrivals / str(event["n"])).touch()
+            while len(list(arrivals.iterdir())) < 2:
+                time.sleep(0.05)
             return {"pid": os.getpid(), "seen": list(seen)}
         """,
-        timeout=10,
+        timeout=RENDEZVOUS_TIMEOUT,
+        environment={"ARRIVALS": str(tmp_path)},
     )
     with ThreadPoolExecutor(max_workers=2) as pool:
-        first, second = pool.map(lambda n: invoke(name, {"n": n})[0], [1, 2])
+        (first, first_error), (second, second_error) = pool.map(lambda n: invoke(name, {"n": n}), [1, 2])
+    assert first_error is None and second_error is None, (first, second)
     assert first["pid"] != second["pid"]
     assert first["seen"] == [1] and second["seen"] == [2]
 
@@ -242,7 +235,12 @@ def test_handler_that_exits_is_a_runtime_exit_error_without_a_reason(make_functi
     assert payload["errorMessage"].endswith("Error: Runtime exited without providing a reason")
 
 
-@pytest.mark.timeout(120)
+# An asynchronous failure's record arrives after the attempts and the retry delay between them;
+# each wait below ends when it does, and this much room is for a loaded runner's cold starts.
+ASYNC_RECORD_SECONDS = 120
+
+
+@pytest.mark.timeout(ASYNC_RECORD_SECONDS + 60)
 def test_async_failure_is_retried_then_sent_to_on_failure_queue(make_function, table):
     sqs = clients.client("sqs")
     queue_url = sqs.create_queue(QueueName=f"onfail-{uuid.uuid4().hex[:8]}")["QueueUrl"]
@@ -265,21 +263,21 @@ def test_async_failure_is_retried_then_sent_to_on_failure_queue(make_function, t
     )
     assert response["StatusCode"] == 202
 
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + ASYNC_RECORD_SECONDS
     messages = []
     while not messages and time.monotonic() < deadline:
         messages = sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=1).get("Messages", [])
-    assert messages, "no record reached the on-failure queue"
+    attempts = clients.client("dynamodb").scan(TableName=table)["Count"]
+    assert messages, f"no record reached the on-failure queue within {ASYNC_RECORD_SECONDS} s ({attempts} attempts ran)"
     record = json.loads(messages[0]["Body"])
     assert record["requestContext"]["condition"] == "RetriesExhausted"
     assert record["requestContext"]["approximateInvokeCount"] == 2
     assert record["requestPayload"] == {"table": table}
     assert record["responsePayload"]["errorMessage"] == "downstream unavailable"
-    attempts = clients.client("dynamodb").scan(TableName=table)["Count"]
     assert attempts == 2, "one invocation plus MaximumRetryAttempts=1 retry"
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(ASYNC_RECORD_SECONDS + 60)
 def test_async_failure_without_destination_goes_to_dead_letter_queue(make_function):
     sqs = clients.client("sqs")
     queue_url = sqs.create_queue(QueueName=f"dlq-{uuid.uuid4().hex[:8]}")["QueueUrl"]
@@ -290,12 +288,12 @@ def test_async_failure_without_destination_goes_to_dead_letter_queue(make_functi
     )
     clients.client("lambda").put_function_event_invoke_config(FunctionName=name, MaximumRetryAttempts=0)
     clients.client("lambda").invoke(FunctionName=name, InvocationType="Event", Payload=b'{"order": 7}')
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + ASYNC_RECORD_SECONDS
     messages = []
     while not messages and time.monotonic() < deadline:
         messages = sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=1, MessageAttributeNames=["All"]).get(
             "Messages", []
         )
-    assert messages, "the original event never reached the dead-letter queue"
+    assert messages, f"the original event did not reach the dead-letter queue within {ASYNC_RECORD_SECONDS} s"
     assert json.loads(messages[0]["Body"]) == {"order": 7}
     assert messages[0]["MessageAttributes"]["ErrorMessage"]["StringValue"] == "bad event"

@@ -202,7 +202,9 @@ RECORD_EXECUTION = {
 }
 
 
-def recorded_executions(table: str, expected: int, timeout: float = 30) -> set[str]:
+def recorded_executions(table: str, expected: int, timeout: float = 120) -> set[str]:
+    """The executions recorded in `table`, once there are `expected` of them (or what is there
+    after `timeout` seconds, for the caller's comparison to show)."""
     dynamodb = clients.client("dynamodb")
     deadline = time.monotonic() + timeout
     while True:

@@ -47,6 +47,8 @@ STATE_PATH = "/_idemlab/state"  # what a stop would discard: all state is in thi
 # answers, once it has imported moto and bound its port, about half a second on a quiet
 # machine and over a minute on a loaded one (60 s ran out with a suite, its notebooks and
 # busy loops on 2 cores). This bounds only a start that is stuck, not one that is slow.
+# Each probe may take what is left of it: a server that listens but answers slowly is
+# starting, not absent.
 READY_TIMEOUT_SECONDS = 600
 FORBIDDEN = {"message": "Forbidden: the embedded backend answers only loopback clients"}
 # Lesson code runs at most 16 identical checkout requests at once (notebook 05's full
@@ -115,9 +117,12 @@ def discarded_work(url: str) -> str:
     )
 
 
-def request_counts(url: str) -> dict:
-    """DynamoDB requests served so far, by action ("dynamodb") and by table and action ("dynamodb_by_table")."""
-    with urllib.request.urlopen(url + COUNTS_PATH, timeout=5) as response:
+def request_counts(url: str, timeout: float = 30) -> dict:
+    """DynamoDB requests served so far, by action ("dynamodb") and by table and action ("dynamodb_by_table").
+
+    It waits for the answer: a busy server on a loaded 2-core machine has taken seconds to
+    give one (5 s was a guess), and the callers want the counts, not a probe's verdict."""
+    with urllib.request.urlopen(url + COUNTS_PATH, timeout=timeout) as response:
         return json.loads(response.read())
 
 
@@ -142,14 +147,19 @@ class EmbeddedBackend:
                 command, env=environment, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
             )
         deadline = time.monotonic() + READY_TIMEOUT_SECONDS
-        while time.monotonic() < deadline:
-            if health(self.url, timeout=2):
+        while (left := deadline - time.monotonic()) > 0:
+            # A refused connection answers at once; an accepted one is waited for, however slow.
+            if health(self.url, timeout=max(0.5, left)):
                 return self
             if (code := self.process.poll()) is not None:
                 raise RuntimeError(f"embedded backend exited with code {code}; see log {self.log_path}")
             time.sleep(0.05)
         self.stop()
-        raise RuntimeError(f"embedded backend did not answer within {READY_TIMEOUT_SECONDS} s; see log {self.log_path}")
+        said = self.log_path.read_text(errors="replace").strip()[-500:] or "nothing"
+        raise RuntimeError(
+            f"embedded backend did not answer {self.url + HEALTH_PATH} within {READY_TIMEOUT_SECONDS} s; "
+            f"its log ({self.log_path}) says: {said}"
+        )
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:

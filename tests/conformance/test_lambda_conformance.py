@@ -7,9 +7,11 @@ import uuid
 
 # The Python runtime's payload for an exception raised by the handler.
 ERROR_KEYS = {"errorType", "errorMessage", "requestId", "stackTrace"}
-# The crash the lessons use: a handler that sleeps past its timeout.
-CRASH_TIMEOUT_SECONDS = 1
-CRASH_SLEEP_SECONDS = 3
+# The crash the lessons use: a handler that sleeps past its timeout. Its `started` mark is
+# written inside the timeout (the clock starts with the invocation, after init): 1 s was a
+# guess at how long one write takes on a loaded runner, so it gets 3 s, and the sleep past it.
+CRASH_TIMEOUT_SECONDS = 3
+CRASH_SLEEP_SECONDS = 6
 # How long after the handler's own sleep a write it made would surely be visible.
 SETTLE_SECONDS = 3
 # Async retries: AWS waits about a minute before the first retry, the emulators seconds.
@@ -94,7 +96,7 @@ def test_handler_past_its_timeout_is_stopped_before_its_later_code(sandbox, make
         key = {"pk": {"S": f"{run_id}#{phase}"}}
         return "Item" in dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True)
 
-    assert marked("started"), "the handler never ran"
+    assert marked("started"), f"the handler wrote no started mark within its {CRASH_TIMEOUT_SECONDS} s timeout"
     # Wait until the handler would have finished its sleep and written, had it not been stopped.
     while time.monotonic() < started + CRASH_SLEEP_SECONDS + SETTLE_SECONDS:
         assert not marked("finished"), "code after the timeout ran"

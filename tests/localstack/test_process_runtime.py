@@ -70,7 +70,11 @@ def invoke(name: str, event: dict) -> tuple[str | None, dict]:
 
 
 def test_a_warm_environment_keeps_module_state_until_it_exits_or_times_out(function):
-    assert invoke(function, {}) == (None, {"count": 1, "remaining_ms": pytest.approx(2000, abs=1000)})
+    # The time left is counted from the invocation's start against the 2 s timeout: at most
+    # 2000 ms, more than none (how much the handler's start took on a loaded runner decides nothing).
+    error, first = invoke(function, {})
+    assert (error, first["count"]) == (None, 1)
+    assert 0 < first["remaining_ms"] <= 2000, first
     assert invoke(function, {})[1]["count"] == 2  # the same environment, warm
 
     error, exited = invoke(function, {"exit": True})
