@@ -19,9 +19,11 @@ from collections import Counter
 import pytest
 
 from idemlab import build, lambda_code
-from idemlab.clients import client
+from idemlab import faults as idemlab_faults
+from idemlab.clients import client, resource
 from idemlab.lessons import checkout
 from support import checkout_in_process as in_process
+from support import invocation
 from support.terraform_tables import table_keys
 
 # 300 rounds is the acceptance bar (CHECKOUT_ROUNDS=300); CI runs fewer to stay in budget.
@@ -64,13 +66,17 @@ def tables(backend, lambda_role):
     with pytest.MonkeyPatch.context() as patch:
         for variable, value in in_process.environment(names, processor).items():
             patch.setenv(variable, value)
-        patch.delenv("CHECK_ACT_DELAY_MS", raising=False)
         yield names
 
 
 @pytest.fixture(scope="module")
 def ledger(tables):
     return checkout.Ledger(tables["ledger"])
+
+
+def faults_table(tables: dict):
+    """The private faults table, a boto3 Table on a resource of its own (see ``lessons.table``)."""
+    return resource("dynamodb").Table(tables["faults"])
 
 
 def invoke(strategy: str, request: dict) -> dict:
@@ -173,20 +179,22 @@ CRASHING_CHILD = """
 import json, sys
 strategy, request, timeout, tests = sys.argv[1], json.loads(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 sys.path.insert(0, tests)
+from support import invocation
 from support.checkout_in_process import invoke_in_process
+invocation.stop_at_timeouts()  # this process is the invocation's environment: Lambda's stop ends it
 print(json.dumps(invoke_in_process(strategy, request, timeout_seconds=timeout)))
 """
 TESTS = os.path.dirname(__file__)  # the child imports support.checkout_in_process from here
-# What the fault does where no Lambda runtime stops it (functions/checkout/charging/faults.py).
-NO_RUNTIME_EXIT_CODE = 70
 
 
 def crash_after_charge(strategy: str, request: dict, tables, timeout_seconds: float) -> None:
     """One invocation, in a child process, that charges and then runs past its time."""
-    item = checkout.fault_points.armed(
-        checkout.fault_points.AFTER_CHARGE, request["idempotency_key"], checkout.fault_points.TIME_OUT
+    idemlab_faults.arm(
+        faults_table(tables),
+        checkout.checkout_faults.AFTER_CHARGE,
+        request["idempotency_key"],
+        checkout.checkout_faults.CRASH,
     )
-    client("dynamodb").put_item(TableName=tables["faults"], Item=item)
     child = subprocess.run(
         [sys.executable, "-c", CRASHING_CHILD, strategy, json.dumps(request), str(timeout_seconds), TESTS],
         capture_output=True,
@@ -194,7 +202,7 @@ def crash_after_charge(strategy: str, request: dict, tables, timeout_seconds: fl
         env=os.environ.copy(),
         timeout=30,
     )
-    assert child.returncode == NO_RUNTIME_EXIT_CODE, (
+    assert child.returncode == invocation.TIMED_OUT_EXIT_CODE, (
         f"the child should have run out of time after charging: {child.returncode} {child.stderr[-500:]}"
     )
 
@@ -292,12 +300,11 @@ def test_an_armed_fault_fires_exactly_as_often_as_armed_when_invocations_race(ta
     for round_number in range(FAULT_ROUNDS):
         times = 1 + round_number % 3
         key = f"fault-race-{uuid.uuid4().hex[:8]}"
-        item = checkout.fault_points.armed(faults.AFTER_CHARGE, key, checkout.fault_points.LOSE_ANSWER, times)
-        client("dynamodb").put_item(TableName=tables["faults"], Item=item)
+        idemlab_faults.arm(faults_table(tables), faults.AFTER_CHARGE, key, faults.LOSE_ANSWER, times)
 
         def reach_the_point() -> dict:
             try:
-                faults.fail_if_armed(faults.AFTER_CHARGE, key, context)
+                faults.strike(faults.AFTER_CHARGE, key, context)
             except errors.ChargeUnknown:
                 return {"fired": True}
             return {"fired": False}
