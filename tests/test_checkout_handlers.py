@@ -185,6 +185,10 @@ invocation.stop_at_timeouts()  # this process is the invocation's environment: L
 print(json.dumps(invoke_in_process(strategy, request, timeout_seconds=timeout)))
 """
 TESTS = os.path.dirname(__file__)  # the child imports support.checkout_in_process from here
+# The crashing invocation's timeout: Lambda stops it this long after it started, so the
+# charge before the crash must fit in it on a loaded machine; short, because Powertools'
+# in-progress record holds the key until then.
+CRASHING_TIMEOUT_SECONDS = 2.0
 
 
 def crash_after_charge(strategy: str, request: dict, tables, timeout_seconds: float) -> None:
@@ -217,7 +221,7 @@ def test_a_retry_after_a_timeout_past_the_charge_charges_again_unless_the_key_go
     # Powertools sets in_progress_expiration to the invocation's remaining time at its start:
     # once the invocation has run out of time, its in-progress record no longer blocks the key.
     request = checkout.order(prefix="crash", pass_key_downstream=downstream)
-    crash_after_charge("powertools", request, tables, timeout_seconds=1.0)
+    crash_after_charge("powertools", request, tables, timeout_seconds=CRASHING_TIMEOUT_SECONDS)
     assert ledger.count(request["idempotency_key"]) == 1
 
     answers = checkout.retry_until_answered(invoke, "powertools", request, within_seconds=5, every=0.2)
@@ -234,7 +238,7 @@ def test_handrolled_crash_after_the_charge_double_charges_a_sequential_retry(tab
     # One request at a time, no race: the crashed attempt left no record, so the retry
     # finds none and charges again.
     request = checkout.order(prefix="crash")
-    crash_after_charge("handrolled", request, tables, timeout_seconds=1.0)
+    crash_after_charge("handrolled", request, tables, timeout_seconds=CRASHING_TIMEOUT_SECONDS)
     retry = invoke("handrolled", request)
     assert retry["outcome"] == checkout.outcomes.CHARGED
     assert ledger.count(request["idempotency_key"]) == 2
