@@ -47,7 +47,8 @@ PAUSE = "pause"  # the invocation stalls here, then goes on: a zombie that wakes
 KINDS = (CRASH, TIMEOUT, ERROR, PAUSE)
 
 # A pause long enough for another worker to claim meanwhile, even on a busy machine,
-# and far inside every function's timeout, so the paused invocation does go on.
+# and well inside the deletion steps' timeouts (10 s and more), so the paused invocation
+# does go on. At a point of a function with a shorter timeout it would be a timeout.
 PAUSE_SECONDS = 3.0
 # Past the deadline by this much each time, so the runtime has stopped the invocation for sure.
 OVERRUN_SECONDS = 1.0
