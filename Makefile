@@ -117,15 +117,14 @@ test-embedded: install tools ## the suite on embedded backends it starts and sto
 
 # The LocalStack stage has a port of its own, so a learner's backend on 4566 may keep running.
 LOCALSTACK_STAGE_PORT ?= 4576
-# The stack tests that hold on any backend, run there too (on the suite's stack, tests/conftest.py):
-# the malformed-input batteries, the checkout races, the vehicle workflow.
-LOCALSTACK_STACK_TESTS := tests/test_deletion_malformed_inputs.py tests/test_queues_malformed_lines.py \
-	tests/test_checkout_stack.py tests/test_vehicles_workflow.py
-
+# The LocalStack stage runs every test marked `any_backend` (pyproject.toml says which): the
+# conformance suite, tests/localstack/, and the stack tests that hold on any backend, on the
+# suite's stack (tests/conftest.py).
 test-localstack: install ## the lab on LocalStack (Docker, else native): conformance, deploy, second plan, every notebook, the stack tests that hold anywhere
 	@export BACKEND=localstack LAB_PORT=$(LOCALSTACK_STAGE_PORT); start=$$SECONDS; \
+	export NATIVE_CACHE_AT_START=$$($(PY) -m idemlab.localstack_native.install --cached); \
 	if $(PY) -m idemlab up; then \
-	  env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest tests/conformance tests/localstack $(LOCALSTACK_STACK_TESTS) --durations=10; code=$$?; \
+	  env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -m any_backend --durations=15; code=$$?; \
 	else code=1; fi; \
 	$(PY) -m idemlab down; \
 	echo "stage localstack: $$((SECONDS - start)) s, exit code $$code"; exit $$code
@@ -143,8 +142,8 @@ conformance: install ## the AWS behaviours the lessons rely on, checked on BACKE
 	@if [ "$(BACKEND)" = localstack ]; then $(PY) -m idemlab up; fi
 	$(PY) -m pytest tests/conformance
 
-soak: install ## the race tests at their full acceptance counts (300 rounds; minutes)
-	CHECKOUT_ROUNDS=300 $(PY) -m pytest tests/test_checkout_stack.py tests/test_checkout_handlers.py -k round
+soak: install ## every race test (marked `race`) at its acceptance count (300 checkout rounds; many minutes)
+	RACE_SOAK=1 $(PY) -m pytest -m race tests
 
 bench: install ## plain moto, the embedded backend and native LocalStack side by side (minutes); BENCH=--strategies adds the cost of idempotency, BENCH=--full the long run; BACKEND=aws: on AWS (cents)
 	$(PY) -m idemlab.bench $(BENCH)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil  # pinned in the workshop extra
 import yaml  # PyYAML comes with moto[server]
 
 from idemlab import settings
@@ -64,6 +65,24 @@ class Daemon:
             return None
         return pid
 
+    def listening_pid(self, port: int) -> int | None:
+        """The recorded pid, if that process still runs and it, or a process it started,
+        listens on ``port``: then the backend on that port is the lab's own, however slowly
+        it answers. A pid file left behind by a crash, or a pid the system gave to another
+        program since, says nothing about the port."""
+        if not (pid := self.pid()):
+            return None
+        try:
+            process = psutil.Process(pid)
+            family = [process, *process.children(recursive=True)]
+            for member in family:
+                for connection in member.net_connections(kind="inet"):
+                    if connection.status == psutil.CONN_LISTEN and connection.laddr.port == port:
+                        return pid
+        except psutil.Error:  # it ended while we looked, or is not ours to inspect
+            return None
+        return None
+
     def start(
         self, command: list[str], ready: Callable[[], object], seconds: float, env: dict | None = None, where: str = ""
     ) -> str:
@@ -74,11 +93,16 @@ class Daemon:
             process = subprocess.Popen(
                 command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True
             )
-        deadline = time.monotonic() + seconds
+        started = time.monotonic()
+        said = started
         while process.poll() is None and not ready():
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now - started > seconds:
                 process.kill()
                 raise BackendError(f"{self.title} did not answer within {seconds} s; log {self.log}")
+            if now - said >= PROGRESS_EVERY_SECONDS:
+                print(f"starting the {self.title}: waiting for it to answer ({now - started:.0f} s so far)", flush=True)
+                said = now
             time.sleep(0.05)
         if process.poll() is not None:
             raise BackendError(f"{self.title} exited with code {process.returncode}; log {self.log}")
@@ -98,6 +122,8 @@ class Daemon:
         self.pid_file.unlink(missing_ok=True)
         return f"{self.title} stopped (pid {pid})"
 
+
+PROGRESS_EVERY_SECONDS = 5  # how often a wait for a starting or busy backend says it is still waiting
 
 EMBEDDED = Daemon("embedded", "embedded backend")
 NATIVE = Daemon("localstack-native", "native LocalStack")
@@ -122,16 +148,49 @@ def firer_up() -> str:
     return FIRER.start(command, says_up, READY_TIMEOUT_SECONDS, env)
 
 
+def wait_for_own_backend(title: str, pid: int, answers: Callable[[], object], what: str) -> object:
+    """Wait for the lab's own backend (``pid``, which listens on the port) until ``answers()``
+    gives its health answer: a busy machine makes it slow, never a stranger. Ends when it
+    answers or when the process ends; a line of progress every few seconds says what it waits for."""
+    started = time.monotonic()
+    said = started
+    while (found := answers()) is None:
+        if not psutil.pid_exists(pid):
+            raise BackendError(f"{title} (pid {pid}) ended while `make up` waited for {what}")
+        now = time.monotonic()
+        if now - started > OWN_BACKEND_PATIENCE_SECONDS:
+            raise BackendError(
+                f"{title} (pid {pid}) holds the port but gave no answer in {now - started:.0f} s "
+                f"while `make up` waited for {what}: it may be stuck; `make down`, then `make up`"
+            )
+        if now - said >= PROGRESS_EVERY_SECONDS:
+            print(
+                f"{title} (pid {pid}) holds the port but is busy: waiting for {what} ({now - started:.0f} s so far)",
+                flush=True,
+            )
+            said = now
+        time.sleep(0.1)
+    return found
+
+
+# Only a backend that is stuck, not one that is busy, takes this long to answer a health
+# probe: the busiest suite runs seen answer within seconds. Ten minutes, then say so.
+OWN_BACKEND_PATIENCE_SECONDS = 600
+
+
 def embedded_up() -> str:
     port = settings.port()
     log = EMBEDDED.log
     url = f"http://127.0.0.1:{port}"
-    if (pid := EMBEDDED.pid()) and health(url):
+    if pid := EMBEDDED.listening_pid(port):
+        # Ours by its pid file and its listening socket. Each probe gives up after 1 s so the
+        # loop can notice the process ending; a loaded machine only makes us wait longer.
+        wait_for_own_backend(EMBEDDED.title, pid, lambda: health(url), f"its health answer on {url}")
         return f"embedded backend already running on {url} (pid {pid}), reusing it; log {log}"
     if port_in_use(port):
         raise BackendError(f"port {port} is busy with another program (LocalStack? set LAB_PORT or stop it); log {log}")
     command = [sys.executable, "-m", "idemlab.embedded", "--port", str(port)]
-    return EMBEDDED.start(command, lambda: health(url, timeout=0.5), READY_TIMEOUT_SECONDS, where=f" on {url}")
+    return EMBEDDED.start(command, lambda: health(url, timeout=2), READY_TIMEOUT_SECONDS, where=f" on {url}")
 
 
 def _localstack_health(url: str) -> dict | None:
@@ -255,6 +314,9 @@ def reuse_running_localstack(url: str, found: dict) -> str:
 
 def localstack_up() -> str:
     url = f"http://127.0.0.1:{settings.port()}"
+    if pid := NATIVE.listening_pid(settings.port()):  # the lab's own native LocalStack, perhaps busy
+        found = wait_for_own_backend(NATIVE.title, pid, lambda: _localstack_health(url), f"its health answer on {url}")
+        return reuse_running_localstack(url, found)
     if found := _localstack_health(url):
         return reuse_running_localstack(url, found)
     if not settings.docker_engine_answers():
@@ -295,12 +357,12 @@ def native_localstack_up(url: str) -> str:
     if port_in_use(settings.port()):
         raise BackendError(f"port {settings.port()} is busy with another program (set LAB_PORT or stop it)")
     try:
-        python = native.install()
+        installed = native.install()
     except native.InstallError as exc:
         raise BackendError(str(exc)) from exc
-    env = {**os.environ, **native.settings_for(settings.port(), compose_service()["environment"])}
+    env = {**os.environ, **native.settings_for(settings.port(), compose_service()["environment"], installed)}
     started = NATIVE.start(
-        native.command(python), lambda: _localstack_health(url), LOCALSTACK_READY_SECONDS, env, where=f" on {url}"
+        native.command(installed), lambda: _localstack_health(url), LOCALSTACK_READY_SECONDS, env, where=f" on {url}"
     )
     try:
         _warm_dynamodb(url)
@@ -383,7 +445,12 @@ def status() -> None:
     if chosen == "aws":
         print(f"aws in {settings.region()}")
     elif chosen == "embedded":
-        print(f"embedded on {url}: {'ready' if health(url) else 'down'}")
+        if health(url):
+            print(f"embedded on {url}: ready")
+        elif pid := EMBEDDED.listening_pid(settings.port()):
+            print(f"embedded on {url}: busy (pid {pid} holds the port but did not answer within 1 s)")
+        else:
+            print(f"embedded on {url}: down")
     else:
         found = _localstack_health(url)
         how = f" (native, pid {NATIVE.pid()})" if NATIVE.pid() else ""

@@ -115,8 +115,20 @@ def provider_mirror() -> Path | None:
 
 
 def cli_config_text(mirror: Path | None, plugin_cache: Path = PLUGIN_CACHE) -> str:
-    """Terraform's CLI config: a shared plugin cache, and the mirror when there is one."""
+    """Terraform's CLI config: a shared plugin cache, filled once and then only linked to,
+    and the mirror when there is one.
+
+    Every working directory's provider folder is a link into the cache. Without
+    ``plugin_cache_may_break_dependency_lock_file``, an init in a directory with no lock
+    file (every fresh working copy and test copy) does not trust the cache: it installs the
+    provider into it again, removing the cache's folder first. A Terraform running in
+    another directory at that moment finds no provider ("fork/exec
+    .terraform/providers/...: no such file or directory"). With it, an init uses what the
+    cache holds and writes nothing there; the lock file it writes then records only this
+    platform's checksum (Terraform's CLI configuration docs, "Provider Plugin Cache").
+    """
     text = f"plugin_cache_dir = {json.dumps(str(plugin_cache))}\n"
+    text += "plugin_cache_may_break_dependency_lock_file = true\n"
     if mirror:
         text += f"""provider_installation {{
   filesystem_mirror {{
@@ -186,7 +198,9 @@ def _locked(name: str):
 def plugin_cache_lock():
     """Held around every `terraform init` that may fill the provider plugin cache: the
     cache is shared by every working copy and every test copy, and Terraform does not lock
-    it (two first installs at once fail with "mkdir ...: file exists")."""
+    it (two first installs at once fail with "mkdir ...: file exists"). Only the first
+    init writes there (``cli_config_text``), so Terraform runs that use the cache need not
+    hold it."""
     return _locked(".init")
 
 

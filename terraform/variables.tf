@@ -9,8 +9,9 @@ variable "region" {
   }
 }
 
+# One stack (and one Terraform state) per prefix; `make deploy PARTICIPANT=<name>` sets it.
 variable "prefix" {
-  description = "The participant: prefix of every resource name, tag idemlab:participant on every resource, and the custom metric namespace IdempotencyLab/<prefix>; one stack (and one Terraform state) per prefix. `make deploy PARTICIPANT=<name>` sets it."
+  description = "The participant: prefix of every resource name, tag idemlab:participant on every resource, metric namespace IdempotencyLab/<prefix>."
   type        = string
   default     = "lab"
 }
@@ -27,14 +28,18 @@ variable "deletion_delay_seconds" {
   default     = 30
 }
 
+# The test suite passes the default set with shorter timeouts (TF_VAR_functions,
+# tests/support/suite_timeouts.py) so that its crash tests wait less.
 variable "functions" {
-  description = "The module's `functions` map, whole, to replace its default set (null, the default: the module's own functions and timeouts, as the lessons describe them). The test suite passes the default set with shorter timeouts (TF_VAR_functions, tests/suite_timeouts.py) so that its crash tests wait less."
+  description = "The module's `functions` map, whole, to replace its default set (null, the default: the module's own, as the lessons describe them)."
   type        = any
   default     = null
 }
 
+# The test suite passes the default set with the lesson 6 queues' visibility timeouts kept at
+# six times its longer function timeouts (TF_VAR_queues, tests/support/suite_timeouts.py).
 variable "queues" {
-  description = "The module's `queues` map, whole, to replace its default set (null, the default: the module's own queues, as the lessons describe them). The test suite passes the default set with the lesson 6 queues' visibility timeouts kept at six times its longer function timeouts (TF_VAR_queues, tests/suite_timeouts.py)."
+  description = "The module's `queues` map, whole, to replace its default set (null, the default: the module's own, as the lessons describe them)."
   type        = any
   default     = null
 }

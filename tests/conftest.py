@@ -49,7 +49,15 @@ _WANTS_STACK = pytest.StashKey[bool]()
 _DEPLOY = pytest.StashKey["BackgroundDeploy"]()
 
 
+# Folders whose every test holds on any backend: the LocalStack stage selects `any_backend`.
+ANY_BACKEND_FOLDERS = ("conformance", "localstack")
+
+
 def pytest_collection_modifyitems(config, items):
+    tests = config.rootpath / "tests"
+    for item in items:
+        if any(item.path.is_relative_to(tests / folder) for folder in ANY_BACKEND_FOLDERS):
+            item.add_marker(pytest.mark.any_backend)
     stacked = [
         item.nodeid for item in items if scope_key(item.path.name) in WITHOUT_STACK and "stack" in item.fixturenames
     ]

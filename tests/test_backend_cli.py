@@ -1,16 +1,21 @@
 """`make up` / `make down` as a learner meets them: start, reuse, clear errors, stop."""
 
 import os
+import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
+import unittest.mock
 from pathlib import Path
 
 import pytest
 
 from idemlab import settings
-from idemlab.embedded.server import free_port, health
+from idemlab.embedded.server import EmbeddedBackend, free_port, health
 from support.cli import lab_cli as lab
+from support.cli import lab_cli_process as lab_process
 from support.health import answer as health_answer
 
 
@@ -31,6 +36,64 @@ def test_up_twice_reuses_the_backend_and_down_stops_it():
     assert stopped.returncode == 0, stopped.stderr
     assert "embedded backend stopped" in stopped.stdout
     assert health(url) is None
+
+
+@pytest.mark.timeout(300)
+def test_up_reuses_its_own_backend_while_it_is_too_busy_to_answer():
+    """A backend the lab's pid file names, whose process listens on the port, is the lab's
+    own however slowly it answers: stopped with SIGSTOP it answers nothing at all (as a
+    loaded machine answers late), and `lab up` waits for it, saying so, until it goes on."""
+    port = free_port()
+    try:
+        assert lab("up", port=port).returncode == 0
+        pid = int((settings.STATE_DIR / f"embedded-{port}.pid").read_text())
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            second = lab_process("up", port=port)
+            seen = ""
+            for line in second.stdout:  # until the first word of its wait, or its end
+                if "is busy" in line or "reusing" in line:
+                    seen = line
+                    break
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        out, err = second.communicate(timeout=240)
+        assert "holds the port but is busy" in seen, f"no wait was announced; it said: {seen}{out}{err}"
+        assert second.returncode == 0, err
+        assert f"(pid {pid}), reusing it" in out
+    finally:
+        lab("down", port=port)
+
+
+@pytest.mark.timeout(300)
+def test_a_backend_slower_to_start_than_a_minute_is_waited_for():
+    """A loaded machine can keep a starting server from answering for over a minute: its
+    process is stopped from the moment it is spawned for 65 s (longer than the minute the
+    start once allowed), and start() still returns the server, up, once it answers."""
+    server = EmbeddedBackend()
+    spawned = threading.Event()
+    real_popen = subprocess.Popen
+
+    def popen_then_stop(*args, **kwargs):
+        process = real_popen(*args, **kwargs)
+        os.kill(process.pid, signal.SIGSTOP)
+        spawned.set()
+        return process
+
+    def resume_later():
+        spawned.wait()
+        time.sleep(65)  # the slowness injected, not a synchronisation
+        os.kill(server.process.pid, signal.SIGCONT)
+
+    resumer = threading.Thread(target=resume_later)
+    resumer.start()
+    try:
+        with unittest.mock.patch.object(subprocess, "Popen", popen_then_stop):
+            server.start()
+        assert health_answer(server.url)
+    finally:
+        resumer.join()
+        server.stop()
 
 
 @pytest.mark.timeout(60)

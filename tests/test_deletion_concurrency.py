@@ -18,13 +18,20 @@ import pytest
 from idemlab.barrier import all_at_once
 from idemlab.lessons import deletion
 from support.deletion_scenario import copy_tables
+from support.rounds import rounds
 
 state = deletion.import_function_module("deletion_state")
 claims = deletion.import_function_module("deletion_claims")
 Status, ClaimOutcome = state.Status, claims.ClaimOutcome
 
 WORKERS = 12  # threads per round; more than the cores, so requests really overlap on the server
-ROUNDS = 30
+# Rounds per test: docs/DESIGN.md, "Rounds and their power" (the defect put back: the
+# backend's write lock taken out). The zombie race shows it least often; the claim and
+# cancel races catch it in 99.9 % of runs at their counts, so the zombie race keeps its 30.
+CLAIM_ROUNDS = rounds(measured=11, soak=30)
+CANCEL_ROUNDS = rounds(measured=16, soak=30)
+ZOMBIE_ROUNDS = rounds(measured=30, soak=360)
+pytestmark = pytest.mark.race
 LEASE = 60
 T0 = 1_800_000_000
 
@@ -59,7 +66,7 @@ def new_request(table) -> str:
 def test_workers_claiming_together_leave_exactly_one_winner_every_round(tables):
     winners_per_round = Counter()
     outcomes = Counter()
-    for _ in range(ROUNDS):
+    for _ in range(CLAIM_ROUNDS):
         request_id = new_request(tables[0])
         results = race(tables, lambda table, i: claims.claim(table, request_id, f"worker-{i}", LEASE, now=T0))
         assert not [r for r in results if isinstance(r, Exception)]
@@ -69,14 +76,14 @@ def test_workers_claiming_together_leave_exactly_one_winner_every_round(tables):
         stored = state.read(tables[0], request_id)
         assert (stored.fencing_token, stored.lease_owner) == (1, winners[0].claim.owner)
     print(f"winners per round: {dict(winners_per_round)}; outcomes: {dict(outcomes)}")
-    assert winners_per_round == Counter({1: ROUNDS})
-    assert outcomes[ClaimOutcome.IN_PROGRESS] == ROUNDS * (WORKERS - 1)
+    assert winners_per_round == Counter({1: CLAIM_ROUNDS})
+    assert outcomes[ClaimOutcome.IN_PROGRESS] == CLAIM_ROUNDS * (WORKERS - 1)
 
 
 @pytest.mark.timeout(240)
 def test_cancel_racing_the_fire_has_exactly_one_winner_every_round(tables):
     tally = Counter()
-    for _ in range(ROUNDS):
+    for _ in range(CANCEL_ROUNDS):
         request_id = new_request(tables[0])
 
         def act(table, i):
@@ -92,17 +99,17 @@ def test_cancel_racing_the_fire_has_exactly_one_winner_every_round(tables):
         expected = Status.CANCELLED if won[0] == "cancel" else Status.PROCESSING
         assert state.read(tables[0], request_id).status is expected
     print(f"cancel vs fire winners: {dict(tally)}")
-    assert sum(tally.values()) == ROUNDS
+    assert sum(tally.values()) == CANCEL_ROUNDS
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(max(240, 2 * ZOMBIE_ROUNDS))  # 0.3-0.6 s a round on a loaded machine
 def test_zombie_writes_racing_the_new_holder_never_land(tables):
     """After a newer claim, half the threads write progress with the zombie's token and
     half with the holder's, all at once: every zombie write is refused, every holder write
     lands, and the item holds exactly the holder's steps."""
     errors = deletion.import_function_module("deletion_errors")
     tally = Counter()
-    for _ in range(ROUNDS):
+    for _ in range(ZOMBIE_ROUNDS):
         request_id = new_request(tables[0])
         zombie = claims.claim(tables[0], request_id, "zombie", LEASE, now=T0).claim
         later = T0 + LEASE + 1
@@ -127,4 +134,6 @@ def test_zombie_writes_racing_the_new_holder_never_land(tables):
         assert stored.steps_done == holder_steps
         assert (stored.fencing_token, stored.lease_owner) == (2, "holder")
     print(f"zombie race outcomes: {dict(tally)}")
-    assert tally == Counter({"zombie_refused": ROUNDS * (WORKERS // 2), "holder_accepted": ROUNDS * (WORKERS // 2)})
+    assert tally == Counter(
+        {"zombie_refused": ZOMBIE_ROUNDS * (WORKERS // 2), "holder_accepted": ZOMBIE_ROUNDS * (WORKERS // 2)}
+    )

@@ -11,11 +11,14 @@ import pytest
 
 from idemlab.barrier import all_at_once
 from idemlab.lessons.deletion import Deletions
+from support.rounds import rounds
 
 # Users counted at once, and rounds. While the threads shared one boto3 resource (and its
-# one condition builder), 2 of 20 rounds counted someone else's emails too.
+# one condition builder), 2 of 20 rounds counted someone else's emails too; put back, that
+# defect showed far more rarely here (docs/DESIGN.md, "Rounds and their power"), so the
+# count stays 20 and `make soak` runs the count measured to catch it in 99.9 % of runs.
 USERS = 12
-ROUNDS = 20
+ROUNDS = rounds(measured=20, soak=3300)
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +32,8 @@ def test_the_cancel_race_has_one_winner_per_round(deletions):
     assert set(tally) <= {"cancel", "claim"} and sum(tally.values()) == 5
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.race
+@pytest.mark.timeout(max(300, ROUNDS))  # 0.1-0.2 s a round on a loaded machine
 def test_threads_sharing_the_lesson_module_each_count_their_own_users_emails(deletions):
     """The fault-point matrix (test_deletion_stack.py) counts goodbyes from 12 threads
     through one Deletions; each count must be of its own user's emails."""

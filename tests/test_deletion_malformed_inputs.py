@@ -20,6 +20,8 @@ from idemlab.lessons.deletion import Deletions
 from support import invocation
 from support.deletion_scenario import private_scenario
 
+pytestmark = pytest.mark.any_backend  # the LocalStack stage runs this file too
+
 errors = deletion.import_function_module("deletion_errors")
 state = deletion.import_function_module("deletion_state")
 claims = deletion.import_function_module("deletion_claims")

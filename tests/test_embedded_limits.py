@@ -136,6 +136,7 @@ def together(lab: Lab, name: str, events: list[dict]) -> list[tuple[str, object]
 ROUNDS = 4
 
 
+@pytest.mark.race
 @pytest.mark.timeout(120)
 def test_invocations_past_the_account_limit_are_throttled_and_never_run(lab):
     name = lab.function()
@@ -147,6 +148,7 @@ def test_invocations_past_the_account_limit_are_throttled_and_never_run(lab):
         assert lab.runs(event_id) == LIMIT, "a throttled invocation must not run"
 
 
+@pytest.mark.race
 @pytest.mark.timeout(120)
 def test_reserved_concurrency_caps_one_function(lab):
     name = lab.function()

@@ -141,3 +141,10 @@ def test_every_lesson_has_each_part(slug):
     readme = (ROOT / "README.md").read_text()
     missing += [f"README.md naming notebook {Path(name).stem}" for name in texts if Path(name).stem not in readme]
     assert not missing, f"lesson {slug} lacks: {missing}"
+
+
+def test_the_makefile_names_no_test_file():
+    """Which tests a stage runs is said where the tests are, by a marker (`any_backend`), so
+    a test moved or added is never left out of a list kept elsewhere."""
+    recipes = [line for line in (ROOT / "Makefile").read_text().splitlines() if line.startswith("\t")]
+    assert not [line for line in recipes if re.search(r"tests/\S+\.py", line)]

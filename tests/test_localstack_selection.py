@@ -113,7 +113,7 @@ print(four.getsockname()[0], six.getsockname()[0], only_six.getsockname()[0])
 
 @pytest.mark.skipif(not (shutil.which("cc") or shutil.which("gcc")), reason="needs a C compiler")
 def test_the_loopback_only_library_binds_any_address_to_loopback(tmp_path):
-    library = native.build_loopback_library(tmp_path / "loopback_only.so")
+    library = native.build_loopback_library(tmp_path / "loopback_only.so", tmp_path / "install.log")
     bare = subprocess.run([sys.executable, "-c", LISTENER], capture_output=True, text=True, check=True)
     assert bare.stdout.split() == ["0.0.0.0", "::", "::"]  # what the helpers bind without it
     env = {**os.environ, "LD_PRELOAD": str(library)}

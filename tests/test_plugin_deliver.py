@@ -78,6 +78,7 @@ def probe(code, name: str = "probe.handler") -> Handler:
     return Handler.module(name, code_root=code)
 
 
+@pytest.mark.race
 def test_copies_sent_together_run_at_the_same_time_in_separate_processes(idemlab, code, effects):
     idemlab.deliver(probe(code), {"id": "fewer"}, copies=2)  # two warm environments; the rounds need three
     overlapping = 0

@@ -51,6 +51,7 @@ def order(round_number: int, **options) -> dict:
     return checkout_lesson.order(f"dogfood-{round_number}", check_act_delay_ms=RACE_WINDOW_MS, **options)
 
 
+@pytest.mark.race
 def test_handrolled_checkout_double_charges_when_copies_race(idemlab, ledger):
     with pytest.raises(DuplicateEffectError) as failure:
         idemlab.assert_exactly_once(
@@ -60,6 +61,7 @@ def test_handrolled_checkout_double_charges_when_copies_race(idemlab, ledger):
     assert len(doubled) >= 0.9 * ROUNDS, f"raced in {len(doubled)} of {ROUNDS} rounds"
 
 
+@pytest.mark.race
 def test_powertools_checkout_charges_once_when_copies_race(idemlab, ledger):
     idemlab.assert_exactly_once(
         checkout("powertools"), order, lambda o: ledger.count(o["idempotency_key"]), rounds=ROUNDS

@@ -141,6 +141,10 @@ def test_the_cli_config_uses_a_provider_mirror_only_when_one_exists(tmp_path):
     assert f'plugin_cache_dir = "{tmp_path / "cache"}"' in mirrored
     public = stack.cli_config_text(None, plugin_cache=tmp_path / "cache")
     assert "provider_installation" not in public and "plugin_cache_dir" in public
+    # With or without a mirror, an init without a lock file uses the cache as it is, rather
+    # than installing into it again under Terraforms running from it.
+    for text in (mirrored, public):
+        assert "plugin_cache_may_break_dependency_lock_file = true" in text
 
 
 def test_a_mirror_named_in_the_environment_must_hold_the_provider(tmp_path, monkeypatch):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -40,6 +41,40 @@ def test_init_here_waits_while_a_deploy_holds_the_plugin_cache(terraform_copy):
         assert not finished.wait(5), "init ran while the plugin cache was held"
     waiting.join(timeout=120)
     assert finished.is_set()
+
+
+def _provider_links(directory: Path) -> list[tuple[str, int, int]]:
+    """Each link from a working directory's AWS provider folder to the provider's files
+    (into the plugin cache, from there into the mirror): path, inode and change time."""
+    providers = directory / ".terraform" / "providers" / stack.AWS_PROVIDER
+    path = next(providers.glob("*/*"))  # <version>/<os>_<arch>
+    links = []
+    while path.is_symlink():
+        status = path.lstat()
+        links.append((str(path), status.st_ino, status.st_ctime_ns))
+        path = path.parent / os.readlink(path)  # an absolute target replaces the parent
+    return links
+
+
+def test_an_init_elsewhere_leaves_the_provider_of_an_initialised_directory_in_place(tmp_path):
+    """A fresh-clone CI run failed `terraform test` with "fork/exec
+    .terraform/providers/.../terraform-provider-aws_v5.100.0_x5: no such file or directory":
+    a worker's deploy ran `terraform init` in a new working copy (no lock file yet), which
+    removed and re-made the plugin cache's provider folder, the folder every other
+    initialised directory links to, while the test was starting the provider from it."""
+    ignored = shutil.ignore_patterns(".terraform", ".terraform.lock.hcl", "tests", "examples")
+    running, fresh = tmp_path / "running", tmp_path / "fresh"
+    for directory in (running, fresh):
+        shutil.copytree(MODULE_DIR, directory, ignore=ignored)
+    init = terraform("init", "-backend=false", "-input=false", "-no-color", cwd=running)
+    assert init.returncode == 0, init.stdout + init.stderr
+    before = _provider_links(running)
+    assert before, "the provider folder is no link: nothing shared to check"
+    init = terraform("init", "-backend=false", "-input=false", "-no-color", cwd=fresh)
+    assert init.returncode == 0, init.stdout + init.stderr
+    assert _provider_links(running) == before, (
+        "an init elsewhere replaced a link the running directory's provider goes through"
+    )
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from idemlab.lessons.vehicles import MALFORMED_REQUESTS, new_request
 
 # Generous: the first stack test of a session also waits for the one terraform apply
 # (about 2 minutes on a busy 2-core machine); the tests themselves take seconds.
-pytestmark = [pytest.mark.stack, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.stack, pytest.mark.any_backend, pytest.mark.timeout(600)]
 
 
 def run_many(stack, kind: str, request: dict, times: int, concurrency: int) -> list[vehicles.Execution]:

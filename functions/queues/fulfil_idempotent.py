@@ -17,14 +17,18 @@ from fulfilment import orders, stock
 from shared.settings import table
 
 # The record must outlive every way the same line can still arrive, or a late copy
-# reserves again (lesson 7). SQS keeps a message at most 14 days on any queue (the
-# MessageRetentionPeriod limit, SetQueueAttributes). A line can wait that long on the work
-# queue, then on its DLQ (a FIFO DLQ restarts the clock), and a redrive sends it back as a
-# new message with a fresh retention (SQS developer guide, "Configure a dead-letter queue
-# redrive": redriven messages get a new enqueue time). So three maximum retentions, plus a
-# day for the operator to start the redrive and the consumer to drain it. Derived from
-# SQS's limit rather than this stack's settings, so no queue setting can outgrow it;
-# tests/test_queues_record_lifetime.py holds the deployed queues to it.
+# reserves again (lesson 7). The lab's one model of the redrive horizon (idemlab/horizon.py):
+# on this standard queue a dead letter keeps its first enqueue time, so it can be redriven
+# at most the DLQ's retention after the first send, 14 days at most (SQS developer guide,
+# "Setting-up dead-letter queue retention"; MessageRetentionPeriod in SetQueueAttributes).
+# A redrive sends it back as a new message, with a new messageId and enqueue time and a
+# retention that starts again (SQS developer guide, "Configure a dead-letter queue
+# redrive"), so a copy that fails again after a redrive has a horizon of its own. This
+# consumer allows for three horizons (the first send's and two redrives') plus a day for
+# the operator to start a redrive and the consumer to drain it. Derived from SQS's limit
+# rather than this stack's settings, so no queue setting can outgrow it;
+# tests/test_queues_record_lifetime.py holds the deployed queues to it and
+# tests/test_redrive_horizon.py holds it to the lab's horizon.
 SQS_MAX_RETENTION_SECONDS = 14 * 24 * 60 * 60
 REDRIVE_ALLOWANCE_SECONDS = 24 * 60 * 60
 RECORD_SECONDS = 3 * SQS_MAX_RETENTION_SECONDS + REDRIVE_ALLOWANCE_SECONDS

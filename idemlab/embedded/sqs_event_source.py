@@ -36,6 +36,7 @@ import sys
 import threading
 import time
 
+from idemlab.embedded import sqs_atomic
 from idemlab.embedded.patching import every, wrap
 
 # SQS's FIFO deduplication interval (SendMessage API reference, MessageDeduplicationId).
@@ -264,36 +265,22 @@ def _receive_in_group_order(original, self, queue_name, count, wait_seconds_time
     order. Timed-out messages are released before every pass over the queue, so a long
     poll that is already waiting when they come back keeps the group's order too: the
     wait is made here, of passes that do not wait. A pass judges every message's
-    visibility at one instant (_visible_at_the_pass), or one that comes back between the
+    visibility at one instant (sqs_atomic.at_one_instant), or one that comes back between the
     release and moto's loop would be released by that loop, out of order, after all.
     """
-    from moto.core.utils import unix_time_millis  # the clock moto's Message.visible reads
-
     queue = self.get_queue(queue_name)
     if not queue.fifo_queue:
         return original(self, queue_name, count, wait_seconds_timeout, visibility_timeout, names)
     deadline = time.monotonic() + (wait_seconds_timeout or 0)
     while True:
-        _pass.now = unix_time_millis()
-        try:
+        with sqs_atomic.at_one_instant():
             for message in [m for m in queue.pending_messages if m.visible]:
                 queue.pending_messages.discard(message)
             received = original(self, queue_name, count, 0, visibility_timeout, names)
-        finally:
-            _pass.now = None
         if received or (left := deadline - time.monotonic()) <= 0:
             return received
         with queue._messages_lock:  # an empty queue: wait for a send (it notifies), not for the clock
             queue._messages_lock.wait(min(FIFO_POLL_SECONDS, left) if queue._messages else left)
-
-
-# The instant the running FIFO pass judges visibility by (per thread; None outside a pass).
-_pass = threading.local()
-
-
-def _visible_at_the_pass(original, message) -> bool:
-    now = getattr(_pass, "now", None)
-    return original(message) if now is None else now > message.visible_at
 
 
 def _check_mapping(backend, source_arn: str, function_name: str, spec: dict, current=None) -> None:
@@ -342,11 +329,11 @@ def _update_mapping(original, self, uuid, spec):
 def install() -> None:
     """Patch moto in this process; a second call changes nothing."""
     from moto.awslambda.models import EventSourceMapping, LambdaBackend
-    from moto.sqs.models import Message, Queue, SQSBackend
+    from moto.sqs.models import Queue, SQSBackend
 
+    sqs_atomic.install()  # the FIFO passes judge visibility at one instant
     Queue.add_message = _add_message
     wrap(SQSBackend, "receive_message")(_receive_in_group_order)
-    wrap(Message, "visible")(_visible_at_the_pass)
     wrap(LambdaBackend, "create_event_source_mapping")(_create_mapping)
     wrap(LambdaBackend, "update_event_source_mapping")(_update_mapping)
     wrap(EventSourceMapping, "get_configuration")(_mapping_state)

@@ -39,6 +39,7 @@ from pathlib import Path
 import boto3
 from boto3.dynamodb.conditions import Attr
 
+from idemlab import horizon as redrive_horizon
 from idemlab.build import zip_bytes
 from idemlab.embedded.sqs_event_source import lambda_record
 from idemlab.testing import Crash, CrashNotReached, DuplicateEffectError, Handler
@@ -46,13 +47,9 @@ from idemlab.testing.lab import LOCAL_VARIABLES, REGION, Backend, Lab, aws_envir
 
 PROVIDERS = Path(__file__).with_name("capstone_providers.py")
 ANSWER = Path(__file__).with_name("capstone_answer.py")
-# A redrive can come this long after the first send: a standard queue's message keeps its
-# first enqueue time when it moves to the dead-letter queue, so it stays there until the
-# dead-letter queue's retention, counted from that first send, runs out; here that retention
-# is at its maximum, 14 days (AWS docs:
-# AWSSimpleQueueService/latest/SQSDeveloperGuide/setting-up-dead-letter-queue-retention.html,
-# AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html, MessageRetentionPeriod).
-REDRIVE_HORIZON_SECONDS = 14 * 24 * 60 * 60
+# A redrive can come this long after the first send (one redrive): the model and its AWS
+# sources are in idemlab/horizon.py, the one owner of the horizon.
+REDRIVE_HORIZON_SECONDS = redrive_horizon.REDRIVE_HORIZON_SECONDS
 QUEUE_ARN = f"arn:aws:sqs:{REGION}:000000000000:refunds"
 # The handler's timeout; the crash attack's copy runs until it, so it is shorter there (with room
 # for a cold start with Powertools on a loaded machine).

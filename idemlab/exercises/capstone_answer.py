@@ -32,6 +32,10 @@ from aws_lambda_powertools.utilities.idempotency import (
 # How long after its first send a message can still be redriven: the dead-letter queue's
 # retention, at its maximum of 14 days, counted from that first send for a standard queue
 # (AWS docs: AWSSimpleQueueService/latest/SQSDeveloperGuide/setting-up-dead-letter-queue-retention.html).
+# A redrive sends a new message (new messageId, new enqueue time), so each further redrive
+# would need up to 14 days more (sqs-configure-dead-letter-queue-redrive.html). This file
+# runs in Lambda and cannot import the lab: tests/test_redrive_horizon.py holds it to
+# idemlab/horizon.py.
 REDRIVE_HORIZON_SECONDS = 14 * 24 * 60 * 60
 
 persistence = DynamoDBPersistenceLayer(table_name=os.environ["IDEMPOTENCY_TABLE"])

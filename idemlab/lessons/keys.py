@@ -15,6 +15,9 @@ import uuid
 from dataclasses import dataclass
 
 from idemlab import build, lessons
+
+# The redrive horizon and its model have one owner; lesson 7 reads them from here.
+from idemlab.horizon import DAY, REDRIVE_HORIZON_SECONDS  # noqa: F401
 from idemlab.lessons.checkout import FUNCTION_DIR, Checkout
 
 HANDLER = "checkout_keyed.handler"
@@ -27,11 +30,9 @@ HANDLER_TEMPLATE_FUNCTION = "checkout_naive"
 WHOLE_EVENT = "@"  # JMESPath for the whole delivery, headers and all
 CLIENT_KEY = 'headers."Idempotency-Key"'
 SERVER_KEY = "body.[customer_id, order_id]"
-
-DAY = 24 * 60 * 60
-# SQS keeps a message at most 1,209,600 s (14 days): MessageRetentionPeriod in
-# https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html
-DLQ_MAX_RETENTION_SECONDS = 14 * DAY
+# The client's key scoped to the caller the front door authenticated: with API Gateway, a
+# Lambda authorizer's principalId reaches the function as requestContext.authorizer.
+CALLER_SCOPED_KEY = '[requestContext.authorizer.principalId, headers."Idempotency-Key"]'
 
 
 @dataclass(frozen=True)
@@ -44,10 +45,21 @@ class Variant:
     pass_key_downstream: bool = False
 
 
-def delivery(order_id: str, amount: int = 1999, key: str | None = None) -> dict:
-    """One delivery of an order: the body stays, the trace id is new on every attempt."""
-    body = {"order_id": order_id, "customer_id": "customer-7", "amount": amount, "currency": "EUR"}
-    return retry_of({"headers": {} if key is None else {"Idempotency-Key": key}, "body": body})
+def delivery(order_id: str, amount: int = 1999, key: str | None = None, customer_id: str = "customer-7") -> dict:
+    """One delivery of an order: the body stays, the trace id is new on every attempt.
+
+    The front door has authenticated the caller as the customer: its identity arrives in
+    ``requestContext.authorizer.principalId``, where API Gateway puts a Lambda
+    authorizer's answer, and not in anything the client wrote.
+    """
+    body = {"order_id": order_id, "customer_id": customer_id, "amount": amount, "currency": "EUR"}
+    return retry_of(
+        {
+            "headers": {} if key is None else {"Idempotency-Key": key},
+            "requestContext": {"authorizer": {"principalId": customer_id}},
+            "body": body,
+        }
+    )
 
 
 def retry_of(sent: dict) -> dict:

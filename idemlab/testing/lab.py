@@ -341,6 +341,9 @@ class Lab:
         receives = copies * (queue.max_receive_count or 1) + (crash.times if crash is not None else 0)
         allowed = receives * (visibility + timeout) + 60
         deadline = time.monotonic() + allowed
+        # Both counts come from one reading, at one instant (idemlab/embedded/sqs_atomic.py):
+        # read apart, a message coming back from its visibility timeout between them was in
+        # neither, and the round was counted before its redelivery.
         names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
         while True:
             attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
@@ -369,8 +372,10 @@ class Lab:
         dead_url = self.backend.dead_letters[dead_name]
         by_id = {copy.message_id: copy for copy in copies}
         # The first receive long-polls (it returns as soon as a message is there): moto moves a
-        # message by removing it from the source queue, then adding it to the dead-letter queue,
-        # so the source can look empty a moment before the message arrives here.
+        # message by removing it from the source queue, then adding it to the dead-letter queue.
+        # The embedded backend does both inside the source's receive, under its lock
+        # (idemlab/embedded/sqs_atomic.py), so the source should not look empty first; the wait
+        # costs nothing when the message is here.
         wait = 1
         while True:
             found = sqs.receive_message(QueueUrl=dead_url, MaxNumberOfMessages=10, WaitTimeSeconds=wait)

@@ -1,10 +1,14 @@
 variable "event_sources" {
-  description = "The queues lesson (06): which function consumes which queue (Lambda event source mappings). `report_batch_item_failures`: the function returns `batchItemFailures`, so only the records it lists come back; without it one failed record fails the whole batch. `batching_window_seconds`: how long Lambda gathers a batch (0 for FIFO queues, which have no batching window; Lambda developer guide, services-sqs-parameters.html)."
+  description = "The queues lesson (06): which function consumes which queue (Lambda event source mappings)."
   type = map(object({
-    function                   = string
-    queue                      = string
+    function = string
+    queue    = string
+    # The function returns `batchItemFailures`, so only the records it lists come back;
+    # without it one failed record fails the whole batch.
     report_batch_item_failures = optional(bool, false)
-    batching_window_seconds    = optional(number, 0)
+    # How long Lambda gathers a batch: 0 for FIFO queues, which have no batching window
+    # (Lambda developer guide, services-sqs-parameters.html).
+    batching_window_seconds = optional(number, 0)
   }))
   nullable = false
   default = {
@@ -15,22 +19,50 @@ variable "event_sources" {
     orders_fifo = { function = "fulfil_naive", queue = "orders_fifo" }
   }
 
+  # The rules below name the wrong entries: each list is written twice, as the same expression
+  # (functions.tf says why).
   validation {
-    condition     = length([for key, e in var.event_sources : "${key}: ${e.function} <- ${e.queue}" if !contains(keys(var.functions), e.function) || !contains([for q in keys(var.queues) : q if !endswith(q, "_dlq")], e.queue)]) == 0
-    error_message = "Every event source maps a key of var.functions to a work queue (a key of var.queues not ending in _dlq). Wrong: ${join("; ", [for key, e in var.event_sources : "${key}: ${e.function} <- ${e.queue}" if !contains(keys(var.functions), e.function) || !contains([for q in keys(var.queues) : q if !endswith(q, "_dlq")], e.queue)])}."
+    condition = length([
+      for key, e in var.event_sources : "${key}: ${e.function} <- ${e.queue}"
+      if !contains(keys(var.functions), e.function) || !contains(local.work_queue_keys, e.queue)
+    ]) == 0
+    error_message = format(
+      "Every event source maps a key of var.functions to a work queue (a key of var.queues not ending in _dlq). Wrong: %s.",
+      join("; ", [
+        for key, e in var.event_sources : "${key}: ${e.function} <- ${e.queue}"
+        if !contains(keys(var.functions), e.function) || !contains(local.work_queue_keys, e.queue)
+      ]),
+    )
   }
 
   # "Set the source queue's visibility timeout to at least six times the timeout that you
   # configure on your function" (Lambda developer guide, services-sqs-configure.html): room
-  # for Lambda to retry a throttled batch before the messages come back.
+  # for Lambda to retry a throttled batch before the messages come back. An entry naming a
+  # function or queue that does not exist is the rule above's (try: false).
   validation {
-    condition     = length([for key, e in var.event_sources : "${key}: ${e.queue} ${var.queues[e.queue].visibility_seconds} s, ${e.function} ${var.functions[e.function].timeout} s" if contains(keys(var.functions), e.function) && contains(keys(var.queues), e.queue) ? var.queues[e.queue].visibility_seconds < 6 * var.functions[e.function].timeout : false]) == 0
-    error_message = "A mapped queue's visibility timeout is at least six times its function's timeout (Lambda developer guide, services-sqs-configure.html). Wrong: ${join("; ", [for key, e in var.event_sources : "${key}: ${e.queue} ${var.queues[e.queue].visibility_seconds} s, ${e.function} ${var.functions[e.function].timeout} s" if contains(keys(var.functions), e.function) && contains(keys(var.queues), e.queue) ? var.queues[e.queue].visibility_seconds < 6 * var.functions[e.function].timeout : false])}."
+    condition = length([
+      for key, e in var.event_sources : "${key}: ${e.queue} ${var.queues[e.queue].visibility_seconds} s, ${e.function} ${var.functions[e.function].timeout} s"
+      if try(var.queues[e.queue].visibility_seconds < 6 * var.functions[e.function].timeout, false)
+    ]) == 0
+    error_message = format(
+      "A mapped queue's visibility timeout is at least six times its function's timeout (Lambda developer guide, services-sqs-configure.html). Wrong: %s.",
+      join("; ", [
+        for key, e in var.event_sources : "${key}: ${e.queue} ${var.queues[e.queue].visibility_seconds} s, ${e.function} ${var.functions[e.function].timeout} s"
+        if try(var.queues[e.queue].visibility_seconds < 6 * var.functions[e.function].timeout, false)
+      ]),
+    )
   }
 
   validation {
-    condition     = length([for key, e in var.event_sources : key if e.batching_window_seconds < 0 || e.batching_window_seconds > 300]) == 0
-    error_message = "batching_window_seconds is 0-300 (Lambda's limits). Wrong: ${join("; ", [for key, e in var.event_sources : key if e.batching_window_seconds < 0 || e.batching_window_seconds > 300])}."
+    condition = length([
+      for key, e in var.event_sources : "${key} (${e.batching_window_seconds} s)" if e.batching_window_seconds < 0 || e.batching_window_seconds > 300
+    ]) == 0
+    error_message = format(
+      "batching_window_seconds is 0-300 (Lambda's limits). Wrong: %s.",
+      join("; ", [
+        for key, e in var.event_sources : "${key} (${e.batching_window_seconds} s)" if e.batching_window_seconds < 0 || e.batching_window_seconds > 300
+      ]),
+    )
   }
 }
 

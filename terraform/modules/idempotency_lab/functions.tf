@@ -1,5 +1,8 @@
+# The lab's functions. Each function's code is <artifacts_dir>/<scenario>.zip, its handler
+# `<key>.handler` unless `handler` says otherwise; its role, environment and asynchronous-invoke
+# settings follow from the entry (the comments on its type).
 variable "functions" {
-  description = "The lab's Lambda functions, keyed by handler module. Each function's code is <artifacts_dir>/<scenario>.zip, its handler `<key>.handler` unless `handler` says otherwise; its role, environment and asynchronous-invoke settings follow from the entry (see the comments on its type)."
+  description = "The lab's Lambda functions, keyed by handler module; each one's role, environment and async settings follow from its entry."
   type = map(object({
     scenario = string
     handler  = optional(string) # null: "<key>.handler"
@@ -23,14 +26,24 @@ variable "functions" {
     notify                   = { scenario = "vehicles", timeout = 10, tables = { faults = "read_update" } }
 
     # checkout (lesson 02): every checkout charges through card_processor.
-    card_processor      = { scenario = "checkout", timeout = 10, tables = { ledger = "read_write", processor_keys = "read_write" } }
-    checkout_naive      = { scenario = "checkout", timeout = 15, invokes = ["card_processor"] }
-    checkout_handrolled = { scenario = "checkout", timeout = 15, invokes = ["card_processor"], tables = { handrolled_idempotency = "read_write", faults = "read_update" } }
+    card_processor = { scenario = "checkout", timeout = 10, tables = { ledger = "read_write", processor_keys = "read_write" } }
+    checkout_naive = { scenario = "checkout", timeout = 15, invokes = ["card_processor"] }
+    checkout_handrolled = {
+      scenario = "checkout", timeout = 15, invokes = ["card_processor"]
+      tables   = { handrolled_idempotency = "read_write", faults = "read_update" }
+    }
     # Powertools' in-progress lease lasts as long as the invocation may: a short timeout
     # lets the crash-after-charge demo show the lease expiring within seconds.
-    checkout_powertools = { scenario = "checkout", timeout = 6, invokes = ["card_processor"], tables = { powertools_idempotency = "idempotency", faults = "read_update" } }
+    checkout_powertools = {
+      scenario = "checkout", timeout = 6, invokes = ["card_processor"]
+      tables   = { powertools_idempotency = "idempotency", faults = "read_update" }
+    }
     # The same handler with Powertools' local cache on: a row of its own in `make bench`.
-    checkout_powertools_cached = { scenario = "checkout", handler = "checkout_powertools.handler", timeout = 6, invokes = ["card_processor"], tables = { powertools_idempotency = "idempotency", faults = "read_update" }, env = { IDEMPOTENCY_LOCAL_CACHE = "true" } }
+    checkout_powertools_cached = {
+      scenario = "checkout", handler = "checkout_powertools.handler", timeout = 6, invokes = ["card_processor"]
+      tables   = { powertools_idempotency = "idempotency", faults = "read_update" }
+      env      = { IDEMPOTENCY_LOCAL_CACHE = "true" }
+    }
 
     # deletion (lessons 03 and 04): delayed account deletion.
     request_deletion = {
@@ -38,16 +51,38 @@ variable "functions" {
       # The schedules it creates start the workflow as Scheduler's role: it needs the ARN, not the right.
       grants = ["create_deletion_schedule"], knows = ["account_deletion"]
     }
-    cancel_deletion   = { scenario = "deletion", timeout = 10, tables = { deletion_requests = "read_write" }, grants = ["delete_deletion_schedule"] }
-    claim_deletion    = { scenario = "deletion", timeout = 10, tables = { deletion_requests = "read_write", faults = "read_update" }, settings = ["deletion_lease"] }
-    delete_records    = { scenario = "deletion", timeout = 30, tables = { deletion_requests = "read_write", user_records = "read_write", faults = "read_update" }, settings = ["deletion_lease"] }
-    delete_files      = { scenario = "deletion", timeout = 30, tables = { deletion_requests = "read_write", faults = "read_update" }, grants = ["delete_user_files"], settings = ["deletion_lease"] }
-    delete_identity   = { scenario = "deletion", timeout = 10, tables = { deletion_requests = "read_write", identities = "read_write", faults = "read_update" }, settings = ["deletion_lease"] }
-    send_goodbye      = { scenario = "deletion", timeout = 10, tables = { deletion_requests = "read_write", email_outbox = "read_write", faults = "read_update" }, settings = ["deletion_lease"] }
-    complete_deletion = { scenario = "deletion", timeout = 10, tables = { deletion_requests = "read_write", faults = "read_update" }, sends = ["deletion_dlq"], knows = ["account_deletion"], settings = ["deletion_lease"] }
+    cancel_deletion = {
+      scenario = "deletion", timeout = 10, tables = { deletion_requests = "read_write" }, grants = ["delete_deletion_schedule"]
+    }
+    claim_deletion = {
+      scenario = "deletion", timeout = 10, tables = { deletion_requests = "read_write", faults = "read_update" }, settings = ["deletion_lease"]
+    }
+    delete_records = {
+      scenario = "deletion", timeout = 30, settings = ["deletion_lease"]
+      tables   = { deletion_requests = "read_write", user_records = "read_write", faults = "read_update" }
+    }
+    delete_files = {
+      scenario = "deletion", timeout = 30, grants = ["delete_user_files"], settings = ["deletion_lease"]
+      tables   = { deletion_requests = "read_write", faults = "read_update" }
+    }
+    delete_identity = {
+      scenario = "deletion", timeout = 10, settings = ["deletion_lease"]
+      tables   = { deletion_requests = "read_write", identities = "read_write", faults = "read_update" }
+    }
+    send_goodbye = {
+      scenario = "deletion", timeout = 10, settings = ["deletion_lease"]
+      tables   = { deletion_requests = "read_write", email_outbox = "read_write", faults = "read_update" }
+    }
+    complete_deletion = {
+      scenario = "deletion", timeout = 10, sends = ["deletion_dlq"], knows = ["account_deletion"], settings = ["deletion_lease"]
+      tables   = { deletion_requests = "read_write", faults = "read_update" }
+    }
     naive_deletion_worker = {
       scenario = "deletion", timeout = 60, grants = ["delete_user_files"]
-      tables   = { deletion_requests = "read_write", user_records = "read_write", identities = "read_write", email_outbox = "read_write", faults = "read_update" }
+      tables = {
+        deletion_requests = "read_write", user_records = "read_write", identities = "read_write", email_outbox = "read_write"
+        faults            = "read_update"
+      }
     }
     sweeper = {
       scenario = "deletion", timeout = 60, tables = { deletion_requests = "read_write" }, sends = ["deletion_dlq"]
@@ -57,9 +92,15 @@ variable "functions" {
     # queues (lesson 06). Each consumer reserves stock for the order lines its queue
     # delivers (var.event_sources). The 2 s timeout keeps the queues' visibility
     # timeout, six times longer, short for the workshop.
-    fulfil_naive         = { scenario = "queues", timeout = 2, tables = { stock = "read_update", reservations = "read_write" } }
-    fulfil_idempotent    = { scenario = "queues", timeout = 2, tables = { stock = "read_update", reservations = "read_write", order_idempotency = "idempotency" } }
-    fulfil_by_message_id = { scenario = "queues", timeout = 2, tables = { stock = "read_update", reservations = "read_write", order_idempotency = "idempotency" } }
+    fulfil_naive = { scenario = "queues", timeout = 2, tables = { stock = "read_update", reservations = "read_write" } }
+    fulfil_idempotent = {
+      scenario = "queues", timeout = 2
+      tables   = { stock = "read_update", reservations = "read_write", order_idempotency = "idempotency" }
+    }
+    fulfil_by_message_id = {
+      scenario = "queues", timeout = 2
+      tables   = { stock = "read_update", reservations = "read_write", order_idempotency = "idempotency" }
+    }
   }
 
   validation {
@@ -78,24 +119,89 @@ variable "functions" {
     error_message = "A function's timeout is a whole number of seconds from 1 to 900 (Lambda's limits)."
   }
 
+  # The rules below name the wrong entries. Each builds its list twice, as the same expression:
+  # in `condition` and as the last argument of `error_message`. A local cannot hold it: Terraform
+  # makes everything that reads var.functions, a local too, wait for these rules, so a rule that
+  # read such a local would wait for itself (a cycle; hashicorp/terraform,
+  # internal/terraform/transform_variable_validation.go). tests/test_terraform_validations.py
+  # holds the two copies equal.
   validation {
-    condition     = length(flatten([for key, f in var.functions : [for t, level in f.tables : "${key}: ${t} = \"${level}\"" if !contains(keys(var.tables), t) || !contains(keys(local.table_actions), level)]])) == 0
-    error_message = "Every table a function lists is a key of var.tables, with an access level of local.table_actions (${join(", ", keys(local.table_actions))}). Wrong: ${join("; ", flatten([for key, f in var.functions : [for t, level in f.tables : "${key}: ${t} = \"${level}\"" if !contains(keys(var.tables), t) || !contains(keys(local.table_actions), level)]]))}."
+    condition = length(flatten([for key, f in var.functions : [
+      for t, level in f.tables : "${key}: ${t} = \"${level}\"" if !contains(keys(var.tables), t) || !contains(keys(local.table_actions), level)
+    ]])) == 0
+    error_message = format(
+      "Every table a function lists is a key of var.tables, with an access level of local.table_actions (%s). Wrong: %s.",
+      join(", ", keys(local.table_actions)),
+      join("; ", flatten([for key, f in var.functions : [
+        for t, level in f.tables : "${key}: ${t} = \"${level}\"" if !contains(keys(var.tables), t) || !contains(keys(local.table_actions), level)
+      ]])),
+    )
   }
 
   validation {
-    condition     = length(flatten([for key, f in var.functions : concat([for fn in f.invokes : "${key} invokes ${fn}" if !contains(keys(var.functions), fn)], [for q in f.sends : "${key} sends to ${q}" if !contains([for k in keys(var.queues) : k if endswith(k, "_dlq")], q)])])) == 0
-    error_message = "Every function a function invokes is a key of var.functions, every queue it sends to a dead-letter queue (a `_dlq` key of var.queues: functions are created while the work queues still wait on theirs, so they cannot hold a work queue's URL). Wrong: ${join("; ", flatten([for key, f in var.functions : concat([for fn in f.invokes : "${key} invokes ${fn}" if !contains(keys(var.functions), fn)], [for q in f.sends : "${key} sends to ${q}" if !contains([for k in keys(var.queues) : k if endswith(k, "_dlq")], q)])]))}."
+    condition = length(flatten([for key, f in var.functions : [
+      for fn in f.invokes : "${key} invokes ${fn}" if !contains(keys(var.functions), fn)
+    ]])) == 0
+    error_message = format(
+      "Every function a function invokes is a key of var.functions. Wrong: %s.",
+      join("; ", flatten([for key, f in var.functions : [
+        for fn in f.invokes : "${key} invokes ${fn}" if !contains(keys(var.functions), fn)
+      ]])),
+    )
+  }
+
+  # Functions are created while the work queues still wait on theirs, so they cannot hold a
+  # work queue's URL.
+  validation {
+    condition = length(flatten([for key, f in var.functions : [
+      for q in f.sends : "${key} sends to ${q}" if !contains(local.dead_letter_queue_keys, q)
+    ]])) == 0
+    error_message = format(
+      "Every queue a function sends to is a dead-letter queue, a `_dlq` key of var.queues. Wrong: %s.",
+      join("; ", flatten([for key, f in var.functions : [
+        for q in f.sends : "${key} sends to ${q}" if !contains(local.dead_letter_queue_keys, q)
+      ]])),
+    )
   }
 
   validation {
-    condition     = length(flatten([for key, f in var.functions : concat([for g in f.grants : "${key}: grant ${g}" if !contains(keys(local.extra_grants), g)], [for n in f.settings : "${key}: settings ${n}" if !contains(keys(local.function_settings), n)])])) == 0
-    error_message = "Every grant a function lists is a key of local.extra_grants (${join(", ", keys(local.extra_grants))}), every settings name a key of local.function_settings (${join(", ", keys(local.function_settings))}). Wrong: ${join("; ", flatten([for key, f in var.functions : concat([for g in f.grants : "${key}: grant ${g}" if !contains(keys(local.extra_grants), g)], [for n in f.settings : "${key}: settings ${n}" if !contains(keys(local.function_settings), n)])]))}."
+    condition = length(flatten([for key, f in var.functions : [
+      for g in f.grants : "${key}: grant ${g}" if !contains(keys(local.extra_grants), g)
+    ]])) == 0
+    error_message = format(
+      "Every grant a function lists is a key of local.extra_grants (%s). Wrong: %s.",
+      join(", ", keys(local.extra_grants)),
+      join("; ", flatten([for key, f in var.functions : [
+        for g in f.grants : "${key}: grant ${g}" if !contains(keys(local.extra_grants), g)
+      ]])),
+    )
   }
 
   validation {
-    condition     = length([for key, f in var.functions : "${key} (${coalesce(f.dlq, lookup(local.scenario_dlq, f.scenario, "no DLQ for scenario ${f.scenario}"))})" if !contains([for q in keys(var.queues) : q if endswith(q, "_dlq")], coalesce(f.dlq, lookup(local.scenario_dlq, f.scenario, "-")))]) == 0
-    error_message = "Every function has a dead-letter queue, a `_dlq` key of var.queues: its `dlq`, or its scenario's in local.scenario_dlq. Wrong: ${join("; ", [for key, f in var.functions : "${key} (${coalesce(f.dlq, lookup(local.scenario_dlq, f.scenario, "no DLQ for scenario ${f.scenario}"))})" if !contains([for q in keys(var.queues) : q if endswith(q, "_dlq")], coalesce(f.dlq, lookup(local.scenario_dlq, f.scenario, "-")))])}."
+    condition = length(flatten([for key, f in var.functions : [
+      for n in f.settings : "${key}: settings ${n}" if !contains(keys(local.function_settings), n)
+    ]])) == 0
+    error_message = format(
+      "Every settings name a function lists is a key of local.function_settings (%s). Wrong: %s.",
+      join(", ", keys(local.function_settings)),
+      join("; ", flatten([for key, f in var.functions : [
+        for n in f.settings : "${key}: settings ${n}" if !contains(keys(local.function_settings), n)
+      ]])),
+    )
+  }
+
+  validation {
+    condition = length([
+      for key, f in var.functions : "${key} (${coalesce(f.dlq, lookup(local.scenario_dlq, f.scenario, "no DLQ for scenario ${f.scenario}"))})"
+      if !contains(local.dead_letter_queue_keys, coalesce(f.dlq, lookup(local.scenario_dlq, f.scenario, "-")))
+    ]) == 0
+    error_message = format(
+      "Every function has a dead-letter queue, a `_dlq` key of var.queues: its `dlq`, or its scenario's in local.scenario_dlq. Wrong: %s.",
+      join("; ", [
+        for key, f in var.functions : "${key} (${coalesce(f.dlq, lookup(local.scenario_dlq, f.scenario, "no DLQ for scenario ${f.scenario}"))})"
+        if !contains(local.dead_letter_queue_keys, coalesce(f.dlq, lookup(local.scenario_dlq, f.scenario, "-")))
+      ]),
+    )
   }
 }
 
@@ -176,7 +282,7 @@ resource "aws_lambda_function" "this" {
     mode = "Active"
   }
 
-  #checkov:skip=CKV_AWS_116:failed asynchronous invocations go to an on-failure destination (aws_lambda_function_event_invoke_config), which keeps the error as well as the event
+  #checkov:skip=CKV_AWS_116:failed asynchronous invocations go to an on-failure destination (the event invoke config), which keeps the error too
   #checkov:skip=CKV_AWS_117:the functions only call AWS APIs; a VPC would need NAT or endpoints and adds cost without isolating anything here
   #checkov:skip=CKV_AWS_115:reserved concurrency would eat into the small concurrency quota of new accounts and can make the apply fail
   #checkov:skip=CKV_AWS_173:the environment holds resource names only, no secrets; the default AWS-managed key encrypts it at rest

@@ -43,8 +43,12 @@ resource "aws_cloudwatch_metric_alarm" "stuck_processing" {
 # no sweep ran to the end. treat_missing_data = "breaching" turns that silence into an alarm
 # (CloudWatch user guide, "Configuring how CloudWatch alarms treat missing data").
 resource "aws_cloudwatch_metric_alarm" "sweeper_stopped" {
-  alarm_name          = "${var.prefix}-deletions-sweeper-stopped"
-  alarm_description   = "The deletion sweeper published no StuckDeletionRequests value for 15 minutes: it stopped running, or fails before it publishes. Stuck deletions would go unnoticed."
+  alarm_name = "${var.prefix}-deletions-sweeper-stopped"
+  alarm_description = join(" ", [
+    "The deletion sweeper published no StuckDeletionRequests value for 15 minutes: it stopped running, or fails before it publishes.",
+    "Stuck deletions would go unnoticed.",
+  ])
+
   namespace           = var.stuck_metric_namespace
   metric_name         = local.stuck_metric_name
   dimensions          = { Prefix = var.prefix }

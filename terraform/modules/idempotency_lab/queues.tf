@@ -1,5 +1,7 @@
+# Keys ending in `_dlq` are dead-letter queues: kept 14 days, watched by an alarm. A work queue
+# sends a message to its dead-letter queue after `redrive.max_receive_count` receives.
 variable "queues" {
-  description = "The lab's SQS queues, keyed by the name functions use (`<KEY>_QUEUE_URL`). Keys ending in `_dlq` are dead-letter queues: kept 14 days, watched by an alarm. A work queue sends a message to its dead-letter queue after `redrive.max_receive_count` receives."
+  description = "The lab's SQS queues, keyed by the name functions use (`<KEY>_QUEUE_URL`); keys ending in `_dlq` are dead-letter queues."
   type = map(object({
     redrive = optional(object({
       dlq               = string
@@ -38,9 +40,23 @@ variable "queues" {
     error_message = "Queue keys must be lower_snake_case (they become `<prefix>-<key>` names and `<KEY>_QUEUE_URL` variables)."
   }
 
+  # Names the wrong entries: the list is written twice, as the same expression (functions.tf says why).
   validation {
-    condition     = length([for key, q in var.queues : key if q.redrive == null ? false : endswith(key, "_dlq") || !contains([for k, d in var.queues : k if endswith(k, "_dlq") && d.fifo == q.fifo], q.redrive.dlq)]) == 0
-    error_message = "A work queue's redrive.dlq must be a `_dlq` key of var.queues, FIFO exactly when the work queue is (SQS requires it), and a dead-letter queue has no redrive. Wrong: ${join(", ", [for key, q in var.queues : key if q.redrive == null ? false : endswith(key, "_dlq") || !contains([for k, d in var.queues : k if endswith(k, "_dlq") && d.fifo == q.fifo], q.redrive.dlq)])}."
+    condition = length([
+      for key, q in var.queues : "${key} -> ${q.redrive.dlq}"
+      if q.redrive == null ? false : (
+        endswith(key, "_dlq") || !contains([for k, d in var.queues : k if endswith(k, "_dlq") && d.fifo == q.fifo], q.redrive.dlq)
+      )
+    ]) == 0
+    error_message = format(
+      "A work queue redrives to a `_dlq` key of var.queues, FIFO exactly when it is (SQS requires it); a dead-letter queue has no redrive. Wrong: %s.",
+      join("; ", [
+        for key, q in var.queues : "${key} -> ${q.redrive.dlq}"
+        if q.redrive == null ? false : (
+          endswith(key, "_dlq") || !contains([for k, d in var.queues : k if endswith(k, "_dlq") && d.fifo == q.fifo], q.redrive.dlq)
+        )
+      ]),
+    )
   }
 
   validation {
@@ -60,6 +76,10 @@ variable "queues" {
 }
 
 locals {
+  # The queue keys var.functions (`sends`, `dlq`) and var.event_sources (`queue`) may name.
+  dead_letter_queue_keys = [for key in keys(var.queues) : key if endswith(key, "_dlq")]
+  work_queue_keys        = [for key in keys(var.queues) : key if !endswith(key, "_dlq")]
+
   queue_specs = { for key, q in var.queues : key => merge(q, {
     is_dlq = endswith(key, "_dlq")
     # A DLQ keeps messages as long as SQS allows, so a failure can be read and redriven later.

@@ -21,7 +21,7 @@ resource "aws_s3_bucket" "this" {
   #checkov:skip=CKV_AWS_144:cross-region replication would copy user files the deletion must remove
   #checkov:skip=CKV2_AWS_62:nothing consumes object events in this lab
   #checkov:skip=CKV_AWS_145:SSE-S3 (AES256) encryption; a customer-managed KMS key adds a monthly fee and buys nothing for workshop data
-  #checkov:skip=CKV2_AWS_61:no lifecycle rules: objects are deleted by the lesson or with the stack, and the provider's lifecycle resource adds about a minute to every apply
+  #checkov:skip=CKV2_AWS_61:no lifecycle rules: the lesson or the stack's destroy deletes objects; the lifecycle resource adds a minute to every apply
   tags = merge(local.tags, { Name = each.value })
 }
 

@@ -1,5 +1,5 @@
 variable "tables" {
-  description = "The lab's DynamoDB tables, keyed by the name functions use (`<KEY>_TABLE`). Attributes are strings unless `types` says N or B; `personal_data` marks a table the deletion workflow erases a user from (its PITR follows personal_data_recovery_days)."
+  description = "The lab's DynamoDB tables, keyed by the name functions use (`<KEY>_TABLE`); attributes are strings unless `types` says N or B."
   type = map(object({
     hash_key  = string
     range_key = optional(string)
@@ -10,6 +10,7 @@ variable "tables" {
       hash_key  = string
       range_key = optional(string)
     })), [])
+    # A table the deletion workflow erases a user from: its PITR follows var.personal_data_recovery_days.
     personal_data = optional(bool, false)
   }))
   nullable = false
@@ -116,7 +117,7 @@ resource "aws_dynamodb_table" "this" {
     enabled = true
   }
 
-  #checkov:skip=CKV_AWS_28:PITR is off only on the personal-data tables, by default: a restore would bring back users the deletion workflow erased (see local.table_specs)
+  #checkov:skip=CKV_AWS_28:PITR is off only on the personal-data tables, by default: a restore would bring back erased users (local.table_specs)
   point_in_time_recovery {
     enabled                 = each.value.pitr_enabled
     recovery_period_in_days = each.value.pitr_days

@@ -137,8 +137,10 @@ variable "stuck_metric_namespace" {
   }
 }
 
+# The alarms: one per dead-letter queue, stuck deletions, a stopped sweeper. Without actions
+# they change state in the console and notify no one.
 variable "alarm_actions" {
-  description = "ARNs notified when any of the module's alarms fires (the dead-letter queue alarms, stuck deletions, a stopped sweeper), for example one SNS topic's ARN; empty (the default) keeps the alarms silent: they change state in the console and notify no one."
+  description = "ARNs notified when any of the module's alarms fires, for example one SNS topic's ARN; empty (the default) keeps the alarms silent."
   type        = list(string)
   default     = []
 
@@ -154,13 +156,19 @@ variable "enable_bucket_force_destroy" {
   default     = true
 }
 
+# 0 turns PITR off on the personal-data tables, so an erased user cannot come back from a
+# restore; 1-35 keeps that many days of restorable history, which the deletion promise must
+# then include.
 variable "personal_data_recovery_days" {
-  description = "Point-in-time recovery period of the tables holding personal data (user_records, identities). 0 turns PITR off there, so an erased user cannot come back from a restore; 1-35 keeps that many days of restorable history, which the deletion promise must then include."
+  description = "Point-in-time recovery period, in days, of the tables holding personal data (user_records, identities): 0 (off) or 1-35."
   type        = number
   default     = 0
 
   validation {
-    condition     = var.personal_data_recovery_days == 0 || (var.personal_data_recovery_days >= 1 && var.personal_data_recovery_days <= 35 && floor(var.personal_data_recovery_days) == var.personal_data_recovery_days)
+    condition = var.personal_data_recovery_days == 0 || (
+      var.personal_data_recovery_days >= 1 && var.personal_data_recovery_days <= 35 &&
+      floor(var.personal_data_recovery_days) == var.personal_data_recovery_days
+    )
     error_message = "personal_data_recovery_days must be 0 (PITR off) or a whole number of days from 1 to 35 (DynamoDB's range)."
   }
 }

@@ -1,5 +1,8 @@
+# `definition` is a template under workflows/; it receives `<function key>_arn` for every function
+# in `invokes`, `<table key>_table` for every table in `tables` (for direct DynamoDB
+# integrations), and `<alias>_arn` for every entry of `aliases` (template name -> function key).
 variable "workflows" {
-  description = "The lab's Step Functions state machines. `definition` is a template under workflows/; it receives `<function key>_arn` for every function in `invokes`, `<table key>_table` for every table in `tables` (for direct DynamoDB integrations), and `<alias>_arn` for every entry of `aliases` (template name -> function key)."
+  description = "The lab's Step Functions state machines; each `definition` is a template under workflows/ given its functions' ARNs and tables' names."
   type = map(object({
     type       = string
     definition = string
@@ -52,19 +55,55 @@ variable "workflows" {
     error_message = "A workflow's type is STANDARD or EXPRESS."
   }
 
+  # The rules below name the wrong entries: each list is written twice, as the same expression
+  # (functions.tf says why).
   validation {
-    condition     = length(flatten([for key, w in var.workflows : concat([for fn in concat(w.invokes, values(w.aliases)) : "${key} invokes ${fn}" if !contains(keys(var.functions), fn)], [for t, level in w.tables : "${key}: ${t} = \"${level}\"" if !contains(keys(var.tables), t) || !contains(keys(local.table_actions), level)])])) == 0
-    error_message = "Every function a workflow invokes or aliases is a key of var.functions, every table it lists a key of var.tables with a level of local.table_actions. Wrong: ${join("; ", flatten([for key, w in var.workflows : concat([for fn in concat(w.invokes, values(w.aliases)) : "${key} invokes ${fn}" if !contains(keys(var.functions), fn)], [for t, level in w.tables : "${key}: ${t} = \"${level}\"" if !contains(keys(var.tables), t) || !contains(keys(local.table_actions), level)])]))}."
+    condition = length(flatten([for key, w in var.workflows : [
+      for fn in concat(w.invokes, values(w.aliases)) : "${key} invokes ${fn}" if !contains(keys(var.functions), fn)
+    ]])) == 0
+    error_message = format(
+      "Every function a workflow invokes or aliases is a key of var.functions. Wrong: %s.",
+      join("; ", flatten([for key, w in var.workflows : [
+        for fn in concat(w.invokes, values(w.aliases)) : "${key} invokes ${fn}" if !contains(keys(var.functions), fn)
+      ]])),
+    )
   }
 
   validation {
-    condition     = length(flatten([for key, f in var.functions : [for w in concat(f.starts, f.knows) : "${key} names ${w}" if !contains(keys(var.workflows), w)]])) == 0
-    error_message = "Every workflow a function starts or knows (var.functions) is a key of var.workflows. Wrong: ${join("; ", flatten([for key, f in var.functions : [for w in concat(f.starts, f.knows) : "${key} names ${w}" if !contains(keys(var.workflows), w)]]))}."
+    condition = length(flatten([for key, w in var.workflows : [
+      for t, level in w.tables : "${key}: ${t} = \"${level}\"" if !contains(keys(var.tables), t) || !contains(keys(local.table_actions), level)
+    ]])) == 0
+    error_message = format(
+      "Every table a workflow lists is a key of var.tables, with an access level of local.table_actions (%s). Wrong: %s.",
+      join(", ", keys(local.table_actions)),
+      join("; ", flatten([for key, w in var.workflows : [
+        for t, level in w.tables : "${key}: ${t} = \"${level}\"" if !contains(keys(var.tables), t) || !contains(keys(local.table_actions), level)
+      ]])),
+    )
   }
 
   validation {
-    condition     = length([for key, w in var.workflows : "${key}: workflows/${w.definition}" if !fileexists("${path.module}/workflows/${w.definition}")]) == 0
-    error_message = "Every workflow definition is a file under workflows/. Wrong: ${join("; ", [for key, w in var.workflows : "${key}: workflows/${w.definition}" if !fileexists("${path.module}/workflows/${w.definition}")])}."
+    condition = length(flatten([for key, f in var.functions : [
+      for w in concat(f.starts, f.knows) : "${key} names ${w}" if !contains(keys(var.workflows), w)
+    ]])) == 0
+    error_message = format(
+      "Every workflow a function starts or knows (var.functions) is a key of var.workflows. Wrong: %s.",
+      join("; ", flatten([for key, f in var.functions : [
+        for w in concat(f.starts, f.knows) : "${key} names ${w}" if !contains(keys(var.workflows), w)
+      ]])),
+    )
+  }
+
+  validation {
+    condition = length([
+      for key, w in var.workflows : "${key}: workflows/${w.definition}" if !fileexists("${path.module}/workflows/${w.definition}")
+    ]) == 0
+    error_message = format(
+      "Every workflow definition is a file under workflows/. Wrong: %s.",
+      join("; ", [
+        for key, w in var.workflows : "${key}: workflows/${w.definition}" if !fileexists("${path.module}/workflows/${w.definition}")
+      ]),
+    )
   }
 }
 

@@ -95,7 +95,9 @@ run "the_module_as_designed" {
 
   # Workflows are logged, and Express where designed.
   assert {
-    condition     = aws_sfn_state_machine.this["vehicle_registration_naive"].type == "EXPRESS" && aws_sfn_state_machine.this["vehicle_registration_idempotent"].type == "EXPRESS"
+    condition = alltrue([for key in ["vehicle_registration_naive", "vehicle_registration_idempotent"] :
+      aws_sfn_state_machine.this[key].type == "EXPRESS"
+    ])
     error_message = "The vehicle registration workflows must be EXPRESS (at-least-once: the lesson depends on it)."
   }
 
@@ -106,7 +108,8 @@ run "the_module_as_designed" {
 
   assert {
     condition = alltrue([for sm in aws_sfn_state_machine.this :
-      sm.logging_configuration[0].level == "ALL" && sm.logging_configuration[0].include_execution_data && endswith(sm.logging_configuration[0].log_destination, ":*")
+      sm.logging_configuration[0].level == "ALL" && sm.logging_configuration[0].include_execution_data &&
+      endswith(sm.logging_configuration[0].log_destination, ":*")
     ])
     error_message = "Every workflow logs ALL with execution data to a log group ARN ending in ':*'."
   }
@@ -134,14 +137,17 @@ run "the_module_as_designed" {
   }
 
   assert {
-    condition     = aws_dynamodb_table.this["powertools_idempotency"].ttl[0].enabled && aws_dynamodb_table.this["powertools_idempotency"].ttl[0].attribute_name == "expiration"
+    condition = (
+      aws_dynamodb_table.this["powertools_idempotency"].ttl[0].enabled &&
+      aws_dynamodb_table.this["powertools_idempotency"].ttl[0].attribute_name == "expiration"
+    )
     error_message = "The Powertools idempotency table expires records through TTL on `expiration`."
   }
 
   assert {
-    condition = toset([for g in aws_dynamodb_table.this["deletion_requests"].global_secondary_index : "${g.name}:${g.hash_key}:${coalesce(g.range_key, "-")}"]) == toset(
-      ["by_user:user_id:-", "by_status_lease:status:lease_expires_at"]
-    )
+    condition = toset([
+      for g in aws_dynamodb_table.this["deletion_requests"].global_secondary_index : "${g.name}:${g.hash_key}:${coalesce(g.range_key, "-")}"
+    ]) == toset(["by_user:user_id:-", "by_status_lease:status:lease_expires_at"])
     error_message = "The sweeper finds stuck requests by Query on by_status_lease (status, lease_expires_at), not by Scan."
   }
 
@@ -153,7 +159,8 @@ run "the_module_as_designed" {
 
   assert {
     condition = alltrue([for c in aws_lambda_function_event_invoke_config.this :
-      contains([for q in aws_sqs_queue.dead_letter : q.arn], c.destination_config[0].on_failure[0].destination) && c.maximum_retry_attempts != null && c.maximum_event_age_in_seconds != null
+      contains([for q in aws_sqs_queue.dead_letter : q.arn], c.destination_config[0].on_failure[0].destination) &&
+      c.maximum_retry_attempts != null && c.maximum_event_age_in_seconds != null
     ])
     error_message = "Every function's failed async invocations go to an SQS dead-letter queue, with explicit retries and event age."
   }
@@ -164,7 +171,10 @@ run "the_module_as_designed" {
   }
 
   assert {
-    condition     = contains(flatten([for s in jsondecode(aws_iam_role_policy.scheduler.policy).Statement : s.Resource if contains(flatten([s.Action]), "sqs:SendMessage")]), aws_sqs_queue.dead_letter["scheduler_dlq"].arn)
+    condition = contains(
+      flatten([for s in jsondecode(aws_iam_role_policy.scheduler.policy).Statement : s.Resource if contains(flatten([s.Action]), "sqs:SendMessage")]),
+      aws_sqs_queue.dead_letter["scheduler_dlq"].arn,
+    )
     error_message = "Scheduler's role may send failed deletion starts to the scheduler dead-letter queue."
   }
 
@@ -187,27 +197,40 @@ run "the_module_as_designed" {
   }
 
   assert {
-    condition     = aws_cloudwatch_metric_alarm.stuck_processing.namespace == output.stuck_metric.namespace && aws_cloudwatch_metric_alarm.stuck_processing.metric_name == output.stuck_metric.name
+    condition = (
+      aws_cloudwatch_metric_alarm.stuck_processing.namespace == output.stuck_metric.namespace &&
+      aws_cloudwatch_metric_alarm.stuck_processing.metric_name == output.stuck_metric.name
+    )
     error_message = "The stuck-PROCESSING alarm watches the metric the sweeper is told to publish."
   }
 
   # IAM is least privilege.
   assert {
-    condition     = keys(aws_iam_role.function) == keys(aws_lambda_function.this) && length(distinct([for r in aws_iam_role.function : r.name])) == length(aws_lambda_function.this)
+    condition = (
+      keys(aws_iam_role.function) == keys(aws_lambda_function.this) &&
+      length(distinct([for r in aws_iam_role.function : r.name])) == length(aws_lambda_function.this)
+    )
     error_message = "Every function has a role of its own."
   }
 
   assert {
-    condition = alltrue(flatten([for p in concat(values(aws_iam_role_policy.function), values(aws_iam_role_policy.workflow), [aws_iam_role_policy.scheduler]) : [
-      for s in jsondecode(p.policy).Statement : alltrue([for a in flatten([s.Action]) : !strcontains(a, "*")]) if s.Effect == "Allow"
-    ]]))
+    condition = alltrue(flatten([
+      for p in concat(values(aws_iam_role_policy.function), values(aws_iam_role_policy.workflow), [aws_iam_role_policy.scheduler]) : [
+        for s in jsondecode(p.policy).Statement : alltrue([for a in flatten([s.Action]) : !strcontains(a, "*")]) if s.Effect == "Allow"
+      ]
+    ]))
     error_message = "No IAM statement allows a wildcard action."
   }
 
   assert {
-    condition = alltrue(flatten([for p in concat(values(aws_iam_role_policy.function), values(aws_iam_role_policy.workflow), [aws_iam_role_policy.scheduler]) : [
-      for s in jsondecode(p.policy).Statement : !(contains(flatten([s.Resource]), "*") && anytrue([for a in flatten([s.Action]) : can(regex("^(dynamodb|s3|sqs|lambda|states|scheduler):", a))]))
-    ]]))
+    condition = alltrue(flatten([
+      for p in concat(values(aws_iam_role_policy.function), values(aws_iam_role_policy.workflow), [aws_iam_role_policy.scheduler]) : [
+        for s in jsondecode(p.policy).Statement : !(
+          contains(flatten([s.Resource]), "*") &&
+          anytrue([for a in flatten([s.Action]) : can(regex("^(dynamodb|s3|sqs|lambda|states|scheduler):", a))])
+        )
+      ]
+    ]))
     error_message = "No IAM statement grants a data service (DynamoDB, S3, SQS, Lambda, Step Functions, Scheduler) on Resource \"*\"."
   }
 
@@ -219,7 +242,10 @@ run "the_module_as_designed" {
   }
 
   assert {
-    condition     = !contains(flatten([for s in jsondecode(aws_iam_role_policy.function["checkout_naive"].policy).Statement : s.Resource]), aws_dynamodb_table.this["ledger"].arn)
+    condition = !contains(
+      flatten([for s in jsondecode(aws_iam_role_policy.function["checkout_naive"].policy).Statement : s.Resource]),
+      aws_dynamodb_table.this["ledger"].arn,
+    )
     error_message = "A checkout reaches the ledger only through card_processor."
   }
 
@@ -266,14 +292,18 @@ run "the_module_as_designed" {
 
   assert {
     condition = alltrue([for key, p in aws_iam_role_policy.function : alltrue([
-      for s in jsondecode(p.policy).Statement : toset(flatten([s.Resource])) == toset([for e in values(var.event_sources) : aws_sqs_queue.work[e.queue].arn if e.function == key])
+      for s in jsondecode(p.policy).Statement :
+      toset(flatten([s.Resource])) == toset([for e in values(var.event_sources) : aws_sqs_queue.work[e.queue].arn if e.function == key])
       if contains(flatten([s.Action]), "sqs:ReceiveMessage")
     ])])
     error_message = "A function may receive only from the queues mapped to it."
   }
 
   assert {
-    condition     = aws_sqs_queue.work["orders_fifo"].fifo_queue && aws_sqs_queue.work["orders_fifo"].content_based_deduplication && aws_sqs_queue.dead_letter["orders_fifo_dlq"].fifo_queue
+    condition = (
+      aws_sqs_queue.work["orders_fifo"].fifo_queue && aws_sqs_queue.work["orders_fifo"].content_based_deduplication &&
+      aws_sqs_queue.dead_letter["orders_fifo_dlq"].fifo_queue
+    )
     error_message = "The FIFO queue deduplicates by content, and its dead-letter queue is FIFO too."
   }
 }
@@ -287,7 +317,8 @@ run "personal_data_keeps_only_the_recovery_period_asked_for" {
 
   assert {
     condition = alltrue([for key in ["user_records", "identities"] :
-      aws_dynamodb_table.this[key].point_in_time_recovery[0].enabled && aws_dynamodb_table.this[key].point_in_time_recovery[0].recovery_period_in_days == 7
+      aws_dynamodb_table.this[key].point_in_time_recovery[0].enabled &&
+      aws_dynamodb_table.this[key].point_in_time_recovery[0].recovery_period_in_days == 7
     ])
     error_message = "personal_data_recovery_days = 7 turns PITR on for the personal-data tables with a 7-day period."
   }
@@ -316,7 +347,8 @@ run "role_names_carry_the_region_and_fit_iam" {
   }
 
   assert {
-    condition = alltrue([for name in concat([for r in aws_iam_role.function : r.name], [for r in aws_iam_role.workflow : r.name], [aws_iam_role.scheduler.name]) :
+    condition = alltrue([
+      for name in concat([for r in aws_iam_role.function : r.name], [for r in aws_iam_role.workflow : r.name], [aws_iam_role.scheduler.name]) :
       strcontains(name, "-apse4-") && length(name) <= 64
     ])
     error_message = "Every IAM role name carries the region (ap-southeast-4 -> apse4) and has at most 64 characters, even with a 20-character prefix."
@@ -353,7 +385,8 @@ run "a_bad_prefix_is_refused" {
 }
 
 # The lesson maps are typed inputs: what AWS or the module itself would refuse later stops
-# the plan at the variable, naming the entry (tests/test_terraform_static.py reads the messages).
+# the plan at the variable, naming the entry (tests/test_terraform_static.py and
+# tests/test_terraform_validations.py read the messages).
 run "a_function_naming_a_table_that_does_not_exist_is_refused" {
   command = plan
 
@@ -403,4 +436,395 @@ run "a_workflow_invoking_a_function_that_does_not_exist_is_refused" {
   }
 
   expect_failures = [var.workflows]
+}
+
+# Every other validation rule, one refused input each. A run names the variable whose rule
+# refuses it; tests/test_terraform_validations.py checks that every rule has a run here, and
+# that the rules naming entries name them.
+
+run "a_blank_artifacts_dir_is_refused" {
+  command = plan
+
+  variables {
+    artifacts_dir = " "
+  }
+
+  expect_failures = [var.artifacts_dir]
+}
+
+run "a_runtime_the_module_does_not_offer_is_refused" {
+  command = plan
+
+  variables {
+    lambda_runtime = "python3.9"
+  }
+
+  expect_failures = [var.lambda_runtime]
+}
+
+run "memory_lambda_refuses_is_refused" {
+  command = plan
+
+  variables {
+    lambda_memory_mb = 64
+  }
+
+  expect_failures = [var.lambda_memory_mb]
+}
+
+run "more_async_retries_than_lambda_allows_are_refused" {
+  command = plan
+
+  variables {
+    async_maximum_retry_attempts = 3
+  }
+
+  expect_failures = [var.async_maximum_retry_attempts]
+}
+
+run "an_async_event_age_lambda_refuses_is_refused" {
+  command = plan
+
+  variables {
+    async_maximum_event_age_seconds = 30
+  }
+
+  expect_failures = [var.async_maximum_event_age_seconds]
+}
+
+run "a_log_retention_cloudwatch_refuses_is_refused" {
+  command = plan
+
+  variables {
+    log_retention_days = 10
+  }
+
+  expect_failures = [var.log_retention_days]
+}
+
+run "a_fractional_deletion_delay_is_refused" {
+  command = plan
+
+  variables {
+    deletion_delay_seconds = 1.5
+  }
+
+  expect_failures = [var.deletion_delay_seconds]
+}
+
+run "a_zero_deletion_lease_is_refused" {
+  command = plan
+
+  variables {
+    deletion_lease_seconds = 0
+  }
+
+  expect_failures = [var.deletion_lease_seconds]
+}
+
+run "more_deletion_attempts_than_the_module_allows_are_refused" {
+  command = plan
+
+  variables {
+    deletion_max_attempts = 21
+  }
+
+  expect_failures = [var.deletion_max_attempts]
+}
+
+run "a_sweeper_schedule_that_is_no_rate_or_cron_expression_is_refused" {
+  command = plan
+
+  variables {
+    sweeper_schedule_expression = "every 5 minutes"
+  }
+
+  expect_failures = [var.sweeper_schedule_expression]
+}
+
+run "an_aws_metric_namespace_is_refused" {
+  command = plan
+
+  variables {
+    stuck_metric_namespace = "AWS/Lambda"
+  }
+
+  expect_failures = [var.stuck_metric_namespace]
+}
+
+run "an_alarm_action_that_is_no_arn_is_refused" {
+  command = plan
+
+  variables {
+    alarm_actions = ["alerts-topic"]
+  }
+
+  expect_failures = [var.alarm_actions]
+}
+
+run "a_table_key_that_is_not_snake_case_is_refused" {
+  command = plan
+
+  variables {
+    tables = { "deletion-requests" = { hash_key = "deletion_request_id" } }
+  }
+
+  expect_failures = [var.tables]
+}
+
+run "an_attribute_type_dynamodb_does_not_know_is_refused" {
+  command = plan
+
+  variables {
+    tables = { faults = { hash_key = "fault_key", types = { fault_key = "STRING" } } }
+  }
+
+  expect_failures = [var.tables]
+}
+
+run "a_type_for_an_attribute_no_key_uses_is_refused" {
+  command = plan
+
+  variables {
+    tables = { faults = { hash_key = "fault_key", types = { remaining = "N" } } }
+  }
+
+  expect_failures = [var.tables]
+}
+
+run "a_function_key_that_is_not_snake_case_is_refused" {
+  command = plan
+
+  variables {
+    functions = {
+      sweeper          = { scenario = "deletion" }
+      "claim-deletion" = { scenario = "deletion" }
+    }
+  }
+
+  expect_failures = [var.functions]
+}
+
+run "functions_without_the_sweeper_are_refused" {
+  command = plan
+
+  variables {
+    functions = {
+      sweep = { scenario = "deletion" }
+    }
+  }
+
+  expect_failures = [var.functions]
+}
+
+run "a_function_timeout_lambda_refuses_is_refused" {
+  command = plan
+
+  variables {
+    functions = {
+      sweeper = { scenario = "deletion", timeout = 901 }
+    }
+  }
+
+  expect_failures = [var.functions]
+}
+
+run "a_function_invoking_a_function_that_does_not_exist_is_refused" {
+  command = plan
+
+  variables {
+    functions = {
+      sweeper = { scenario = "deletion", invokes = ["complete_deletions"] }
+    }
+  }
+
+  expect_failures = [var.functions]
+}
+
+run "a_function_sending_to_a_work_queue_is_refused" {
+  command = plan
+
+  variables {
+    functions = {
+      sweeper = { scenario = "deletion", sends = ["orders"] }
+    }
+  }
+
+  expect_failures = [var.functions]
+}
+
+run "a_grant_that_does_not_exist_is_refused" {
+  command = plan
+
+  variables {
+    functions = {
+      sweeper = { scenario = "deletion", grants = ["put_metric"] }
+    }
+  }
+
+  expect_failures = [var.functions]
+}
+
+run "a_settings_name_that_does_not_exist_is_refused" {
+  command = plan
+
+  variables {
+    functions = {
+      sweeper = { scenario = "deletion", settings = ["deletion_leases"] }
+    }
+  }
+
+  expect_failures = [var.functions]
+}
+
+run "a_function_without_a_dead_letter_queue_is_refused" {
+  command = plan
+
+  variables {
+    functions = {
+      sweeper = { scenario = "deletions" }
+    }
+  }
+
+  expect_failures = [var.functions]
+}
+
+run "a_workflow_key_that_is_not_snake_case_is_refused" {
+  command = plan
+
+  variables {
+    workflows = {
+      account_deletion       = { type = "STANDARD", definition = "account_deletion.asl.json", invokes = [] }
+      "vehicle-registration" = { type = "EXPRESS", definition = "vehicle_registration.asl.json", invokes = [] }
+    }
+  }
+
+  expect_failures = [var.workflows]
+}
+
+run "workflows_without_account_deletion_are_refused" {
+  command = plan
+
+  variables {
+    workflows = {
+      deletion = { type = "STANDARD", definition = "account_deletion.asl.json", invokes = [] }
+    }
+  }
+
+  expect_failures = [var.workflows]
+}
+
+run "a_workflow_type_step_functions_does_not_know_is_refused" {
+  command = plan
+
+  variables {
+    workflows = {
+      account_deletion = { type = "Standard", definition = "account_deletion.asl.json", invokes = [] }
+    }
+  }
+
+  expect_failures = [var.workflows]
+}
+
+run "a_workflow_naming_a_table_access_level_that_does_not_exist_is_refused" {
+  command = plan
+
+  variables {
+    workflows = {
+      account_deletion = { type = "STANDARD", definition = "account_deletion.asl.json", invokes = [], tables = { deletion_requests = "write" } }
+    }
+  }
+
+  expect_failures = [var.workflows]
+}
+
+run "a_function_starting_a_workflow_that_does_not_exist_is_refused" {
+  command = plan
+
+  variables {
+    functions = {
+      sweeper = { scenario = "deletion", starts = ["account_deletions"] }
+    }
+    workflows = {
+      account_deletion = { type = "STANDARD", definition = "account_deletion.asl.json", invokes = [] }
+    }
+    event_sources = {}
+  }
+
+  expect_failures = [var.workflows]
+}
+
+run "a_workflow_definition_that_is_no_file_is_refused" {
+  command = plan
+
+  variables {
+    workflows = {
+      account_deletion = { type = "STANDARD", definition = "account_deletion.json", invokes = [] }
+    }
+  }
+
+  expect_failures = [var.workflows]
+}
+
+run "an_event_source_naming_a_function_that_does_not_exist_is_refused" {
+  command = plan
+
+  variables {
+    event_sources = {
+      orders = { function = "fulfil_idempotents", queue = "orders" }
+    }
+  }
+
+  expect_failures = [var.event_sources]
+}
+
+run "a_batching_window_lambda_refuses_is_refused" {
+  command = plan
+
+  variables {
+    event_sources = {
+      orders = { function = "fulfil_idempotent", queue = "orders", batching_window_seconds = 301 }
+    }
+  }
+
+  expect_failures = [var.event_sources]
+}
+
+run "a_queue_key_that_is_not_snake_case_is_refused" {
+  command = plan
+
+  variables {
+    queues = {
+      scheduler_dlq    = {}
+      sweeper_rule_dlq = {}
+      "orders-dlq"     = {}
+    }
+  }
+
+  expect_failures = [var.queues]
+}
+
+run "queues_without_the_modules_own_dead_letter_queues_are_refused" {
+  command = plan
+
+  variables {
+    queues = {
+      scheduler_dlq = {}
+    }
+  }
+
+  expect_failures = [var.queues]
+}
+
+run "a_queue_setting_sqs_refuses_is_refused" {
+  command = plan
+
+  variables {
+    queues = {
+      scheduler_dlq    = {}
+      sweeper_rule_dlq = { retention_seconds = 30 }
+    }
+  }
+
+  expect_failures = [var.queues]
 }
