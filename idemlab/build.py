@@ -1,8 +1,9 @@
 """Build one deployable zip per scenario: ``python -m idemlab.build``.
 
 Each folder under ``functions/`` becomes ``build/<folder>.zip`` holding the folder's
-files at the zip root plus Powertools and its pure-Python dependencies, copied from the
-installed packages (LocalStack community does not apply Lambda layers).
+files at the zip root, the ``shared`` package every lesson imports (``functions/shared/``:
+settings, clients, the fault contract), and Powertools and its pure-Python dependencies,
+copied from the installed packages (LocalStack community does not apply Lambda layers).
 
 The zips are deterministic (sorted entries, fixed timestamps and permissions), so the
 same sources give the same ``source_code_hash`` and a second ``terraform plan`` is empty.
@@ -28,6 +29,10 @@ from pathlib import Path, PurePath
 from idemlab import settings
 
 FUNCTIONS_DIR = settings.ROOT / "functions"
+# The package every lesson's code imports (``from shared import faults``): a folder beside the
+# lessons' folders, not a lesson, packed into each lesson's zip as ``shared/``.
+SHARED = "shared"
+SHARED_DIR = FUNCTIONS_DIR / SHARED
 # Powertools and its run-time imports; not boto3: every Lambda Python runtime (and LocalStack's) has it.
 BUNDLED_DISTRIBUTIONS = ("aws-lambda-powertools", "jmespath", "typing-extensions")
 # The earliest timestamp a zip entry can hold; any fixed value makes the bytes repeatable.
@@ -57,7 +62,18 @@ def _wanted(relative: PurePath) -> bool:
 
 
 def source_files(folder: Path) -> dict[str, Path]:
-    """The scenario's own files, keyed by their path inside the zip."""
+    """The lab's files of a scenario's zip, keyed by their path inside it: the folder's own,
+    and the ``shared`` package beside it (when there is one), under ``shared/``."""
+    own = _files(folder)
+    shared_dir = folder.parent / SHARED
+    if not shared_dir.is_dir() or shared_dir.resolve() == folder.resolve():
+        return own
+    if clashes := sorted(name for name in own if PurePath(name).parts[0] == SHARED):
+        raise BuildError(f"{folder.name}: files shadow the shared package: {', '.join(clashes)}")
+    return {**{f"{SHARED}/{name}": path for name, path in _files(shared_dir).items()}, **own}
+
+
+def _files(folder: Path) -> dict[str, Path]:
     return {
         path.relative_to(folder).as_posix(): path
         for path in folder.rglob("*")
@@ -98,7 +114,9 @@ def zip_bytes(files: dict[str, Path]) -> bytes:
 def scenarios(functions_dir: Path = FUNCTIONS_DIR) -> list[str]:
     if not functions_dir.is_dir():
         raise BuildError(f"no functions folder at {functions_dir}")
-    return sorted(p.name for p in functions_dir.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+    return sorted(
+        p.name for p in functions_dir.iterdir() if p.is_dir() and not p.name.startswith((".", "_")) and p.name != SHARED
+    )
 
 
 def write_if_changed(target: Path, data: bytes) -> bool:
@@ -158,7 +176,7 @@ def build_all(functions_dir: Path = FUNCTIONS_DIR, out_dir: Path = settings.BUIL
         return kept
     for name in names:
         own = sources[name]
-        if not any(file.endswith(".py") for file in own):
+        if not any(file.endswith(".py") for file in _files(functions_dir / name)):
             raise BuildError(f"{name}: no .py files to package")
         if clashes := sorted(set(own) & set(bundle)):
             raise BuildError(f"{name}: files shadow bundled packages: {', '.join(clashes)}")

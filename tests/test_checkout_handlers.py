@@ -19,10 +19,12 @@ from collections import Counter
 import pytest
 
 from idemlab import build, module_spec
-from idemlab.clients import client
+from idemlab import faults as idemlab_faults
+from idemlab.clients import client, resource
 from idemlab.lessons import checkout
 from idemlab.module_spec import table_keys
 from support import checkout_in_process as in_process
+from support import invocation
 from support.rounds import rounds
 
 # Rounds: docs/DESIGN.md, "Rounds and their power"; 300 is the acceptance count (`make soak`).
@@ -68,13 +70,17 @@ def tables(backend, lambda_role):
     with pytest.MonkeyPatch.context() as patch:
         for variable, value in in_process.environment(names, processor).items():
             patch.setenv(variable, value)
-        patch.delenv("CHECK_ACT_DELAY_MS", raising=False)
         yield names
 
 
 @pytest.fixture(scope="module")
 def ledger(tables):
     return checkout.Ledger(tables["ledger"])
+
+
+def faults_table(tables: dict):
+    """The private faults table, a boto3 Table on a resource of its own (see ``lessons.table``)."""
+    return resource("dynamodb").Table(tables["faults"])
 
 
 def invoke(strategy: str, request: dict) -> dict:
@@ -182,20 +188,26 @@ CRASHING_CHILD = """
 import json, sys
 strategy, request, timeout, tests = sys.argv[1], json.loads(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 sys.path.insert(0, tests)
+from support import invocation
 from support.checkout_in_process import invoke_in_process
+invocation.stop_at_timeouts()  # this process is the invocation's environment: Lambda's stop ends it
 print(json.dumps(invoke_in_process(strategy, request, timeout_seconds=timeout)))
 """
 TESTS = os.path.dirname(__file__)  # the child imports support.checkout_in_process from here
-# What the fault does where no Lambda runtime stops it (functions/checkout/charging/faults.py).
-NO_RUNTIME_EXIT_CODE = 70
+# The crashing invocation's timeout: Lambda stops it this long after it started, so the
+# charge before the crash must fit in it on a loaded machine; short, because Powertools'
+# in-progress record holds the key until then.
+CRASHING_TIMEOUT_SECONDS = 5.0
 
 
 def crash_after_charge(strategy: str, request: dict, tables, timeout_seconds: float) -> None:
     """One invocation, in a child process, that charges and then runs past its time."""
-    item = checkout.fault_points.armed(
-        checkout.fault_points.AFTER_CHARGE, request["idempotency_key"], checkout.fault_points.TIME_OUT
+    idemlab_faults.arm(
+        faults_table(tables),
+        checkout.checkout_faults.AFTER_CHARGE,
+        request["idempotency_key"],
+        checkout.checkout_faults.CRASH,
     )
-    client("dynamodb").put_item(TableName=tables["faults"], Item=item)
     child = subprocess.run(
         [sys.executable, "-c", CRASHING_CHILD, strategy, json.dumps(request), str(timeout_seconds), TESTS],
         capture_output=True,
@@ -203,7 +215,7 @@ def crash_after_charge(strategy: str, request: dict, tables, timeout_seconds: fl
         env=os.environ.copy(),
         timeout=30,
     )
-    assert child.returncode == NO_RUNTIME_EXIT_CODE, (
+    assert child.returncode == invocation.TIMED_OUT_EXIT_CODE, (
         f"the child should have run out of time after charging: {child.returncode} {child.stderr[-500:]}"
     )
 
@@ -218,7 +230,7 @@ def test_a_retry_after_a_timeout_past_the_charge_charges_again_unless_the_key_go
     # Powertools sets in_progress_expiration to the invocation's remaining time at its start:
     # once the invocation has run out of time, its in-progress record no longer blocks the key.
     request = checkout.order(prefix="crash", pass_key_downstream=downstream)
-    crash_after_charge("powertools", request, tables, timeout_seconds=1.0)
+    crash_after_charge("powertools", request, tables, timeout_seconds=CRASHING_TIMEOUT_SECONDS)
     assert ledger.count(request["idempotency_key"]) == 1
 
     answers = checkout.retry_until_answered(invoke, "powertools", request, within_seconds=5, every=0.2)
@@ -235,7 +247,7 @@ def test_handrolled_crash_after_the_charge_double_charges_a_sequential_retry(tab
     # One request at a time, no race: the crashed attempt left no record, so the retry
     # finds none and charges again.
     request = checkout.order(prefix="crash")
-    crash_after_charge("handrolled", request, tables, timeout_seconds=1.0)
+    crash_after_charge("handrolled", request, tables, timeout_seconds=CRASHING_TIMEOUT_SECONDS)
     retry = invoke("handrolled", request)
     assert retry["outcome"] == checkout.outcomes.CHARGED
     assert ledger.count(request["idempotency_key"]) == 2
@@ -293,8 +305,9 @@ FAULT_THREADS = 12
 
 @pytest.mark.race
 def test_an_armed_fault_fires_exactly_as_often_as_armed_when_invocations_race(tables):
-    # The counter is a conditional decrement (remaining > 0): racing invocations cannot
-    # both take the last strike. Real threads, released together, over many rounds.
+    # The count is an atomic ADD (each arrival gets its own count, and only the first
+    # `times` fail): racing invocations cannot both take the last strike. Real threads,
+    # released together, over many rounds.
     faults = in_process.import_handler("charging.faults")
     errors = in_process.import_handler("charging.errors")
     context = in_process.InvocationContext(5)
@@ -302,12 +315,11 @@ def test_an_armed_fault_fires_exactly_as_often_as_armed_when_invocations_race(ta
     for round_number in range(FAULT_ROUNDS):
         times = 1 + round_number % 3
         key = f"fault-race-{uuid.uuid4().hex[:8]}"
-        item = checkout.fault_points.armed(faults.AFTER_CHARGE, key, checkout.fault_points.LOSE_ANSWER, times)
-        client("dynamodb").put_item(TableName=tables["faults"], Item=item)
+        idemlab_faults.arm(faults_table(tables), faults.AFTER_CHARGE, key, faults.LOSE_ANSWER, times)
 
         def reach_the_point() -> dict:
             try:
-                faults.fail_if_armed(faults.AFTER_CHARGE, key, context)
+                faults.strike(faults.AFTER_CHARGE, key, context)
             except errors.ChargeUnknown:
                 return {"fired": True}
             return {"fired": False}

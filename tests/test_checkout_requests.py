@@ -58,13 +58,13 @@ def test_payment_is_what_a_retry_must_repeat():
     assert request.payment() == VALID
 
 
-def test_delay_comes_from_the_request_before_the_environment(monkeypatch):
+def test_the_race_window_comes_from_the_request_alone(monkeypatch):
+    # The lesson widens the window through its request; the Lambda code has no switch of
+    # its own for tests (the variable the tests once set is ignored).
     monkeypatch.setenv("CHECK_ACT_DELAY_MS", "250")
-    assert check_act_delay_ms(parse(VALID)) == 250
+    assert check_act_delay_ms(parse(VALID)) == 0
     assert check_act_delay_ms(parse({**VALID, "check_act_delay_ms": 5})) == 5
-    monkeypatch.setenv("CHECK_ACT_DELAY_MS", "soon")
-    with pytest.raises(RuntimeError, match="CHECK_ACT_DELAY_MS"):
-        check_act_delay_ms(parse(VALID))
+    assert check_act_delay_ms(parse({**VALID, "check_act_delay_ms": 0})) == 0
 
 
 def test_processor_charge_takes_an_optional_downstream_key():

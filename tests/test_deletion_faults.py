@@ -12,6 +12,7 @@ import threading
 from idemlab.lessons import deletion
 
 faults = deletion.import_function_module("deletion_faults")
+contract = deletion.import_function_module("shared.faults")  # the deletion zip's copy, which strike uses
 OVERRUN_SECONDS = 1  # how far past the deadline the hook used to sleep before returning
 
 
@@ -23,11 +24,11 @@ class PastItsDeadline:
 
 
 def test_a_crash_inside_lambda_does_not_return_when_the_stop_comes_late(monkeypatch):
-    monkeypatch.setattr(faults, "_take", lambda key: faults.CRASH)
+    monkeypatch.setattr(contract, "_take", lambda key: faults.CRASH)
     returned = threading.Event()
 
     def crash_here():
-        faults.strike("claim", faults.BEFORE, "request-1", context=PastItsDeadline())
+        faults.strike(faults.at("claim", faults.BEFORE), "request-1", PastItsDeadline())
         returned.set()
 
     threading.Thread(target=crash_here, daemon=True).start()

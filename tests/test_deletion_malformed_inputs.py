@@ -17,6 +17,7 @@ import pytest
 from idemlab import clients
 from idemlab.lessons import deletion
 from idemlab.lessons.deletion import Deletions
+from support import invocation
 from support.deletion_scenario import private_scenario
 
 pytestmark = pytest.mark.any_backend  # the LocalStack stage runs this file too
@@ -172,4 +173,5 @@ def test_a_step_handed_a_malformed_claim_changes_nothing(deletions, env, event):
     won = claims.claim(deletions.table("deletion_requests"), request_id, "exec-1", 60).claim
     handed = fill(event, request_id, user_id, won.fencing_token)
     for function in STEP_FUNCTIONS:
-        refused(deletions, user_id, lambda: deletion.import_function_module(function).handler(handed, None))
+        handler = deletion.import_function_module(function).handler
+        refused(deletions, user_id, lambda: invocation.invoke(handler, handed, timeout_seconds=30))

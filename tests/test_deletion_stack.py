@@ -21,6 +21,7 @@ from idemlab import clients
 from idemlab.barrier import all_at_once
 from idemlab.lessons import deletion
 from idemlab.lessons.deletion import Deletions
+from support.deletion_scenario import sweep_in_process
 
 faults = deletion.import_function_module("deletion_faults")
 
@@ -252,7 +253,7 @@ def test_executions_that_die_before_or_at_the_claim_are_recovered_by_the_sweeper
         clock = (
             max([clock] + [(r.lease_expires_at or 0) + sweeper.config.schedule_grace_seconds() for r in waiting]) + 1
         )
-        restarted = sweeper.run_once(now=clock)["restarted"]
+        restarted = sweep_in_process(now=clock)["restarted"]
         sweeps += 1
         for name in restarted:
             deletion.wait_for(deletions.executions_of(name)[0]["executionArn"])

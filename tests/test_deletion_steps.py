@@ -14,9 +14,17 @@ from pathlib import Path
 import pytest
 
 from idemlab import clients
+from idemlab import faults as idemlab_faults
 from idemlab.lessons import deletion
 from idemlab.lessons.deletion import Deletions
-from support.deletion_scenario import private_scenario, run_steps_in_process, run_workflow_in_process, step_retries
+from support import invocation
+from support.deletion_scenario import (
+    private_scenario,
+    run_steps_in_process,
+    run_workflow_in_process,
+    step_retries,
+    sweep_in_process,
+)
 
 TESTS = Path(__file__).parent
 
@@ -207,7 +215,7 @@ def test_a_failed_attempt_leaves_retryable_and_the_next_resumes_without_repeatin
     sentinel = deletions.arm_fault("delete_records", faults.BEFORE, request_id, faults.ERROR, times=5)
     assert run_workflow_in_process(request_id, "exec-2") == "COMPLETED"
     faults_table = deletions.table("faults")
-    assert faults_table.get_item(Key={"fault_key": sentinel})["Item"]["remaining"] == 5
+    assert idemlab_faults.reached(faults_table, sentinel) == 0
     assert deletions.leftovers(user) == GONE
     assert deletions.goodbyes(user) == 1
 
@@ -246,27 +254,38 @@ def drain(queue_url: str) -> list[dict]:
             sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
 
 
+# Each function's timeout in the crashing child: room for a step's work on a loaded machine,
+# short enough that the crash (a run past it) ends the child soon.
+CRASHING_STEP_TIMEOUT_SECONDS = 5
+
+
 @pytest.mark.timeout(60)
 def test_a_crashed_worker_is_swept_restarted_and_resumed(deletions, env):
     env.setenv("LEASE_SECONDS", "1")
     user = new_user(deletions)
     request_id = requested(user)
     deletions.arm_fault("delete_files", faults.AFTER_EFFECT, request_id, faults.CRASH)
-    code = f"import sys; sys.path.insert(0, {str(TESTS)!r}); from support.deletion_scenario import run_workflow_in_process; run_workflow_in_process(sys.argv[1], 'exec-crash')"
+    # The child is the crashed worker's execution environment: Lambda's stop at the step's
+    # timeout (a short one here) ends it.
+    code = (
+        f"import sys; sys.path.insert(0, {str(TESTS)!r}); from support import invocation;"
+        " from support.deletion_scenario import run_workflow_in_process; invocation.stop_at_timeouts();"
+        f" run_workflow_in_process(sys.argv[1], 'exec-crash', timeout_seconds={CRASHING_STEP_TIMEOUT_SECONDS})"
+    )
     died = subprocess.run([sys.executable, "-c", code, request_id], capture_output=True, text=True, timeout=30)
-    assert died.returncode == faults.CRASH_EXIT_CODE, died.stderr
+    assert died.returncode == invocation.TIMED_OUT_EXIT_CODE, died.stderr
     stored = state.read(deletions.table("deletion_requests"), request_id)
     assert stored.status is state.Status.PROCESSING and stored.steps_done == {"delete_records"}
     assert deletions.leftovers(user)["files"] == 0  # its effect happened, its progress did not
     time.sleep(2.1)  # the crashed worker's lease runs out (whole seconds)
-    swept = sweeper.run_once()
+    swept = sweep_in_process()
     assert swept["stuck"] >= 1
     assert f"{request_id}-restart-1" in swept["restarted"]
     assert deletions.request_status(request_id) == "RETRYABLE"
     assert run_workflow_in_process(request_id, f"{request_id}-restart-1") == "COMPLETED"
     assert deletions.leftovers(user) == GONE
     assert deletions.goodbyes(user) == 1
-    again = sweeper.run_once()
+    again = sweep_in_process()
     assert not [name for name in again["restarted"] if name.startswith(request_id)]
 
 
@@ -275,9 +294,7 @@ def test_a_crashed_worker_is_swept_restarted_and_resumed(deletions, env):
 def test_a_zombie_that_stalled_past_its_lease_is_stopped_by_the_token(deletions, env, step):
     user = new_user(deletions)
     request_id = requested(user)
-    deletions.arm_fault(
-        step, faults.BEFORE, request_id, faults.TIMEOUT
-    )  # in-process: a stall (STALL_SECONDS_WITHOUT_CONTEXT)
+    deletions.arm_fault(step, faults.BEFORE, request_id, faults.PAUSE)  # a stall, then it goes on
     outcome = {}
     zombie = threading.Thread(target=lambda: outcome.update(zombie=run_workflow_in_process(request_id, "zombie")))
     zombie.start()
@@ -304,15 +321,15 @@ def test_the_sweeper_publishes_the_stuck_count(deletions, env):
     env.setenv("LAB_PREFIX", "lab-under-test")
     request_id = requested(new_user(deletions))
     claimed_long_ago(deletions.table("deletion_requests"), request_id, "vanished", 100)
-    result = sweeper.run_once()
+    result = sweep_in_process()
     assert result["stuck"] >= 1
     cloudwatch = clients.client("cloudwatch")
-    metrics = cloudwatch.list_metrics(Namespace=sweeper.config.optional("METRIC_NAMESPACE"))["Metrics"]
+    metrics = cloudwatch.list_metrics(Namespace=sweeper.settings.optional("METRIC_NAMESPACE"))["Metrics"]
     assert [(m["MetricName"], m["Dimensions"]) for m in metrics] == [
         ("StuckDeletionRequests", [{"Name": "Prefix", "Value": "lab-under-test"}])
     ]
     stats = cloudwatch.get_metric_statistics(
-        Namespace=sweeper.config.optional("METRIC_NAMESPACE"),
+        Namespace=sweeper.settings.optional("METRIC_NAMESPACE"),
         MetricName="StuckDeletionRequests",
         Dimensions=[{"Name": "Prefix", "Value": "lab-under-test"}],
         StartTime=time.time() - 600,
@@ -384,8 +401,8 @@ def test_the_claim_refuses_bad_input_and_changes_nothing(deletions, env, event, 
 def test_arming_a_fault_wrongly_is_refused_and_arms_nothing(deletions, env, point, kind, times):
     faults_table = deletions.table("faults")
     before = faults_table.scan(Select="COUNT")["Count"]
-    with pytest.raises(errors.InvalidDeletionInput):
-        faults.arm(faults_table, "delete_files", point, "del-x", kind, times)
+    with pytest.raises(ValueError, match=r"must be one of|at least 1"):
+        deletions.arm_fault("delete_files", point, "del-x", kind, times)
     assert faults_table.scan(Select="COUNT")["Count"] == before
 
 
@@ -430,7 +447,7 @@ def test_a_step_acts_on_the_stored_user_not_the_one_the_event_names(deletions, e
     request_id = requested(user)
     won = claims.claim(deletions.table("deletion_requests"), request_id, "exec-forged", 60)
     forged = {**steps.claim_to_event(won.claim), "user_id": victim}
-    deletion.import_function_module(step).handler(forged, None)
+    invocation.invoke(deletion.import_function_module(step).handler, forged, timeout_seconds=30)
     assert deletions.leftovers(victim) == {"records": 3, "files": 2, "identities": 1}
     gone = {"delete_records": "records", "delete_files": "files", "delete_identity": "identities"}[step]
     assert deletions.leftovers(user)[gone] == 0
@@ -508,17 +525,17 @@ def test_a_sweep_that_fails_on_one_request_still_handles_the_others_and_publishe
     deletions.arm_fault(sweeper.SWEEP, faults.BEFORE, first, faults.ERROR)
     deletions.arm_fault(sweeper.RESTART, faults.BEFORE, third, faults.ERROR)
     with pytest.raises(errors.SweepIncomplete) as failed:
-        sweeper.run_once()
+        sweep_in_process()
     assert first in str(failed.value) and third in str(failed.value)
     assert deletions.request_status(first) == "PROCESSING"  # left for the next sweep
     assert deletions.request_status(second) == "RETRYABLE"
     assert state.read(table, second).restarts == 1  # handled after the failure before it
     assert state.read(table, third).restarts == 0
-    metrics = clients.client("cloudwatch").list_metrics(Namespace=sweeper.config.optional("METRIC_NAMESPACE"))[
+    metrics = clients.client("cloudwatch").list_metrics(Namespace=sweeper.settings.optional("METRIC_NAMESPACE"))[
         "Metrics"
     ]
     assert [m["MetricName"] for m in metrics] == ["StuckDeletionRequests"]
-    again = sweeper.run_once()  # the faults are used up: the next sweep takes what was left
+    again = sweep_in_process()  # the faults are used up: the next sweep takes what was left
     assert f"{third}-restart-1" in again["restarted"] and f"{first}-restart-1" in again["restarted"]
 
 
@@ -526,8 +543,8 @@ def test_a_request_whose_start_died_before_claiming_is_restarted_by_the_sweeper(
     user = new_user(deletions)
     request_id = requested(user)  # due now; its execution died before the claim (ClaimFailed)
     grace = sweeper.config.schedule_grace_seconds()
-    assert not [n for n in sweeper.run_once()["restarted"] if n.startswith(request_id)]  # within the grace
-    swept = sweeper.run_once(now=time.time() + grace + 1)
+    assert not [n for n in sweep_in_process()["restarted"] if n.startswith(request_id)]  # within the grace
+    swept = sweep_in_process(now=time.time() + grace + 1)
     assert f"{request_id}-restart-1" in swept["restarted"]
     assert swept["stuck"] >= 1
     assert run_workflow_in_process(request_id, f"{request_id}-restart-1") == "COMPLETED"
@@ -546,7 +563,7 @@ def test_a_restart_that_dies_before_claiming_gets_a_new_name_then_fails_to_the_d
     names_started = []
     # The stand-in workflow never claims: every restart "dies before claiming".
     for _ in range(3):
-        swept = sweeper.run_once(now=later)
+        swept = sweep_in_process(now=later)
         names_started += [n for n in swept["restarted"] if n.startswith(request_id)]
         later += lease + 1
     assert names_started == [f"{request_id}-restart-1", f"{request_id}-restart-2"]
@@ -572,11 +589,11 @@ def test_a_malformed_row_beside_a_stuck_request_does_not_stop_the_sweep(deletion
     )
     try:
         with pytest.raises(errors.SweepIncomplete, match=broken):
-            sweeper.run_once()
+            sweep_in_process()
         assert deletions.request_status(stuck) == "RETRYABLE"
         assert state.read(table, stuck).restarts == 1
         stats = clients.client("cloudwatch").get_metric_statistics(
-            Namespace=sweeper.config.optional("METRIC_NAMESPACE"),
+            Namespace=sweeper.settings.optional("METRIC_NAMESPACE"),
             MetricName="StuckDeletionRequests",
             StartTime=time.time() - 600,
             EndTime=time.time() + 600,

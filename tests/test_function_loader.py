@@ -39,6 +39,16 @@ def test_a_loaded_module_leaves_sys_path_and_modules_as_they_were():
     assert request.InvalidRequest is errors.InvalidRequest
 
 
+def test_each_folder_loads_its_own_copy_of_the_shared_package_as_its_zip_holds_one():
+    names = set(sys.modules)
+    in_checkout = lambda_code.load(FOLDERS / "checkout", "shared.faults")
+    in_deletion = lambda_code.load(FOLDERS / "deletion", "shared.faults")
+    assert in_checkout is not in_deletion
+    # The lesson's own modules import the copy of their folder.
+    assert lambda_code.load(FOLDERS / "checkout", "charging.faults").faults is in_checkout
+    assert not {name for name in set(sys.modules) - names if name.split(".")[0] == "shared"}
+
+
 def test_an_unknown_module_is_refused_by_name():
     with pytest.raises(ModuleNotFoundError, match="no module 'nope' in the function folder checkout"):
         lambda_code.load(FOLDERS / "checkout", "nope")

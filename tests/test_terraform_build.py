@@ -36,6 +36,7 @@ def test_a_zip_holds_the_handlers_at_its_root_and_powertools_beside_them(tmp_pat
         sources = build.source_files(build.FUNCTIONS_DIR / artifact.scenario)
         assert set(sources) <= set(names)
         assert {"aws_lambda_powertools/__init__.py", "jmespath/__init__.py", "typing_extensions.py"} <= set(names)
+        assert {"shared/__init__.py", "shared/faults.py", "shared/settings.py", "shared/clients.py"} <= set(names)
         assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
         assert names == sorted(names)
         assert {info.date_time for info in infos} == {build.FIXED_TIMESTAMP}

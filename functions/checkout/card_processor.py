@@ -15,9 +15,9 @@ import uuid
 import boto3
 from botocore.exceptions import ClientError
 
-from charging import settings
 from charging.errors import PayloadMismatch
 from charging.request import ProcessorCharge, parse_processor_charge
+from shared import settings
 
 dynamodb = boto3.client("dynamodb")
 

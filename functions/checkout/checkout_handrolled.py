@@ -6,8 +6,8 @@ both record:
     copy A: |check: none|......window......|charge|record|
     copy B:   |check: none|......window......|charge|record|
 
-The window is the time between the check and the record; CHECK_ACT_DELAY_MS (or the
-request's check_act_delay_ms) stretches it so the race shows every time.
+The window is the time between the check and the record; the request's
+check_act_delay_ms stretches it so the race shows every time.
 
 And even one request at a time: an invocation that dies after the charge and before
 the record (a timeout, an out-of-memory kill) leaves no record, so the next retry finds
@@ -25,10 +25,11 @@ import time
 
 import boto3
 
-from charging import faults, outcomes, processor, request, settings
+from charging import faults, outcomes, processor, request
 from charging.errors import CheckoutError, InvalidRequest, PayloadMismatch
 from charging.response import answer, refused
 from charging.trace import CHARGE, CHECK, RECORD, Trace
+from shared import settings
 
 STRATEGY = "handrolled"
 
@@ -59,7 +60,7 @@ def handler(event, context):
     try:
         with trace.step(CHARGE):
             charge = processor.charge(order)
-            faults.fail_if_armed(faults.AFTER_CHARGE, order.idempotency_key, context)
+            faults.strike(faults.AFTER_CHARGE, order.idempotency_key, context)
     except CheckoutError as exc:  # refused (nothing charged) or unknown (perhaps charged)
         return refused(STRATEGY, trace, exc)
 

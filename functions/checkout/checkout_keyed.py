@@ -32,10 +32,11 @@ from aws_lambda_powertools.utilities.idempotency import (
     idempotent_function,
 )
 
-from charging import processor, request, settings
+from charging import processor, request
 from charging.claims import answer_claim
 from charging.errors import InvalidRequest
 from charging.trace import CHARGE, Trace
+from shared import settings
 
 STRATEGY = "keyed"
 

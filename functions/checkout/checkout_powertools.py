@@ -25,9 +25,10 @@ from aws_lambda_powertools.utilities.idempotency import (
     idempotent_function,
 )
 
-from charging import faults, processor, request, settings
+from charging import faults, processor, request
 from charging.claims import answer_claim
 from charging.trace import CHARGE, CHECK, RECORD, Trace
+from shared import settings
 
 STRATEGY = "powertools"
 
@@ -52,7 +53,7 @@ def charge_once(payment: dict, order: request.ChargeRequest, trace: Trace, conte
     time.sleep(request.check_act_delay_ms(order) / 1000)
     with trace.step(CHARGE):
         charge = processor.charge(order)
-        faults.fail_if_armed(faults.AFTER_CHARGE, order.idempotency_key, context)
+        faults.strike(faults.AFTER_CHARGE, order.idempotency_key, context)
     trace.begin(RECORD)  # Powertools stores the result after we return
     return {"charge_id": charge["charge_id"], "processor_replayed": charge["replayed"]}
 

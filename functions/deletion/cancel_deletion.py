@@ -13,17 +13,17 @@ from __future__ import annotations
 
 from botocore.exceptions import ClientError
 
-import deletion_config as config
 import deletion_input as checked
 import deletion_state as state
 from deletion_errors import DeletionStoreUnavailable
 from request_deletion import schedule_name
+from shared import clients, settings
 
 
 def handler(event, context):
     request_id = checked.identifier(event, "deletion_request_id")
     user_id = checked.identifier(event, "user_id")
-    cancelled, request = state.cancel(config.table("deletion_requests"), request_id, user_id)
+    cancelled, request = state.cancel(clients.dynamodb_table("deletion_requests"), request_id, user_id)
     if cancelled:
         _delete_schedule(request_id)
     return {"deletion_request_id": request_id, "cancelled": cancelled, "status": request.status.value}
@@ -32,8 +32,8 @@ def handler(event, context):
 def _delete_schedule(request_id: str) -> None:
     # Tidiness only: if the schedule still fires, its claim finds CANCELLED and stops.
     try:
-        config.client("scheduler").delete_schedule(
-            Name=schedule_name(request_id), GroupName=config.required("SCHEDULE_GROUP")
+        clients.client("scheduler").delete_schedule(
+            Name=schedule_name(request_id), GroupName=settings.required("SCHEDULE_GROUP")
         )
     except ClientError as exc:
         if exc.response["Error"]["Code"] != "ResourceNotFoundException":

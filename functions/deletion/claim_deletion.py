@@ -11,6 +11,7 @@ import deletion_config as config
 import deletion_faults as faults
 import deletion_input as checked
 from deletion_steps import claim_to_event
+from shared import clients
 
 STEP = "claim"
 
@@ -23,13 +24,15 @@ def handler(event, context):
     request_id = checked.identifier(request, "deletion_request_id")
     owner = checked.identifier(event, "owner", checked.EXECUTION_NAME_MAX)  # unique per attempt
     redrive = checked.flag(request, "redrive")
-    faults.strike(STEP, faults.BEFORE, request_id, context)
-    result = claims.claim(config.table("deletion_requests"), request_id, owner, config.lease_seconds(), redrive=redrive)
+    faults.strike(faults.at(STEP, faults.BEFORE), request_id, context)
+    result = claims.claim(
+        clients.dynamodb_table("deletion_requests"), request_id, owner, config.lease_seconds(), redrive=redrive
+    )
     if result.claim is None:
         return {
             "outcome": result.outcome.value,
             "deletion_request_id": request_id,
             "status": result.request.status.value,
         }
-    faults.strike(STEP, faults.AFTER_PROGRESS, request_id, context)
+    faults.strike(faults.at(STEP, faults.AFTER_PROGRESS), request_id, context)
     return {"outcome": result.outcome.value, **claim_to_event(result.claim)}

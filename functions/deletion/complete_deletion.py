@@ -15,6 +15,7 @@ import deletion_faults as faults
 import deletion_state as state
 from deletion_errors import ClaimLost
 from deletion_steps import claim_from_event
+from shared import clients
 
 STEP = "complete"
 
@@ -23,14 +24,14 @@ def handler(event, context):
     claim = claim_from_event(event)
     if "error" in event:
         return release(claim, _describe(event["error"]))
-    faults.strike(STEP, faults.BEFORE, claim.deletion_request_id, context)
-    claims.complete(config.table("deletion_requests"), claim)
-    faults.strike(STEP, faults.AFTER_PROGRESS, claim.deletion_request_id, context)
+    faults.strike(faults.at(STEP, faults.BEFORE), claim.deletion_request_id, context)
+    claims.complete(clients.dynamodb_table("deletion_requests"), claim)
+    faults.strike(faults.at(STEP, faults.AFTER_PROGRESS), claim.deletion_request_id, context)
     return {"deletion_request_id": claim.deletion_request_id, "status": state.Status.COMPLETED.value}
 
 
 def release(claim: claims.Claim, reason: str) -> dict:
-    table = config.table("deletion_requests")
+    table = clients.dynamodb_table("deletion_requests")
     current = state.read(table, claim.deletion_request_id)
     if current.status is not state.Status.PROCESSING or current.fencing_token != claim.fencing_token:
         return {"deletion_request_id": claim.deletion_request_id, "status": "superseded"}

@@ -15,6 +15,7 @@ import deletion_config as config
 import deletion_state as state
 from deletion_errors import DeletionStoreUnavailable
 from deletion_steps import run_step, time_is_short
+from shared import clients, settings
 
 STEP = "delete_files"
 OBJECTS_PER_DELETE = 1000  # DeleteObjects' limit, and ListObjectsV2's page
@@ -31,9 +32,9 @@ def user_prefix(user_id: str) -> str:
 
 def delete_files(claim: claims.Claim, request: state.Request, context=None) -> bool:
     """True once no file is left; False when it stopped for time."""
-    s3 = config.client("s3")
-    bucket = config.required("USER_FILES_BUCKET")
-    table = config.table("deletion_requests")
+    s3 = clients.client("s3")
+    bucket = settings.required("USER_FILES_BUCKET")
+    table = clients.dynamodb_table("deletion_requests")
     try:
         while True:
             listed = s3.list_objects_v2(Bucket=bucket, Prefix=user_prefix(claim.user_id), MaxKeys=OBJECTS_PER_DELETE)

@@ -9,9 +9,9 @@ no check of its own to be safe to repeat.
 from __future__ import annotations
 
 import deletion_claims as claims
-import deletion_config as config
 import deletion_state as state
 from deletion_steps import run_step
+from shared import clients
 
 STEP = "delete_identity"
 
@@ -21,8 +21,8 @@ def handler(event, context):
 
 
 def delete_identity(claim: claims.Claim, request: state.Request, context=None) -> None:
-    identities = config.table("identities")
+    identities = clients.dynamodb_table("identities")
     identity = identities.get_item(Key={"user_id": claim.user_id}, ConsistentRead=True).get("Item") or {}
     if identity.get("email") and not request.goodbye_address:
-        claims.capture_goodbye_address(config.table("deletion_requests"), claim, identity["email"])
+        claims.capture_goodbye_address(clients.dynamodb_table("deletion_requests"), claim, identity["email"])
     identities.delete_item(Key={"user_id": claim.user_id})

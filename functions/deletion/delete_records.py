@@ -16,6 +16,7 @@ import deletion_claims as claims
 import deletion_config as config
 import deletion_state as state
 from deletion_steps import run_step, time_is_short
+from shared import clients, settings
 
 STEP = "delete_records"
 # TransactWriteItems takes at most 100 actions; one of them is the progress write or
@@ -29,8 +30,8 @@ def handler(event, context):
 
 def delete_records(claim: claims.Claim, request: state.Request, context=None) -> bool:
     """True once every record is gone and the step recorded; False when it stopped for time."""
-    records = config.table("user_records")
-    requests_table = config.table_name("deletion_requests")
+    records = clients.dynamodb_table("user_records")
+    requests_table = settings.table("deletion_requests")
     while True:
         page = _first_page(records, claim.user_id)
         items = [{"Delete": {"TableName": records.name, "Key": key}} for key in page]

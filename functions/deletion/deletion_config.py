@@ -1,15 +1,14 @@
-"""Names and limits of the account-deletion functions, from the environment Terraform sets.
+"""Limits of the account-deletion functions, from the environment Terraform sets.
 
 Read at call time, not import time, so a test (or a warm Lambda environment) sees the
-values of the moment.
+values of the moment. Table, function and queue names come through ``shared.settings``.
 """
 
 from __future__ import annotations
 
 import os
-from functools import cache
 
-import boto3
+from shared import clients, settings
 
 # A claim must outlast the slowest step with all its retries (a 30 s step timeout,
 # tried 3 times with backoff, is about 100 s) so a live worker never loses it between
@@ -41,22 +40,6 @@ METRIC_NAMESPACE = "IdempotencyLab"
 STUCK_METRIC_NAME = "StuckDeletionRequests"  # Terraform passes its own name too
 
 
-def table_name(key: str) -> str:
-    """The table for a design key: ``table_name("user_records")`` reads USER_RECORDS_TABLE."""
-    return required(f"{key.upper()}_TABLE")
-
-
-def required(variable: str) -> str:
-    value = os.environ.get(variable)
-    if not value:
-        raise RuntimeError(f"{variable} is not set; the function's configuration is incomplete")
-    return value
-
-
-def optional(variable: str) -> str | None:
-    return os.environ.get(variable) or None
-
-
 def number(variable: str, default: int) -> int:
     raw = os.environ.get(variable)
     if raw is None or raw == "":
@@ -84,38 +67,11 @@ def schedule_grace_seconds() -> int:
 
 
 def state_machine_arn() -> str:
-    # Terraform's `starts` convention; the shorter name is accepted too.
-    arn = optional("ACCOUNT_DELETION_STATE_MACHINE_ARN") or optional("ACCOUNT_DELETION_STATE_MACHINE")
-    if not arn:
-        raise RuntimeError("ACCOUNT_DELETION_STATE_MACHINE_ARN is not set; the function's configuration is incomplete")
-    return arn
-
-
-def table(key: str):
-    return _dynamodb().Table(table_name(key))
-
-
-def client(service: str):
-    return _client(service, os.environ.get("AWS_ENDPOINT_URL") or None)
-
-
-@cache
-def _client(service: str, endpoint_url: str | None):
-    # boto3 honours AWS_ENDPOINT_URL itself; the key only keeps a test that moves the
-    # endpoint from getting a client of the previous one.
-    return boto3.client(service, endpoint_url=endpoint_url)
-
-
-def _dynamodb():
-    return _resource(os.environ.get("AWS_ENDPOINT_URL") or None)
-
-
-@cache
-def _resource(endpoint_url: str | None):
-    return boto3.resource("dynamodb", endpoint_url=endpoint_url)
+    """The workflow's ARN (Terraform's ``starts`` convention: ``<KEY>_STATE_MACHINE_ARN``)."""
+    return settings.required("ACCOUNT_DELETION_STATE_MACHINE_ARN")
 
 
 def transact_write(items: list[dict]) -> None:
     """TransactWriteItems through the resource's client, which serialises Python values;
     each action's condition must already be written out (deletion_claims.with_condition)."""
-    _dynamodb().meta.client.transact_write_items(TransactItems=items)
+    clients.dynamodb().meta.client.transact_write_items(TransactItems=items)

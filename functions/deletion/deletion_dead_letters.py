@@ -16,6 +16,7 @@ import deletion_claims as claims
 import deletion_config as config
 import deletion_state as state
 from deletion_errors import DeletionStoreUnavailable
+from shared import clients, settings
 
 
 def send(deletion_request_id: str, user_id: str, reason: str) -> str:
@@ -25,12 +26,12 @@ def send(deletion_request_id: str, user_id: str, reason: str) -> str:
         "USER_ID": user_id,
         "ERROR_MESSAGE": reason[:1000] or "unknown",
     }
-    target = config.optional("ACCOUNT_DELETION_STATE_MACHINE_ARN") or config.optional("ACCOUNT_DELETION_STATE_MACHINE")
+    target = settings.optional("ACCOUNT_DELETION_STATE_MACHINE_ARN")
     if target:
         attributes["TARGET_ARN"] = target
     try:
-        sent = config.client("sqs").send_message(
-            QueueUrl=config.required("DELETION_DLQ_QUEUE_URL"),
+        sent = clients.client("sqs").send_message(
+            QueueUrl=settings.required("DELETION_DLQ_QUEUE_URL"),
             MessageBody=json.dumps({"deletion_request_id": deletion_request_id, "redrive": True}),
             MessageAttributes={k: {"DataType": "String", "StringValue": v} for k, v in attributes.items()},
         )

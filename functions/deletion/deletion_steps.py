@@ -17,6 +17,7 @@ import deletion_faults as faults
 import deletion_input as checked
 import deletion_state as state
 from deletion_errors import ClaimLost, InvalidDeletionInput, UnknownRecoveryPoint
+from shared import clients
 
 
 def claim_to_event(claim: claims.Claim) -> dict:
@@ -72,8 +73,6 @@ MORE_TO_DO = "more_to_do"  # in a step's output: it stopped before its deadline;
 
 def time_is_short(context) -> bool:
     """True when a paged step should stop and hand over to its next invocation."""
-    if context is None:
-        return False  # in-process: no deadline
     return context.get_remaining_time_in_millis() < PAGE_MARGIN_SECONDS * 1000
 
 
@@ -97,7 +96,7 @@ def run_step(
     if step not in state.STEPS:
         raise UnknownRecoveryPoint(f"bug: unknown step {step!r}")
     claim = claim_from_event(event)
-    table = config.table("deletion_requests")
+    table = clients.dynamodb_table("deletion_requests")
     current = state.read(table, claim.deletion_request_id)
     if current.status is not state.Status.PROCESSING or current.fencing_token != claim.fencing_token:
         # Checked before the effect to spare a superseded worker useless work; the
@@ -110,11 +109,11 @@ def run_step(
     if step in current.steps_done:
         return {**done, "steps_done": sorted(current.steps_done)}
     claim = dataclasses.replace(claim, user_id=current.user_id)
-    faults.strike(step, faults.BEFORE, claim.deletion_request_id, context)
+    faults.strike(faults.at(step, faults.BEFORE), claim.deletion_request_id, context)
     if effect(claim, current, context) is False:
         return {**done, MORE_TO_DO: True}
     if not effect_records_progress:
-        faults.strike(step, faults.AFTER_EFFECT, claim.deletion_request_id, context)
+        faults.strike(faults.at(step, faults.AFTER_EFFECT), claim.deletion_request_id, context)
         claims.record_step(table, claim, step, config.lease_seconds())
-    faults.strike(step, faults.AFTER_PROGRESS, claim.deletion_request_id, context)
+    faults.strike(faults.at(step, faults.AFTER_PROGRESS), claim.deletion_request_id, context)
     return {**done, "user_id": current.user_id, "steps_done": sorted(current.steps_done | {step})}

@@ -9,22 +9,22 @@ import uuid
 
 from boto3.dynamodb.conditions import Key
 
-import deletion_config as config
 import deletion_faults as faults
 import deletion_input as checked
 import deletion_state as state
+from shared import clients, settings
 
 
 def handler(event, context):
     request_id = checked.identifier(event, "deletion_request_id")
-    request = state.read(config.table("deletion_requests"), request_id)
+    request = state.read(clients.dynamodb_table("deletion_requests"), request_id)
     user_id = request.user_id
     for step in state.STEPS:  # the same steps, in the same order, as the workflow
         effect = EFFECTS[step]
-        faults.strike(step, faults.BEFORE, request_id, context)
+        faults.strike(faults.at(step, faults.BEFORE), request_id, context)
         effect(user_id, request_id)
-        faults.strike(step, faults.AFTER_EFFECT, request_id, context)
-    config.table("deletion_requests").update_item(
+        faults.strike(faults.at(step, faults.AFTER_EFFECT), request_id, context)
+    clients.dynamodb_table("deletion_requests").update_item(
         Key={"deletion_request_id": request_id},
         UpdateExpression="SET #s = :done",
         ExpressionAttributeNames={"#s": "status"},
@@ -34,7 +34,7 @@ def handler(event, context):
 
 
 def delete_records(user_id: str, request_id: str) -> None:
-    records = config.table("user_records")
+    records = clients.dynamodb_table("user_records")
     items = records.query(KeyConditionExpression=Key("user_id").eq(user_id)).get("Items", [])
     with records.batch_writer() as batch:
         for item in items:
@@ -42,20 +42,20 @@ def delete_records(user_id: str, request_id: str) -> None:
 
 
 def delete_files(user_id: str, request_id: str) -> None:
-    s3 = config.client("s3")
-    bucket = config.required("USER_FILES_BUCKET")
+    s3 = clients.client("s3")
+    bucket = settings.required("USER_FILES_BUCKET")
     listed = s3.list_objects_v2(Bucket=bucket, Prefix=f"{user_id}/").get("Contents", [])
     for obj in listed:
         s3.delete_object(Bucket=bucket, Key=obj["Key"])
 
 
 def delete_identity(user_id: str, request_id: str) -> None:
-    config.table("identities").delete_item(Key={"user_id": user_id})
+    clients.dynamodb_table("identities").delete_item(Key={"user_id": user_id})
 
 
 def send_goodbye(user_id: str, request_id: str) -> None:
     # A fresh id per send: the mail service cannot tell a repeat from a new email.
-    config.table("email_outbox").put_item(
+    clients.dynamodb_table("email_outbox").put_item(
         Item={
             "idempotency_key": f"naive#{uuid.uuid4().hex}",
             "kind": "goodbye",

@@ -25,6 +25,7 @@ import deletion_config as config
 import deletion_input as checked
 import deletion_state as state
 from deletion_errors import DeletionStoreUnavailable, IdempotencyKeyReused
+from shared import clients, settings
 
 # Fixed namespace for request ids: the same user and key always give the same id.
 REQUEST_ID_NAMESPACE = uuid.UUID("6b1f0e2c-9d3a-4f57-8a61-3c2e5d7f9b10")
@@ -53,7 +54,7 @@ def handler(event, context):
     default_delay = config.number("DELETION_DELAY_SECONDS", config.DEFAULT_DELAY_SECONDS)
     delay = checked.whole_seconds(event, "delay_seconds", default_delay, config.MAX_DELAY_SECONDS)
     now = int(time.time())
-    table = config.table("deletion_requests")
+    table = clients.dynamodb_table("deletion_requests")
     request_id = deletion_request_id(user_id, key)
     for _ in range(MAX_REQUESTS_PER_KEY):
         request, created = state.create(table, request_id, user_id, now + delay, now=now, delay_seconds=delay)
@@ -105,22 +106,22 @@ def ensure_schedule(request: state.Request) -> None:
         "Input": json.dumps(execution_input),
     }
     try:
-        config.client("scheduler").create_schedule(
+        clients.client("scheduler").create_schedule(
             Name=schedule_name(request.deletion_request_id),
-            GroupName=config.required("SCHEDULE_GROUP"),
+            GroupName=settings.required("SCHEDULE_GROUP"),
             ScheduleExpression=at_expression(request.due_at),
             ScheduleExpressionTimezone="UTC",
             FlexibleTimeWindow={"Mode": "OFF"},
             ActionAfterCompletion="DELETE",
             Target={
                 "Arn": START_EXECUTION_TARGET,
-                "RoleArn": config.required("SCHEDULER_ROLE_ARN"),
+                "RoleArn": settings.required("SCHEDULER_ROLE_ARN"),
                 "Input": json.dumps(target_input),
                 "RetryPolicy": {
                     "MaximumRetryAttempts": SCHEDULE_MAX_RETRY_ATTEMPTS,
                     "MaximumEventAgeInSeconds": SCHEDULE_MAX_EVENT_AGE_SECONDS,
                 },
-                "DeadLetterConfig": {"Arn": config.required("SCHEDULER_DLQ_ARN")},
+                "DeadLetterConfig": {"Arn": settings.required("SCHEDULER_DLQ_ARN")},
             },
         )
     except ClientError as exc:

@@ -13,9 +13,9 @@ from boto3.dynamodb.conditions import Attr
 from botocore.exceptions import ClientError
 
 import deletion_claims as claims
-import deletion_config as config
 import deletion_state as state
 from deletion_steps import run_step
+from shared import clients
 
 STEP = "send_goodbye"
 
@@ -35,7 +35,7 @@ def send_goodbye(claim: claims.Claim, request: state.Request, context=None) -> N
         print(f"{claim.deletion_request_id}: no address was captured; no goodbye to send")
         return
     try:
-        config.table("email_outbox").put_item(
+        clients.dynamodb_table("email_outbox").put_item(
             Item={
                 "idempotency_key": goodbye_key(claim.deletion_request_id),
                 "kind": "goodbye",

@@ -30,6 +30,7 @@ import deletion_faults as faults
 import deletion_state as state
 import deletion_sweeps as sweeps
 from deletion_errors import DeletionStoreUnavailable, SweepIncomplete
+from shared import clients, settings
 
 # Fault hooks: the sweeper can be made to fail on one request (a sweep that fails midway).
 SWEEP = "sweep"
@@ -37,11 +38,12 @@ RESTART = "restart"
 
 
 def handler(event, context):
-    return run_once()
+    return run_once(context)
 
 
-def run_once(now: float | None = None) -> dict:
-    table = config.table("deletion_requests")
+def run_once(context, now: float | None = None) -> dict:
+    """One sweep; ``context`` is the invocation's (the fault hooks run out its time)."""
+    table = clients.dynamodb_table("deletion_requests")
     max_attempts = config.max_attempts()
     moved = {state.Status.RETRYABLE.value: 0, state.Status.FAILED.value: 0}
     restarted: list[str] = []
@@ -50,7 +52,7 @@ def run_once(now: float | None = None) -> dict:
     stuck = sweeps.expired_leases(table, now=now, malformed=malformed)
     for seen in stuck:
         try:
-            faults.strike(SWEEP, faults.BEFORE, seen.deletion_request_id)
+            faults.strike(faults.at(SWEEP, faults.BEFORE), seen.deletion_request_id, context)
             dead_letters.send_on_last_attempt(seen, f"lease of {seen.lease_owner} expired on the last attempt")
             # No retry delay: the lease that ran out was the wait, so the request is
             # restarted below in this same sweep, not one sweeper period later.
@@ -69,7 +71,7 @@ def run_once(now: float | None = None) -> dict:
     stuck_count = len(stuck) + len(overdue) + restarted_unclaimed + len(malformed)
     for seen in waiting:
         try:
-            faults.strike(RESTART, faults.BEFORE, seen.deletion_request_id)
+            faults.strike(faults.at(RESTART, faults.BEFORE), seen.deletion_request_id, context)
             if seen.unclaimed_restarts >= max_attempts:
                 if give_up(table, seen):
                     moved[state.Status.FAILED.value] += 1
@@ -117,7 +119,7 @@ def restart(table, seen: state.Request, now: float | None = None) -> str | None:
         return None
     name = execution_name(seen, number)
     try:
-        config.client("stepfunctions").start_execution(
+        clients.client("stepfunctions").start_execution(
             stateMachineArn=config.state_machine_arn(),
             name=name,
             input=json.dumps({"deletion_request_id": seen.deletion_request_id}),
@@ -134,14 +136,14 @@ def restart(table, seen: state.Request, now: float | None = None) -> str | None:
 def publish_stuck_count(count: int) -> None:
     """The count behind the stuck-requests alarm; zero too, so the alarm sees a value."""
     datum = {
-        "MetricName": config.optional("STUCK_METRIC_NAME") or config.STUCK_METRIC_NAME,
+        "MetricName": settings.optional("STUCK_METRIC_NAME") or config.STUCK_METRIC_NAME,
         "Value": count,
         "Unit": "Count",
     }
-    prefix = config.optional("LAB_PREFIX")
+    prefix = settings.optional("LAB_PREFIX")
     if prefix:
         # The alarm watches the metric of its own deployment, told apart by this dimension.
         datum["Dimensions"] = [{"Name": "Prefix", "Value": prefix}]
-    config.client("cloudwatch").put_metric_data(
-        Namespace=config.optional("METRIC_NAMESPACE") or config.METRIC_NAMESPACE, MetricData=[datum]
+    clients.client("cloudwatch").put_metric_data(
+        Namespace=settings.optional("METRIC_NAMESPACE") or config.METRIC_NAMESPACE, MetricData=[datum]
     )

@@ -14,7 +14,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, IdempotencyConfig, idempotent_function
 
 from fulfilment import orders, stock
-from fulfilment.settings import table
+from shared.settings import table
 
 processor = BatchProcessor(event_type=EventType.SQS)
 persistence = DynamoDBPersistenceLayer(table_name=table("order_idempotency"))

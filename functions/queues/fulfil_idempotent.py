@@ -14,7 +14,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, IdempotencyConfig, idempotent_function
 
 from fulfilment import orders, stock
-from fulfilment.settings import table
+from shared.settings import table
 
 # The record must outlive every way the same line can still arrive, or a late copy
 # reserves again (lesson 7). The lab's one model of the redrive horizon (idemlab/horizon.py):

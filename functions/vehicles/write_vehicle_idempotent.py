@@ -15,7 +15,7 @@ from boto3.dynamodb.types import TypeDeserializer
 from registration.errors import RequestMismatchError
 from registration.request import RegistrationRequest, parse_request
 from registration.store import new_registration
-from registration.store import table as table_of
+from shared.clients import dynamodb_table
 
 # Timeline this guards against (one request, two attempts A and B of the write step):
 #   A: PutItem ok -> notify fails -> Retry -> B: PutItem finds A's row -> B returns A's row
@@ -25,7 +25,7 @@ KEY_NOT_TAKEN = "attribute_not_exists(request_id)"
 def handler(event: Any, context: Any) -> dict[str, Any]:
     request = parse_request(event)
     registration = new_registration(request)
-    table = table_of("vehicles")
+    table = dynamodb_table("vehicles")
     try:
         table.put_item(
             Item=registration,

@@ -9,11 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from registration.request import parse_request
-from registration.store import new_registration, table
+from registration.store import new_registration
+from shared.clients import dynamodb_table
 
 
 def handler(event: Any, context: Any) -> dict[str, Any]:
     request = parse_request(event)
     registration = new_registration(request)
-    table("vehicles_naive").put_item(Item=registration)
+    dynamodb_table("vehicles_naive").put_item(Item=registration)
     return registration

@@ -12,7 +12,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from idemlab import lambda_code, lessons, settings
+from idemlab import faults, lambda_code, lessons, settings
 from idemlab.barrier import all_at_once
 from idemlab.clients import client
 
@@ -21,8 +21,8 @@ STRATEGIES = ("naive", "handrolled", "powertools")
 # The checkouts' function keys; the card processor is the function they invoke.
 FUNCTION_KEYS = tuple(f"checkout_{strategy}" for strategy in STRATEGIES)
 
-# The answers and fault names are defined once, next to the handlers that use them.
-outcomes, fault_points = (lambda_code.load(FUNCTION_DIR, f"charging.{name}") for name in ("outcomes", "fault_points"))
+# The answers and the fault point and kinds are defined once, next to the handlers that use them.
+outcomes, checkout_faults = (lambda_code.load(FUNCTION_DIR, f"charging.{name}") for name in ("outcomes", "faults"))
 # Not a checkout answer: the invocation was stopped (it ran past its timeout) or died
 # before it could answer. Lambda then answers with a FunctionError.
 CRASHED = "crashed"
@@ -125,15 +125,15 @@ class Checkout(lessons.Deployment):
         function = self.stack["functions"][function_key(strategy)]
         return self.lambda_.get_function_configuration(FunctionName=function)["Timeout"]
 
-    def _arm(self, fault: str, request: dict, times: int = 1) -> None:
-        item = fault_points.armed(fault_points.AFTER_CHARGE, request["idempotency_key"], fault, times)
-        self._dynamodb.put_item(TableName=self.stack["tables"]["faults"], Item=item)
+    def _arm(self, kind: str, request: dict, times: int = 1) -> None:
+        point = checkout_faults.AFTER_CHARGE
+        faults.arm(lessons.table(self.stack, "faults"), point, request["idempotency_key"], kind, times)
 
     # ``arm_x(request, times=1)``: the next ``times`` invocations for this key run past their
     # timeout right after charging, or lose the card processor's answer after it charged
     # (the checkout cannot tell whether it did).
-    arm_crash_after_charge = functools.partialmethod(_arm, fault_points.TIME_OUT)
-    arm_lost_answer = functools.partialmethod(_arm, fault_points.LOSE_ANSWER)
+    arm_crash_after_charge = functools.partialmethod(_arm, checkout_faults.CRASH)
+    arm_lost_answer = functools.partialmethod(_arm, checkout_faults.LOSE_ANSWER)
 
     def concurrency_limit(self) -> int:
         """Executions this account may run at once outside reserved concurrency (GetAccountSettings).

@@ -17,7 +17,7 @@ from collections import Counter
 
 from boto3.dynamodb.conditions import Attr, Key
 
-from idemlab import clients, lambda_code, lessons, settings
+from idemlab import clients, faults, lambda_code, lessons, settings
 from idemlab.barrier import all_at_once
 from idemlab.lessons import queue_depth  # noqa: F401 (notebook 04 reads its DLQ's depth)
 
@@ -99,13 +99,17 @@ class Deletions(lessons.Deployment):
         return clients.client("scheduler").get_schedule(Name=name, GroupName=self.stack["schedule_group"])
 
     def arm_fault(self, step: str, point: str, deletion_request_id: str, kind: str, times: int = 1) -> str:
-        """Arm a fault (``deletion_faults.arm``); its key, for ``disarm_fault``."""
-        arm = import_function_module("deletion_faults").arm
-        return arm(self.table("faults"), step, point, deletion_request_id, kind, times)
+        """Make the next ``times`` workers reaching ``step`` at ``point`` (``deletion_faults.POINTS``)
+        for this request fail the ``kind`` way; the fault's key, for ``disarm_fault``.
+        ValueError for a point, kind or count that is not one: nothing is armed then."""
+        boundaries = import_function_module("deletion_faults")
+        if point not in boundaries.POINTS:
+            raise ValueError(f"fault point must be one of {', '.join(boundaries.POINTS)}, not {point!r}")
+        return faults.arm(self.table("faults"), boundaries.at(step, point), deletion_request_id, kind, times)
 
     def disarm_fault(self, fault_key: str) -> None:
         """Take an armed fault away: the cause of the failures is fixed."""
-        self.table("faults").delete_item(Key={"fault_key": fault_key})
+        faults.disarm(self.table("faults"), fault_key)
 
     def start(self, deletion_request_id: str, execution_name: str | None = None) -> str:
         """Start the workflow for a request, named like the schedule names it unless told."""

@@ -17,7 +17,7 @@ from typing import Any
 
 from boto3.dynamodb.conditions import Attr
 
-from idemlab import clients, lambda_code, lessons, pictures, settings
+from idemlab import clients, faults, lambda_code, lessons, pictures, settings
 
 FUNCTION_DIR = settings.ROOT / "functions" / "vehicles"
 
@@ -150,10 +150,8 @@ def rows(stack: dict, kind: str, request_id: str | None = None) -> list[dict]:
 
 def notify_attempts(stack: dict, request_id: str) -> int:
     """How often the notify step ran for a request with injected faults (0 if none)."""
-    faults = import_function_module("registration.faults")
-    key = {"fault_key": faults.fault_key(faults.NOTIFY, request_id)}
-    item = lessons.table(stack, "faults").get_item(Key=key, ConsistentRead=True).get("Item")
-    return int(item[faults.ATTEMPTS]) if item else 0
+    point = import_function_module("registration.faults").NOTIFY
+    return faults.reached(lessons.table(stack, "faults"), faults.contract().fault_key(point, request_id))
 
 
 def show(registrations: list[dict]) -> None:

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
-import time
-
 from idemlab import lambda_code, module_spec
 from idemlab.lessons.checkout import FUNCTION_DIR, FUNCTION_KEYS, function_key
+from support import invocation
+from support.invocation import InvocationContext
+
+__all__ = ["InvocationContext", "environment", "import_handler", "invoke_in_process"]
 
 
 def environment(tables: dict[str, str], card_processor: str) -> dict[str, str]:
@@ -17,16 +19,6 @@ def environment(tables: dict[str, str], card_processor: str) -> dict[str, str]:
     return variables
 
 
-class InvocationContext:
-    """The part of the Lambda context the handlers read: the time they have left."""
-
-    def __init__(self, timeout_seconds: float):
-        self._deadline = time.time() + timeout_seconds
-
-    def get_remaining_time_in_millis(self) -> int:
-        return max(0, int((self._deadline - time.time()) * 1000))
-
-
 def import_handler(name: str):
     """A handler module of functions/checkout. Call after ``environment(...)`` is in
     ``os.environ``: like a Lambda cold start, a module reads its configuration when loaded."""
@@ -34,4 +26,4 @@ def import_handler(name: str):
 
 
 def invoke_in_process(strategy: str, request: dict, timeout_seconds: float = 6) -> dict:
-    return import_handler(function_key(strategy)).handler(request, InvocationContext(timeout_seconds))
+    return invocation.invoke(import_handler(function_key(strategy)).handler, request, timeout_seconds)

@@ -15,6 +15,7 @@ import uuid
 
 from idemlab import clients, module_spec, settings
 from idemlab.lessons.deletion import import_function_module
+from support import invocation
 
 TABLE_KEYS = ("deletion_requests", "user_records", "identities", "email_outbox", "faults")
 # Functions whose environments together name everything the deletion code reads.
@@ -115,39 +116,53 @@ def step_retries() -> int:
     )
 
 
-def run_workflow_in_process(deletion_request_id: str, owner: str, redrive: bool = False) -> str:
-    """Run one attempt; returns how it ended: the claim outcome, or the final status."""
-    claimed = import_function_module("claim_deletion").handler(
-        {"deletion_request_id": deletion_request_id, "owner": owner, "redrive": redrive}, None
+def run_workflow_in_process(
+    deletion_request_id: str, owner: str, redrive: bool = False, timeout_seconds: float | None = None
+) -> str:
+    """Run one attempt; returns how it ended: the claim outcome, or the final status.
+    Each function runs with its own timeout from functions.tf, or ``timeout_seconds``."""
+    claimed = _invoke(
+        "claim_deletion",
+        {"deletion_request_id": deletion_request_id, "owner": owner, "redrive": redrive},
+        timeout_seconds,
     )
     if claimed["outcome"] != "claimed":
         return claimed["outcome"]
-    return run_steps_in_process({key: value for key, value in claimed.items() if key != "outcome"})
+    return run_steps_in_process({key: value for key, value in claimed.items() if key != "outcome"}, timeout_seconds)
 
 
-def run_steps_in_process(claim: dict) -> str:
+def run_steps_in_process(claim: dict, timeout_seconds: float | None = None) -> str:
     """The steps after a won claim, each retried as the ASL retries it, then the end."""
     errors, steps = import_function_module("deletion_errors"), import_function_module("deletion_steps")
     state = import_function_module("deletion_state")
-    complete = import_function_module("complete_deletion")
     retries = step_retries()
     for step in state.STEPS:
-        handler = import_function_module(step).handler
         while True:  # a paged step runs again while it says there is more to do
             for attempt in range(retries + 1):
                 try:
-                    claim = handler(claim, None)
+                    claim = _invoke(step, claim, timeout_seconds)
                     break
                 except errors.ClaimLost:
                     return "superseded"
                 except errors.DeletionError as exc:
                     if attempt == retries:
-                        return complete.handler(
-                            {**claim, "error": {"Error": type(exc).__name__, "Cause": str(exc)}}, None
-                        )["status"]
+                        failed = {**claim, "error": {"Error": type(exc).__name__, "Cause": str(exc)}}
+                        return _invoke("complete_deletion", failed, timeout_seconds)["status"]
             if not claim.get(steps.MORE_TO_DO):
                 break
     try:
-        return complete.handler(claim, None)["status"]
+        return _invoke("complete_deletion", claim, timeout_seconds)["status"]
     except errors.ClaimLost:
         return "superseded"
+
+
+def _invoke(function: str, event: dict, timeout_seconds: float | None):
+    """One invocation of a deletion function (module and key alike), as Lambda gives it its context."""
+    timeout = timeout_seconds or float(module_spec.function(function)["timeout"])
+    return invocation.invoke(import_function_module(function).handler, event, timeout)
+
+
+def sweep_in_process(now: float | None = None) -> dict:
+    """One pass of the sweeper (``sweeper.run_once``), with a context of its timeout in functions.tf."""
+    context = invocation.InvocationContext(float(module_spec.function("sweeper")["timeout"]))
+    return import_function_module("sweeper").run_once(context, now=now)

@@ -244,11 +244,12 @@ def checkout_case(kind: str):
     defects = {
         "powertools": "Powertools' claim switched off (POWERTOOLS_IDEMPOTENCY_DISABLED=1)",
         "downstream": "the card processor's own key check left out (the key not passed downstream)",
-        "fault": "the fault counter's condition (remaining > 0) taken out of its decrement",
+        "fault": "the fault counter read, compared and written back instead of its atomic ADD",
     }
 
     def factory(url):
         from idemlab import build, clients, module_spec
+        from idemlab import faults as idemlab_faults
         from idemlab.lessons import checkout
         from idemlab.module_spec import table_keys
         from support import checkout_in_process as in_process
@@ -275,38 +276,35 @@ def checkout_case(kind: str):
             Environment={"Variables": module_spec.environment("card_processor", names)},
         )
         os.environ.update(in_process.environment(names, processor))
-        os.environ.pop("CHECK_ACT_DELAY_MS", None)
         ledger = checkout.Ledger(names["ledger"])
 
         if kind == "fault":
             faults = in_process.import_handler("charging.faults")
             handler_errors = in_process.import_handler("charging.errors")
-            plain = faults.dynamodb
+            contract = in_process.import_handler("shared.faults")  # the copy charging.faults strikes with
 
-            class Unconditional:
-                """The faults module's client, its decrement without the condition."""
+            def counted_without_add(key: str) -> str | None:
+                """The fault's count read, compared and written back: no atomic ADD."""
+                table = contract.clients.dynamodb_table("faults")
+                item = table.get_item(Key={contract.FAULT_KEY: key}, ConsistentRead=True).get("Item")
+                if item is None or item[contract.REACHED] >= item[contract.TIMES]:
+                    return None
+                table.put_item(Item={**item, contract.REACHED: item[contract.REACHED] + 1})
+                return item[contract.KIND]
 
-                def __getattr__(self, name):
-                    return getattr(plain, name)
-
-                def update_item(self, **request):
-                    request.pop("ConditionExpression", None)
-                    request["ExpressionAttributeValues"].pop(":zero", None)
-                    return plain.update_item(**request)
-
-            faults.dynamodb = Unconditional()
+            contract._take = counted_without_add
             context = in_process.InvocationContext(5)
             round_number = iter(range(10**9))
+            faults_table = clients.resource("dynamodb").Table(names["faults"])
 
             def fault_round() -> bool:
                 times = 1 + next(round_number) % 3
                 key = f"fault-race-{uuid.uuid4().hex[:8]}"
-                item = checkout.fault_points.armed(faults.AFTER_CHARGE, key, checkout.fault_points.LOSE_ANSWER, times)
-                clients.client("dynamodb").put_item(TableName=names["faults"], Item=item)
+                idemlab_faults.arm(faults_table, faults.AFTER_CHARGE, key, faults.LOSE_ANSWER, times)
 
                 def reach_the_point() -> dict:
                     try:
-                        faults.fail_if_armed(faults.AFTER_CHARGE, key, context)
+                        faults.strike(faults.AFTER_CHARGE, key, context)
                     except handler_errors.ChargeUnknown:
                         return {"fired": True}
                     return {"fired": False}

@@ -11,9 +11,9 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ConnectionClosedError, ReadTimeoutError
 
-from charging import settings
 from charging.errors import ChargeFailed, ChargeUnknown, InvalidRequest, PayloadMismatch
 from charging.request import ChargeRequest
+from shared import settings
 
 # One attempt only: an SDK retry after a read timeout would call the processor again,
 # and without a downstream key that is a second charge the lesson did not ask for.

@@ -12,7 +12,6 @@ hands the idempotency key on to the card processor.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,14 +40,8 @@ class ChargeRequest:
 
 
 def check_act_delay_ms(order: ChargeRequest) -> int:
-    """The pause between check and charge: the request's, else CHECK_ACT_DELAY_MS, else 0."""
-    if order.check_act_delay_ms is not None:
-        return order.check_act_delay_ms
-    configured = os.environ.get("CHECK_ACT_DELAY_MS") or "0"
-    try:
-        return _delay(int(configured))
-    except (ValueError, InvalidRequest) as exc:
-        raise RuntimeError(f"CHECK_ACT_DELAY_MS={configured!r} is not a whole number from 0 to {MAX_DELAY_MS}") from exc
+    """The pause between check and charge: the request's ``check_act_delay_ms``, else none."""
+    return order.check_act_delay_ms or 0
 
 
 def parse(event: Any) -> ChargeRequest:

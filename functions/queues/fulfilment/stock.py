@@ -16,7 +16,7 @@ from botocore.exceptions import ClientError
 
 from fulfilment.errors import StockUnavailable
 from fulfilment.orders import OrderLine
-from fulfilment.settings import table
+from shared.settings import table
 
 _dynamodb = boto3.client("dynamodb")
 

@@ -5,6 +5,10 @@ class names are what a workflow's ``Retry``/``Catch`` and a learner's execution 
 show. Renaming one means changing the state machine too.
 """
 
+# A function deployed without a variable it needs: every lesson's deployment error, raised
+# by shared.settings, named here as well so a handler's errors are all in one place.
+from shared.settings import ConfigurationError as ConfigurationError
+
 
 class VehicleRegistrationError(Exception):
     """Base class of every failure the vehicle-registration functions raise on purpose."""
@@ -28,7 +32,3 @@ class RequestMismatchError(VehicleRegistrationError):
 
 class NotifyTransientError(VehicleRegistrationError):
     """The notification failed for now (injected); the workflow retries it."""
-
-
-class ConfigurationError(VehicleRegistrationError):
-    """The function was deployed without an environment variable it needs."""

@@ -1,32 +1,44 @@
-"""Fault injection that works on every backend: a counter per fault in the faults table.
+"""Where a registration can be made to fail: the notify step, armed by the request itself.
 
-The counter lives in DynamoDB rather than in the function's memory because a retry may
-land in a different execution environment, and because it must work the same on AWS,
-LocalStack and the embedded backend.
+A request's ``fault_injection.notify_failures`` asks for its first N notifications to
+fail. The first attempt to arrive arms that as a fault of the shared contract (one item
+in the ``faults`` table, ``shared.faults``); every attempt then strikes it, so the first
+N fail whichever execution environment they run in, and the item's ``reached`` counts how
+often notify ran (``idemlab.lessons.vehicles.notify_attempts``).
 """
 
 from __future__ import annotations
 
-from .store import table
+from botocore.exceptions import ClientError
+
+from shared import clients, faults
+
+from .errors import NotifyTransientError
+from .request import RegistrationRequest
 
 NOTIFY = "notify"  # the notify step, before it tells the owner
-ATTEMPTS = "attempts"  # the counter: how many calls reached the point for the request
 
 
-def fault_key(point: str, request_id: str) -> str:
-    return f"{point}#{request_id}"
+def arm_from_request(request: RegistrationRequest) -> None:
+    """Arm the failures the request asks for, once for all of its attempts."""
+    if request.notify_failures <= 0:
+        return  # the request asks for none: the faults table is not touched
+    item = faults.item(NOTIFY, request.request_id, faults.ERROR, request.notify_failures)
+    try:
+        # Only the first attempt arms: a retry or a copy must not give the fault its strikes back.
+        clients.dynamodb_table("faults").put_item(
+            Item=item,
+            ConditionExpression="attribute_not_exists(#key)",
+            ExpressionAttributeNames={"#key": faults.FAULT_KEY},
+        )
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+            raise
 
 
-def should_fail(fault_key: str, failures: int) -> bool:
-    """True for the first ``failures`` calls with ``fault_key``, False from then on."""
-    if failures <= 0:
-        return False
-    # ADD is atomic, so concurrent attempts each see their own count.
-    response = table("faults").update_item(
-        Key={"fault_key": fault_key},
-        UpdateExpression="ADD #attempts :one",
-        ExpressionAttributeNames={"#attempts": ATTEMPTS},
-        ExpressionAttributeValues={":one": 1},
-        ReturnValues="UPDATED_NEW",
-    )
-    return int(response["Attributes"][ATTEMPTS]) <= failures
+def strike(point: str, request_id: str, context) -> None:
+    """``shared.faults.strike``, its injected error named as the workflow retries it."""
+    try:
+        faults.strike(point, request_id, context)
+    except faults.InjectedFault as exc:
+        raise NotifyTransientError(f"notification for request {request_id} failed (injected transient fault)") from exc
