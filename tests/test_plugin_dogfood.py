@@ -44,7 +44,8 @@ def ledger(idemlab):
 
 
 def checkout(strategy: str) -> Handler:
-    return Handler.module(f"checkout_{strategy}.handler", code_root=CODE)
+    """The handler in the zip the lab deploys: its folder and the ``shared`` package beside it."""
+    return Handler.zip(build.zip_bytes(build.source_files(CODE)), f"checkout_{strategy}.handler")
 
 
 def order(round_number: int, **options) -> dict:

@@ -20,7 +20,9 @@ MAX_LINE = 160
 
 def terraform(*args: str, cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
     """Terraform with the offline CLI config; its output and errors in one stream, in order."""
-    env = stack.terraform_env("aws")
+    # The module's own defaults, not the suite stack's inputs (tests/conftest.py exports
+    # TF_VAR_functions and TF_VAR_queues for its deploys, with longer timeouts).
+    env = {name: value for name, value in stack.terraform_env("aws").items() if not name.startswith("TF_VAR_")}
     # An init fills the plugin cache the stacks' deploys fill too: it takes their lock.
     with stack.plugin_cache_lock() if args[0] == "init" else contextlib.nullcontext():
         return subprocess.run(
