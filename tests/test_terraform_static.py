@@ -3,7 +3,6 @@ with a mocked provider (terraform test), checkov, and the generated README table
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -15,18 +14,12 @@ from pathlib import Path
 import pytest
 
 from idemlab import build, module_spec, settings, stack, tfdocs
+from support.terraform_cli import MOCKED_AWS, terraform
 
 TERRAFORM_DIR = settings.ROOT / "terraform"
 MODULE_DIR = TERRAFORM_DIR / "modules" / "idempotency_lab"
 CHECKOV = settings.STATE_DIR / "tools" / "bin" / "checkov"
 CHECKOV_INSTALL = "make tools  (or: python3 -m venv .lab/tools && .lab/tools/bin/pip install checkov==3.3.30)"
-
-
-def terraform(*args: str, cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
-    env = stack.terraform_env("aws")  # offline CLI config, no endpoints needed
-    # An init fills the plugin cache the stacks' deploys fill too: it takes their lock.
-    with stack.plugin_cache_lock() if args[0] == "init" else contextlib.nullcontext():
-        return subprocess.run(["terraform", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def test_init_here_waits_while_a_deploy_holds_the_plugin_cache(terraform_copy):
@@ -237,20 +230,6 @@ def test_module_readme_tables_are_current():
         "terraform/modules/idempotency_lab/README.md is out of date: run `python -m idemlab.tfdocs`"
     )
 
-
-MOCKED_AWS = """
-mock_provider "aws" {
-  mock_data "aws_caller_identity" {
-    defaults = { account_id = "123456789012" }
-  }
-  mock_data "aws_region" {
-    defaults = { name = "us-east-1" }
-  }
-  mock_data "aws_partition" {
-    defaults = { partition = "aws" }
-  }
-}
-"""
 
 # One file per plan: a failed run skips the runs after it in the same file.
 WRONG_INPUTS = {

@@ -3,37 +3,19 @@ input for every rule, and messages that name the entry they refuse."""
 
 from __future__ import annotations
 
-import contextlib
 import shutil
-import subprocess
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from idemlab import build, module_spec, settings, stack
+from idemlab import build, module_spec, settings
+from support.terraform_cli import MOCKED_AWS
+from support.terraform_cli import terraform as terraform_cli
 
 TERRAFORM_DIR = settings.ROOT / "terraform"
 MODULE_DIR = TERRAFORM_DIR / "modules" / "idempotency_lab"
 MAX_LINE = 160
-
-
-def terraform(*args: str, cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
-    """Terraform with the offline CLI config; its output and errors in one stream, in order."""
-    # The module's own defaults, not the suite stack's inputs (tests/conftest.py exports
-    # TF_VAR_functions and TF_VAR_queues for its deploys, with longer timeouts).
-    env = {name: value for name, value in stack.terraform_env("aws").items() if not name.startswith("TF_VAR_")}
-    # An init fills the plugin cache the stacks' deploys fill too: it takes their lock.
-    with stack.plugin_cache_lock() if args[0] == "init" else contextlib.nullcontext():
-        return subprocess.run(
-            ["terraform", *args],
-            cwd=cwd,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            timeout=timeout,
-        )
 
 
 def terraform_files() -> list[Path]:
@@ -93,20 +75,6 @@ def test_every_validation_rule_has_a_refused_input_in_the_module_tests():
     }
     assert not missing, f"add a run with expect_failures to tests/module.tftest.hcl: {missing}"
 
-
-MOCKED_AWS = """
-mock_provider "aws" {
-  mock_data "aws_caller_identity" {
-    defaults = { account_id = "123456789012" }
-  }
-  mock_data "aws_region" {
-    defaults = { name = "us-east-1" }
-  }
-  mock_data "aws_partition" {
-    defaults = { partition = "aws" }
-  }
-}
-"""
 
 # Each rule that names entries, with one wrong input: the file whose rule refuses it, and the
 # end of its message. One file per plan: a failed run skips the runs after it in its file.
@@ -225,3 +193,8 @@ def test_each_rule_that_names_entries_stops_the_plan_naming_them(tmp_path, zips)
         assert f"checked by the validation rule at {file}:" in part, f"{name}: {part[-2000:]}"
         # Refused at the variable: no resource was evaluated with the wrong entry.
         assert "Invalid index" not in part, f"{name}: {part[-2000:]}"
+
+
+def terraform(*args: str, cwd: Path, timeout: int = 300):
+    """Terraform's output and errors in one stream, in order (a message reads as printed)."""
+    return terraform_cli(*args, cwd=cwd, timeout=timeout, merged=True)
