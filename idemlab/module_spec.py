@@ -7,7 +7,7 @@ the prefix rule of the ``prefix`` validation (``prefix_pattern``), the workflows
 Scheduler's role may start (``scheduler_starts``, from ``iam.tf``), the module's resources of
 a kind (``resources``), the ASL definitions (``workflows``), and the ``variable`` and
 ``output`` blocks the module README is generated from (``module_blocks``). Everything else
-asks this module; ``tests/test_module_spec.py`` fails on any other file under ``idemlab/`` or
+asks this module; ``tests/terraform/test_module_spec.py`` fails on any other file under ``idemlab/`` or
 ``tests/`` that opens a ``.tf`` file or imports the parser.
 
 Two readings, for two needs: ``blocks`` turns a file into plain values (strings, lists, maps)

@@ -6,7 +6,7 @@ those (``draw_graph``, ``draw_sequence``). Lesson 2's charts draw the checkouts'
 and the ledger's counts (``draw_checkout_timeline``, ``draw_checkout_charges``). Every drawn
 node and arrow carries a ``gid`` (``node:<name>``, ``edge:<src>-><dst>:<kind>``,
 ``message:<n>:...``), so a test can read back from the figure what it shows and compare it with
-what the source says (tests/test_pictures.py).
+what the source says (tests/harness/test_pictures.py).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Takes every ``variable`` and ``output`` block of the module (each ``*.tf`` file: some inputs
 live beside the resources they shape, e.g. ``tables`` in ``tables.tf``) from
 ``idemlab.module_spec`` and rewrites the part of ``README.md`` between the two markers, so the tables never drift
-from the code (tests/test_terraform_static.py fails when they would change, or when a
+from the code (tests/terraform/test_static.py fails when they would change, or when a
 block is missing from them).
 """
 

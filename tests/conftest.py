@@ -25,16 +25,17 @@ from support.suite_timeouts import suite_functions, suite_queues
 
 # Long files that use no `lab` stack: each worker starts with one of these while its
 # stack deploys in the background (`early_stack`), so the deploy's minute of waiting on
-# Terraform's polls (two rounds of SQS queues at 25 s each) overlaps with tests. Checked
-# at collection.
+# Terraform's polls (two rounds of SQS queues at 25 s each) overlaps with tests. Each is a
+# path under tests/, as scope_key writes it; checked at collection, and
+# tests/harness/test_layout.py checks that each names a file.
 WITHOUT_STACK = (
-    "test_terraform_lifecycle.py",
-    "test_plugin_example.py",
-    "test_terraform_static.py",
-    "test_embedded_dynamodb.py",
-    "test_plugin_deliver.py",
-    "test_embedded_limits.py",
-    "test_embedded_event_source.py",
+    "terraform/test_lifecycle.py",
+    "plugin/test_example.py",
+    "terraform/test_static.py",
+    "embedded/test_dynamodb.py",
+    "plugin/test_deliver.py",
+    "embedded/test_limits.py",
+    "embedded/test_event_source.py",
 )
 
 
@@ -64,7 +65,9 @@ def pytest_collection_modifyitems(config, items):
         if any(item.path.is_relative_to(tests / folder) for folder in ANY_BACKEND_FOLDERS):
             item.add_marker(pytest.mark.any_backend)
     stacked = [
-        item.nodeid for item in items if scope_key(item.path.name) in WITHOUT_STACK and "stack" in item.fixturenames
+        item.nodeid
+        for item in items
+        if scope_key(scope_of(item.nodeid)) in WITHOUT_STACK and "stack" in item.fixturenames
     ]
     if stacked:
         raise pytest.UsageError(f"WITHOUT_STACK lists files whose tests use the stack: {stacked}")

@@ -27,8 +27,8 @@ from shared.settings import table
 # consumer allows for three horizons (the first send's and two redrives') plus a day for
 # the operator to start a redrive and the consumer to drain it. Derived from SQS's limit
 # rather than this stack's settings, so no queue setting can outgrow it;
-# tests/test_queues_record_lifetime.py holds the deployed queues to it and
-# tests/test_redrive_horizon.py holds it to the lab's horizon.
+# tests/lessons/queues/test_record_lifetime.py holds the deployed queues to it and
+# tests/harness/test_redrive_horizon.py holds it to the lab's horizon.
 SQS_MAX_RETENTION_SECONDS = 14 * 24 * 60 * 60
 REDRIVE_ALLOWANCE_SECONDS = 24 * 60 * 60
 RECORD_SECONDS = 3 * SQS_MAX_RETENTION_SECONDS + REDRIVE_ALLOWANCE_SECONDS

@@ -7,7 +7,7 @@ moto 5.2.5's SQS models change a queue's messages with no lock of their own
   (`Message.mark_received`: the receive count, a new receipt handle, the visibility
   timeout) and deep-copies it for the answer. Two receives of one queue at once both took
   one message, and answered with whatever receive count it had by the time each copied it
-  (tests/test_embedded_sqs_atomic.py holds two receives open inside moto at once: both took
+  (tests/embedded/test_sqs_atomic.py holds two receives open inside moto at once: both took
   the message, one reporting a receive count of 2, the other 1). From reading the same code
   (not reproduced): two that both find a timed-out message still pending can both remove
   it (a KeyError, HTTP 500), and two can both move one message to the dead-letter queue (a
@@ -20,7 +20,7 @@ moto 5.2.5's SQS models change a queue's messages with no lock of their own
   was counted in neither, and a queue holding a message looked empty. The take-home plugin
   waits for those two to add up to 0 before it counts a round's effects: it counted a round
   whose message was about to come back, and that message took the next round's crash
-  (issue 34; tests/test_embedded_sqs_atomic.py reads the counts across the moment).
+  (issue 34; tests/embedded/test_sqs_atomic.py reads the counts across the moment).
 
 Here each SQS request that names a queue holds that queue's lock while moto serves it, and
 judges every message's visibility at one instant. The lock is the queue's own condition

@@ -34,7 +34,7 @@ from aws_lambda_powertools.utilities.idempotency import (
 # (AWS docs: AWSSimpleQueueService/latest/SQSDeveloperGuide/setting-up-dead-letter-queue-retention.html).
 # A redrive sends a new message (new messageId, new enqueue time), so each further redrive
 # would need up to 14 days more (sqs-configure-dead-letter-queue-redrive.html). This file
-# runs in Lambda and cannot import the lab: tests/test_redrive_horizon.py holds it to
+# runs in Lambda and cannot import the lab: tests/harness/test_redrive_horizon.py holds it to
 # idemlab/horizon.py.
 REDRIVE_HORIZON_SECONDS = 14 * 24 * 60 * 60
 

@@ -26,12 +26,12 @@ PARTS = (
     "terraform/modules/idempotency_lab/functions.tf",
     "idemlab/lessons/<slug>.py",
     "idemlab/exercises/<slug>.py",
-    "tests/test_<slug>_*.py",
+    "tests/lessons/<slug>/",
     "docs/DESIGN.md",
     "README.md",
 )
 # Lessons that read rather than build: notebook 00 reads each service's guarantee, notebook
-# 05 runs the bench (idemlab/bench, tests/test_bench_*.py). Neither has code of its own to
+# 05 runs the bench (idemlab/bench, tests/harness/test_bench_*.py). Neither has code of its own to
 # make idempotent, so neither has an exercise.
 READING = {"guarantee", "cost"}
 # The capstone's plumbing is the take-home plugin (idemlab/testing), which its checker
@@ -53,6 +53,11 @@ def notebooks() -> dict[str, list[Path]]:
 def modules(folder: str) -> set[str]:
     """The module names of idemlab/<folder>/ (lessons, exercises), without the package's own."""
     return {path.stem for path in (ROOT / "idemlab" / folder).glob("*.py") if path.stem != "__init__"}
+
+
+def folders(parent: Path) -> set[str]:
+    """The names of the folders in ``parent``, without Python's caches."""
+    return {path.name for path in parent.iterdir() if path.is_dir() and not path.name.startswith(("_", "."))}
 
 
 def checklist() -> list[str]:
@@ -85,20 +90,12 @@ def test_notebook_numbers_are_one_sequence():
         ("idemlab/lessons/", lambda: modules("lessons")),
         ("idemlab/exercises/", lambda: {name.split("_")[0] for name in modules("exercises")}),
         ("the scenarios of functions.tf", lambda: {entry["scenario"] for entry in declared_functions().values()}),
+        ("tests/lessons/", lambda: folders(ROOT / "tests" / "lessons")),
     ],
 )
 def test_every_name_in_each_place_is_a_lesson_slug(place, names):
     strays = sorted(names() - set(notebooks()))
     assert not strays, f"{place} has names no notebook carries: {strays} (lessons: {sorted(notebooks())})"
-
-
-def test_every_lesson_test_file_is_named_by_a_slug_it_knows():
-    """A test file named after a lesson-like word that is no slug (``test_queue_*`` beside
-    ``queues``) would split a lesson's tests under two names."""
-    slugs = set(notebooks())
-    near = {slug.rstrip("s") for slug in slugs} | {slug + "s" for slug in slugs}
-    strays = sorted(path.name for path in (ROOT / "tests").glob("test_*.py") if path.stem.split("_")[1] in near - slugs)
-    assert not strays, f"test files under a near-miss of a lesson slug: {strays}"
 
 
 @pytest.mark.parametrize("slug", sorted(notebooks()))
@@ -136,8 +133,8 @@ def test_every_lesson_has_each_part(slug):
                 missing.append(f"notebooks/{name} importing idemlab.lessons.{slug}")
             if f"idemlab.exercises import {slug}" not in text:
                 missing.append(f"notebooks/{name} importing idemlab.exercises.{slug}")
-        if not list((ROOT / "tests").glob(f"test_{slug}_*.py")):
-            missing.append(f"tests/test_{slug}_*.py")
+        if not list((ROOT / "tests" / "lessons" / slug).glob("test_*.py")):
+            missing.append(f"tests/lessons/{slug}/ with its tests")
     readme = (ROOT / "README.md").read_text()
     missing += [f"README.md naming notebook {Path(name).stem}" for name in texts if Path(name).stem not in readme]
     assert not missing, f"lesson {slug} lacks: {missing}"

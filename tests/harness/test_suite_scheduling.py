@@ -4,6 +4,8 @@ or a deployed bench, must run once, not once per worker that got some of its tes
 
 import pytest
 
+from support.scheduling import SPLIT_BY_TEST, scope_key, scope_of
+
 RAN: list[int] = []
 
 
@@ -23,7 +25,7 @@ def run_copy_of_the_suite(tmp_path, durations: dict | None) -> tuple[list[str], 
     import sys
     from pathlib import Path
 
-    here = Path(__file__).parent
+    here = Path(__file__).parents[1]  # tests/, where the root conftest.py and support/ are
     shutil.copy(here / "conftest.py", tmp_path / "conftest.py")
     shutil.copytree(here / "support", tmp_path / "support", ignore=shutil.ignore_patterns("__pycache__"))
     durations_file = tmp_path / ".lab" / "test-durations.json"
@@ -63,3 +65,14 @@ def test_a_run_records_each_scopes_duration_and_keeps_what_it_did_not_run(tmp_pa
     assert set(durations) == {"test_aaa_many.py", "test_zzz_one.py", "test_gone.py"}
     assert durations["test_gone.py"] == 12.0
     assert all(isinstance(seconds, float) and seconds >= 0 for seconds in durations.values()), durations
+
+
+@pytest.mark.parametrize("name", SPLIT_BY_TEST)
+def test_a_split_file_is_named_by_its_path_so_a_namesake_in_another_folder_stays_whole(name):
+    """Folders repeat file names (tests/lessons/<slug>/test_stack.py): only the listed file's
+    tests are scopes of their own, not those of every file with its name."""
+    nodeid = f"tests/{name}::test_one[a]"
+    namesake = f"tests/elsewhere/{name}::test_one[a]"
+    assert scope_of(nodeid) == nodeid
+    assert scope_of(namesake) == f"tests/elsewhere/{name}"
+    assert scope_key(scope_of(namesake)) == f"elsewhere/{name}"

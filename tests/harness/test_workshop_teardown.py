@@ -1,5 +1,5 @@
 """What `make workshop-destroy` proves and what docs/aws.md says, each against the session's
-embedded backend (no workshop deployed: tests/test_workshop_isolation.py does that)."""
+embedded backend (no workshop deployed: tests/harness/test_workshop_isolation.py does that)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import zipfile
 import pytest
 
 from idemlab import clients, workshop
-from tests.test_workshop_isolation import DOCS, assert_docs_counts
+from tests.harness.test_workshop_isolation import DOCS, assert_docs_counts
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -1,12 +1,12 @@
 """Every notebook, headless, against the stack deployed on LocalStack, in a learner's
-environment (tests/test_notebooks.py runs the same notebooks on the embedded backend)."""
+environment (tests/lessons/test_notebooks.py runs the same notebooks on the embedded backend)."""
 
 from __future__ import annotations
 
 import pytest
 
 from idemlab import settings
-from test_notebooks import NOTEBOOKS, execute, learner_environment
+from lessons.test_notebooks import NOTEBOOKS, execute, learner_environment
 
 
 @pytest.mark.timeout(1200)

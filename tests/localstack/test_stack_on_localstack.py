@@ -1,6 +1,6 @@
 """The Terraform stack on LocalStack 4.14.0: deployed, then planned again.
 
-On the embedded backend and on AWS a second plan is empty (tests/test_terraform_lifecycle.py).
+On the embedded backend and on AWS a second plan is empty (tests/terraform/test_lifecycle.py).
 LocalStack 4.14.0 differs in two places, both its own; the plan must show those and nothing
 else, and the strict xfail says when LocalStack stops differing.
 """

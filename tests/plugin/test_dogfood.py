@@ -1,14 +1,13 @@
 """The lab's own checkout handlers, tested the way a learner would test theirs: through
 the take-home plugin (idemlab.testing), in Lambda worker processes, without the stack.
 
-Compare tests/test_checkout_stack.py, which needs the whole Terraform stack for the
+Compare tests/lessons/checkout/test_stack.py, which needs the whole Terraform stack for the
 same claims.
 """
 
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -18,7 +17,7 @@ from idemlab.module_spec import table_keys
 from idemlab.testing import Crash, DuplicateEffectError, Handler
 from support.checkout_in_process import environment
 
-CODE = Path(__file__).resolve().parents[1] / "functions" / "checkout"
+CODE = build.FUNCTIONS_DIR / "checkout"
 ROUNDS = 20
 RACE_WINDOW_MS = 20  # the hand-rolled check-to-charge pause (the request's own field)
 

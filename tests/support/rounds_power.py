@@ -104,7 +104,7 @@ class Case:
 
 
 def dynamodb_case(operation: str):
-    """tests/test_embedded_dynamodb.py: 50 clients in 2 processes, one round per key."""
+    """tests/embedded/test_dynamodb.py: 50 clients in 2 processes, one round per key."""
 
     def factory(url):
         from idemlab import clients
@@ -126,7 +126,7 @@ def dynamodb_case(operation: str):
 
 
 def deletion_case(kind: str):
-    """tests/test_deletion_concurrency.py: 12 threads, the test's own round and checks."""
+    """tests/lessons/deletion/test_concurrency.py: 12 threads, the test's own round and checks."""
 
     def factory(url):
         import boto3
@@ -201,7 +201,7 @@ def deletion_case(kind: str):
 
 
 def goodbyes_case():
-    """tests/test_deletion_lessons.py: 12 threads count their own users' goodbye emails
+    """tests/lessons/deletion/test_lessons.py: 12 threads count their own users' goodbye emails
     through one Deletions, switching threads every microsecond, as the test does."""
 
     def factory(url):
@@ -239,7 +239,7 @@ def goodbyes_case():
 
 
 def checkout_case(kind: str):
-    """tests/test_checkout_handlers.py: the handlers in this process, 10 copies a round,
+    """tests/lessons/checkout/test_handlers.py: the handlers in this process, 10 copies a round,
     the card processor a Lambda function on the backend (as the test's fixture has it)."""
     defects = {
         "powertools": "Powertools' claim switched off (POWERTOOLS_IDEMPOTENCY_DISABLED=1)",
@@ -329,7 +329,7 @@ def checkout_case(kind: str):
 
 
 def stack_case(kind: str):
-    """tests/test_checkout_stack.py: the deployed stack, each copy a real Invoke, 10 copies
+    """tests/lessons/checkout/test_stack.py: the deployed stack, each copy a real Invoke, 10 copies
     a round after a warm-up round, as the test runs them."""
     defects = {
         "powertools": "Powertools' claim switched off in the deployed function (POWERTOOLS_IDEMPOTENCY_DISABLED=1)",

@@ -19,21 +19,23 @@ from pathlib import Path
 # Relative to the rootdir (the checkout's root for the suite).
 DURATIONS_FILE = Path(".lab") / "test-durations.json"
 
-# Files whose tests are scopes of their own: they share nothing but the session's stack
-# (test_deletion_stack's module fixture is a plain object), and each is long.
-SPLIT_BY_TEST = ("test_notebooks.py", "test_deletion_stack.py")
+# Files whose tests are scopes of their own, as paths under tests/ (scope_key): they share
+# nothing but the session's stack (the deletion stack tests' module fixture is a plain
+# object), and each is long.
+SPLIT_BY_TEST = ("lessons/test_notebooks.py", "lessons/deletion/test_stack.py")
 
 
 def scope_of(nodeid: str) -> str:
     """The scheduling unit of a test: its file, or the test itself in a SPLIT_BY_TEST file."""
     path = nodeid.split("::", 1)[0]
-    if path.endswith(SPLIT_BY_TEST):
+    if scope_key(path) in SPLIT_BY_TEST:
         return nodeid
     return path
 
 
 def scope_key(scope: str) -> str:
-    """A scope's name in the durations file and in WITHOUT_STACK (its path relative to tests/)."""
+    """A scope's name in the durations file, WITHOUT_STACK and SPLIT_BY_TEST: its path
+    relative to tests/ (``embedded/test_dynamodb.py``)."""
     return scope.split("tests/", 1)[-1]
 
 

@@ -1,5 +1,5 @@
 """The idemlab wheel as a release would make it (`python -m build`), and the Pythons it must
-install on: what tests/test_plugin_install.py checks and tests/test_plugin_example.py installs."""
+install on: what tests/plugin/test_install.py checks and tests/plugin/test_example.py installs."""
 
 from __future__ import annotations
 

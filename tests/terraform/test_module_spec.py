@@ -11,7 +11,7 @@ import pytest
 from idemlab import module_spec, settings
 
 READER = Path("idemlab/module_spec.py")
-THIS_FILE = Path("tests/test_module_spec.py")  # its planted readers below
+THIS_FILE = Path("tests/terraform/test_module_spec.py")  # its planted readers below
 # Files that open the Terraform's files without reading the Terraform, each with its reason.
 NOT_READERS = {
     # Copies the root into a stack's working copy, and hashes those files' bytes to decide

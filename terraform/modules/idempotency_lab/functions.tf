@@ -125,7 +125,7 @@ variable "functions" {
   # in `condition` and as the last argument of `error_message`. A local cannot hold it: Terraform
   # makes everything that reads var.functions, a local too, wait for these rules, so a rule that
   # read such a local would wait for itself (a cycle; hashicorp/terraform,
-  # internal/terraform/transform_variable_validation.go). tests/test_terraform_validations.py
+  # internal/terraform/transform_variable_validation.go). tests/terraform/test_validations.py
   # holds the two copies equal.
   validation {
     condition = length(flatten([for key, f in var.functions : [

@@ -4,7 +4,7 @@ Concurrency is real: copies of a request run in threads released together, and e
 charge is counted in the ledger table, never taken from a handler's own answer. The
 card processor is what it is in production, a Lambda function (deployed here from
 functions/checkout on the same backend, with the tables and environment functions.tf
-gives it); tests/test_checkout_stack.py repeats the key claims with the whole stack.
+gives it); tests/lessons/checkout/test_stack.py repeats the key claims with the whole stack.
 """
 
 from __future__ import annotations
@@ -193,7 +193,8 @@ from support.checkout_in_process import invoke_in_process
 invocation.stop_at_timeouts()  # this process is the invocation's environment: Lambda's stop ends it
 print(json.dumps(invoke_in_process(strategy, request, timeout_seconds=timeout)))
 """
-TESTS = os.path.dirname(__file__)  # the child imports support.checkout_in_process from here
+# tests/, where the child imports support.checkout_in_process from, as this process does
+TESTS = os.path.dirname(os.path.dirname(invocation.__file__))
 # The crashing invocation's timeout: Lambda stops it this long after it started, so the
 # charge before the crash must fit in it on a loaded machine; short, because Powertools'
 # in-progress record holds the key until then.

@@ -1,5 +1,5 @@
 """The cancel race notebook 03 shows, through the lesson module on the deployed stack, and
-the module shared by threads. (The claim race of many workers is tests/test_deletion_concurrency.py.)"""
+the module shared by threads. (The claim race of many workers is tests/lessons/deletion/test_concurrency.py.)"""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def test_the_cancel_race_has_one_winner_per_round(deletions):
 @pytest.mark.race
 @pytest.mark.timeout(max(300, ROUNDS))  # 0.1-0.2 s a round on a loaded machine
 def test_threads_sharing_the_lesson_module_each_count_their_own_users_emails(deletions):
-    """The fault-point matrix (test_deletion_stack.py) counts goodbyes from 12 threads
+    """The fault-point matrix (tests/lessons/deletion/test_stack.py) counts goodbyes from 12 threads
     through one Deletions; each count must be of its own user's emails."""
     outbox = deletions.table("email_outbox")
     users = {f"u{uuid.uuid4().hex[:10]}": n % 3 for n in range(USERS)}

@@ -26,7 +26,7 @@ from support.deletion_scenario import (
     sweep_in_process,
 )
 
-TESTS = Path(__file__).parent
+TESTS = Path(invocation.__file__).parents[1]  # tests/, where the child imports support from
 
 state = deletion.import_function_module("deletion_state")
 claims = deletion.import_function_module("deletion_claims")

@@ -1,6 +1,6 @@
 """The vehicle-registration handlers, called in-process against the embedded backend.
 
-These pin down each function on its own; tests/test_vehicles_workflow.py runs them
+These pin down each function on its own; tests/lessons/vehicles/test_workflow.py runs them
 deployed, inside the state machines.
 """
 

@@ -1,7 +1,7 @@
 # Plan-level checks of the module with a mocked AWS provider: nothing is created.
 # Run from the module directory with the zips built, e.g.
 #   terraform test -var artifacts_dir=../../../build
-# (tests/test_terraform_static.py does this with zips it builds itself).
+# (tests/terraform/test_static.py does this with zips it builds itself).
 
 mock_provider "aws" {
   mock_data "aws_caller_identity" {
@@ -385,8 +385,8 @@ run "a_bad_prefix_is_refused" {
 }
 
 # The lesson maps are typed inputs: what AWS or the module itself would refuse later stops
-# the plan at the variable, naming the entry (tests/test_terraform_static.py and
-# tests/test_terraform_validations.py read the messages).
+# the plan at the variable, naming the entry (tests/terraform/test_static.py and
+# tests/terraform/test_validations.py read the messages).
 run "a_function_naming_a_table_that_does_not_exist_is_refused" {
   command = plan
 
@@ -439,7 +439,7 @@ run "a_workflow_invoking_a_function_that_does_not_exist_is_refused" {
 }
 
 # Every other validation rule, one refused input each. A run names the variable whose rule
-# refuses it; tests/test_terraform_validations.py checks that every rule has a run here, and
+# refuses it; tests/terraform/test_validations.py checks that every rule has a run here, and
 # that the rules naming entries name them.
 
 run "a_blank_artifacts_dir_is_refused" {

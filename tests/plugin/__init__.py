@@ -1,0 +1,1 @@
+"""Tests of the take-home pytest plugin (idemlab/testing/)."""
