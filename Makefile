@@ -119,12 +119,15 @@ test-embedded: install tools ## the suite on embedded backends it starts and sto
 LOCALSTACK_STAGE_PORT ?= 4576
 # The LocalStack stage runs every test marked `any_backend` (pyproject.toml says which): the
 # conformance suite, tests/localstack/, and the stack tests that hold on any backend, on the
-# suite's stack (tests/conftest.py).
+# suite's stack (tests/conftest.py). Its workers share the one LocalStack, each with a stack
+# of its own (a participant prefix); most of their time is spent waiting (alarm periods,
+# visibility timeouts, Lambda timeouts), so two overlap those waits on two cores.
+LOCALSTACK_WORKERS ?= 2
 test-localstack: install ## the lab on LocalStack (Docker, else native): conformance, deploy, second plan, every notebook, the stack tests that hold anywhere
 	@export BACKEND=localstack LAB_PORT=$(LOCALSTACK_STAGE_PORT); start=$$SECONDS; \
 	export NATIVE_CACHE_AT_START=$$($(PY) -m idemlab.localstack_native.install --cached); \
 	if $(PY) -m idemlab up; then \
-	  env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -m any_backend --durations=15; code=$$?; \
+	  env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -m any_backend -n $(LOCALSTACK_WORKERS) --durations=15; code=$$?; \
 	else code=1; fi; \
 	$(PY) -m idemlab down; \
 	echo "stage localstack: $$((SECONDS - start)) s, exit code $$code"; exit $$code

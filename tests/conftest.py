@@ -18,7 +18,7 @@ import zipfile
 
 import pytest
 
-from idemlab import clients
+from idemlab import clients, settings
 from idemlab.embedded.server import EmbeddedBackend
 from support.scheduling import DURATIONS_FILE, measured, record, scheduling_order, scope_key, scope_of
 from support.suite_timeouts import suite_functions, suite_queues
@@ -123,7 +123,6 @@ class RunningLocalStack:
     The stage stops it (`make down`), not the session."""
 
     def __init__(self):
-        from idemlab import settings
         from idemlab.backends import localstack_common
 
         self.port = settings.port()
@@ -195,6 +194,11 @@ def backend(pytestconfig):
     )
     if LOCALSTACK_STAGE:
         server = RunningLocalStack()
+        # The stage's workers share one LocalStack: each deploys and uses a stack of its own,
+        # under a participant prefix, as a workshop's participants share one account.
+        worker = os.environ.get("PYTEST_XDIST_WORKER")
+        if worker:
+            os.environ["PARTICIPANT"] = f"{settings.DEFAULT_PARTICIPANT}-{worker}"
     else:
         # A cold start that imports boto3 has outlasted the runtime's 30 s init deadline on a
         # loaded 2-core runner (Runtime.InitTimeout); the suite's functions get more. Each init

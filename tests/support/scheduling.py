@@ -22,7 +22,11 @@ DURATIONS_FILE = Path(".lab") / "test-durations.json"
 # Files whose tests are scopes of their own, as paths under tests/ (scope_key): they share
 # nothing but the session's stack (the deletion stack tests' module fixture is a plain
 # object), and each is long.
-SPLIT_BY_TEST = ("lessons/test_notebooks.py", "lessons/deletion/test_stack.py")
+SPLIT_BY_TEST = (
+    "lessons/test_notebooks.py",
+    "lessons/deletion/test_stack.py",
+    "localstack/test_notebooks_on_localstack.py",
+)
 
 
 def scope_of(nodeid: str) -> str:
