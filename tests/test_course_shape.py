@@ -9,6 +9,7 @@ import re
 import nbformat
 import pytest
 
+from idemlab import settings
 from test_notebooks import ANSWERS_NOT_RUN, NOTEBOOKS, PARAMETERS, with_parameters
 
 PREDICTION = "**Predict, then run.**"
@@ -97,3 +98,23 @@ def test_ci_sets_show_answers_right_after_the_learners_flag():
         "SHOW_ANSWERS = True",
         "if SHOW_ANSWERS: pass",
     ]
+
+
+# The terms issue 36 added to the glossary: each entry cites the AWS page behind it.
+CITED_TERMS = (
+    "Visibility timeout",
+    "Event source mapping",
+    "Partial batch response",
+    "Execution name",
+    "Payload validation",
+    "In-progress expiry",
+    "Sweeper / reconciliation",
+    "Jitter",
+)
+
+
+@pytest.mark.parametrize("term", CITED_TERMS)
+def test_each_new_glossary_term_cites_aws(term):
+    text = (settings.ROOT / "docs" / "glossary.md").read_text()
+    entry = text.split(f"**{term}.**", 1)[1].split("\n\n", 1)[0]
+    assert "(https://docs.aws.amazon.com/" in entry, f"{term}: no AWS page cited"
