@@ -1,4 +1,4 @@
-"""The capstone's checker: five attacks on a learner's refund handler (notebook 08).
+"""The capstone's checker: six attacks on a learner's refund handler (notebook 08).
 
 The handler is deployed as Lambda runs it, on the lab's embedded backend, through the
 take-home plugin (`idemlab.testing`): its file and the providers (`capstone_providers.py`,
@@ -13,12 +13,18 @@ The attacks, each over a few rounds of a fresh refund, counting the providers' r
 3. a late redrive: the message is handled, then everything that expires within the
    redrive horizon is gone (DynamoDB TTL would have deleted it: the handler's idempotency
    records and the providers' remembered keys), and the message comes back from the
-   dead-letter queue;
+   dead-letter queue, as a new message (a redrive gives it a new message id);
 4. a payload mismatch: the same refund id with another amount must be refused (the copy
    fails, or lists its message in `batchItemFailures`), not answered with the first
    refund's result, and must refund nothing;
 5. sent twice by the producer: the same body in two messages, so two message ids (a
-   consumer keyed on the message id does the work twice).
+   consumer keyed on the message id does the work twice);
+6. the email keeps failing: the mail provider refuses every receive of the message, so
+   the refund is done and the message goes to the dead-letter queue; it is redriven days
+   later, after the providers forgot their keys (a day) and within the redrive horizon,
+   with the mail provider back. A handler that records the refund and the email as one
+   unit loses its record at each failure (Powertools deletes the record when the
+   function raises) and refunds again.
 
 `check("capstone_refund.py")` starts a backend of its own; `attack(lab, handler)` runs on
 the `idemlab` fixture's (the tests). The answer key is `capstone_answer.py`, beside this file.
@@ -33,6 +39,7 @@ import math
 import time
 import uuid
 import warnings
+from copy import deepcopy
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,6 +49,7 @@ from boto3.dynamodb.conditions import Attr
 from idemlab import horizon as redrive_horizon
 from idemlab.build import zip_bytes
 from idemlab.embedded.sqs_event_source import lambda_record
+from idemlab.exercises import capstone_providers
 from idemlab.testing import Crash, CrashNotReached, DuplicateEffectError, Handler
 from idemlab.testing.lab import LOCAL_VARIABLES, REGION, Backend, Lab, aws_environment
 
@@ -62,8 +70,15 @@ TABLES = {
     "REFUND_LEDGER_TABLE": ("entry_id", None),
     "MAIL_LOG_TABLE": ("message_id", None),
     "PROVIDER_KEYS_TABLE": ("idempotency_key", "expiration"),
+    "PROVIDER_OUTAGES_TABLE": ("outage_id", None),
 }
 EFFECTS = ("refund", "email")
+# The email-outage attack: receives of the message before SQS moves it to the dead-letter
+# queue (the source queue's redrive policy, `maxReceiveCount`), and when it is redriven,
+# counted from its first send: after the providers forgot their keys, within the horizon.
+OUTAGE_RECEIVES = 3
+OUTAGE_REDRIVE_SECONDS = 5 * redrive_horizon.DAY
+assert capstone_providers.KEY_LIFETIME_SECONDS < OUTAGE_REDRIVE_SECONDS < REDRIVE_HORIZON_SECONDS
 
 
 @dataclass(frozen=True)
@@ -75,6 +90,7 @@ class Rounds:
     late_redrive: int = 2
     mismatch: int = 2
     sent_twice: int = 2
+    email_outage: int = 2
 
 
 @dataclass
@@ -225,6 +241,15 @@ class Effects:
                 start = {"ExclusiveStartKey": page["LastEvaluatedKey"]}
         return deleted
 
+    def mail_outage(self, to: str, down: bool) -> None:
+        """Make the mail provider refuse (down) or take again (not down) emails to `to`."""
+        outages = self._resource("PROVIDER_OUTAGES_TABLE")
+        key = {"outage_id": capstone_providers.outage_key(to)}
+        if down:
+            outages.put_item(Item=key)
+        else:
+            outages.delete_item(Key=key)
+
     def records(self) -> dict[str, dict]:
         """The handler's idempotency records, by key."""
         items = self._resource("IDEMPOTENCY_TABLE").scan(ConsistentRead=True)["Items"]
@@ -293,9 +318,10 @@ def _late_redrive(lab: Lab, handler: Handler, effects: Effects, rounds: int) -> 
             result.problems.append(f"round {number}: the first delivery failed: {_error(first.copies[0])}")
         written = [item for key, item in effects.records().items() if key not in before]
         lifetimes += [float(item["expiration"]) - sent if "expiration" in item else None for item in written]
-        # The redrive comes at the horizon, counted from the message's first send.
+        # The redrive comes at the horizon, counted from the message's first send, as a new
+        # message with the same body.
         effects.expire_before(sent + REDRIVE_HORIZON_SECONDS)
-        lab.deliver(handler, event, copies=1, timeout=TIMEOUT_SECONDS)
+        lab.deliver(handler, sqs_event(request), copies=1, timeout=TIMEOUT_SECONDS)
         result.counts.append(effects.count(request))
     result.notes.append(_lifetime_note(lifetimes))
     return result
@@ -342,6 +368,44 @@ def _mismatch(lab: Lab, handler: Handler, effects: Effects, rounds: int) -> Atta
     return result
 
 
+def received(event: dict, count: int) -> dict:
+    """`event`'s message as SQS hands it over on its `count`th receive (same message id)."""
+    again = deepcopy(event)
+    again["Records"][0]["attributes"]["ApproximateReceiveCount"] = str(count)
+    return again
+
+
+def _email_outage(lab: Lab, handler: Handler, effects: Effects, rounds: int) -> AttackResult:
+    days = OUTAGE_REDRIVE_SECONDS // 86400
+    how = (
+        f"the mail provider refuses all {OUTAGE_RECEIVES} receives, the message goes to the dead-letter queue, "
+        f"and is redriven {days} days later (provider keys forgotten) with the mail provider back"
+    )
+    result = AttackResult("email keeps failing", how)
+    for number in range(rounds):
+        request = refund_request(number)
+        sent = math.floor(time.time())
+        event = sqs_event(request)
+        effects.mail_outage(request["email"], down=True)
+        swallowed = []
+        for count in range(1, OUTAGE_RECEIVES + 1):
+            delivery = lab.deliver(handler, received(event, count), copies=1, timeout=TIMEOUT_SECONDS)
+            if not refused(delivery.copies[0]):
+                swallowed.append(count)
+        effects.mail_outage(request["email"], down=False)
+        if swallowed:
+            # A receive that reports success has its message deleted: nothing comes back.
+            result.problems.append(
+                f"round {number}: receive {swallowed[0]} reported success though the email failed: "
+                "SQS deletes the message, and the email is never sent"
+            )
+        else:
+            effects.expire_before(sent + OUTAGE_REDRIVE_SECONDS)
+            lab.deliver(handler, sqs_event(request), copies=1, timeout=TIMEOUT_SECONDS)
+        result.counts.append(effects.count(request))
+    return result
+
+
 def _error(copy) -> str:
     return f"{copy.error_type}: {copy.error.get('errorMessage') if copy.error else ''}"
 
@@ -374,6 +438,7 @@ def attack(lab: Lab, handler: Handler, rounds: Rounds | None = None) -> Capstone
             _late_redrive(lab, handler, effects, rounds.late_redrive),
             _mismatch(lab, handler, effects, rounds.mismatch),
             _sent_twice(lab, handler, effects, rounds.sent_twice),
+            _email_outage(lab, handler, effects, rounds.email_outage),
         ]
     return CapstoneReport(handler.name, attacks)
 

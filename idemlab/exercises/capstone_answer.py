@@ -11,7 +11,12 @@ What each part answers:
 - the record lives as long as a message can still be redriven (`REDRIVE_HORIZON_SECONDS`),
   longer than the providers remember their keys;
 - the payload is validated: the same refund id with another amount, currency or address
-  is refused (IdempotencyValidationError), not answered with the first refund's result.
+  is refused (IdempotencyValidationError), not answered with the first refund's result;
+- the refund and the email are two steps, each with a record of its own: when the email
+  keeps failing, Powertools deletes the email step's record at each failure, while the
+  refund's, completed, stays for the horizon. A redrive days later, after the payment
+  provider forgot its key, finds the refund done and only sends the email. With one
+  record around both effects, that failure would delete the only record of the refund.
 
 Each record is handled on its own and a failed one is reported in `batchItemFailures`, so
 the function's event source mapping needs `ReportBatchItemFailures`; a refused record then
@@ -47,19 +52,33 @@ config = IdempotencyConfig(
 )
 
 
+# Each step's record is keyed by the step's function name and the refund id: one recovery
+# point per effect.
 @idempotent_function(data_keyword_argument="request", persistence_store=persistence, config=config)
-def issue_refund(request: dict) -> dict:
+def refund_step(request: dict) -> dict:
     key = request["refund_id"]
     refunded = providers.refund(
         request["payment_id"], request["amount"], request["currency"], idempotency_key=f"refund-{key}"
     )
-    providers.send_email(
+    return {"refund_id": key, "refund_ref": refunded["refund_ref"]}
+
+
+@idempotent_function(data_keyword_argument="request", persistence_store=persistence, config=config)
+def email_step(request: dict) -> dict:
+    key = request["refund_id"]
+    sent = providers.send_email(
         request["email"],
         "Your refund",
         f"We refunded {request['amount'] / 100:.2f} {request['currency']} to your card.",
         idempotency_key=f"refund-email-{key}",
     )
-    return {"refund_id": key, "refund_ref": refunded["refund_ref"]}
+    return {"refund_id": key, "message_ref": sent["message_ref"]}
+
+
+def issue_refund(request: dict) -> dict:
+    refunded = refund_step(request=request)
+    email_step(request=request)
+    return refunded
 
 
 def handler(event, context):

@@ -10,8 +10,12 @@ the first call answered; the same key with a different request is refused
 (`KeyReusedError`). A provider forgets a key after `KEY_LIFETIME_SECONDS` (one day), so a
 key passed downstream protects a retry that comes soon, not a redrive days later.
 
-The tables come from the function's environment: `REFUND_LEDGER_TABLE`, `MAIL_LOG_TABLE`
-and `PROVIDER_KEYS_TABLE`.
+The mail provider can be unavailable for a recipient (a mailbox that refuses mail for a
+while, a provider outage): `send_email` then raises `MailUnavailableError` and sends
+nothing. The checker marks such a recipient in `PROVIDER_OUTAGES_TABLE`.
+
+The tables come from the function's environment: `REFUND_LEDGER_TABLE`, `MAIL_LOG_TABLE`,
+`PROVIDER_KEYS_TABLE` and `PROVIDER_OUTAGES_TABLE`.
 """
 
 from __future__ import annotations
@@ -43,6 +47,15 @@ class KeyReusedError(ValueError):
     """An idempotency key the provider remembers came back with a different request."""
 
 
+class MailUnavailableError(RuntimeError):
+    """The mail provider cannot take an email for this recipient now: a temporary failure."""
+
+
+def outage_key(to: str) -> str:
+    """The item of `PROVIDER_OUTAGES_TABLE` that marks the mail provider unavailable for `to`."""
+    return f"mail#{to}"
+
+
 def refund(payment_id: str, amount: int, currency: str, idempotency_key: str | None = None) -> dict:
     """Refund `amount` minor units (cents) of `currency` to the card behind `payment_id`.
     Returns {"refund_ref": ..., "amount": ..., "replayed": bool}."""
@@ -61,9 +74,14 @@ def refund(payment_id: str, amount: int, currency: str, idempotency_key: str | N
 
 
 def send_email(to: str, subject: str, body: str, idempotency_key: str | None = None) -> dict:
-    """Send one email. Returns {"message_ref": ..., "replayed": bool}."""
+    """Send one email. Returns {"message_ref": ..., "replayed": bool}; raises
+    MailUnavailableError, having sent nothing, while the provider cannot take it."""
     if not isinstance(to, str) or "@" not in to:
         raise ValueError(f"to must be an email address, not {to!r}")
+    # Checked before the key is remembered: a refused email leaves nothing behind.
+    outages = _table("PROVIDER_OUTAGES_TABLE")
+    if "Item" in outages.get_item(Key={"outage_id": outage_key(to)}, ConsistentRead=True):
+        raise MailUnavailableError(f"mail: cannot send to {to} now; try again later")
     request = {"to": to, "subject": subject, "body": body}
     answer = {"message_ref": f"msg_{uuid.uuid4().hex}"}
     earlier = _remember("mail", idempotency_key, request, answer)

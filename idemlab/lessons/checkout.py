@@ -116,9 +116,12 @@ class Checkout(lessons.Deployment):
         key = request_or_key["idempotency_key"] if isinstance(request_or_key, dict) else request_or_key
         return self.ledger.count(key)
 
-    def charge_card(self, request: dict) -> str:
-        """Charge the card through the deployed card processor, with no downstream key."""
+    def charge_card(self, request: dict, pass_key: bool = False) -> str:
+        """Charge the card through the deployed card processor; with ``pass_key``, the
+        request's idempotency key goes with the call, so a repeat gets the first charge."""
         call = {"reference": request["idempotency_key"], "amount": request["amount"], "currency": request["currency"]}
+        if pass_key:
+            call["idempotency_key"] = request["idempotency_key"]
         return super().invoke("card_processor", call)["charge_id"]
 
     def timeout_seconds(self, strategy: str) -> int:

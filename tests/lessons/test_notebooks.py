@@ -36,6 +36,11 @@ LEARNER_DROPS = (
 # request and refuses it: they must send it none, not even a request for the embedded
 # backend's request counter (LocalStack and AWS would answer 404 or refuse).
 OWN_BACKEND = ("05_cost.ipynb", "08_capstone.ipynb")
+# A learner's "Run all" leaves the answer keys alone (the cell tagged `parameters` sets
+# SHOW_ANSWERS = False); CI runs and asserts them, as papermill injects parameters: a cell
+# after the tagged one that sets them again.
+PARAMETERS = {"SHOW_ANSWERS": True}
+ANSWERS_NOT_RUN = "answer key not run"
 
 
 def learner_environment() -> dict:
@@ -90,9 +95,27 @@ def test_notebook_cell_ids_are_unique(path):
     assert not repeated, f"{path.name}: cell ids used more than once: {repeated}"
 
 
+def with_parameters(notebook, parameters: dict):
+    """`notebook` with a cell setting `parameters` right after its cell tagged `parameters`
+    (unchanged when it has none)."""
+    tagged = [n for n, cell in enumerate(notebook.cells) if "parameters" in cell.metadata.get("tags", [])]
+    if tagged:
+        source = "\n".join(f"{name} = {value!r}" for name, value in parameters.items())
+        injected = nbformat.v4.new_code_cell(source, metadata={"tags": ["injected-parameters"]})
+        notebook.cells.insert(tagged[0] + 1, injected)
+    return notebook
+
+
+def printed(notebook) -> str:
+    """Everything the notebook's cells printed."""
+    return "\n".join(
+        output.get("text", "") for cell in notebook.cells for output in cell.get("outputs", []) if output.get("name")
+    )
+
+
 def execute(path: Path, environment: dict, record_property) -> None:
-    """Run the notebook top to bottom in a fresh kernel; a failed cell raises."""
-    notebook = nbformat.read(path, as_version=4)
+    """Run the notebook top to bottom in a fresh kernel, its answer keys too; a failed cell raises."""
+    notebook = with_parameters(nbformat.read(path, as_version=4), PARAMETERS)
     client = NotebookClient(
         notebook,
         timeout=CELL_TIMEOUT_SECONDS,
@@ -109,6 +132,7 @@ def execute(path: Path, environment: dict, record_property) -> None:
     record_property("pictures", pictures)
     print(f"{path.name} ran in {elapsed:.1f} s and drew {pictures} pictures")
     _remember_run(path.name, round(elapsed, 1), pictures)
+    assert ANSWERS_NOT_RUN not in printed(notebook), f"{path.name}: an answer key was skipped under CI's parameters"
 
 
 RUNS_FILE = settings.ROOT / ".lab" / "notebook-runs.json"

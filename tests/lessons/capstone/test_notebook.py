@@ -54,6 +54,14 @@ TERMS = (
     "VIN",
     "JMESPath",
     "Minor units",
+    "Visibility timeout",
+    "Event source mapping",
+    "Partial batch response",
+    "Execution name",
+    "Payload validation",
+    "In-progress expiry",
+    "Sweeper / reconciliation",
+    "Jitter",
 )
 
 
