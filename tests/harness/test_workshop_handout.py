@@ -8,11 +8,7 @@ but the handout, carried as a file), on one embedded backend the test starts for
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import boto3
 import nbformat
@@ -21,43 +17,13 @@ from nbclient import NotebookClient
 
 from idemlab import handout, settings, stack, workshop
 from idemlab.embedded.server import EmbeddedBackend
+from support.lab_copies import DROPPED, clone, machine_env, run
 
 # Two deploys two at a time, a notebook, a plan and two destroys on a loaded 2-core machine.
 pytestmark = pytest.mark.timeout(2400)
 
-# What a machine's lab is made of: the harness, the Lambda code, the Terraform and the notebooks.
-CLONED = ("idemlab", "functions", "terraform", "notebooks", "pyproject.toml")
-# A fresh machine's shell: none of the lab's or AWS's variables.
-DROPPED = ("BACKEND", "LAB_PORT", "PARTICIPANT", "AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION", "PYTHONPATH")
 REGION = "eu-west-2"  # not the default, set once in the instructor's clone
 NOTEBOOK = "01_vehicles.ipynb"
-
-
-def clone(where: Path) -> Path:
-    where.mkdir()
-    for name in CLONED:
-        source = settings.ROOT / name
-        if source.is_dir():
-            shutil.copytree(
-                source, where / name, ignore=shutil.ignore_patterns("__pycache__", ".terraform*", "*.tfstate*")
-            )
-        else:
-            shutil.copy2(source, where / name)
-    return where
-
-
-def machine_env(root: Path, **extra: str) -> dict[str, str]:
-    """The environment of a process of the lab copy at ``root``: its own idemlab first."""
-    env = {name: value for name, value in os.environ.items() if name not in DROPPED}
-    return env | {"PYTHONPATH": str(root), **extra}
-
-
-def run(root: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
-    ran = subprocess.run(
-        [sys.executable, *args], cwd=root, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-    )
-    print(f"$ {' '.join(args)}  (in {root.name}, exit {ran.returncode})\n{ran.stdout}")
-    return ran
 
 
 @pytest.fixture
