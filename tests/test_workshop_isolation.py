@@ -81,7 +81,7 @@ def own_backend(backend, monkeypatch):
 def test_three_participants_share_nothing_and_the_teardown_leaves_nothing(own_backend):
     started = workshop_command("up", str(len(PARTICIPANTS)), "--parallel", str(len(PARTICIPANTS)), "--yes")
     assert started.returncode == 0, started.stdout[-3000:]
-    assert "the lookup of each quota is AWS-only" in started.stdout
+    assert "Service Quotas is AWS-only" in started.stdout
     assert re.search(r"per participant: \$[0-9.]+ per hour, \$[0-9.]+ per day", started.stdout), started.stdout
     try:
         labs = {name: stack.outputs(prefix=name) for name in PARTICIPANTS}
