@@ -134,3 +134,14 @@ def test_the_idle_cost_counts_every_alarm_at_the_standard_price():
     assert alarms.usd_per_hour == pytest.approx(12 * 0.10 / 730)
     pollers = next(line for line in lines if "event source mappings" in line.item)
     assert pollers.count == pytest.approx(4 * 15 * 730 * 60 / 1e6)
+
+
+def test_the_idle_cost_counts_the_sweepers_own_runs():
+    """Issue 37, item 8: each sweep is also a duration, a PutMetricData call, a trace and a KMS
+    request on aws/dynamodb; the idle cost left them out."""
+    lines = {line.item: line for line in account_needs.idle_cost({"aws_cloudwatch_metric_alarm": 12})}
+    runs = 730 * 60 / 5
+    assert lines["Lambda duration of the sweeper's runs"].count == pytest.approx(runs * 0.25)
+    assert lines["CloudWatch PutMetricData of the sweeper (one a run)"].count == pytest.approx(runs / 1e3)
+    assert lines["X-Ray traces of the sweeper (active tracing, one a run)"].count == pytest.approx(runs / 1e6)
+    assert lines["KMS requests on aws/dynamodb (the sweeper's reads)"].count == pytest.approx(runs / 1e4)
