@@ -8,6 +8,11 @@ TOOLS := .lab/tools
 # Decided once, here, and exported: every process make starts (the backend, Terraform,
 # JupyterLab and each notebook's kernel) then talks to the same backend, however slowly a
 # Docker engine answers later (idemlab/settings.py decides the same way where make is not used).
+# A clone that joined a stack (`make join`) keeps the handout's backend in .lab/backend
+# (idemlab/settings.py BACKEND_FILE, which reads the same file).
+ifeq ($(strip $(BACKEND)),)
+BACKEND := $(strip $(shell cat .lab/backend 2>/dev/null))
+endif
 ifeq ($(strip $(BACKEND)),)
 BACKEND := $(shell $(if $(shell command -v timeout),timeout 5) docker info >/dev/null 2>&1 && echo localstack || echo embedded)
 endif
@@ -15,7 +20,7 @@ export BACKEND
 # JupyterLab refuses to start as root (containers, cloud notebooks) unless told to.
 JUPYTER_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help install tools up down status build deploy plan destroy workshop workshop-destroy lab lint test test-embedded test-localstack test-localstack-stage conformance soak bench redrive clean
+.PHONY: help install tools up down status build deploy plan destroy region join workshop workshop-check workshop-destroy lab lint test test-embedded test-localstack test-localstack-stage conformance soak bench redrive clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -78,12 +83,21 @@ plan: install ## show what a deploy would change (nothing, after a deploy)
 destroy: install ## remove the stack from the backend
 	$(PY) -m idemlab destroy $(PARTICIPANT_FLAG)
 
+region: install ## REGION=<name>: set this clone's region once; every target and notebook reads it (no REGION: show it)
+	$(PY) -m idemlab region $(REGION)
+
+join: install ## HANDOUT=<file>: use the stack of a participant's handout from `make workshop` (no Terraform state needed)
+	env -u BACKEND $(PY) -m idemlab join "$(HANDOUT)"
+
 # An instructor's workshop (idemlab/workshop.py): PARTICIPANTS=30 (p01..p30) or a list
 # (PARTICIPANTS="alice bob"); PARALLEL stacks deployed at a time.
 PARALLEL ?= 2
 
-workshop: up ## PARTICIPANTS=<n or names>: check quotas, print the cost, deploy one stack per participant
-	$(PY) -m idemlab.workshop up "$(PARTICIPANTS)" --parallel $(PARALLEL)
+workshop-check: up ## PARTICIPANTS=<n or names>: quotas against current usage, and the cost; creates nothing
+	$(PY) -m idemlab.workshop check "$(PARTICIPANTS)"
+
+workshop: up ## PARTICIPANTS=<n or names>: the check, then (once you confirm, or YES=1) one stack per participant and their handouts
+	$(PY) -m idemlab.workshop up "$(PARTICIPANTS)" --parallel $(PARALLEL) $(if $(strip $(YES)),--yes)
 
 workshop-destroy: install ## destroy every workshop stack, then list each service: what is left (must be 0)
 	$(PY) -m idemlab.workshop down "$(PARTICIPANTS)" --parallel $(PARALLEL)

@@ -3,6 +3,8 @@
 python -m idemlab up | down | status       the selected backend
 python -m idemlab deploy | plan | destroy  the Terraform stack on it
 python -m idemlab outputs                  the `lab` map, as JSON
+python -m idemlab region [name]            set this clone's region once (every target reads it); show it
+python -m idemlab join <handout>           use the stack a handout names (idemlab/handout.py)
 """
 
 from __future__ import annotations
@@ -11,12 +13,15 @@ import argparse
 import json
 import sys
 
-from idemlab import backend, settings, stack
+from idemlab import backend, handout, lab, settings, stack
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m idemlab", description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["up", "down", "status", "deploy", "plan", "destroy", "outputs"])
+    parser.add_argument(
+        "command", choices=["up", "down", "status", "deploy", "plan", "destroy", "outputs", "region", "join"]
+    )
+    parser.add_argument("value", nargs="?", default=None, help="region: the region name; join: the handout file")
     parser.add_argument(
         "--prefix",
         default=None,
@@ -24,7 +29,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        if args.command in ("up", "down", "status"):
+        if args.command == "region":
+            if args.value:
+                settings.set_region(args.value)
+            print(f"region {settings.region()}")
+        elif args.command == "join":
+            if not args.value:
+                raise ValueError("join needs the handout: make join HANDOUT=<file>")
+            return handout.main(["join", args.value])
+        elif args.command == "deploy" and settings.joined():
+            # A joined clone has nothing to apply: it checks that the handout's stack answers.
+            lab.connect()
+        elif args.command in ("up", "down", "status"):
             getattr(backend, args.command)()
         elif args.command in ("deploy", "destroy"):
             prefix = settings.participant() if args.prefix is None else settings.check_prefix(args.prefix)
@@ -36,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
             print(stack.plan(prefix=args.prefix)[1])
         else:
             print(json.dumps(stack.outputs(prefix=args.prefix), indent=2, sort_keys=True))
-    except (backend.BackendError, stack.StackError, ValueError) as exc:
+    except (backend.BackendError, stack.StackError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -65,8 +65,22 @@ def localstack_down() -> str:
     return localstack_docker.down()
 
 
+def joined_up() -> str:
+    """A clone that joined a stack on an emulator starts nothing: it checks the handout's endpoint."""
+    handout = settings.joined()
+    if not handout or handout["backend"] == "aws":
+        return ""
+    url = settings.endpoint_url()
+    answer = embedded.status(url) if handout["backend"] == "embedded" else localstack_common.health(url)
+    return f"joined {handout['participant']}'s stack on {url}: nothing to start here ({answer or 'no answer yet'})"
+
+
 def up() -> None:
     chosen = settings.backend()
+    joined = joined_up()
+    if joined:
+        print(joined)
+        return
     print({"embedded": embedded.up, "localstack": localstack_up, "aws": aws_backend.up}[chosen]())
     if chosen != "aws":  # on AWS, Scheduler fires schedules itself
         print(firer_up())
@@ -74,7 +88,9 @@ def up() -> None:
 
 def down() -> None:
     chosen = settings.backend()
-    if chosen == "aws":
+    if settings.joined() and chosen != "aws":
+        print("this clone joined a stack on someone else's backend: nothing of it runs here to stop")
+    elif chosen == "aws":
         print("AWS: nothing to stop (use `make destroy` to remove the stack)")
     else:
         print(FIRER.stop())

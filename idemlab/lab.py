@@ -51,7 +51,7 @@ def connect(prefix: str | None = None) -> dict:
         )
     if missing:
         raise stack.StackError(f"the '{prefix}' stack's {missing} are gone from {where}: run `make deploy`")
-    print(f"Backend: {chosen} at {where}, participant '{prefix}'")
+    print(f"Backend: {chosen} at {where}, region {settings.region()}, participant '{prefix}'")
     for kind in ("tables", "functions", "state_machines", "queues", "buckets"):
         if names := outputs.get(kind):
             print(f"  {kind:15} {len(names):2}: {', '.join(sorted(names))}")

@@ -335,8 +335,23 @@ def _read(path: Path) -> str | None:
     return path.read_text() if path.exists() else None
 
 
+class JoinedClone(StackError):
+    """This clone joined a stack from a handout: its Terraform state is on the instructor's machine."""
+
+
+def refuse_if_joined(action: str) -> None:
+    """Plan, apply and destroy belong to whoever holds the stack's state, not to a joined clone."""
+    handout = settings.joined()
+    if handout:
+        raise JoinedClone(
+            f"this clone joined {handout['participant']}'s stack from a handout (.lab/{settings.JOINED_FILE.name}): "
+            f"its Terraform state is on the instructor's machine, so {action} runs there, not here"
+        )
+
+
 @contextmanager
-def _prepared(prefix: str | None, backend: str | None, rebuild: bool = True):
+def _prepared(prefix: str | None, backend: str | None, rebuild: bool = True, action: str = "terraform"):
+    refuse_if_joined(action)
     stack = _Stack(prefix, backend)
     with _locked(stack.name):
         stack.prepare(rebuild)
@@ -345,7 +360,7 @@ def _prepared(prefix: str | None, backend: str | None, rebuild: bool = True):
 
 def deploy(prefix: str | None = None, backend: str | None = None) -> dict:
     """Build the zips and apply the root to the backend; return the ``lab`` output."""
-    with _prepared(prefix, backend) as stack:
+    with _prepared(prefix, backend, action="deploy") as stack:
         started = time.monotonic()
         # A redeploy is planned first, applied only when the plan changes something: Terraform
         # walks the graph again to apply even an empty plan, starting the provider once more
@@ -366,16 +381,21 @@ def deploy(prefix: str | None = None, backend: str | None = None) -> dict:
         planned.unlink(missing_ok=True)
         elapsed = time.monotonic() - started
         lab = stack.lab_output()
-        saved = json.dumps(lab, indent=2, sort_keys=True) + "\n"
-        build.write_if_changed(OUTPUTS_DIR / f"{stack.name}.json", saved.encode())  # never half a file to outputs()
+        save_outputs(stack.name, lab)
     print(f"deployed {stack.name} in {elapsed:.1f} s", file=sys.stderr)
     return lab
+
+
+def save_outputs(name: str, lab: dict) -> None:
+    """The ``lab`` output where ``outputs()`` reads it: after a deploy, or from a handout (`make join`)."""
+    saved = json.dumps(lab, indent=2, sort_keys=True) + "\n"
+    build.write_if_changed(OUTPUTS_DIR / f"{name}.json", saved.encode())  # never half a file to outputs()
 
 
 def planned_resources(prefix: str | None = None, backend: str | None = None) -> dict[str, int]:
     """The managed resources the stack has after a deploy, by Terraform type: from a saved
     plan, so on an account where it is not deployed yet (what a workshop's pre-check needs)."""
-    with _prepared(prefix, backend) as stack:
+    with _prepared(prefix, backend, action="the workshop's plan") as stack:
         planned = stack.dir / COUNTED_PLAN
         try:
             stack.change("plan", f"-out={COUNTED_PLAN}")
@@ -414,7 +434,7 @@ def plan(prefix: str | None = None, backend: str | None = None, rebuild: bool = 
     rebuild=False plans with the zips of the last apply, so the answer is about Terraform,
     the provider and the backend only, not about sources edited since.
     """
-    with _prepared(prefix, backend, rebuild) as stack:
+    with _prepared(prefix, backend, rebuild, action="plan") as stack:
         # -detailed-exitcode: 0 = no changes, 2 = changes, 1 = error.
         code, text = stack.change("plan", "-detailed-exitcode", ok=(0, 2))
         return code == 0, text
@@ -422,7 +442,7 @@ def plan(prefix: str | None = None, backend: str | None = None, rebuild: bool = 
 
 def destroy(prefix: str | None = None, backend: str | None = None) -> None:
     """Remove everything the stack created, and forget its outputs."""
-    with _prepared(prefix, backend, rebuild=False) as stack:  # the configuration hashes the zips even to destroy
+    with _prepared(prefix, backend, rebuild=False, action="destroy") as stack:  # the configuration hashes the zips
         stack.change("destroy", "-auto-approve")
         _remove_working_copy(stack.name)
 

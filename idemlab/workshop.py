@@ -1,12 +1,15 @@
 """An instructor's workshop: one stack per participant on one account, checked, costed, torn down.
 What the account must hold and what the stacks cost idle: ``idemlab.account_needs``.
 
-python -m idemlab.workshop up 30            p01..p30: check the account, print the cost, deploy
+python -m idemlab.workshop check 30         the account's quotas against current usage, and the
+                                            cost: read-only, creates nothing
+python -m idemlab.workshop up 30            p01..p30: the check, then, once confirmed (or --yes),
+                                            deploy and write each participant's handout
 python -m idemlab.workshop up alice,bob     the same for named participants
 python -m idemlab.workshop down             destroy every stack of the last `up`, then list
                                             each service and print what is left (must be 0)
 
-`make workshop PARTICIPANTS=...` and `make workshop-destroy` call these. A participant's name
+`make workshop-check`, `make workshop PARTICIPANTS=...` and `make workshop-destroy` call these. A participant's name
 is the prefix of every name of their stack (idemlab/settings.py, the module's prefix rule),
 so two participants share nothing: no table, queue, function, role, schedule group, alarm,
 log group or metric namespace (terraform/main.tf gives each its own namespace).
@@ -25,7 +28,7 @@ from pathlib import Path
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from idemlab import account_needs, clients, settings, stack
+from idemlab import account_needs, clients, handout, settings, stack
 
 
 def workshop_file(backend: str) -> Path:
@@ -117,21 +120,50 @@ def _each(names: list[str], action, parallel: int) -> dict[str, str]:
     return failures
 
 
-def up(names: list[str], parallel: int = DEFAULT_PARALLELISM, backend: str | None = None) -> dict[str, dict]:
-    """Check, cost, then deploy every participant's stack; their ``lab`` outputs by name."""
+def check(names: list[str], backend: str | None = None) -> dict[str, int]:
+    """Print the account's quotas against its current usage and the room's need, and the idle
+    cost; the planned resources of one stack. Read-only: a plan, then list and describe calls
+    (QuotasTooLow when a quota cannot hold the room)."""
     chosen = settings.backend(backend)
-    print(f"planning {names[0]}'s stack to count what one stack needs ...", flush=True)
+    print(f"planning {names[0]}'s stack to count what one stack needs (nothing is created) ...", flush=True)
     resources = stack.planned_resources(prefix=names[0], backend=chosen)
-    for line in account_needs.quota_check(chosen, resources, len(names)):
+    account = account_needs.current_account(chosen)
+    for line in account_needs.quota_check(chosen, resources, len(names), account):
         print(line)
     for line in account_needs.cost_lines(resources, len(names)):
         print(line)
+    return resources
+
+
+def confirmed(count: int, backend: str, answer=input) -> bool:
+    """Whether the instructor, having read the check, types "yes" to deploy now. The deploy
+    starts on that answer, never on its own a moment after the check was printed."""
+    try:
+        return answer(f"deploy {count} stack(s) on {backend} in {settings.region()} now? type yes: ").strip() == "yes"
+    except EOFError:  # no terminal to answer from
+        return False
+
+
+def up(
+    names: list[str], parallel: int = DEFAULT_PARALLELISM, backend: str | None = None, yes: bool = False
+) -> dict[str, dict]:
+    """The check, then (once confirmed, or with ``yes``) every participant's stack deployed and
+    their handouts written; their ``lab`` outputs by name."""
+    chosen = settings.backend(backend)
+    resources = check(names, chosen)
+    if not yes and not confirmed(len(names), chosen):
+        raise WorkshopError("not confirmed: nothing was deployed (YES=1, or --yes, deploys without asking)")
     _record(chosen, names, resources)  # before the deploys: a half-made workshop can still be destroyed
     print(f"deploying {len(names)} stack(s) on {chosen}, {parallel} at a time:", flush=True)
     failures = _each(names, lambda name: stack.deploy(prefix=name, backend=chosen), parallel)
     if failures:
         raise WorkshopError(_failed("deploy", failures))
-    return {name: stack.outputs(prefix=name, backend=chosen) for name in names}
+    deployed = {name: stack.outputs(prefix=name, backend=chosen) for name in names}
+    for name, outputs in deployed.items():
+        handout.write(handout.handout_for(name, chosen, outputs))
+    print(f"handouts (one per participant, no secrets): .lab/{handout.HANDOUTS_DIR.name}/<name>.json")
+    print("  each participant, in their own clone: make join HANDOUT=<their file>")
+    return deployed
 
 
 def down(names: list[str] | None = None, parallel: int = DEFAULT_PARALLELISM, backend: str | None = None) -> dict:
@@ -141,8 +173,10 @@ def down(names: list[str] | None = None, parallel: int = DEFAULT_PARALLELISM, ba
     if names is None:
         names = recorded(chosen)["participants"]
     print(f"destroying {len(names)} stack(s) on {chosen}, {parallel} at a time:", flush=True)
-    failures = _each(names, lambda name: stack.destroy(prefix=name, backend=chosen), parallel)
+    failures = _each(names, lambda name: _destroy(name, chosen), parallel)
     removed = remove_runtime_leftovers(names)
+    for line in remove_table_backups(names):
+        print(line)
     if removed:
         print(f"removed what the lessons created beside the stacks: {', '.join(removed)}")
     left = leftovers(names)
@@ -156,6 +190,68 @@ def down(names: list[str] | None = None, parallel: int = DEFAULT_PARALLELISM, ba
         raise WorkshopError("lab resources are left (above): the workshop is not torn down")
     workshop_file(chosen).unlink(missing_ok=True)
     return left
+
+
+def _destroy(name: str, backend: str) -> None:
+    """One participant's stack: point-in-time recovery off on its tables first, then destroy.
+
+    Deleting a table with point-in-time recovery on leaves a SYSTEM backup of it for 35 days
+    (DynamoDB API reference, BackupDetails: BackupType; developer guide,
+    PointInTimeRecovery_Howitworks, "Delete a table with PITR enabled"), and `email_outbox`
+    and `deletion_requests` hold erased users' addresses. With recovery off at deletion no
+    such backup is made.
+    """
+    try:
+        tables = stack.outputs(prefix=name, backend=backend).get("tables", {})
+    except stack.StackError:  # never deployed here: nothing of it to switch off
+        tables = {}
+    disable_point_in_time_recovery(tables.values())
+    stack.destroy(prefix=name, backend=backend)
+
+
+def disable_point_in_time_recovery(tables) -> list[str]:
+    """Point-in-time recovery off on each named table that has it on; the tables changed."""
+    dynamodb = clients.client("dynamodb")
+    changed = []
+    for table in tables:
+        try:
+            described = dynamodb.describe_continuous_backups(TableName=table)["ContinuousBackupsDescription"]
+        except dynamodb.exceptions.TableNotFoundException:
+            continue
+        if described.get("PointInTimeRecoveryDescription", {}).get("PointInTimeRecoveryStatus") == "ENABLED":
+            dynamodb.update_continuous_backups(
+                TableName=table, PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": False}
+            )
+            changed.append(table)
+    return changed
+
+
+def table_backups(names: list[str]) -> list[dict]:
+    """Every DynamoDB backup (ours and the system's) of a table that belongs to the workshop."""
+    mine = _names_of(names)
+    found = clients.client("dynamodb").get_paginator("list_backups").paginate(BackupType="ALL")
+    return [summary for summary in found.search("BackupSummaries[]") if summary["TableName"].startswith(mine)]
+
+
+def remove_table_backups(names: list[str]) -> list[str]:
+    """Delete the workshop tables' backups (a SYSTEM one is what deleting a table with point-in-time
+    recovery on leaves); lines naming each, and why one could not be deleted."""
+    dynamodb = clients.client("dynamodb")
+    lines = []
+    for summary in table_backups(names):
+        label = f"{summary['BackupType']} backup {summary['BackupName']} of {summary['TableName']}"
+        try:
+            dynamodb.delete_backup(BackupArn=summary["BackupArn"])
+        except ClientError as exc:
+            error = exc.response["Error"]
+            lines.append(
+                f"could not delete the {label} ({error.get('Code')}: {error.get('Message')}); "
+                f"it expires by itself {summary.get('BackupExpiryDateTime', 'after 35 days')}: "
+                "it can restore the erased users it holds until then"
+            )
+            continue
+        lines.append(f"deleted the {label}")
+    return lines
 
 
 def _failed(action: str, failures: dict[str, str]) -> str:
@@ -219,6 +315,7 @@ def leftovers(names: list[str]) -> dict[str, list[str]]:
         "S3 buckets": named(buckets),
         "Step Functions state machines": named(listed("stepfunctions", "list_state_machines", "stateMachines[].name")),
         "EventBridge rules": named(listed("events", "list_rules", "Rules[].Name")),
+        "DynamoDB backups": sorted(f"{b['TableName']}/{b['BackupName']}" for b in table_backups(names)),
     }
 
 
@@ -247,19 +344,22 @@ def remove_runtime_leftovers(names: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m idemlab.workshop", description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["up", "down"])
+    parser.add_argument("command", choices=["check", "up", "down"])
     parser.add_argument(
         "participants", nargs="?", default="", help="a number (p01..pNN) or names; `down`: the last `up`'s"
     )
     parser.add_argument(
         "--parallel", type=int, default=DEFAULT_PARALLELISM, help="stacks deployed at a time (default 2)"
     )
+    parser.add_argument("--yes", action="store_true", help="`up`: deploy after the check without asking")
     args = parser.parse_args(argv)
     try:
         if args.parallel < 1:
             raise WorkshopError(f"--parallel {args.parallel}: at least 1")
-        if args.command == "up":
-            up(participants(args.participants), args.parallel)
+        if args.command == "check":
+            check(participants(args.participants))
+        elif args.command == "up":
+            up(participants(args.participants), args.parallel, yes=args.yes)
         else:
             down(participants(args.participants) if args.participants.strip() else None, args.parallel)
     except (WorkshopError, account_needs.QuotasTooLow, stack.StackError, ValueError, ClientError, BotoCoreError) as exc:

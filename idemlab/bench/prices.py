@@ -74,7 +74,18 @@ SWEEPER_PERIOD_MINUTES = 5  # the module's sweeper_schedule_expression default, 
 # to 20 s, so one poller makes 3 a minute; Lambda runs several pollers per mapping and does not
 # document how many stay on an idle queue. Five (the number it starts with) is an estimate.
 IDLE_RECEIVES_PER_MAPPING_PER_MINUTE = 5 * 3
+LAMBDA_USD_PER_GB_SECOND = 0.0000166667  # x86, the first 6 billion GB-seconds a month
+# One sweeper run: its memory (the module's lambda_memory_mb default) for an estimated second
+# (a few DynamoDB queries and one PutMetricData call; not measured on AWS).
+SWEEPER_GB_SECONDS_PER_RUN = 256 / 1024 * 1.0
+CLOUDWATCH_USD_PER_THOUSAND_PUTMETRICDATA = 0.01  # API requests, PutMetricData among them
+XRAY_USD_PER_MILLION_TRACES = 5.00  # traces recorded, after the first 100,000 a month
+KMS_USD_PER_TEN_THOUSAND_REQUESTS = 0.03  # symmetric requests, after the first 20,000 a month
+# DynamoDB asks KMS for a table's key when the table is read after its cached key expired; the
+# sweeper reads deletion_requests on each run, so an estimate of one KMS request per run.
+KMS_REQUESTS_PER_SWEEPER_RUN = 1
 IDLE_SOURCES = (
     "https://aws.amazon.com/cloudwatch/pricing/, https://aws.amazon.com/sqs/pricing/, "
-    f"https://aws.amazon.com/lambda/pricing/ (taken {PRICES_TAKEN_ON}; check the current pages)"
+    "https://aws.amazon.com/lambda/pricing/, https://aws.amazon.com/xray/pricing/, "
+    f"https://aws.amazon.com/kms/pricing/ (taken {PRICES_TAKEN_ON}; check the current pages)"
 )

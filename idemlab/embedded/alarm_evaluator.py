@@ -11,6 +11,13 @@ SQS provider publishes each queue's `ApproximateNumberOfMessagesVisible` and
 - `publish_queue_depths`: for every queue an alarm watches, the two SQS metrics above, with
   the dimension `QueueName`, as AWS/SQS reports them (SQS developer guide, "Available CloudWatch
   metrics for Amazon SQS").
+- `publish_lambda_metrics`: for every function an alarm watches, the invocation metrics
+  `Invocations` (1 per invocation) and `Errors` (1 when it ended in a function error, else 0),
+  with the dimension `FunctionName`, stamped with the time the invocation started, as Lambda
+  publishes them (Lambda developer guide, "Types of metrics for Lambda functions",
+  monitoring-metrics-types.html). The Lambda service records every invocation's outcome in an
+  `InvocationOutcomes`; each pass takes them all, so the outcomes of functions nobody watches
+  are dropped, never kept.
 - `evaluate`: every alarm on one metric (no metric math, no anomaly band) is evaluated
   over its last `EvaluationPeriods` periods, ending now: a period's value is the alarm's
   statistic over that period; it breaches when the comparison with the threshold holds.
@@ -30,9 +37,13 @@ DescribeAlarmHistory): the state, its reason and its time are what DescribeAlarm
 from __future__ import annotations
 
 import json
+import threading
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 PASS_SECONDS = 5.0  # how often the server publishes queue depths and evaluates alarms
+# Data points in one PutMetricData call (CloudWatch API reference, PutMetricData: up to 1,000).
+LAMBDA_METRICS_PER_REQUEST = 500
 
 QUEUE_METRICS = {
     "ApproximateNumberOfMessagesVisible": "ApproximateNumberOfMessages",
@@ -68,19 +79,73 @@ def state_for(values: list[float | None], alarm: dict) -> str | None:
     return "ALARM" if sum(verdicts) >= needed else "OK"
 
 
-class AlarmEvaluator:
-    """One pass per `run_once`: queue depths published, then every metric alarm evaluated."""
+@dataclass(frozen=True)
+class Outcome:
+    """One invocation that ran, as Lambda's invocation metrics count it."""
 
-    def __init__(self, client_factory, region: str = "us-east-1"):
+    function_name: str
+    region: str
+    invoked_at: datetime  # when it started: Lambda stamps Errors with the invocation's time
+    errored: bool  # it ended in a function error (FunctionError: a raise, a timeout, an exit)
+
+
+class InvocationOutcomes:
+    """Every invocation's outcome since the last pass, recorded by the Lambda service's threads."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._pending: list[Outcome] = []
+
+    def record(self, outcome: Outcome) -> None:
+        with self._lock:
+            self._pending.append(outcome)
+
+    def take(self) -> list[Outcome]:
+        """All outcomes recorded since the last take, and none kept."""
+        with self._lock:
+            taken, self._pending = self._pending, []
+        return taken
+
+
+class AlarmEvaluator:
+    """One pass per `run_once`: queue depths and watched functions' invocation metrics
+    published, then every metric alarm evaluated."""
+
+    def __init__(self, client_factory, region: str = "us-east-1", outcomes: InvocationOutcomes | None = None):
         self._cloudwatch = client_factory("cloudwatch", region)
         self._sqs = client_factory("sqs", region)
+        self._region = region
+        self._outcomes = outcomes or InvocationOutcomes()
 
     def run_once(self, now: datetime | None = None) -> dict[str, str]:
         now = now or datetime.now(timezone.utc)
         pages = self._cloudwatch.get_paginator("describe_alarms").paginate(AlarmTypes=["MetricAlarm"])
         alarms = [alarm for alarm in pages.search("MetricAlarms[]") if _evaluated(alarm)]
         self.publish_queue_depths(_watched_queues(alarms), now)
+        self.publish_lambda_metrics(_watched_functions(alarms))
         return self.evaluate(alarms, now)
+
+    def publish_lambda_metrics(self, functions: set[str]) -> None:
+        """AWS/Lambda Invocations and Errors of the watched functions' invocations since the last pass."""
+        data = []
+        for outcome in self._outcomes.take():
+            if outcome.function_name not in functions or outcome.region != self._region:
+                continue
+            dimensions = [{"Name": "FunctionName", "Value": outcome.function_name}]
+            for metric, value in (("Invocations", 1.0), ("Errors", 1.0 if outcome.errored else 0.0)):
+                data.append(
+                    {
+                        "MetricName": metric,
+                        "Dimensions": dimensions,
+                        "Timestamp": outcome.invoked_at,
+                        "Value": value,
+                        "Unit": "Count",
+                    }
+                )
+        for start in range(0, len(data), LAMBDA_METRICS_PER_REQUEST):
+            self._cloudwatch.put_metric_data(
+                Namespace="AWS/Lambda", MetricData=data[start : start + LAMBDA_METRICS_PER_REQUEST]
+            )
 
     def publish_queue_depths(self, queues: set[str], now: datetime) -> None:
         """The AWS/SQS depth metrics of the named queues (those an alarm watches: a queue
@@ -153,6 +218,16 @@ def _watched_queues(alarms: list[dict]) -> set[str]:
         if alarm.get("Namespace") == "AWS/SQS"
         for dimension in alarm.get("Dimensions", [])
         if dimension["Name"] == "QueueName"
+    }
+
+
+def _watched_functions(alarms: list[dict]) -> set[str]:
+    return {
+        dimension["Value"]
+        for alarm in alarms
+        if alarm.get("Namespace") == "AWS/Lambda"
+        for dimension in alarm.get("Dimensions", [])
+        if dimension["Name"] == "FunctionName"
     }
 
 

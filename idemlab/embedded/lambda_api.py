@@ -16,6 +16,7 @@ import io
 import json
 import threading
 import zipfile
+from datetime import datetime, timezone
 from urllib.parse import unquote
 
 from moto.awslambda.exceptions import LambdaClientError
@@ -23,6 +24,7 @@ from moto.awslambda.models import LambdaBackend, LambdaFunction, lambda_backends
 from moto.awslambda.responses import LambdaResponse
 from moto.core.exceptions import JsonRESTError
 
+from idemlab.embedded.alarm_evaluator import InvocationOutcomes, Outcome
 from idemlab.embedded.lambda_async import AsyncInvocations, QueuedEvent
 from idemlab.embedded.lambda_concurrency import ConcurrencyLimits, Throttled
 from idemlab.embedded.lambda_runtime import InvokeResult, LambdaRuntime, lambda_error
@@ -116,6 +118,8 @@ class LambdaService:
         self.runtime = LambdaRuntime(endpoint_url)
         self.limits = ConcurrencyLimits(limit)
         self.events = AsyncInvocations(self.invoke_by_arn, endpoint_url, client)
+        # What the alarm evaluator publishes as AWS/Lambda Invocations and Errors.
+        self.outcomes = InvocationOutcomes()
 
     @property
     def limit(self) -> int:
@@ -127,7 +131,10 @@ class LambdaService:
     def invoke(self, fn: LambdaFunction, payload: bytes) -> InvokeResult:
         """Run one invocation of moto function `fn`; raises Throttled past a concurrency limit, before running."""
         with self.limits.slot(fn):
-            return self.runtime.invoke(fn, payload)
+            started = datetime.now(timezone.utc)
+            result = self.runtime.invoke(fn, payload)
+        self.outcomes.record(Outcome(fn.function_name, fn.region, started, result.function_error is not None))
+        return result
 
     def invoke_by_arn(self, function_arn: str, payload: bytes) -> InvokeResult:
         _, _, _, region, account, _ = function_arn.split(":", 5)

@@ -274,7 +274,9 @@ def serve(port: int, host: str, allow_remote: bool, lambda_concurrency: int) -> 
     rules = rule_scheduler.RuleScheduler(client, region=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
     rules_stop = every(rule_scheduler.RULE_POLL_SECONDS, rules.run_once, "rule scheduler")
     event_sources = sqs_event_source.SqsEventSources(client, service.invoke_by_arn, endpoint_url)
-    alarms = alarm_evaluator.AlarmEvaluator(client, region=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
+    alarms = alarm_evaluator.AlarmEvaluator(
+        client, region=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"), outcomes=service.outcomes
+    )
     alarms_stop = every(alarm_evaluator.PASS_SECONDS, alarms.run_once, "alarm evaluator")
     print(f"embedded: serving AWS APIs on {endpoint_url}", file=sys.stderr, flush=True)
     try:

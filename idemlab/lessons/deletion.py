@@ -22,6 +22,9 @@ from idemlab.barrier import all_at_once
 from idemlab.lessons import queue_depth  # noqa: F401 (notebook 04 reads its DLQ's depth)
 
 FUNCTION_DIR = settings.ROOT / "functions" / "deletion"
+# Claim invocations released together in notebook 03's race on the deployed function: one
+# execution each (the workshop's quota check reads this lesson's peak from here).
+CLAIM_RACE_WORKERS = 4
 
 # A module of the deletion Lambda code (``"deletion_state"``, ``"claim_deletion"``).
 import_function_module = functools.partial(lambda_code.load, FUNCTION_DIR)
@@ -138,7 +141,7 @@ class Deletions(lessons.Deployment):
             name = import_function_module("sweeper").execution_name(stored, restart)
         return ends
 
-    def claim_race_deployed(self, workers: int = 4, rounds: int = 10) -> dict[str, dict]:
+    def claim_race_deployed(self, workers: int = CLAIM_RACE_WORKERS, rounds: int = 10) -> dict[str, dict]:
         """``workers`` invocations of the deployed ``claim_deletion`` function for the same
         request at once, ``rounds`` times: the claim runs where it runs in production, in
         the function, not in this process. Outcomes counted, and the winners per round."""
@@ -178,8 +181,8 @@ class Deletions(lessons.Deployment):
         return [all_at_once(calls_for(new_request_item(self.stack))) for _ in range(rounds)]
 
     def sweeper_alarms(self) -> dict[str, dict]:
-        """The two alarms on the sweeper's metric: one for stuck requests, one for a sweeper
-        that stopped publishing. What each watches, and how it treats missing data."""
+        """The two alarms on the sweeper: one for stuck requests (its metric), one for a sweeper
+        that stopped sweeping (its Lambda errors). What each watches, and how it treats missing data."""
         cloudwatch = clients.client("cloudwatch")
         names = [self.stack["alarms"][key] for key in ("stuck_processing", "sweeper_stopped")]
         shown = (

@@ -5,11 +5,13 @@ Before, moto kept every alarm in the state it was created in."""
 
 from __future__ import annotations
 
+import json
 import uuid
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from idemlab import clients, lessons
+from idemlab import clients, lessons, module_spec
 from idemlab.embedded.alarm_evaluator import state_for
 
 WAIT = 60  # passes run every few seconds; generous for a loaded machine
@@ -74,3 +76,76 @@ def test_a_queue_alarm_goes_to_alarm_with_a_message_and_back_to_ok_without(backe
     lessons.poll(lambda: _state(cloudwatch, name), WAIT, 0.5, until=lambda s: s == "OK", what=f"{name} back to OK")
     reason = cloudwatch.describe_alarms(AlarmNames=[name])["MetricAlarms"][0]["StateReason"]
     assert "Threshold not crossed" in reason
+
+
+# Issue 37, item 6: the sweeper_stopped alarm was `breaching` on missing data over the
+# sweeper's own metric, so a new stack (no sweep yet) went to ALARM and paged once per
+# deploy. It now watches the sweeper's Lambda errors with missing data not breaching.
+COMPRESSED_PERIOD = 10  # seconds for the module's 300: the same alarm in compressed time
+FAILING_SWEEPER = """
+def handler(event, context):
+    if event.get("fail"):
+        raise RuntimeError("the sweep failed before it published")
+    return {"swept": 0}
+"""
+
+
+def module_alarm(key: str, function_name: str, period: int) -> dict:
+    """The module's alarm ``key`` as PutMetricAlarm arguments, every field read from the module
+    (module_spec), with the dimension pointed at ``function_name`` and the period compressed."""
+    spec = module_spec.resources("aws_cloudwatch_metric_alarm")[key]
+    alarm = {
+        "AlarmName": f"{function_name}-{key}",
+        "Namespace": spec["namespace"],
+        "MetricName": spec["metric_name"],
+        "Dimensions": [{"Name": name, "Value": function_name} for name in spec["dimensions"]],
+        "Statistic": spec["statistic"],
+        "Period": period,
+        "EvaluationPeriods": spec["evaluation_periods"],
+        "ComparisonOperator": spec["comparison_operator"],
+        "Threshold": float(spec["threshold"]),
+        "TreatMissingData": spec["treat_missing_data"],
+    }
+    if "datapoints_to_alarm" in spec:
+        alarm["DatapointsToAlarm"] = spec["datapoints_to_alarm"]
+    return alarm
+
+
+def test_the_sweeper_alarm_stays_ok_on_a_new_stack_and_goes_off_when_the_sweeper_fails(backend, make_function):
+    cloudwatch, lambda_ = clients.client("cloudwatch"), clients.client("lambda")
+    sweeper = make_function(FAILING_SWEEPER)
+    stopped = module_alarm("sweeper_stopped", sweeper, COMPRESSED_PERIOD)
+    cloudwatch.put_metric_alarm(**stopped)
+    # A witness created after it, on a metric nobody publishes, breaching when missing: once
+    # the evaluator moved it, a pass has evaluated the sweeper's alarm too (one pass walks
+    # every alarm; the witness was created second).
+    witness = f"{sweeper}-witness"
+    cloudwatch.put_metric_alarm(
+        **{**stopped, "AlarmName": witness, "MetricName": "NeverPublished", "TreatMissingData": "breaching"}
+    )
+    lessons.poll(lambda: _state(cloudwatch, witness), WAIT, 0.5, until=lambda s: s == "ALARM", what=f"{witness}")
+    assert _state(cloudwatch, stopped["AlarmName"]) == "OK"  # a new stack, no sweep yet: no page
+    # Sweeps that run cleanly publish Errors of 0: still OK.
+    lambda_.invoke(FunctionName=sweeper, Payload=b"{}")
+    # The sweeper stops: every run fails. Runs keep coming on its schedule (here one a
+    # second), so each compressed period holds errors, until the alarm goes off.
+    seen = []
+
+    def run_failing_and_read() -> str:
+        answer = lambda_.invoke(FunctionName=sweeper, Payload=json.dumps({"fail": True}).encode())
+        assert answer.get("FunctionError") == "Unhandled"
+        seen.append(_state(cloudwatch, stopped["AlarmName"]))
+        return seen[-1]
+
+    lessons.poll(run_failing_and_read, WAIT * 3, 1.0, until=lambda s: s == "ALARM", what="sweeper_stopped in ALARM")
+    errors = cloudwatch.get_metric_statistics(
+        Namespace="AWS/Lambda",
+        MetricName="Errors",
+        Dimensions=[{"Name": "FunctionName", "Value": sweeper}],
+        StartTime=datetime.now(timezone.utc) - timedelta(minutes=5),
+        EndTime=datetime.now(timezone.utc) + timedelta(minutes=1),
+        Period=300,
+        Statistics=["Sum", "SampleCount"],
+    )["Datapoints"]
+    failed, published = sum(p["Sum"] for p in errors), sum(p["SampleCount"] for p in errors)
+    assert failed >= 3 and published > failed  # one value per run: the clean run's 0 too

@@ -79,9 +79,9 @@ def own_backend(backend, monkeypatch):
 
 
 def test_three_participants_share_nothing_and_the_teardown_leaves_nothing(own_backend):
-    started = workshop_command("up", str(len(PARTICIPANTS)), "--parallel", str(len(PARTICIPANTS)))
+    started = workshop_command("up", str(len(PARTICIPANTS)), "--parallel", str(len(PARTICIPANTS)), "--yes")
     assert started.returncode == 0, started.stdout[-3000:]
-    assert "the lookup of each quota is AWS-only" in started.stdout
+    assert "Service Quotas is AWS-only" in started.stdout
     assert re.search(r"per participant: \$[0-9.]+ per hour, \$[0-9.]+ per day", started.stdout), started.stdout
     try:
         labs = {name: stack.outputs(prefix=name) for name in PARTICIPANTS}
@@ -146,7 +146,7 @@ def test_three_participants_share_nothing_and_the_teardown_leaves_nothing(own_ba
         ended = workshop_command("down", "--parallel", "2")
     assert ended.returncode == 0, ended.stdout[-3000:]
     counts = re.findall(r"^  (.+?) +(\d+)(?::.*)?$", ended.stdout.split("left, per service", 1)[1], flags=re.MULTILINE)
-    assert len(counts) == 12, ended.stdout
+    assert len(counts) == 13, ended.stdout
     assert all(count == "0" for _, count in counts), counts
     for name in PARTICIPANTS:
         with pytest.raises(stack.StackError):

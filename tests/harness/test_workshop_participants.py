@@ -86,13 +86,45 @@ def test_the_workshop_command_refuses_bad_participants_before_anything_runs(caps
 
 def test_the_quota_check_on_an_emulator_counts_and_says_the_lookup_is_aws_only():
     resources = {"aws_iam_role": 26, "aws_scheduler_schedule_group": 1, "aws_cloudwatch_metric_alarm": 12}
-    lines = account_needs.quota_check("embedded", resources, 30)
+    usage = {"lambda_concurrency": 0, "iam_roles": 5, "schedule_groups": 1, "schedules": 0, "alarms": 2}
+    account = account_needs.Account(usage, {**dict.fromkeys(account_needs.QUOTAS), "lambda_concurrency": 1000})
+    lines = account_needs.quota_check("embedded", resources, 30, account)
     text = "\n".join(lines)
-    assert "the lookup of each quota is AWS-only" in text
-    assert "IAM roles: 26 x 30 = 780  [iam L-FE177D64]" in text
-    assert "Lambda concurrent executions" in text and "[lambda L-B99A9384]" in text
-    assert "Scheduler schedule groups: 1 x 30 = 30  [scheduler L-A632CD40]" in text
-    assert "CloudWatch metric alarms: 12 x 30 = 360" in text
+    assert "Service Quotas is AWS-only" in text
+    assert "IAM roles: 26 x 30 = 780, in use 5  [iam L-FE177D64]" in text
+    assert "Lambda concurrent executions (the lessons' peak): 12 x 30 = 360, in use 0, quota 1000" in text
+    assert "Scheduler schedule groups: 1 x 30 = 30, in use 1  [scheduler L-A632CD40]" in text
+    assert "CloudWatch metric alarms: 12 x 30 = 360, in use 2" in text
+
+
+def test_the_quota_check_counts_what_the_account_already_uses():
+    """Issue 37, item 4: 30 x 12 fits a quota of 400 only while no other function reserves
+    concurrency; with 50 reserved elsewhere (in use), the check stops the workshop."""
+    account = account_needs.Account(
+        {"lambda_concurrency": 50, "iam_roles": 0, "schedule_groups": 0, "schedules": 0, "alarms": 0},
+        {**dict.fromkeys(account_needs.QUOTAS), "lambda_concurrency": 400},
+    )
+    with pytest.raises(account_needs.QuotasTooLow, match="needs 360, 50 are in use, the account's quota is 400"):
+        account_needs.quota_check("aws", {}, 30, account)
+    account.usage["lambda_concurrency"] = 40
+    assert account_needs.quota_check("aws", {}, 30, account)
+
+
+def test_the_concurrency_per_participant_is_the_highest_lesson_peak_read_from_the_code():
+    """Issue 37, item 4: not a constant 18. Notebook 02 races RACE_COPIES checkouts, each with
+    its card processor call, plus the headroom; notebook 07 fewer."""
+    from idemlab.exercises import keys
+    from idemlab.lessons import checkout
+
+    peaks = account_needs.lesson_peaks()
+    assert peaks["02_checkout"] == checkout.RACE_COPIES * checkout.EXECUTIONS_PER_COPY + checkout.CONCURRENCY_HEADROOM
+    assert peaks["07_keys"] == max(keys.COPIES_TOGETHER, keys.HANDLER_COPIES) * 2 + checkout.CONCURRENCY_HEADROOM
+    assert account_needs.concurrency_per_participant() == max(peaks.values()) == 12
+    # Notebook 02 races exactly RACE_COPIES where the account allows it.
+    assert (
+        "checkout.copies_that_fit(checkout.RACE_COPIES, limit)"
+        in (settings.ROOT / "notebooks" / "02_checkout.ipynb").read_text()
+    )
 
 
 def test_the_idle_cost_counts_every_alarm_at_the_standard_price():
@@ -102,3 +134,14 @@ def test_the_idle_cost_counts_every_alarm_at_the_standard_price():
     assert alarms.usd_per_hour == pytest.approx(12 * 0.10 / 730)
     pollers = next(line for line in lines if "event source mappings" in line.item)
     assert pollers.count == pytest.approx(4 * 15 * 730 * 60 / 1e6)
+
+
+def test_the_idle_cost_counts_the_sweepers_own_runs():
+    """Issue 37, item 8: each sweep is also a duration, a PutMetricData call, a trace and a KMS
+    request on aws/dynamodb; the idle cost left them out."""
+    lines = {line.item: line for line in account_needs.idle_cost({"aws_cloudwatch_metric_alarm": 12})}
+    runs = 730 * 60 / 5
+    assert lines["Lambda duration of the sweeper's runs"].count == pytest.approx(runs * 0.25)
+    assert lines["CloudWatch PutMetricData of the sweeper (one a run)"].count == pytest.approx(runs / 1e3)
+    assert lines["X-Ray traces of the sweeper (active tracing, one a run)"].count == pytest.approx(runs / 1e6)
+    assert lines["KMS requests on aws/dynamodb (the sweeper's reads)"].count == pytest.approx(runs / 1e4)

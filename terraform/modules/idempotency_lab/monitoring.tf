@@ -37,27 +37,31 @@ resource "aws_cloudwatch_metric_alarm" "stuck_processing" {
 }
 
 # The stuck-requests alarm treats missing data as not breaching, so a sweeper that stopped
-# (its rule disabled, its function failing before it publishes, its permission gone) would
-# leave it quiet for ever. This one watches the same metric for its absence: the sweeper
-# publishes a value on every run, zero included, so no value for three sweeper periods means
-# no sweep ran to the end. treat_missing_data = "breaching" turns that silence into an alarm
-# (CloudWatch user guide, "Configuring how CloudWatch alarms treat missing data").
+# sweeping would leave it quiet for ever. This one watches the sweeper's own errors, which
+# Lambda publishes per invocation (AWS/Lambda Errors by FunctionName, Sum; Lambda developer
+# guide, monitoring-metrics-types): a sweep that fails every run for three periods (its code
+# raising, its PutMetricData or table permission gone, a timeout) is a sweeper that stopped.
+# Missing data is not breaching: a new stack, or a sweeper that ran cleanly, publishes no
+# Errors at all, and must stay OK rather than page once per deploy (CloudWatch user guide,
+# "Configuring how CloudWatch alarms treat missing data"). An EventBridge invoke that fails
+# ends in sweeper_rule_dlq and its alarm; a rule disabled on purpose raises nothing.
 resource "aws_cloudwatch_metric_alarm" "sweeper_stopped" {
   alarm_name = "${var.prefix}-deletions-sweeper-stopped"
   alarm_description = join(" ", [
-    "The deletion sweeper published no StuckDeletionRequests value for 15 minutes: it stopped running, or fails before it publishes.",
+    "The deletion sweeper failed in each of the last three 5-minute periods: it stopped sweeping.",
     "Stuck deletions would go unnoticed.",
   ])
 
-  namespace           = var.stuck_metric_namespace
-  metric_name         = local.stuck_metric_name
-  dimensions          = { Prefix = var.prefix }
-  statistic           = "SampleCount"
+  namespace           = "AWS/Lambda"
+  metric_name         = "Errors"
+  dimensions          = { FunctionName = aws_lambda_function.this["sweeper"].function_name }
+  statistic           = "Sum"
   period              = 300
   evaluation_periods  = 3
-  comparison_operator = "LessThanThreshold"
-  threshold           = 1
-  treat_missing_data  = "breaching"
+  datapoints_to_alarm = 3
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = 0
+  treat_missing_data  = "notBreaching"
   alarm_actions       = var.alarm_actions
   tags                = merge(local.tags, { Name = "${var.prefix}-deletions-sweeper-stopped" })
 }

@@ -298,18 +298,21 @@ def test_the_suite_stack_deploys_the_suites_timeouts_and_visibilities(stack):
         ), source
 
 
-def test_an_alarm_goes_off_when_the_sweeper_stops_publishing(stack):
+def test_the_sweeper_alarm_watches_its_errors_and_stays_ok_when_nothing_is_published(stack):
     """Issue 24, item 3: the stuck alarm treats missing data as not breaching, so a dead
-    sweeper was silent. A second alarm watches the same metric for its absence (stored,
-    not evaluated, by the embedded backend: this reads its definition)."""
+    sweeper was silent. Issue 37, item 6: watching the stuck metric's absence (breaching when
+    missing) paged on every new stack. The second alarm watches the deployed sweeper's own
+    Lambda errors, not breaching when missing (tests/embedded/test_alarms.py evaluates it)."""
     cloudwatch = clients.client("cloudwatch")
-    names = [stack["alarms"]["stuck_processing"], stack["alarms"]["sweeper_stopped"]]
-    stuck, stopped = (cloudwatch.describe_alarms(AlarmNames=[name])["MetricAlarms"][0] for name in names)
-    watched = ("Namespace", "MetricName", "Dimensions")
-    assert {key: stopped[key] for key in watched} == {key: stuck[key] for key in watched}
+    stopped = cloudwatch.describe_alarms(AlarmNames=[stack["alarms"]["sweeper_stopped"]])["MetricAlarms"][0]
+    assert (stopped["Namespace"], stopped["MetricName"], stopped["Dimensions"]) == (
+        "AWS/Lambda",
+        "Errors",
+        [{"Name": "FunctionName", "Value": stack["functions"]["sweeper"]}],
+    )
     assert (stopped["TreatMissingData"], stopped["Statistic"], stopped["ComparisonOperator"], stopped["Threshold"]) == (
-        "breaching",
-        "SampleCount",
-        "LessThanThreshold",
-        1,
+        "notBreaching",
+        "Sum",
+        "GreaterThanThreshold",
+        0,
     )
