@@ -48,9 +48,6 @@ if not LOCALSTACK_STAGE:
 
 # The timeout of a function a test makes with `make_function` unless it asks for another.
 FUNCTION_TIMEOUT_SECONDS = 30
-# Each environment's init deadline on the session's embedded backend.
-INIT_TIMEOUT_SECONDS = 120
-
 _WANTS_STACK = pytest.StashKey[bool]()
 _DEPLOY = pytest.StashKey["BackgroundDeploy"]()
 
@@ -200,10 +197,8 @@ def backend(pytestconfig):
         if worker:
             os.environ["PARTICIPANT"] = f"{settings.DEFAULT_PARTICIPANT}-{worker}"
     else:
-        # A cold start that imports boto3 has outlasted the runtime's 30 s init deadline on a
-        # loaded 2-core runner (Runtime.InitTimeout); the suite's functions get more. Each init
-        # still ends as soon as the handler is loaded.
-        server = EmbeddedBackend(environment={"IDEMLAB_LAMBDA_INIT_TIMEOUT": str(INIT_TIMEOUT_SECONDS)}).start()
+        # Each environment's init deadline is the runtime's own (lambda_runtime.INIT_TIMEOUT_SECONDS).
+        server = EmbeddedBackend().start()
     os.environ["AWS_ENDPOINT_URL"] = server.url
     os.environ["LAB_PORT"] = str(server.port)
     if pytestconfig.stash.get(_WANTS_STACK, False):

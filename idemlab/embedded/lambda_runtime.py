@@ -33,9 +33,11 @@ from pathlib import Path
 from idemlab.embedded.patching import every
 
 # Lambda gives a handler 10 s to initialise; importing boto3 and Powertools on a busy
-# 2-core machine can take longer, so be generous. It is each environment's own deadline,
-# counted from its start: cold starts beyond CONCURRENT_INITS wait their turn first, unclocked.
-INIT_TIMEOUT_SECONDS = float(os.environ.get("IDEMLAB_LAMBDA_INIT_TIMEOUT", "30"))
+# 2-core machine can take much longer (30 s was passed in CI runs under load, by the take-home
+# plugin's backends and the suite's alike), so be generous: the deadline only ends an init that
+# hangs. It is each environment's own, counted from its start: cold starts beyond
+# CONCURRENT_INITS wait their turn first, unclocked.
+INIT_TIMEOUT_SECONDS = float(os.environ.get("IDEMLAB_LAMBDA_INIT_TIMEOUT", "120"))
 # Cold starts that run at once. Twenty started together on 2 cores each got a tenth of a
 # core and 19 overran the init timeout; one per core (at least two) each finish in about
 # their own time, and the queue behind them drains as fast as the cores allow.
