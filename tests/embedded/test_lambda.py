@@ -6,10 +6,14 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
+import boto3
 import pytest
+from botocore.config import Config
 
 from idemlab import clients
+from idemlab.embedded.server import EmbeddedBackend
 from support.health import answer as health_answer
+from tests.conftest import zip_source
 
 # A handler that must time out. The function's clock starts when the runtime hands the
 # worker its request, after the worker has said it is ready (idemlab/embedded/lambda_runtime.py,
@@ -297,3 +301,41 @@ def test_async_failure_without_destination_goes_to_dead_letter_queue(make_functi
     assert messages, f"the original event did not reach the dead-letter queue within {ASYNC_RECORD_SECONDS} s"
     assert json.loads(messages[0]["Body"]) == {"order": 7}
     assert messages[0]["MessageAttributes"]["ErrorMessage"]["StringValue"] == "bad event"
+
+
+# An init this long is past the 30 s deadline the runtime kept before it took 120 s by default.
+SLOW_INIT_SECONDS = 35
+
+
+@pytest.mark.timeout(SLOW_INIT_SECONDS + 300)
+def test_a_cold_start_slower_than_thirty_seconds_is_waited_for():
+    """A backend started with no deadline set, as `make lab` and the take-home plugin start
+    theirs, waits for an init of 35 s: importing boto3 and Powertools on a loaded 2-core
+    machine has taken longer than 30 s. The deadline is there to end an init that hangs."""
+    server = EmbeddedBackend().start()
+    try:
+        config = Config(read_timeout=SLOW_INIT_SECONDS + 240, retries={"total_max_attempts": 1})
+        session = boto3.Session(aws_access_key_id="test", aws_secret_access_key="test", region_name="us-east-1")
+        iam = session.client("iam", endpoint_url=server.url)
+        trust = {
+            "Version": "2012-10-17",
+            "Statement": [
+                {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
+            ],
+        }
+        role = iam.create_role(RoleName="slow-init", AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+        lam = session.client("lambda", endpoint_url=server.url, config=config)
+        source = f"import time\ntime.sleep({SLOW_INIT_SECONDS})\n\ndef handler(event, context):\n    return 'ready'\n"
+        lam.create_function(
+            FunctionName="slow-init",
+            Runtime="python3.12",
+            Role=role,
+            Handler="app.handler",
+            Code={"ZipFile": zip_source(source)},
+            Timeout=10,
+        )
+        response = lam.invoke(FunctionName="slow-init", Payload=b"{}")
+        assert response.get("FunctionError") is None, response["Payload"].read()
+        assert json.loads(response["Payload"].read()) == "ready"
+    finally:
+        server.stop()
