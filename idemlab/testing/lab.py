@@ -556,6 +556,42 @@ class Lab:
             warnings.warn(CopiesFailedWarning(report.message()), stacklevel=2)
         return report
 
+    def explore(
+        self,
+        handler: Handler | str,
+        make_event: Callable[[int], object],
+        count_effect: Callable[[object], int | Mapping[str, int]],
+        effects: tuple[str, ...] = (),
+        schedule: str | None = None,
+        timeout: int = DEFAULT_TIMEOUT_SECONDS,
+        environment: dict | None = None,
+    ):
+        """Every crash point and every interleaving of two copies, one schedule at a time.
+
+        Parameters
+        ----------
+        handler, make_event, count_effect
+            As for `assert_exactly_once`: make_event(n) builds schedule n's own event.
+        effects
+            Functions ("shop.payments.charge") that are steps too, beside every AWS call.
+        schedule
+            One schedule id (from a failure's message) to rerun alone, as a regression test.
+
+        Returns
+        -------
+        ExplorationReport
+            The step map, the schedules run and how long they took.
+
+        Raises
+        ------
+        DuplicateEffectError, LostEffectError
+            Naming the smallest failing schedule, with its timeline and id.
+        """
+        __tracebackhide__ = True
+        from idemlab.testing.explore import explore
+
+        return explore(self, handler, make_event, count_effect, effects, schedule, timeout, environment)
+
     def _count(self, count_effect: Callable, event: object, number: int) -> int | dict[str, int]:
         """count_effect(event), or an EffectCountError naming it, the round, the table it asked for, and its frames."""
         __tracebackhide__ = True

@@ -1,0 +1,438 @@
+"""`Lab.explore`: every crash point and every interleaving of two copies, one schedule at a
+time, instead of random rounds.
+
+The handler runs as `deliver` runs it (zipped, in Lambda worker processes on the embedded
+backend), deployed with the bootstrap's explore mode on: after each step (an AWS call, or
+a function the test names as an effect) and as it starts, a copy reports where it is to
+the `Explorer` in this process over a loopback connection, and waits for its answer. The
+explorer answers from a schedule, so which copy runs when is decided here, not by the
+machine's timing:
+
+- ``twice``: one delivery, then a second after it answered.
+- ``crash-<how>-<p>``: the first delivery dies at point p (the process exits, or hangs
+  until the function's timeout stops it), then a synchronous retry.
+- ``pair-<i>-<j>``: copy A stops at point i, copy B runs to its point j, A finishes, then B.
+- ``zombie-<i>``: copy A stops at point i, copy B runs to its end, then A goes on, as a
+  copy does that a timeout or an expired lease did not stop.
+
+Point 0 is the handler's start; point k is right after its k-th step, which is also right
+before the next one. A schedule id names one schedule; `explore(..., schedule=id)` reruns it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import socketserver
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from idemlab.testing import _bootstrap
+from idemlab.testing.handlers import HOWS, Handler
+from idemlab.testing.report import CopyResult, DuplicateEffectError
+
+# A copy held at a point waits at most this long for the explorer (which then has failed).
+HOLD_SECONDS = 15 * 60
+# How long the explorer waits for a copy to reach the point a schedule names: a cold start
+# on a loaded machine, plus the handler's own calls; the copy's invoke ending stops it sooner.
+REACH_SECONDS = 120
+SCHEDULE_ID = re.compile(r"^(twice|crash-(exit|timeout)-(\d+)|pair-(\d+)-(\d+)|zombie-(\d+))$")
+COPY_NAMES = "AB"
+
+
+class LostEffectError(AssertionError):
+    """An explored schedule ended with the effect never done, though a delivery answered success."""
+
+    def __init__(self, report: ExplorationReport):
+        super().__init__(report.message())
+        self.report = report
+
+
+class ScheduleError(ValueError):
+    """A schedule id that names no schedule, or a point the handler never reached."""
+
+
+LostEffectError.__module__ = ScheduleError.__module__ = "idemlab.testing"
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """One way the copies of an event can run, named by its id."""
+
+    id: str
+    crash: str | None = None  # "exit" or "timeout": the first delivery dies at `first_stop`
+    first_stop: int | None = None  # copy A's point: where it dies or waits
+    second_stop: int | None = None  # copy B's point, while A waits (None: B runs to its end)
+    together: bool = False  # B runs while A waits at first_stop
+
+    @classmethod
+    def parse(cls, schedule_id: str) -> Schedule:
+        found = SCHEDULE_ID.match(schedule_id or "")
+        if not found:
+            raise ScheduleError(
+                f"{schedule_id!r} is not a schedule id: twice, crash-exit-<p>, crash-timeout-<p>, pair-<i>-<j>, zombie-<i>"
+            )
+        _, how, crash_point, i, j, zombie = found.groups()
+        if how:
+            return cls(schedule_id, crash=how, first_stop=int(crash_point))
+        if i is not None:
+            return cls(schedule_id, first_stop=int(i), second_stop=int(j), together=True)
+        if zombie is not None:
+            return cls(schedule_id, first_stop=int(zombie), together=True)
+        return cls(schedule_id)
+
+    def describe(self) -> str:
+        if self.crash:
+            return f"the first delivery {HOWS[self.crash][1]} at point {self.first_stop}, then a synchronous retry"
+        if not self.together:
+            return "one delivery, then a second after it answered"
+        if self.second_stop is None:
+            return f"copy A waits at point {self.first_stop}, copy B runs to its end, then A goes on (a zombie)"
+        return f"copy A waits at point {self.first_stop}, copy B runs to point {self.second_stop}, A finishes, then B"
+
+
+def schedules(steps: int) -> list[Schedule]:
+    """Every schedule for a handler of `steps` steps, smallest first: a plain retry, crashes
+    by point (exits, then timeouts), then interleavings by how far the copies got."""
+    ids = ["twice"]
+    ids += [f"crash-{how}-{p}" for how in HOWS for p in range(steps + 1)]
+    # B stopped at its point 0 has done nothing, and A waiting at its last point has done
+    # everything: both are `twice`. The zombie of point 0 is `twice` too.
+    pairs = [(i, j) for i in range(steps) for j in range(1, steps)] + [(i, None) for i in range(1, steps)]
+    pairs.sort(key=lambda pair: (pair[0] + (steps if pair[1] is None else pair[1]), pair[0]))
+    ids += [f"pair-{i}-{j}" if j is not None else f"zombie-{i}" for i, j in pairs]
+    return [Schedule.parse(schedule_id) for schedule_id in ids]
+
+
+@dataclass
+class Visit:
+    """A copy at a point: the step it just made (None at its start) and what the answer said."""
+
+    order: int  # across both copies: the timeline's row order
+    copy: str
+    point: int
+    step: dict | None
+    then: str = "go on"
+
+
+@dataclass
+class CopyState:
+    """One copy of the event, as the explorer sees it."""
+
+    name: str
+    stop: int | None = None  # the point it waits at (or dies at, with `crash`)
+    crash: str | None = None
+    point: int = -1  # the last point it reported
+    released: bool = False
+    answered: bool = False
+    result: CopyResult | None = None
+
+
+@dataclass
+class Run:
+    """One schedule's copies of one event, and what they did, in order."""
+
+    schedule: Schedule
+    digest: str
+    copies: list[CopyState] = field(default_factory=list)
+    visits: list[Visit] = field(default_factory=list)
+    changed: threading.Condition = field(default_factory=threading.Condition)
+    arrived: int = 0
+    counts: dict[str, int] | int | None = None
+
+    def wait_for(self, condition: Callable[[], bool], what: str) -> None:
+        with self.changed:
+            if not self.changed.wait_for(condition, timeout=REACH_SECONDS):
+                raise TimeoutError(f"schedule {self.schedule.id}: still waiting for {what} after {REACH_SECONDS} s")
+
+    def arrive(self) -> CopyState:
+        with self.changed:
+            copy = self.copies[self.arrived]
+            self.arrived += 1
+            return copy
+
+    def at(self, copy: CopyState, point: int, step: dict | None) -> str:
+        """What `copy` does at `point`: go on, die ("exit"), hang, or wait for its release first."""
+        with self.changed:
+            copy.point = point
+            visit = Visit(len(self.visits), copy.name, point, step)
+            self.visits.append(visit)
+            self.changed.notify_all()
+            if copy.stop == point and copy.crash:
+                visit.then = "CRASHED: " + ("the process exits" if copy.crash == "exit" else "hangs past its timeout")
+                return "exit" if copy.crash == "exit" else "hang"
+            if copy.stop == point:
+                visit.then = "waits"
+                self.changed.wait_for(lambda: copy.released, timeout=HOLD_SECONDS)
+        return "go"
+
+    # -- what a timeline shows
+
+    def timeline(self) -> list[str]:
+        lines = ["  #   copy  point  step                                              saw            then"]
+        for visit in self.visits:
+            if visit.step is None:
+                step, saw = "(handler starts)", ""
+            else:
+                names = " ".join(f"{k}={v}" for k, v in visit.step.items() if k not in ("service", "operation", "saw"))
+                step = f"{visit.step.get('service', '')} {visit.step.get('operation', '')} {names}".strip()
+                saw = visit.step.get("saw", "")
+            lines.append(f"  {visit.order:<3} {visit.copy:<5} {visit.point:<6} {step[:48]:<49} {saw[:14]:<14} {visit.then}")
+        for copy in self.copies:
+            if copy.result is not None:
+                lines.append(f"  copy {copy.name} answered: {copy.result.outcome(None)}")
+        return lines
+
+
+@dataclass
+class ExplorationReport:
+    """What an exploration ran and found: the step map, each schedule's counts, the time taken."""
+
+    handler: str
+    steps: list[dict] = field(default_factory=list)
+    runs: list[Run] = field(default_factory=list)
+    seconds: float = 0.0
+    planned: int = 0
+    bound: str = ""
+    failure: Run | None = None
+    verdict: str = ""  # DUPLICATE or LOST, for the failing run
+
+    @property
+    def passed(self) -> bool:
+        return self.failure is None
+
+    def step_map(self) -> list[str]:
+        lines = [f"Steps of {self.handler} (point k is right after step k; point 0 is the handler's start):"]
+        for number, step in enumerate(self.steps, start=1):
+            names = " ".join(f"{k}={v}" for k, v in step.items() if k not in ("service", "operation", "saw"))
+            lines.append(f"  {number:>2}. {step.get('service', '')} {step.get('operation', '')} {names}  (saw: {step.get('saw')})")
+        return lines
+
+    def message(self) -> str:
+        lines = []
+        if self.failure is not None:
+            run = self.failure
+            lines.append(
+                f"{self.handler}: the effect was not exactly once: {self.verdict} (counted {run.counts}) "
+                f"in schedule {run.schedule.id}: {run.schedule.describe()}."
+            )
+            lines.append(f"Rerun exactly this schedule with explore(..., schedule={run.schedule.id!r}).")
+            lines += ["Timeline:", *run.timeline()]
+        else:
+            lines.append(f"{self.handler}: the effect was exactly once in every schedule.")
+        lines += self.step_map()
+        lines.append(
+            f"{len(self.runs)} of {self.planned} schedules ran in {self.seconds:.1f} s; {self.bound}".rstrip("; ")
+        )
+        return "\n".join(lines)
+
+
+class _Connection(socketserver.StreamRequestHandler):
+    """One copy's invocation: its reports in, the explorer's answers out."""
+
+    def handle(self):
+        explorer: Explorer = self.server.explorer
+        hello = json.loads(self.rfile.readline() or b"null")
+        if not hello:
+            return
+        run, copy = explorer.arrive(hello["event"])
+        message = hello
+        while message:
+            answer = run.at(copy, message.get("point", 0), message.get("step")) if copy else "go"
+            self.wfile.write(json.dumps({"do": answer}).encode() + b"\n")
+            self.wfile.flush()
+            if answer != "go":
+                return
+            line = self.rfile.readline()
+            message = json.loads(line) if line else None
+
+
+class Explorer(socketserver.ThreadingTCPServer):
+    """The loopback server the copies report to, and the runs it answers for, by event."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self):
+        super().__init__(("127.0.0.1", 0), _Connection)
+        self.explorer = self
+        self.runs: dict[str, Run] = {}
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self.serve_forever, name="idemlab-explorer", daemon=True)
+        self.thread.start()
+
+    @property
+    def address(self) -> list:
+        return list(self.server_address[:2])
+
+    def arrive(self, digest: str) -> tuple[Run | None, CopyState | None]:
+        with self.lock:
+            run = self.runs.get(digest)
+        if run is None or run.arrived >= len(run.copies):
+            return run, None  # not an event of a schedule (a ping): it goes on freely
+        return run, run.arrive()
+
+    def begin(self, run: Run) -> None:
+        with self.lock:
+            self.runs[run.digest] = run
+
+    def close(self) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+def explore(
+    lab,
+    handler: Handler | str,
+    make_event: Callable[[int], object],
+    count_effect: Callable[[object], int | Mapping[str, int]],
+    effects: tuple[str, ...] = (),
+    schedule: str | None = None,
+    timeout: int = 10,
+    environment: dict | None = None,
+) -> ExplorationReport:
+    """Run the handler under every schedule (or the one named) and count the effect after each."""
+    __tracebackhide__ = True
+    handler = Handler.of(handler)
+    started = time.perf_counter()
+    report = ExplorationReport(handler.name)
+    with contextlib.closing(Explorer()) as explorer:
+        variables = {
+            **lab.environment,
+            **(environment or {}),
+            _bootstrap.EXPLORE_VARIABLE: json.dumps({"address": explorer.address, "effects": list(effects)}),
+        }
+        function = lab.backend.function(handler, variables, timeout, None)
+        lab._check_loads(function, handler)
+        runner = _Runner(lab, explorer, function, handler, make_event, count_effect)
+        if schedule is not None:
+            plan = [Schedule.parse(schedule)]
+            report.bound = "one schedule, named"
+            runs = [runner.run(plan[0], 0, strict=True)]
+        else:
+            mapped = runner.run(Schedule("map"), 0)
+            report.steps = [visit.step for visit in mapped.visits if visit.step is not None]
+            if mapped.counts is None or _verdict(mapped) is not None:
+                report.runs, report.failure, report.verdict = [mapped], mapped, _verdict(mapped) or "FAILED"
+                raise DuplicateEffectError(report)
+            plan = schedules(len(report.steps))
+            n = len(report.steps)
+            report.bound = (
+                f"crashes at points 0 to {n}, each way; copy A waiting at points 0 to {n - 1} while copy B "
+                f"ran to each of its points 1 to {n - 1} or to its end"
+            )
+            runs = runner.run_all(plan)
+        report.planned = len(plan)
+        for run in runs:
+            report.runs.append(run)
+            verdict = _verdict(run)
+            if verdict:
+                report.failure, report.verdict = run, verdict
+                break
+    report.seconds = time.perf_counter() - started
+    if report.verdict == "LOST":
+        raise LostEffectError(report)
+    if report.failure is not None:
+        raise DuplicateEffectError(report)
+    return report
+
+
+def _verdict(run: Run) -> str | None:
+    """DUPLICATE when an effect counted more than once; LOST when one never happened though
+    a copy answered success (a copy that failed told its caller, who retries)."""
+    counts = run.counts if isinstance(run.counts, dict) else {"effect": run.counts}
+    if any(count > 1 for count in counts.values()):
+        return "DUPLICATE"
+    answered_ok = any(copy.result is not None and copy.result.ok for copy in run.copies)
+    if any(count == 0 for count in counts.values()) and answered_ok:
+        return "LOST"
+    return None
+
+
+class _Runner:
+    """Runs schedules of one handler's deployed function, one event each."""
+
+    def __init__(self, lab, explorer: Explorer, function: str, handler: Handler, make_event, count_effect):
+        self.lab, self.explorer, self.function, self.handler = lab, explorer, function, handler
+        self.make_event, self.count_effect = make_event, count_effect
+
+    def run_all(self, plan: list[Schedule]) -> list[Run]:
+        """Every schedule, in order, stopping after the first that fails. Timeout crashes wait
+        out the function's timeout, so they run side by side (each its own event)."""
+        runs = []
+        number = 1
+        timeouts = [s for s in plan if s.crash == "timeout"]
+        for schedule in plan:
+            if schedule.crash == "timeout":
+                if timeouts:
+                    first = number
+                    with ThreadPoolExecutor(len(timeouts)) as pool:
+                        batch = list(pool.map(lambda pair: self.run(pair[1], first + pair[0]), enumerate(timeouts)))
+                    number += len(timeouts)
+                    timeouts = []
+                    runs += batch
+                    if any(_verdict(run) for run in batch):
+                        return runs
+                continue
+            run = self.run(schedule, number)
+            number += 1
+            runs.append(run)
+            if _verdict(run):
+                return runs
+        return runs
+
+    def run(self, schedule: Schedule, number: int, strict: bool = False) -> Run:
+        event = self.make_event(number)
+        digest = _bootstrap.event_digest(json.loads(json.dumps(event, default=str)))
+        run = Run(schedule, digest)
+        first = CopyState("A", stop=schedule.first_stop, crash=schedule.crash)
+        second = CopyState("B", stop=schedule.second_stop if schedule.together else None)
+        run.copies = [first] if schedule.id == "map" else [first, second]
+        self.explorer.begin(run)
+        payload = json.dumps(event, default=str).encode()
+        if schedule.id == "map":
+            self._send(run, first, payload)
+        elif not schedule.together:  # twice, or a crash then its retry
+            self._send(run, first, payload)
+            if strict and schedule.crash and first.point != schedule.first_stop:
+                raise ScheduleError(_not_reached(schedule, first))
+            self._send(run, second, payload)
+        else:
+            a = self._start(run, first, payload)
+            run.wait_for(lambda: first.point == first.stop or first.answered, "copy A at its point")
+            if strict and first.point != first.stop:
+                raise ScheduleError(_not_reached(schedule, first))
+            b = self._start(run, second, payload)
+            run.wait_for(lambda: second.point == second.stop or second.answered, "copy B at its point")
+            with run.changed:
+                first.released = True
+                run.changed.notify_all()
+            a.join()
+            with run.changed:
+                second.released = True
+                run.changed.notify_all()
+            b.join()
+        run.counts = self.lab._count(self.count_effect, event, number)
+        return run
+
+    def _send(self, run: Run, copy: CopyState, payload: bytes) -> None:
+        copy.result = self.lab._send(self.function, self.handler, payload, COPY_NAMES.index(copy.name) + 1)
+        with run.changed:
+            copy.answered = True
+            run.changed.notify_all()
+
+    def _start(self, run: Run, copy: CopyState, payload: bytes) -> threading.Thread:
+        sender = threading.Thread(target=self._send, args=(run, copy, payload), daemon=True)
+        sender.start()
+        return sender
+
+
+def _not_reached(schedule: Schedule, copy: CopyState) -> str:
+    return (
+        f"schedule {schedule.id}: copy {copy.name} never reached point {copy.stop} "
+        f"(its last point was {copy.point}): has the handler changed since the id was kept?"
+    )
