@@ -42,6 +42,9 @@ HOLD_SECONDS = 15 * 60
 REACH_SECONDS = 120
 SCHEDULE_ID = re.compile(r"^(twice|crash-(exit|timeout)-(\d+)|pair-(\d+)-(\d+)|zombie-(\d+))$")
 COPY_NAMES = "AB"
+# Timeout crashes run side by side, each holding one execution environment at a time: well
+# under the backend's 40 concurrent invocations (LAMBDA_LIMITS_CONCURRENT_EXECUTIONS).
+MAX_SIDE_BY_SIDE = 24
 
 
 class LostEffectError(AssertionError):
@@ -143,6 +146,7 @@ class Run:
     changed: threading.Condition = field(default_factory=threading.Condition)
     arrived: int = 0
     counts: dict[str, int] | int | None = None
+    seconds: float = 0.0  # from the first delivery to the effect counted
 
     def wait_for(self, condition: Callable[[], bool], what: str) -> None:
         with self.changed:
@@ -226,7 +230,7 @@ class ExplorationReport:
             lines.append(f"{self.handler}: the effect was exactly once in every schedule.")
         lines += self.step_map()
         lines.append(
-            f"{len(self.runs)} of {self.planned} schedules ran in {self.seconds:.1f} s; {self.bound}".rstrip("; ")
+            f"{len(self.runs)} of {self.planned} schedules ran in {self.seconds:.1f} s; {self.bound}"
         )
         return "\n".join(lines)
 
@@ -321,9 +325,11 @@ def explore(
                 raise DuplicateEffectError(report)
             plan = schedules(len(report.steps))
             n = len(report.steps)
+            crashes = sum(1 for s in plan if s.crash)
             report.bound = (
-                f"crashes at points 0 to {n}, each way; copy A waiting at points 0 to {n - 1} while copy B "
-                f"ran to each of its points 1 to {n - 1} or to its end"
+                f"bound: {crashes} crashes (at points 0 to {n}, each way, then a synchronous retry) and "
+                f"{len(plan) - 1 - crashes} interleavings of two copies (copy A waiting at each point before "
+                f"its last step, copy B run to each of its points 1 to {n - 1} or to its end)"
             )
             runs = runner.run_all(plan)
         report.planned = len(plan)
@@ -361,31 +367,35 @@ class _Runner:
         self.make_event, self.count_effect = make_event, count_effect
 
     def run_all(self, plan: list[Schedule]) -> list[Run]:
-        """Every schedule, in order, stopping after the first that fails. Timeout crashes wait
-        out the function's timeout, so they run side by side (each its own event)."""
-        runs = []
-        number = 1
-        timeouts = [s for s in plan if s.crash == "timeout"]
-        for schedule in plan:
-            if schedule.crash == "timeout":
-                if timeouts:
-                    first = number
-                    with ThreadPoolExecutor(len(timeouts)) as pool:
-                        batch = list(pool.map(lambda pair: self.run(pair[1], first + pair[0]), enumerate(timeouts)))
-                    number += len(timeouts)
-                    timeouts = []
-                    runs += batch
-                    if any(_verdict(run) for run in batch):
-                        return runs
-                continue
-            run = self.run(schedule, number)
-            number += 1
-            runs.append(run)
-            if _verdict(run):
-                return runs
-        return runs
+        """Every schedule, smallest first, up to the first that fails. A timeout crash mostly
+        waits out the function's timeout, so those run side by side, each with its own event,
+        while the exit crashes run one by one (each costs its retry a cold start, which is the
+        machine's CPU, not waiting); the smallest failing schedule is still the first in the plan."""
+        numbered = list(enumerate(plan))
+        waiting = [(number, s) for number, s in numbered if s.crash == "timeout"]
+        done: dict[int, Run] = {}
+        with ThreadPoolExecutor(max(1, min(len(waiting), MAX_SIDE_BY_SIDE))) as pool:
+            timeouts = {number: pool.submit(self.run, schedule, number) for number, schedule in waiting}
+            for number, schedule in numbered:
+                if schedule.crash == "timeout":
+                    continue
+                if schedule.together and any(_verdict(run) for run in done.values()):
+                    break  # a crash failed: no interleaving is smaller
+                if schedule.together and timeouts:
+                    done.update({n: future.result() for n, future in timeouts.items()})
+                    timeouts = {}
+                    if any(_verdict(run) for run in done.values()):
+                        break
+                done[number] = self.run(schedule, number)
+                if _verdict(done[number]) and not schedule.crash:
+                    break
+            done.update({n: future.result() for n, future in timeouts.items()})
+        runs = [done[number] for number, _ in numbered if number in done]
+        failing = next((index for index, run in enumerate(runs) if _verdict(run)), None)
+        return runs if failing is None else runs[: failing + 1]
 
     def run(self, schedule: Schedule, number: int, strict: bool = False) -> Run:
+        started = time.perf_counter()
         event = self.make_event(number)
         digest = _bootstrap.event_digest(json.loads(json.dumps(event, default=str)))
         run = Run(schedule, digest)
@@ -417,6 +427,7 @@ class _Runner:
                 run.changed.notify_all()
             b.join()
         run.counts = self.lab._count(self.count_effect, event, number)
+        run.seconds = time.perf_counter() - started
         return run
 
     def _send(self, run: Run, copy: CopyState, payload: bytes) -> None:

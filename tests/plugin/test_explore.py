@@ -106,6 +106,7 @@ def test_claim_first_handler_passes_every_schedule_with_a_report(idemlab, code, 
     assert len(report.runs) == report.planned == len(report.runs)
     assert "exactly once in every schedule" in report.message()
     print(report.message())
+    print([(run.schedule.id, round(run.seconds, 2)) for run in report.runs])
 
 
 def test_check_outside_the_claim_is_found_in_one_interleaving(idemlab, code, charges):
@@ -113,6 +114,7 @@ def test_check_outside_the_claim_is_found_in_one_interleaving(idemlab, code, cha
         idemlab.explore(shop("check_outside_claim", code), new_order, charges)
     report = failure.value.report
     print(report.message())
+    print([(run.schedule.id, round(run.seconds, 2)) for run in report.runs])
     # No crash schedule breaks it: only copy B reading "not done" before copy A records it,
     # then claiming after A released its claim.
     assert report.failure.schedule.id == "pair-0-1"
