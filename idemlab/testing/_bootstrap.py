@@ -20,11 +20,11 @@ process exits) or hang until the function's timeout stops it.
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib
 import inspect
 import json
 import os
-import hashlib
 import pkgutil
 import socket
 import sys

@@ -21,7 +21,6 @@ before the next one. A schedule id names one schedule; `explore(..., schedule=id
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import socketserver
@@ -77,7 +76,8 @@ class Schedule:
         found = SCHEDULE_ID.match(schedule_id or "")
         if not found:
             raise ScheduleError(
-                f"{schedule_id!r} is not a schedule id: twice, crash-exit-<p>, crash-timeout-<p>, pair-<i>-<j>, zombie-<i>"
+                f"{schedule_id!r} is not a schedule id: twice, crash-exit-<p>, crash-timeout-<p>, "
+                "pair-<i>-<j> or zombie-<i>"
             )
         _, how, crash_point, i, j, zombie = found.groups()
         if how:
@@ -182,10 +182,11 @@ class Run:
             if visit.step is None:
                 step, saw = "(handler starts)", ""
             else:
-                names = " ".join(f"{k}={v}" for k, v in visit.step.items() if k not in ("service", "operation", "saw"))
-                step = f"{visit.step.get('service', '')} {visit.step.get('operation', '')} {names}".strip()
+                step = _step_text(visit.step)
                 saw = visit.step.get("saw", "")
-            lines.append(f"  {visit.order:<3} {visit.copy:<5} {visit.point:<6} {step[:48]:<49} {saw[:14]:<14} {visit.then}")
+            lines.append(
+                f"  {visit.order:<3} {visit.copy:<5} {visit.point:<6} {step[:48]:<49} {saw[:14]:<14} {visit.then}"
+            )
         for copy in self.copies:
             if copy.result is not None:
                 lines.append(f"  copy {copy.name} answered: {copy.result.outcome(None)}")
@@ -212,8 +213,7 @@ class ExplorationReport:
     def step_map(self) -> list[str]:
         lines = [f"Steps of {self.handler} (point k is right after step k; point 0 is the handler's start):"]
         for number, step in enumerate(self.steps, start=1):
-            names = " ".join(f"{k}={v}" for k, v in step.items() if k not in ("service", "operation", "saw"))
-            lines.append(f"  {number:>2}. {step.get('service', '')} {step.get('operation', '')} {names}  (saw: {step.get('saw')})")
+            lines.append(f"  {number:>2}. {_step_text(step)}  (saw: {step.get('saw')})")
         return lines
 
     def message(self) -> str:
@@ -229,9 +229,7 @@ class ExplorationReport:
         else:
             lines.append(f"{self.handler}: the effect was exactly once in every schedule.")
         lines += self.step_map()
-        lines.append(
-            f"{len(self.runs)} of {self.planned} schedules ran in {self.seconds:.1f} s; {self.bound}"
-        )
+        lines.append(f"{len(self.runs)} of {self.planned} schedules ran in {self.seconds:.1f} s; {self.bound}")
         return "\n".join(lines)
 
 
@@ -304,41 +302,42 @@ def explore(
     handler = Handler.of(handler)
     started = time.perf_counter()
     report = ExplorationReport(handler.name)
-    with contextlib.closing(Explorer()) as explorer:
-        variables = {
-            **lab.environment,
-            **(environment or {}),
-            _bootstrap.EXPLORE_VARIABLE: json.dumps({"address": explorer.address, "effects": list(effects)}),
-        }
-        function = lab.backend.function(handler, variables, timeout, None)
-        lab._check_loads(function, handler)
-        runner = _Runner(lab, explorer, function, handler, make_event, count_effect)
-        if schedule is not None:
-            plan = [Schedule.parse(schedule)]
-            report.bound = "one schedule, named"
-            runs = [runner.run(plan[0], 0, strict=True)]
-        else:
-            mapped = runner.run(Schedule("map"), 0)
-            report.steps = [visit.step for visit in mapped.visits if visit.step is not None]
-            if mapped.counts is None or _verdict(mapped) is not None:
-                report.runs, report.failure, report.verdict = [mapped], mapped, _verdict(mapped) or "FAILED"
-                raise DuplicateEffectError(report)
-            plan = schedules(len(report.steps))
-            n = len(report.steps)
-            crashes = sum(1 for s in plan if s.crash)
-            report.bound = (
-                f"bound: {crashes} crashes (at points 0 to {n}, each way, then a synchronous retry) and "
-                f"{len(plan) - 1 - crashes} interleavings of two copies (copy A waiting at each point before "
-                f"its last step, copy B run to each of its points 1 to {n - 1} or to its end)"
-            )
-            runs = runner.run_all(plan)
-        report.planned = len(plan)
-        for run in runs:
-            report.runs.append(run)
-            verdict = _verdict(run)
-            if verdict:
-                report.failure, report.verdict = run, verdict
-                break
+    # One explorer per test: each exploration of a handler reuses its function's warm environments.
+    explorer = lab.explorer()
+    variables = {
+        **lab.environment,
+        **(environment or {}),
+        _bootstrap.EXPLORE_VARIABLE: json.dumps({"address": explorer.address, "effects": list(effects)}),
+    }
+    function = lab.backend.function(handler, variables, timeout, None)
+    lab._check_loads(function, handler)
+    runner = _Runner(lab, explorer, function, handler, make_event, count_effect)
+    if schedule is not None:
+        plan = [Schedule.parse(schedule)]
+        report.bound = "one schedule, named"
+        runs = [runner.run(plan[0], 0, strict=True)]
+    else:
+        mapped = runner.run(Schedule("map"), 0)
+        report.steps = [visit.step for visit in mapped.visits if visit.step is not None]
+        if mapped.counts is None or _verdict(mapped) is not None:
+            report.runs, report.failure, report.verdict = [mapped], mapped, _verdict(mapped) or "FAILED"
+            raise DuplicateEffectError(report)
+        plan = schedules(len(report.steps))
+        n = len(report.steps)
+        crashes = sum(1 for s in plan if s.crash)
+        report.bound = (
+            f"bound: {crashes} crashes (at points 0 to {n}, each way, then a synchronous retry) and "
+            f"{len(plan) - 1 - crashes} interleavings of two copies (copy A waiting at each point before "
+            f"its last step, copy B run to each of its points 1 to {n - 1} or to its end)"
+        )
+        runs = runner.run_all(plan)
+    report.planned = len(plan)
+    for run in runs:
+        report.runs.append(run)
+        verdict = _verdict(run)
+        if verdict:
+            report.failure, report.verdict = run, verdict
+            break
     report.seconds = time.perf_counter() - started
     if report.verdict == "LOST":
         raise LostEffectError(report)
@@ -440,6 +439,12 @@ class _Runner:
         sender = threading.Thread(target=self._send, args=(run, copy, payload), daemon=True)
         sender.start()
         return sender
+
+
+def _step_text(step: dict) -> str:
+    """A step as the map and the timeline show it: service, operation, what it names."""
+    names = " ".join(f"{key}={value}" for key, value in step.items() if key not in ("service", "operation", "saw"))
+    return f"{step.get('service', '')} {step.get('operation', '')} {names}".strip()
 
 
 def _not_reached(schedule: Schedule, copy: CopyState) -> str:

@@ -27,6 +27,7 @@ from botocore.exceptions import ClientError
 from idemlab.barrier import all_at_once
 from idemlab.embedded.server import EmbeddedBackend
 from idemlab.testing import _bootstrap
+from idemlab.testing.explore import Explorer, explore
 from idemlab.testing.handlers import Crash, Handler, Queue
 from idemlab.testing.report import CopyResult, CrashNotReached, Delivery, DuplicateEffectError, EffectReport, Round
 
@@ -224,6 +225,7 @@ class Lab:
         self.backend, self.url = backend, backend.url
         self.environment: dict[str, str] = {}  # passed to every function deployed
         self._tables: list[str] = []
+        self._explorer = None  # made by the first explore(), closed with the test
 
     def client(self, service: str):
         return self.backend.client(service)
@@ -238,7 +240,16 @@ class Lab:
         """The table Powertools' DynamoDBPersistenceLayer expects by default: key `id`, TTL `expiration`."""
         return self.make_table(name, key="id", ttl="expiration")
 
+    def explorer(self):
+        """The loopback server explored copies report to: one per test, so each exploration of
+        a handler reuses the same deployed function and its warm environments."""
+        if self._explorer is None:
+            self._explorer = Explorer()
+        return self._explorer
+
     def close(self) -> None:
+        if self._explorer is not None:
+            self._explorer.close()
         dynamodb = self.client("dynamodb")
         for name in self._tables:
             with contextlib.suppress(dynamodb.exceptions.ResourceNotFoundException):
@@ -588,8 +599,6 @@ class Lab:
             Naming the smallest failing schedule, with its timeline and id.
         """
         __tracebackhide__ = True
-        from idemlab.testing.explore import explore
-
         return explore(self, handler, make_event, count_effect, effects, schedule, timeout, environment)
 
     def _count(self, count_effect: Callable, event: object, number: int) -> int | dict[str, int]:
