@@ -10,7 +10,9 @@ machine's timing:
 
 - ``twice``: one delivery, then a second after it answered.
 - ``crash-<how>-<p>``: the first delivery dies at point p (the process exits, or hangs
-  until the function's timeout stops it), then a synchronous retry.
+  until the function's timeout stops it), then a synchronous retry; if the effect is still
+  missing, a late retry (copy C) once the crashed copy's time is up, when Lambda's
+  asynchronous retry or an SQS message back after its visibility timeout would come.
 - ``pair-<i>-<j>``: copy A stops at point i, copy B runs to its point j, A finishes, then B.
 - ``zombie-<i>``: copy A stops at point i, copy B runs to its end, then A goes on, as a
   copy does that a timeout or an expired lease did not stop.
@@ -40,7 +42,7 @@ HOLD_SECONDS = 15 * 60
 # on a loaded machine, plus the handler's own calls; the copy's invoke ending stops it sooner.
 REACH_SECONDS = 120
 SCHEDULE_ID = re.compile(r"^(twice|crash-(exit|timeout)-(\d+)|pair-(\d+)-(\d+)|zombie-(\d+))$")
-COPY_NAMES = "AB"
+COPY_NAMES = "ABC"  # C: a crashed schedule's late retry
 # Timeout crashes run side by side, each holding one execution environment at a time: well
 # under the backend's 40 concurrent invocations (LAMBDA_LIMITS_CONCURRENT_EXECUTIONS).
 MAX_SIDE_BY_SIDE = 24
@@ -90,7 +92,10 @@ class Schedule:
 
     def describe(self) -> str:
         if self.crash:
-            return f"the first delivery {HOWS[self.crash][1]} at point {self.first_stop}, then a synchronous retry"
+            return (
+                f"the first delivery {HOWS[self.crash][1]} at point {self.first_stop}, then a synchronous retry "
+                "(and, were the effect still missing, a late retry once the first copy's time was up)"
+            )
         if not self.together:
             return "one delivery, then a second after it answered"
         if self.second_stop is None:
@@ -130,6 +135,7 @@ class CopyState:
     stop: int | None = None  # the point it waits at (or dies at, with `crash`)
     crash: str | None = None
     point: int = -1  # the last point it reported
+    began: float | None = None  # when it reported its start (time.time())
     released: bool = False
     answered: bool = False
     result: CopyResult | None = None
@@ -147,6 +153,9 @@ class Run:
     arrived: int = 0
     counts: dict[str, int] | int | None = None
     seconds: float = 0.0  # from the first delivery to the effect counted
+    number: int = 0  # the schedule's place in the plan, make_event's argument
+    event: object = None
+    payload: bytes = b""
 
     def wait_for(self, condition: Callable[[], bool], what: str) -> None:
         with self.changed:
@@ -163,6 +172,8 @@ class Run:
         """What `copy` does at `point`: go on, die ("exit"), hang, or wait for its release first."""
         with self.changed:
             copy.point = point
+            if point == 0:
+                copy.began = time.time()
             visit = Visit(len(self.visits), copy.name, point, step)
             self.visits.append(visit)
             self.changed.notify_all()
@@ -311,7 +322,7 @@ def explore(
     }
     function = lab.backend.function(handler, variables, timeout, None)
     lab._check_loads(function, handler)
-    runner = _Runner(lab, explorer, function, handler, make_event, count_effect)
+    runner = _Runner(lab, explorer, function, handler, make_event, count_effect, timeout)
     if schedule is not None:
         plan = [Schedule.parse(schedule)]
         report.bound = "one schedule, named"
@@ -361,48 +372,60 @@ def _verdict(run: Run) -> str | None:
 class _Runner:
     """Runs schedules of one handler's deployed function, one event each."""
 
-    def __init__(self, lab, explorer: Explorer, function: str, handler: Handler, make_event, count_effect):
+    def __init__(self, lab, explorer: Explorer, function: str, handler: Handler, make_event, count_effect, timeout):
         self.lab, self.explorer, self.function, self.handler = lab, explorer, function, handler
         self.make_event, self.count_effect = make_event, count_effect
+        self.timeout = timeout
 
     def run_all(self, plan: list[Schedule]) -> list[Run]:
         """Every schedule, smallest first, up to the first that fails. A timeout crash mostly
-        waits out the function's timeout, so those run side by side, each with its own event,
-        while the exit crashes run one by one (each costs its retry a cold start, which is the
-        machine's CPU, not waiting); the smallest failing schedule is still the first in the plan."""
+        waits out the function's timeout, and a late retry waits for its moment, so those run
+        side by side, each schedule with its own event, while the exit crashes run one by one
+        (each costs its retry a cold start: the machine's CPU, not waiting). The smallest
+        failing schedule is still the first in the plan, whatever order they finish in."""
         numbered = list(enumerate(plan))
-        waiting = [(number, s) for number, s in numbered if s.crash == "timeout"]
         done: dict[int, Run] = {}
-        with ThreadPoolExecutor(max(1, min(len(waiting), MAX_SIDE_BY_SIDE))) as pool:
-            timeouts = {number: pool.submit(self.run, schedule, number) for number, schedule in waiting}
+        with ThreadPoolExecutor(MAX_SIDE_BY_SIDE) as pool:
+            waiting = [pool.submit(self.run, s, n) for n, s in numbered if s.crash == "timeout"]
             for number, schedule in numbered:
-                if schedule.crash == "timeout":
-                    continue
-                if schedule.together and any(_verdict(run) for run in done.values()):
-                    break  # a crash failed: no interleaving is smaller
-                if schedule.together and timeouts:
-                    done.update({n: future.result() for n, future in timeouts.items()})
-                    timeouts = {}
-                    if any(_verdict(run) for run in done.values()):
-                        break
-                done[number] = self.run(schedule, number)
-                if _verdict(done[number]) and not schedule.crash:
-                    break
-            done.update({n: future.result() for n, future in timeouts.items()})
+                if not schedule.together and schedule.crash != "timeout":
+                    done[number] = self.run(schedule, number, late=False)
+            waiting += [pool.submit(self.late_retry, run) for run in done.values() if _needs_late_retry(run)]
+            done.update({run.number: run for run in (future.result() for future in waiting)})
+            if not any(_verdict(run) for run in done.values()):
+                for number, schedule in numbered:
+                    if schedule.together:
+                        done[number] = self.run(schedule, number)
+                        if _verdict(done[number]):
+                            break
         runs = [done[number] for number, _ in numbered if number in done]
         failing = next((index for index, run in enumerate(runs) if _verdict(run)), None)
         return runs if failing is None else runs[: failing + 1]
 
-    def run(self, schedule: Schedule, number: int, strict: bool = False) -> Run:
+    def late_retry(self, run: Run) -> Run:
+        """One more delivery of a crashed schedule's event whose effect is still missing, once the
+        crashed copy's time is up, as Lambda's asynchronous retry (a minute or more later) and
+        an SQS message back after its visibility timeout (at least the function's) come: by then
+        a lease the copy took for its invocation's time has expired."""
+        crashed = run.copies[0]
+        moment = (crashed.began or time.time()) + self.timeout
+        threading.Event().wait(max(0.0, moment - time.time()))  # the event source's own delay
+        late = CopyState("C")
+        run.copies.append(late)
+        self._send(run, late, run.payload)
+        run.counts = self.lab._count(self.count_effect, run.event, run.number)
+        return run
+
+    def run(self, schedule: Schedule, number: int, strict: bool = False, late: bool = True) -> Run:
         started = time.perf_counter()
         event = self.make_event(number)
         digest = _bootstrap.event_digest(json.loads(json.dumps(event, default=str)))
-        run = Run(schedule, digest)
+        run = Run(schedule, digest, number=number, event=event, payload=json.dumps(event, default=str).encode())
         first = CopyState("A", stop=schedule.first_stop, crash=schedule.crash)
         second = CopyState("B", stop=schedule.second_stop if schedule.together else None)
         run.copies = [first] if schedule.id == "map" else [first, second]
         self.explorer.begin(run)
-        payload = json.dumps(event, default=str).encode()
+        payload = run.payload
         if schedule.id == "map":
             self._send(run, first, payload)
         elif not schedule.together:  # twice, or a crash then its retry
@@ -410,6 +433,10 @@ class _Runner:
             if strict and schedule.crash and first.point != schedule.first_stop:
                 raise ScheduleError(_not_reached(schedule, first))
             self._send(run, second, payload)
+            if schedule.crash and late:
+                run.counts = self.lab._count(self.count_effect, event, number)
+                if _needs_late_retry(run):
+                    self.late_retry(run)
         else:
             a = self._start(run, first, payload)
             run.wait_for(lambda: first.point == first.stop or first.answered, "copy A at its point")
@@ -445,6 +472,11 @@ def _step_text(step: dict) -> str:
     """A step as the map and the timeline show it: service, operation, what it names."""
     names = " ".join(f"{key}={value}" for key, value in step.items() if key not in ("service", "operation", "saw"))
     return f"{step.get('service', '')} {step.get('operation', '')} {names}".strip()
+
+
+def _needs_late_retry(run: Run) -> bool:
+    counts = run.counts if isinstance(run.counts, dict) else {"effect": run.counts}
+    return bool(run.schedule.crash) and len(run.copies) == 2 and any(count == 0 for count in counts.values())
 
 
 def _not_reached(schedule: Schedule, copy: CopyState) -> str:
