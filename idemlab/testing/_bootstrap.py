@@ -150,6 +150,7 @@ class Boundaries:
         self.lock = threading.RLock()  # a handler's own threads share the invocation's channel
         self.channel = None  # the explorer's connection while an invocation runs
         self.points = 0
+        self.stop = None  # the point where the explorer's answer is awaited
         import botocore.handlers
 
         # Every botocore session registers BUILTIN_HANDLERS when it is made: the hooks reach the
@@ -185,7 +186,9 @@ class Boundaries:
             self.channel = connection.makefile("rwb")
             connection.close()  # the file holds the socket open
             self.points = 0
-            self._ask({"kind": "start", "event": event_digest(event), "pid": os.getpid()})
+            # The answer to the start names the one later point (if any) where the copy must
+            # wait for the explorer's word; at every other point it only says where it is.
+            self.stop = self._ask({"kind": "start", "event": event_digest(event), "pid": os.getpid()})
 
     def end(self) -> None:
         with self.lock:
@@ -210,18 +213,28 @@ class Boundaries:
             if self.channel is None:  # a call made at init, or after the handler returned
                 return
             self.points += 1
-            self._ask({"kind": "step", "point": self.points, "step": step})
+            message = {"kind": "step", "point": self.points, "step": step}
+            if self.points == self.stop:
+                self._ask(message)
+            else:
+                self._tell(message)
 
-    def _ask(self, message: dict) -> None:
+    def _tell(self, message: dict) -> None:
         self.channel.write(json.dumps(message).encode() + b"\n")
         self.channel.flush()
-        answer = json.loads(self.channel.readline() or b'{"do": "go"}')["do"]
+
+    def _ask(self, message: dict) -> int | None:
+        """Tell, then do as answered; returns the later point the answer names, if any."""
+        self._tell(message)
+        reply = json.loads(self.channel.readline() or b'{"do": "go"}')
+        answer = reply["do"]
         if answer == "exit":
             print(f"idemlab.testing: explorer ends the copy at point {self.points}", file=sys.stderr, flush=True)
             os._exit(137)  # as an out-of-memory kill would: no cleanup, no reply
         if answer == "hang":
             print(f"idemlab.testing: explorer holds the copy at point {self.points}", file=sys.stderr, flush=True)
             time.sleep(SLEEP_PAST_ANY_TIMEOUT_SECONDS)
+        return reply.get("stop")
 
 
 def _user_frames(exc: BaseException) -> list[str]:

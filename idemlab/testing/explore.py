@@ -253,15 +253,23 @@ class _Connection(socketserver.StreamRequestHandler):
         if not hello:
             return
         run, copy = explorer.arrive(hello["event"])
-        message = hello
-        while message:
-            answer = run.at(copy, message.get("point", 0), message.get("step")) if copy else "go"
-            self.wfile.write(json.dumps({"do": answer}).encode() + b"\n")
-            self.wfile.flush()
-            if answer != "go":
-                return
-            line = self.rfile.readline()
-            message = json.loads(line) if line else None
+        answer = run.at(copy, 0, None) if copy else "go"
+        # Past its start, the copy waits for an answer only at its stop; elsewhere it just reports.
+        stop = copy.stop if copy is not None and copy.stop else None
+        self._answer(answer, stop)
+        if answer != "go":
+            return
+        for line in self.rfile:
+            message = json.loads(line)
+            answer = run.at(copy, message["point"], message.get("step")) if copy else "go"
+            if message["point"] == stop:
+                self._answer(answer, None)
+                if answer != "go":
+                    return
+
+    def _answer(self, answer: str, stop: int | None) -> None:
+        self.wfile.write(json.dumps({"do": answer, "stop": stop}).encode() + b"\n")
+        self.wfile.flush()
 
 
 class Explorer(socketserver.ThreadingTCPServer):

@@ -57,6 +57,16 @@ def check_outside_claim(event, context):
     dynamodb.put_item(TableName=ORDERS, Item=key)
     dynamodb.delete_item(TableName=CLAIMS, Key=key)
     return "charged"
+
+
+def ten_steps(event, context):
+    # Eight reads, then the charge as one conditional write, then the order marked done.
+    key = {"pk": {"S": event["order_id"]}}
+    for _ in range(8):
+        dynamodb.get_item(TableName=ORDERS, Key=key)
+    claim_first(event, context)
+    dynamodb.put_item(TableName=ORDERS, Item=key)
+    return "charged"
 """
 REPEATS = 20  # a kept schedule id must give the same outcome every time
 
@@ -135,3 +145,11 @@ def test_a_kept_schedule_id_gives_the_same_outcome_every_time(idemlab, code, cha
 def test_a_schedule_whose_point_the_handler_never_reaches_says_so(idemlab, code, charges):
     with pytest.raises(ScheduleError, match="never reached point 7"):
         idemlab.explore(shop("claim_first", code), new_order, charges, schedule="crash-exit-7")
+
+
+def test_a_ten_step_handler_is_explored_whole(idemlab, code, charges):
+    report = idemlab.explore(shop("ten_steps", code), new_order, charges)
+    print(report.message())
+    assert len(report.steps) == 10
+    # 1 plain retry, 22 crashes (points 0 to 10, each way), 90 pairs and 9 zombies.
+    assert len(report.runs) == report.planned == 122
