@@ -344,11 +344,14 @@ def explore(
         plan = schedules(len(report.steps))
         n = len(report.steps)
         crashes = sum(1 for s in plan if s.crash)
-        report.bound = (
-            f"bound: {crashes} crashes (at points 0 to {n}, each way, then a synchronous retry) and "
-            f"{len(plan) - 1 - crashes} interleavings of two copies (copy A waiting at each point before "
-            f"its last step, copy B run to each of its points 1 to {n - 1} or to its end)"
+        pairs = len(plan) - 1 - crashes
+        interleavings = (
+            f"{pairs} interleavings of two copies (copy A waiting at each point before its last step, "
+            f"copy B run to each of its points 1 to {n - 1} or to its end)"
         )
+        if not pairs:
+            interleavings = "no interleaving (one step leaves no point inside the handler for another copy)"
+        report.bound = f"bound: {crashes} crashes (at points 0 to {n}, each way, then a retry) and {interleavings}"
         runs = runner.run_all(plan)
     report.planned = len(plan)
     for run in runs:
