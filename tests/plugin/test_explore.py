@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from idemlab.testing import DuplicateEffectError, ExplorationReport, Handler, ScheduleError
+from idemlab.testing import DuplicateEffectError, ExplorationReport, Handler, LostEffectError, ScheduleError
 
 SHOP = """
 import os, uuid
@@ -56,6 +56,18 @@ def check_outside_claim(event, context):
     charge(event["order_id"])
     dynamodb.put_item(TableName=ORDERS, Item=key)
     dynamodb.delete_item(TableName=CLAIMS, Key=key)
+    return "charged"
+
+
+def claim_then_charge(event, context):
+    # A claim that never expires: a copy that dies between the claim and the charge leaves
+    # the order claimed, and every retry answers "already done" without charging.
+    key = {"pk": {"S": event["order_id"]}}
+    try:
+        dynamodb.put_item(TableName=CLAIMS, Item=key, ConditionExpression="attribute_not_exists(pk)")
+    except dynamodb.exceptions.ConditionalCheckFailedException:
+        return "already done"
+    charge(event["order_id"])
     return "charged"
 
 
@@ -153,3 +165,19 @@ def test_a_ten_step_handler_is_explored_whole(idemlab, code, charges):
     assert len(report.steps) == 10
     # 1 plain retry, 22 crashes (points 0 to 10, each way), 90 pairs and 9 zombies.
     assert len(report.runs) == report.planned == 122
+
+
+def test_a_named_function_is_a_step_too(idemlab, code, charges):
+    with pytest.raises(DuplicateEffectError) as failure:
+        idemlab.explore(shop("naive", code), new_order, charges, effects=("shop.charge",))
+    steps = [(step["service"], step["operation"]) for step in failure.value.report.steps]
+    assert steps == [("dynamodb", "PutItem"), ("effect", "shop.charge")]
+
+
+def test_a_claim_that_outlives_a_crash_loses_the_charge(idemlab, code, charges):
+    # The late retry comes once the crashed copy's time is up: a short timeout keeps it quick.
+    with pytest.raises(LostEffectError) as failure:
+        idemlab.explore(shop("claim_then_charge", code), new_order, charges, timeout=3)
+    report = failure.value.report
+    assert (report.verdict, report.failure.schedule.id) == ("LOST", "crash-exit-1")
+    assert [copy.name for copy in report.failure.copies] == ["A", "B", "C"]  # C: the late retry
