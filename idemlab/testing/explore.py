@@ -394,7 +394,7 @@ class _Runner:
         side by side, each schedule with its own event, while the exit crashes run one by one
         (each costs its retry a cold start: the machine's CPU, not waiting). The smallest
         failing schedule is still the first in the plan, whatever order they finish in."""
-        numbered = list(enumerate(plan))
+        numbered = list(enumerate(plan, start=1))  # event 0 was the map run's
         done: dict[int, Run] = {}
         with ThreadPoolExecutor(MAX_SIDE_BY_SIDE) as pool:
             waiting = [pool.submit(self.run, s, n) for n, s in numbered if s.crash == "timeout"]
