@@ -395,7 +395,11 @@ class _Runner:
         (each costs its retry a cold start: the machine's CPU, not waiting). The smallest
         failing schedule is still the first in the plan, whatever order they finish in."""
         numbered = list(enumerate(plan, start=1))  # event 0 was the map run's
-        done: dict[int, Run] = {}
+        first = self.run(plan[0], 1)  # a plain retry: when it fails, nothing else need run
+        if _verdict(first):
+            return [first]
+        done: dict[int, Run] = {1: first}
+        numbered = numbered[1:]
         with ThreadPoolExecutor(MAX_SIDE_BY_SIDE) as pool:
             waiting = [pool.submit(self.run, s, n) for n, s in numbered if s.crash == "timeout"]
             for number, schedule in numbered:
@@ -409,7 +413,7 @@ class _Runner:
                         done[number] = self.run(schedule, number)
                         if _verdict(done[number]):
                             break
-        runs = [done[number] for number, _ in numbered if number in done]
+        runs = [done[number] for number in sorted(done)]
         failing = next((index for index, run in enumerate(runs) if _verdict(run)), None)
         return runs if failing is None else runs[: failing + 1]
 
