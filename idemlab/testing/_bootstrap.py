@@ -129,7 +129,8 @@ def _names(params: dict) -> dict:
 def _saw(operation: str, status: int, parsed: dict) -> str:
     """What a call's answer told the handler, in a few words."""
     if status >= 300:
-        return (parsed.get("Error") or {}).get("Code") or f"HTTP {status}"
+        code = (parsed.get("Error") or {}).get("Code") or f"HTTP {status}"
+        return code.removesuffix("Exception")  # ConditionalCheckFailed
     if operation == "GetItem":
         return "an item" if "Item" in parsed else "no item"
     if "Count" in parsed:

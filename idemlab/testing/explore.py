@@ -188,7 +188,7 @@ class Run:
     # -- what a timeline shows
 
     def timeline(self) -> list[str]:
-        lines = ["  #   copy  point  step                                              saw            then"]
+        lines = [f"  #   copy  point  {'step':<61} {'saw':<22} then"]
         for visit in self.visits:
             if visit.step is None:
                 step, saw = "(handler starts)", ""
@@ -196,11 +196,17 @@ class Run:
                 step = _step_text(visit.step)
                 saw = visit.step.get("saw", "")
             lines.append(
-                f"  {visit.order:<3} {visit.copy:<5} {visit.point:<6} {step[:48]:<49} {saw[:14]:<14} {visit.then}"
+                f"  {visit.order:<3} {visit.copy:<5} {visit.point:<6} {step[:60]:<61} {saw[:22]:<22} {visit.then}"
             )
         for copy in self.copies:
-            if copy.result is not None:
-                lines.append(f"  copy {copy.name} answered: {copy.result.outcome(None)}")
+            if copy.result is None:
+                continue
+            answer = copy.result.outcome(None)
+            if copy.crash and copy.result.error_type in (HOWS[copy.crash][0], "Runtime.ExitError"):
+                answer = f"CRASHED as scheduled ({copy.result.error_type})"
+            elif not copy.result.ok:  # the handler's own error: its message, not a traceback
+                answer = f"failed: {copy.result.error_type}: {copy.result.error.get('errorMessage', '')}"[:100]
+            lines.append(f"  copy {copy.name} answered: {answer}")
         return lines
 
 
