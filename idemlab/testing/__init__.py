@@ -14,6 +14,7 @@ try:
 except ImportError as exc:
     raise ImportError('idemlab.testing needs pytest, which is not installed: pip install "idemlab[testing]"') from exc
 
+from idemlab.testing.explore import ExplorationReport, LostEffectError, ScheduleError
 from idemlab.testing.handlers import Crash, CrashError, Handler, HandlerError, Queue
 from idemlab.testing.lab import Backend, CopiesFailedWarning, DeliveryError, EffectCountError, Lab
 from idemlab.testing.report import CopyResult, CrashNotReached, Delivery, DuplicateEffectError, EffectReport
@@ -30,8 +31,11 @@ __all__ = [
     "DuplicateEffectError",
     "EffectCountError",
     "EffectReport",
+    "ExplorationReport",
     "Handler",
     "HandlerError",
     "Lab",
+    "LostEffectError",
     "Queue",
+    "ScheduleError",
 ]

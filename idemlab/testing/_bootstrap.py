@@ -8,22 +8,33 @@ the plugin's warm-up pings without calling the handler; and, when a crash is arm
 (IDEMLAB_TESTING_CRASH: a Crash as JSON), wraps the named function so that the copies
 which reach it first, as many as are armed, die there (the process exits, or it sleeps
 past the function's timeout).
+
+When the plugin explores the handler (IDEMLAB_TESTING_EXPLORE: the explorer's loopback
+address and the functions named as effects, as JSON), every AWS call the handler makes is
+a step, seen through botocore's event hooks (registered on every botocore session the
+worker makes), and so is every named effect. After each step, and as the handler starts,
+the copy tells the explorer where it is and waits for its answer: go on, die there (the
+process exits) or hang until the function's timeout stops it.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib
 import inspect
 import json
 import os
 import pkgutil
+import socket
 import sys
+import threading
 import time
 import traceback
 
 HANDLER_VARIABLE = "IDEMLAB_TESTING_HANDLER"
 CRASH_VARIABLE = "IDEMLAB_TESTING_CRASH"
+EXPLORE_VARIABLE = "IDEMLAB_TESTING_EXPLORE"
 # Armed crashes: an item per function, keyed by AWS_LAMBDA_FUNCTION_NAME (a variable every
 # Lambda runtime sets, AWS docs: lambda/latest/dg/configuration-envvars.html), its `armed`
 # count set by the plugin before each delivery.
@@ -76,6 +87,11 @@ def install_crash(target: str, when: str, how: str, times: int) -> None:
 
         return crashing
 
+    _replace(target, wrap)
+
+
+def _replace(target: str, wrap) -> None:
+    """Replace the function at `target` by wrap(function), wherever a loaded module holds it."""
     parent, _, attribute = target.rpartition(".")
     owner = pkgutil.resolve_name(parent)  # "shop.payments" or "shop.payments.Client"
     static, original = inspect.getattr_static(owner, attribute), getattr(owner, attribute)
@@ -87,6 +103,139 @@ def install_crash(target: str, when: str, how: str, times: int) -> None:
         for name, value in list((getattr(module, "__dict__", None) or {}).items()):
             if value is original:
                 setattr(module, name, replacement)
+
+
+def event_digest(event) -> str:
+    """Names an event the same way here and in the explorer (JSON, keys sorted)."""
+    text = json.dumps(event, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# The request fields that name what a call touches, as the step map shows them.
+NAMING_FIELDS = ("TableName", "QueueUrl", "FunctionName", "Bucket", "Key", "TopicArn", "StateMachineArn")
+
+
+def _names(params: dict) -> dict:
+    named = {}
+    for field in NAMING_FIELDS:
+        value = params.get(field)
+        if isinstance(value, str):  # DynamoDB's Key is a map: the table names the step
+            named[field] = value.rsplit("/", 1)[-1] if field == "QueueUrl" else value
+    if isinstance(params.get("RequestItems"), dict):  # BatchGetItem, BatchWriteItem
+        named["TableName"] = ",".join(sorted(params["RequestItems"]))
+    return named
+
+
+def _saw(operation: str, status: int, parsed: dict) -> str:
+    """What a call's answer told the handler, in a few words."""
+    if status >= 300:
+        code = (parsed.get("Error") or {}).get("Code") or f"HTTP {status}"
+        return code.removesuffix("Exception")  # ConditionalCheckFailed
+    if operation == "GetItem":
+        return "an item" if "Item" in parsed else "no item"
+    if "Count" in parsed:
+        return f"{parsed['Count']} items"
+    if "Messages" in parsed:
+        return f"{len(parsed['Messages'])} messages"
+    if parsed.get("FunctionError"):
+        return f"FunctionError {parsed['FunctionError']}"
+    return "ok"
+
+
+class Boundaries:
+    """Explore mode: each step of an invocation is reported to the explorer, which answers
+    what the copy does next. One invocation at a time runs in an execution environment."""
+
+    def __init__(self, address: list, effects: list[str]):
+        self.address = (address[0], int(address[1]))
+        self.lock = threading.RLock()  # a handler's own threads share the invocation's channel
+        self.channel = None  # the explorer's connection while an invocation runs
+        self.points = 0
+        self.stop = None  # the point where the explorer's answer is awaited
+        import botocore.handlers
+
+        # Every botocore session registers BUILTIN_HANDLERS when it is made: the hooks reach the
+        # handler's clients, Powertools' own session's too, without touching the handler.
+        hooks = [("before-parameter-build", self.name_step), ("after-call", self.after_call)]
+        botocore.handlers.BUILTIN_HANDLERS.extend(hooks)
+        boto3 = sys.modules.get("boto3")
+        if boto3 is not None and boto3.DEFAULT_SESSION is not None:  # made before this module loaded
+            for event, hook in hooks:
+                boto3.DEFAULT_SESSION.events.register(event, hook)
+        self.effects = effects
+
+    def install_effects(self) -> None:
+        for target in self.effects:
+            _replace(target, functools.partial(self._effect, target))
+
+    def _effect(self, target: str, function):
+        @functools.wraps(function)
+        def reported(*args, **kwargs):
+            try:
+                result = function(*args, **kwargs)
+            except Exception as exc:
+                self.boundary({"service": "effect", "operation": target, "saw": f"raised {type(exc).__name__}"})
+                raise
+            self.boundary({"service": "effect", "operation": target, "saw": "returned"})
+            return result
+
+        return reported
+
+    def begin(self, event) -> None:
+        with self.lock:
+            connection = socket.create_connection(self.address)
+            self.channel = connection.makefile("rwb")
+            connection.close()  # the file holds the socket open
+            self.points = 0
+            # The answer to the start names the one later point (if any) where the copy must
+            # wait for the explorer's word; at every other point it only says where it is.
+            self.stop = self._ask({"kind": "start", "event": event_digest(event), "pid": os.getpid()})
+
+    def end(self) -> None:
+        with self.lock:
+            if self.channel is not None:
+                self.channel.close()
+            self.channel = None
+
+    def name_step(self, params, model, context, **_):
+        context["idemlab_testing_step"] = {
+            "service": model.service_model.service_id.hyphenize(),
+            "operation": model.name,
+            **_names(params),
+        }
+
+    def after_call(self, http_response, parsed, model, context, **_):
+        step = dict(context.get("idemlab_testing_step") or {"operation": model.name})
+        step["saw"] = _saw(model.name, http_response.status_code, parsed)
+        self.boundary(step)
+
+    def boundary(self, step: dict) -> None:
+        with self.lock:
+            if self.channel is None:  # a call made at init, or after the handler returned
+                return
+            self.points += 1
+            message = {"kind": "step", "point": self.points, "step": step}
+            if self.points == self.stop:
+                self._ask(message)
+            else:
+                self._tell(message)
+
+    def _tell(self, message: dict) -> None:
+        self.channel.write(json.dumps(message).encode() + b"\n")
+        self.channel.flush()
+
+    def _ask(self, message: dict) -> int | None:
+        """Tell, then do as answered; returns the later point the answer names, if any."""
+        self._tell(message)
+        reply = json.loads(self.channel.readline() or b'{"do": "go"}')
+        answer = reply["do"]
+        if answer == "exit":
+            print(f"idemlab.testing: explorer ends the copy at point {self.points}", file=sys.stderr, flush=True)
+            os._exit(137)  # as an out-of-memory kill would: no cleanup, no reply
+        if answer == "hang":
+            print(f"idemlab.testing: explorer holds the copy at point {self.points}", file=sys.stderr, flush=True)
+            time.sleep(SLEEP_PAST_ANY_TIMEOUT_SECONDS)
+        return reply.get("stop")
 
 
 def _user_frames(exc: BaseException) -> list[str]:
@@ -138,8 +287,14 @@ def _table_of(exc: BaseException) -> str | None:
 
 # Loaded at init, as Lambda imports a handler module: cold-start cost stays out of the
 # timed calls. (Imported elsewhere, e.g. by the plugin for its constants, it loads nothing.)
+_boundaries = None
+if EXPLORE_VARIABLE in os.environ:
+    _explore = json.loads(os.environ[EXPLORE_VARIABLE])
+    _boundaries = Boundaries(_explore["address"], _explore["effects"])
 if HANDLER_VARIABLE in os.environ:
     _handler = _load(os.environ[HANDLER_VARIABLE], json.loads(os.environ.get(CRASH_VARIABLE) or "null"))
+    if _boundaries is not None:
+        _boundaries.install_effects()
 
 
 def handler(event, context):
@@ -150,7 +305,13 @@ def handler(event, context):
         # Lambda's SQS poller reads the function's own answer (its batchItemFailures): no report around it.
         return _call(event, context)
     started = time.time()
-    result = _call(event, context)
+    if _boundaries is not None:
+        _boundaries.begin(event)
+    try:
+        result = _call(event, context)
+    finally:
+        if _boundaries is not None:
+            _boundaries.end()
     report = {
         "pid": os.getpid(),
         "started": started,

@@ -27,6 +27,7 @@ from botocore.exceptions import ClientError
 from idemlab.barrier import all_at_once
 from idemlab.embedded.server import EmbeddedBackend
 from idemlab.testing import _bootstrap
+from idemlab.testing.explore import Explorer, explore
 from idemlab.testing.handlers import Crash, Handler, Queue
 from idemlab.testing.report import CopyResult, CrashNotReached, Delivery, DuplicateEffectError, EffectReport, Round
 
@@ -224,6 +225,7 @@ class Lab:
         self.backend, self.url = backend, backend.url
         self.environment: dict[str, str] = {}  # passed to every function deployed
         self._tables: list[str] = []
+        self._explorer = None  # made by the first explore(), closed with the test
 
     def client(self, service: str):
         return self.backend.client(service)
@@ -238,7 +240,16 @@ class Lab:
         """The table Powertools' DynamoDBPersistenceLayer expects by default: key `id`, TTL `expiration`."""
         return self.make_table(name, key="id", ttl="expiration")
 
+    def explorer(self):
+        """The loopback server explored copies report to: one per test, so each exploration of
+        a handler reuses the same deployed function and its warm environments."""
+        if self._explorer is None:
+            self._explorer = Explorer()
+        return self._explorer
+
     def close(self) -> None:
+        if self._explorer is not None:
+            self._explorer.close()
         dynamodb = self.client("dynamodb")
         for name in self._tables:
             with contextlib.suppress(dynamodb.exceptions.ResourceNotFoundException):
@@ -555,6 +566,40 @@ class Lab:
         if failed:  # the effect was right, yet copies failed: say so, as a passing test shows no message
             warnings.warn(CopiesFailedWarning(report.message()), stacklevel=2)
         return report
+
+    def explore(
+        self,
+        handler: Handler | str,
+        make_event: Callable[[int], object],
+        count_effect: Callable[[object], int | Mapping[str, int]],
+        effects: tuple[str, ...] = (),
+        schedule: str | None = None,
+        timeout: int = DEFAULT_TIMEOUT_SECONDS,
+        environment: dict | None = None,
+    ):
+        """Every crash point and every interleaving of two copies, one schedule at a time.
+
+        Parameters
+        ----------
+        handler, make_event, count_effect
+            As for `assert_exactly_once`: make_event(n) builds schedule n's own event.
+        effects
+            Functions ("shop.payments.charge") that are steps too, beside every AWS call.
+        schedule
+            One schedule id (from a failure's message) to rerun alone, as a regression test.
+
+        Returns
+        -------
+        ExplorationReport
+            The step map, the schedules run and how long they took.
+
+        Raises
+        ------
+        DuplicateEffectError, LostEffectError
+            Naming the smallest failing schedule, with its timeline and id.
+        """
+        __tracebackhide__ = True
+        return explore(self, handler, make_event, count_effect, effects, schedule, timeout, environment)
 
     def _count(self, count_effect: Callable, event: object, number: int) -> int | dict[str, int]:
         """count_effect(event), or an EffectCountError naming it, the round, the table it asked for, and its frames."""
