@@ -20,7 +20,7 @@ import pytest
 
 from idemlab import clients, settings
 from idemlab.embedded.server import EmbeddedBackend
-from support.scheduling import DURATIONS_FILE, measured, record, scheduling_order, scope_key, scope_of
+from support.scheduling import DURATIONS_FILE, SEED_FILE, measured, record, scheduling_order, scope_key, scope_of
 from support.suite_timeouts import suite_functions, suite_queues
 
 # Long files that use no `lab` stack: each worker starts with one of these while its
@@ -72,7 +72,7 @@ def pytest_collection_modifyitems(config, items):
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     # Every worker reads the same file (only the controller writes it, at the end), so all
     # collect the same order, as xdist requires.
-    seconds = measured(config.rootpath / DURATIONS_FILE)
+    seconds = measured(config.rootpath / DURATIONS_FILE) or measured(config.rootpath / SEED_FILE)
     order = scheduling_order([item.nodeid for item in items], workers, seconds, WITHOUT_STACK)
     position = {nodeid: n for n, nodeid in enumerate(order)}
     items.sort(key=lambda item: position[item.nodeid])
@@ -137,7 +137,22 @@ class BackgroundDeploy:
     backend is up: the tests that need no stack run meanwhile. The child gets a copy of
     this moment's environment, so what a test sets later (monkeypatch) never reaches it."""
 
-    SCRIPT = "import json, sys\nfrom idemlab import stack\nsys.stdout.write(json.dumps(stack.deploy()))\n"
+    # On one LocalStack the stage's workers deploy one at a time. Two applies at once there
+    # failed once: LocalStack answered the second stack's AddPermission for its sweeper with
+    # "statement id already exists" (409) for five minutes, until Terraform gave up; on its
+    # own a stack has never met it. The other worker runs its stack-free tests meanwhile.
+    SCRIPT = textwrap.dedent(
+        """
+        import fcntl, json, os, sys
+        from idemlab import settings, stack
+        settings.STATE_DIR.mkdir(parents=True, exist_ok=True)
+        with open(settings.STATE_DIR / f"suite-deploy-{settings.port()}.lock", "w") as lock:
+            if os.environ["BACKEND"] == "localstack":
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            lab = stack.deploy()
+        sys.stdout.write(json.dumps(lab))
+        """
+    )
 
     def __init__(self):
         import subprocess

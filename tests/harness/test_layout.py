@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from idemlab import settings
-from support.scheduling import SPLIT_BY_TEST
+from support.scheduling import SEED_FILE, SPLIT_BY_TEST, measured
 from tests.conftest import WITHOUT_STACK
 
 TESTS = settings.ROOT / "tests"
@@ -59,3 +59,12 @@ def test_the_suites_lists_of_files_name_files_under_tests(listed, names):
     """A name left behind by a move would drop out of the scheduling without a word."""
     missing = [name for name in names if not (TESTS / name).is_file()]
     assert not missing, f"{listed} names files that are not under tests/: {missing}"
+
+
+def test_the_committed_durations_name_scopes_that_exist():
+    """A fresh clone schedules by the seed: a scope it names under an old path would be
+    scheduled as never measured, silently."""
+    seed = measured(settings.ROOT / SEED_FILE)
+    assert seed, f"{SEED_FILE} is missing or empty"
+    stale = sorted(key for key in seed if not (TESTS / key.split("::", 1)[0]).is_file())
+    assert not stale, f"{SEED_FILE} names files that are not under tests/: {stale}"

@@ -5,8 +5,9 @@ end of every run the suite writes how long each scope it ran took (setup, call a
 teardown of its tests, summed) to ``.lab/test-durations.json``, merged into what earlier
 runs measured; the next run hands out the longest scopes first, so that no worker starts a
 long one while the others are nearly done. Scopes never measured follow in collection
-order; with no file at all the order is the collection order. The file is the machine's
-own (under .lab/, not committed): its numbers are this machine's.
+order. The file is the machine's own (under .lab/, not committed): its numbers are this
+machine's. A machine that has none yet (a fresh clone, CI's) schedules by SEED_FILE, a
+committed copy of one such file, so its long scopes go first too.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ from pathlib import Path
 
 # Relative to the rootdir (the checkout's root for the suite).
 DURATIONS_FILE = Path(".lab") / "test-durations.json"
+# What a fresh clone (CI's, a newcomer's) schedules by until its own first run has measured:
+# the same kind of file, committed, from a `make test` run on a 2-core machine. Refresh it by
+# copying a run's DURATIONS_FILE over it; only the order it gives matters, not its seconds.
+SEED_FILE = Path("tests") / "support" / "durations-seed.json"
 
 # Files whose tests are scopes of their own, as paths under tests/ (scope_key): they share
 # nothing but the session's stack (the deletion stack tests' module fixture is a plain
