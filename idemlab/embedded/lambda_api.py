@@ -234,11 +234,13 @@ def install(service: LambdaService) -> None:
     urls.url_paths.setdefault(r"{0}/(?P<api_version>[^/]+)/account-settings/?$", LambdaResponse.dispatch)
     LambdaResponse.get_account_settings = _get_account_settings
     LambdaFunction.idemlab_dead_letter_config = None  # moto drops DeadLetterConfig: kept, and described back
+    LambdaFunction.idemlab_durable_config = None  # and DurableConfig (durable_api.py runs such functions)
 
     @wrap(LambdaBackend, "create_function")
     def create_function(original, self, spec):
         fn = original(self, spec)
         fn.idemlab_dead_letter_config = spec.get("DeadLetterConfig")
+        fn.idemlab_durable_config = spec.get("DurableConfig")  # set only at creation, as on Lambda
         return fn
 
     @wrap(LambdaFunction, "_set_function_code")
@@ -268,6 +270,8 @@ def install(service: LambdaService) -> None:
         config = original(self, *args, **kwargs)
         if (self.idemlab_dead_letter_config or {}).get("TargetArn"):
             config["DeadLetterConfig"] = self.idemlab_dead_letter_config
+        if self.idemlab_durable_config:
+            config["DurableConfig"] = dict(self.idemlab_durable_config)
         return config
 
     @wrap(LambdaResponse, "_enrich_response")

@@ -239,6 +239,7 @@ def serve(port: int, host: str, allow_remote: bool, lambda_concurrency: int) -> 
 
     from idemlab.embedded import (
         alarm_evaluator,
+        durable_api,
         dynamodb_atomic,
         fast_path,
         lambda_api,
@@ -263,10 +264,11 @@ def serve(port: int, host: str, allow_remote: bool, lambda_concurrency: int) -> 
     service = lambda_api.LambdaService(endpoint_url, client, lambda_concurrency)
     dynamodb_atomic.install(fast_path=fast_path.enabled())
     lambda_api.install(service)
+    durable = durable_api.install(endpoint_url, os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
     for module in (stepfunctions_ext, scheduler_api, sqs_atomic, sqs_event_source, terraform_compat):
         module.install()
     app, handler = fast_path.app_and_handler()  # after every install: it caches the patched classes' methods
-    app = _front_door(app, service.runtime, check_host=not allow_remote)
+    app = _front_door(durable_api.routes(app), service.runtime, check_host=not allow_remote)
     server = make_server(host, port, app, threaded=True, request_handler=handler)
 
     for signum in (signal.SIGTERM, signal.SIGINT):  # shutdown() waits for serve_forever: call it from another thread
@@ -285,6 +287,8 @@ def serve(port: int, host: str, allow_remote: bool, lambda_concurrency: int) -> 
         rules_stop.set()
         alarms_stop.set()
         event_sources.stop()
+        if durable is not None:
+            durable.stop()
         service.shutdown()
         print("embedded: stopped", file=sys.stderr, flush=True)
 
