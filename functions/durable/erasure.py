@@ -17,7 +17,9 @@ from aws_durable_execution_sdk_python.config import StepConfig
 import mail
 from shared import clients, faults, settings
 
-# The fault point between the email's effect (the provider took it) and its checkpoint.
+# The fault points of the send step: after it has started and before the provider has the
+# email; and between the email's effect (the provider took it) and the step's checkpoint.
+BEFORE_SEND = "send_goodbye.before_effect"
 AFTER_SEND = "send_goodbye.after_effect"
 # The step names, in order: a step's name is part of its checkpoint, and of the mail key.
 STEPS = ("delete_records", "delete_files", "delete_identity", "send_goodbye")
@@ -59,6 +61,8 @@ def delete_identity(step: StepContext, user_id: str) -> bool:
 @durable_step
 def send_goodbye(step: StepContext, request: dict, provider_key: str | None, lambda_context) -> str:
     """One goodbye email through the provider; ``provider_key`` None sends without a key."""
+    # Fault hook: the step has started, the provider has nothing yet.
+    faults.strike(BEFORE_SEND, request["deletion_request_id"], lambda_context)
     message_id = mail.send(request["user_id"], request["goodbye_address"], provider_key)
     # Fault hook: the provider has the email, the step has not returned, so nothing is checkpointed.
     faults.strike(AFTER_SEND, request["deletion_request_id"], lambda_context)

@@ -81,7 +81,8 @@ class ServiceError(Exception):
 
     def response(self):
         body = json.dumps({"Type": "User", "message": str(self), "Message": str(self)})
-        return self.status, {"content-type": "application/json", "x-amzn-ErrorType": self.code}, body
+        headers = {"content-type": "application/json", "x-amzn-ErrorType": self.code, "status": str(self.status)}
+        return self.status, headers, body
 
 
 @dataclass

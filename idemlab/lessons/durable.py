@@ -1,10 +1,11 @@
 """Lesson 09's plumbing: the account deletion as a Lambda durable function.
 
 ``Durables(stack)`` takes the ``lab`` map (docs/DESIGN.md) and adds what the notebook and
-the tests share: a user to delete (``seed``), the crash between the email and its
-checkpoint (``arm_crash_after_send``), a deletion started by Invoke with or without an
-execution name (``start``), the emails the provider holds for a user (``emails``), and the
-executions Lambda keeps for a function (``executions``). Every call is a plain Lambda,
+the tests share: a user to delete (``seed``), a crash between the email and its checkpoint
+(``arm_crash_after_send``) or before the email (``arm_crash_before_send``), a deletion
+started by Invoke with or without an execution name (``start``), the emails the provider
+holds for a user (``emails``), and the executions Lambda keeps for a function
+(``executions``). Every call is a plain Lambda,
 DynamoDB or S3 call: on AWS it is Lambda's durable execution service, on the embedded
 backend AWS's local engine of it (``idemlab/embedded/durable_api.py``).
 """
@@ -65,10 +66,15 @@ class Durables(Deployment):
 
     def arm_crash_after_send(self, request: dict, times: int = 1) -> str:
         """Crash the next ``times`` sends of this deletion's goodbye after the provider has it."""
-        contract = faults.contract()
-        return faults.arm(
-            self.table("faults"), erasure().AFTER_SEND, request["deletion_request_id"], contract.CRASH, times
-        )
+        return self._arm_crash(erasure().AFTER_SEND, request, times)
+
+    def arm_crash_before_send(self, request: dict, times: int = 1) -> str:
+        """Crash the next ``times`` sends of this deletion's goodbye before the provider has it."""
+        return self._arm_crash(erasure().BEFORE_SEND, request, times)
+
+    def _arm_crash(self, point: str, request: dict, times: int) -> str:
+        crash = faults.contract().CRASH
+        return faults.arm(self.table("faults"), point, request["deletion_request_id"], crash, times)
 
     def start(self, kind: str, request: dict, name: str | None = None, invocation_type: str = "RequestResponse") -> Run:
         """Invoke the ``kind`` deletion with ``request``, under execution name ``name`` if given."""
