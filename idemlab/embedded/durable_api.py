@@ -235,6 +235,33 @@ def durable_invoke(original):
     return invoke
 
 
+def event_source_invoke(invoke_by_arn):
+    """What an event source mapping calls to invoke a function (``invoke_by_arn(arn, payload)``).
+
+    A durable function is invoked synchronously, and the mapping waits for the whole
+    execution; each invocation, retries included, starts a new execution, since a mapping
+    gives no execution name (Lambda developer guide: durable-invoking-esm,
+    durable-execution-idempotency)."""
+    from moto.awslambda.models import lambda_backends
+
+    from idemlab.embedded.lambda_runtime import InvokeResult
+
+    def invoke(function_arn: str, payload: bytes):
+        _, _, _, region, account, _ = function_arn.split(":", 5)
+        fn = lambda_backends[account][region].get_function(function_arn)
+        if _service is None or not fn.idemlab_durable_config:
+            return invoke_by_arn(function_arn, payload)
+        arn, _ = _service.starts.start(fn.function_arn, None, payload, lambda name: _service.begin(fn, name, payload))
+        document = _service.outcome(arn, time.monotonic() + SYNC_LIMIT_SECONDS)
+        if document.get("Status") == "SUCCEEDED":
+            return InvokeResult((document.get("Result") or "null").encode())
+        error = document.get("Error") or {}
+        failure = {"errorType": error.get("ErrorType", "Unknown"), "errorMessage": error.get("ErrorMessage", "")}
+        return InvokeResult(json.dumps(failure).encode(), "Unhandled")
+
+    return invoke
+
+
 def routes(app):
     """WSGI middleware: the durable execution API goes to the runner unchanged."""
 

@@ -275,7 +275,8 @@ def serve(port: int, host: str, allow_remote: bool, lambda_concurrency: int) -> 
         signal.signal(signum, lambda *_: threading.Thread(target=server.shutdown, daemon=True).start())
     rules = rule_scheduler.RuleScheduler(client, region=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
     rules_stop = every(rule_scheduler.RULE_POLL_SECONDS, rules.run_once, "rule scheduler")
-    event_sources = sqs_event_source.SqsEventSources(client, service.invoke_by_arn, endpoint_url)
+    invoke = durable_api.event_source_invoke(service.invoke_by_arn)  # a durable function: an execution per delivery
+    event_sources = sqs_event_source.SqsEventSources(client, invoke, endpoint_url)
     alarms = alarm_evaluator.AlarmEvaluator(
         client, region=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"), outcomes=service.outcomes
     )

@@ -24,7 +24,7 @@ from idemlab.lessons import Deployment, poll
 
 FUNCTIONS_DIR = settings.ROOT / "functions" / "durable"
 # The functions' keys in the stack's ``functions``: one per way of sending the goodbye.
-KINDS = ("erase_naive", "erase_idempotent", "erase_at_most_once")
+KINDS = ("erase_naive", "erase_idempotent", "erase_at_most_once", "erase_from_queue")
 # How long a deletion may take to close: a crash waits out the function's timeout, then
 # Lambda invokes the handler again.
 CLOSE_SECONDS = 120
@@ -87,6 +87,10 @@ class Durables(Deployment):
         )
         body = response["Payload"].read()
         return Run(response.get("DurableExecutionArn"), json.loads(body) if body else None, "FunctionError" in response)
+
+    def send(self, queue_key: str, request: dict) -> None:
+        """One message with the deletion request, to the stack's queue ``queue_key``."""
+        clients.client("sqs").send_message(QueueUrl=self.stack["queues"][queue_key], MessageBody=json.dumps(request))
 
     def execution(self, arn: str) -> dict:
         """GetDurableExecution once the execution has closed."""

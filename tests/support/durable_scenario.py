@@ -33,7 +33,8 @@ def create_table(name: str, spec: dict) -> None:
 
 
 def private_stack(lambda_role: str) -> dict:
-    """Tables, bucket and the three durable functions, all new; the ``lab``-shaped map of them."""
+    """Tables, bucket, the durable functions and a queue mapped to ``erase_from_queue``, all
+    new; the ``lab``-shaped map of them."""
     suffix = uuid.uuid4().hex[:8]
     specs = module_spec.default("tables")
     tables = {key: f"durable-{key}-{suffix}" for key in TABLES}
@@ -59,4 +60,11 @@ def private_stack(lambda_role: str) -> dict:
             DurableConfig={"ExecutionTimeout": EXECUTION_TIMEOUT_SECONDS, "RetentionPeriodInDays": RETENTION_DAYS},
         )
         functions[kind] = name
-    return {"tables": tables, "functions": functions, "buckets": {"user_files": bucket}}
+    queue = clients.client("sqs").create_queue(QueueName=f"durable-deletions-{suffix}")["QueueUrl"]
+    queue_arn = clients.client("sqs").get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])
+    clients.client("lambda").create_event_source_mapping(
+        FunctionName=functions["erase_from_queue"],
+        EventSourceArn=queue_arn["Attributes"]["QueueArn"],
+        BatchSize=1,
+    )
+    return {"tables": tables, "functions": functions, "buckets": {"user_files": bucket}, "queues": {"deletions": queue}}
