@@ -28,6 +28,7 @@ execution, and no new one; the name of one with another payload,
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import threading
 import time
@@ -137,7 +138,9 @@ class DurableService:
         self.url = f"http://127.0.0.1:{port}"
         self.region = region
         config = WebRunnerConfig(
-            web_service=WebServiceConfig(host="127.0.0.1", port=port),
+            # WARNING: the runner configures this process's root logger at this level, and at INFO
+            # it would log every checkpoint into the backend's log.
+            web_service=WebServiceConfig(host="127.0.0.1", port=port, log_level=logging.WARNING),
             lambda_endpoint=endpoint_url,
             local_runner_endpoint=self.url,
             local_runner_region=region,
@@ -145,6 +148,11 @@ class DurableService:
             # embedded runtime enforces (a stopped worker is a failed invocation, retried by
             # the runner); the runner's own bound only has to outlast it.
             invocation_timeout_seconds=SYNC_LIMIT_SECONDS,
+            # A durable wait (and a step's retry delay) ends at the runner's next turn instead
+            # of on the wall clock: a 30-day `context.wait` takes seconds here, while the
+            # execution's history keeps the wait's real duration. What Lambda does in days, the
+            # embedded backend only simulates; the runner's own option (WebRunnerConfig.skip_time).
+            skip_time=True,
         )
         self.runner = WebRunner(config)
         self.runner.start()

@@ -24,7 +24,7 @@ from idemlab.lessons import Deployment, poll
 
 FUNCTIONS_DIR = settings.ROOT / "functions" / "durable"
 # The functions' keys in the stack's ``functions``: one per way of sending the goodbye.
-KINDS = ("erase_naive", "erase_idempotent", "erase_at_most_once", "erase_from_queue")
+KINDS = ("erase_naive", "erase_idempotent", "erase_at_most_once", "erase_from_queue", "erase_after_grace")
 # How long a deletion may take to close: a crash waits out the function's timeout, then
 # Lambda invokes the handler again.
 CLOSE_SECONDS = 120
@@ -113,6 +113,16 @@ class Durables(Deployment):
             found.extend(page.get("DurableExecutions", []))
             if not page.get("NextMarker"):
                 return found
+            options = {"Marker": page["NextMarker"]}
+
+    def history(self, arn: str) -> list[dict]:
+        """The execution's events (GetDurableExecutionHistory), oldest first."""
+        events, options = [], {}
+        while True:
+            page = self.lambda_.get_durable_execution_history(DurableExecutionArn=arn, **options)
+            events.extend(page.get("Events", []))
+            if not page.get("NextMarker"):
+                return events
             options = {"Marker": page["NextMarker"]}
 
     def emails(self, user_id: str) -> int:
