@@ -243,6 +243,14 @@ def install(service: LambdaService) -> None:
         fn.idemlab_durable_config = spec.get("DurableConfig")  # set only at creation, as on Lambda
         return fn
 
+    @wrap(LambdaFunction, "create_from_cloudformation_json")
+    def from_template(original, resource_name, cloudformation_json, account_id, region_name, **kwargs):
+        """An AWS::Lambda::Function of a CloudFormation stack: moto copies a fixed list of its
+        properties, without DurableConfig (the CloudFormation template reference has it)."""
+        fn = original(resource_name, cloudformation_json, account_id, region_name, **kwargs)
+        fn.idemlab_durable_config = cloudformation_json.get("Properties", {}).get("DurableConfig")
+        return fn
+
     @wrap(LambdaFunction, "_set_function_code")
     def checked_code(original, self, updated_spec):
         """Refuse a package Lambda would refuse (CreateFunction, UpdateFunctionCode, from a zip
