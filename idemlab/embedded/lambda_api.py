@@ -234,11 +234,21 @@ def install(service: LambdaService) -> None:
     urls.url_paths.setdefault(r"{0}/(?P<api_version>[^/]+)/account-settings/?$", LambdaResponse.dispatch)
     LambdaResponse.get_account_settings = _get_account_settings
     LambdaFunction.idemlab_dead_letter_config = None  # moto drops DeadLetterConfig: kept, and described back
+    LambdaFunction.idemlab_durable_config = None  # and DurableConfig (durable_api.py runs such functions)
 
     @wrap(LambdaBackend, "create_function")
     def create_function(original, self, spec):
         fn = original(self, spec)
         fn.idemlab_dead_letter_config = spec.get("DeadLetterConfig")
+        fn.idemlab_durable_config = spec.get("DurableConfig")  # set only at creation, as on Lambda
+        return fn
+
+    @wrap(LambdaFunction, "create_from_cloudformation_json")
+    def from_template(original, resource_name, cloudformation_json, account_id, region_name, **kwargs):
+        """An AWS::Lambda::Function of a CloudFormation stack: moto copies a fixed list of its
+        properties, without DurableConfig (the CloudFormation template reference has it)."""
+        fn = original(resource_name, cloudformation_json, account_id, region_name, **kwargs)
+        fn.idemlab_durable_config = cloudformation_json.get("Properties", {}).get("DurableConfig")
         return fn
 
     @wrap(LambdaFunction, "_set_function_code")
@@ -268,6 +278,8 @@ def install(service: LambdaService) -> None:
         config = original(self, *args, **kwargs)
         if (self.idemlab_dead_letter_config or {}).get("TargetArn"):
             config["DeadLetterConfig"] = self.idemlab_dead_letter_config
+        if self.idemlab_durable_config:
+            config["DurableConfig"] = dict(self.idemlab_durable_config)
         return config
 
     @wrap(LambdaResponse, "_enrich_response")

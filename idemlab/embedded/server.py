@@ -239,6 +239,7 @@ def serve(port: int, host: str, allow_remote: bool, lambda_concurrency: int) -> 
 
     from idemlab.embedded import (
         alarm_evaluator,
+        durable_api,
         dynamodb_atomic,
         fast_path,
         lambda_api,
@@ -263,17 +264,19 @@ def serve(port: int, host: str, allow_remote: bool, lambda_concurrency: int) -> 
     service = lambda_api.LambdaService(endpoint_url, client, lambda_concurrency)
     dynamodb_atomic.install(fast_path=fast_path.enabled())
     lambda_api.install(service)
+    durable = durable_api.install(endpoint_url, os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
     for module in (stepfunctions_ext, scheduler_api, sqs_atomic, sqs_event_source, terraform_compat):
         module.install()
     app, handler = fast_path.app_and_handler()  # after every install: it caches the patched classes' methods
-    app = _front_door(app, service.runtime, check_host=not allow_remote)
+    app = _front_door(durable_api.routes(app), service.runtime, check_host=not allow_remote)
     server = make_server(host, port, app, threaded=True, request_handler=handler)
 
     for signum in (signal.SIGTERM, signal.SIGINT):  # shutdown() waits for serve_forever: call it from another thread
         signal.signal(signum, lambda *_: threading.Thread(target=server.shutdown, daemon=True).start())
     rules = rule_scheduler.RuleScheduler(client, region=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
     rules_stop = every(rule_scheduler.RULE_POLL_SECONDS, rules.run_once, "rule scheduler")
-    event_sources = sqs_event_source.SqsEventSources(client, service.invoke_by_arn, endpoint_url)
+    invoke = durable_api.event_source_invoke(service.invoke_by_arn)  # a durable function: an execution per delivery
+    event_sources = sqs_event_source.SqsEventSources(client, invoke, endpoint_url)
     alarms = alarm_evaluator.AlarmEvaluator(
         client, region=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"), outcomes=service.outcomes
     )
@@ -285,6 +288,8 @@ def serve(port: int, host: str, allow_remote: bool, lambda_concurrency: int) -> 
         rules_stop.set()
         alarms_stop.set()
         event_sources.stop()
+        if durable is not None:
+            durable.stop()
         service.shutdown()
         print("embedded: stopped", file=sys.stderr, flush=True)
 

@@ -109,7 +109,7 @@ def role_arn(sandbox: Sandbox) -> str:
         "Version": "2012-10-17",
         "Statement": [{"Effect": "Allow", "Principal": {"Service": TRUSTED_SERVICES}, "Action": "sts:AssumeRole"}],
     }
-    # Only what the suite's own resources need: logs, its table, its queues.
+    # Only what the suite's own resources need: logs, its table, its queues, its durable function.
     policy = {
         "Version": "2012-10-17",
         "Statement": [
@@ -120,8 +120,15 @@ def role_arn(sandbox: Sandbox) -> str:
             },
             {
                 "Effect": "Allow",
-                "Action": "dynamodb:PutItem",
+                "Action": ["dynamodb:PutItem", "dynamodb:UpdateItem"],
                 "Resource": f"arn:aws:dynamodb:*:*:table/{sandbox.prefix}-*",
+            },
+            # A durable function's checkpoints and state reads, on its executions (every version's):
+            # the Lambda developer guide's durable-security page.
+            {
+                "Effect": "Allow",
+                "Action": ["lambda:CheckpointDurableExecution", "lambda:GetDurableExecutionState"],
+                "Resource": f"arn:aws:lambda:*:*:function:{sandbox.prefix}-*:*",
             },
             {"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": f"arn:aws:sqs:*:*:{sandbox.prefix}-*"},
         ],

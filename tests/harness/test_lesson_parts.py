@@ -80,6 +80,17 @@ def test_notebook_numbers_are_one_sequence():
     assert numbers == list(range(len(numbers)))
 
 
+# A lesson whose parts land over several merges, each kept green: its slug may name code
+# before its notebook exists, and only then (docs/DESIGN.md, "Lesson 09 in progress").
+IN_PROGRESS = {"durable": "issue 39: the notebook, exercise, README row and module rows are still to come"}
+
+
+def test_a_lesson_in_progress_has_no_notebook_yet():
+    """Once its notebook lands, a lesson is checked whole: its entry here must go."""
+    finished = sorted(set(IN_PROGRESS) & set(notebooks()))
+    assert not finished, f"these lessons have a notebook now; take them out of IN_PROGRESS: {finished}"
+
+
 @pytest.mark.parametrize(
     "place, names",
     [
@@ -94,7 +105,7 @@ def test_notebook_numbers_are_one_sequence():
     ],
 )
 def test_every_name_in_each_place_is_a_lesson_slug(place, names):
-    strays = sorted(names() - set(notebooks()))
+    strays = sorted(names() - set(notebooks()) - set(IN_PROGRESS))
     assert not strays, f"{place} has names no notebook carries: {strays} (lessons: {sorted(notebooks())})"
 
 

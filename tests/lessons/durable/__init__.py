@@ -1,0 +1,1 @@
+"""Lesson tests: durable."""
