@@ -121,7 +121,7 @@ def test_zombie_writes_racing_the_new_holder_never_land(tables):
             step = state.STEPS[(i // 2) % len(state.STEPS)]
             try:
                 claims.record_step(table, writer, step, LEASE, now=later + 1)
-            except errors.ClaimLost:
+            except errors.ClaimLostError:
                 return f"{writer.owner}_refused"
             if writer is holder:
                 holder_steps.add(step)

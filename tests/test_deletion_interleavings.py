@@ -105,7 +105,7 @@ class DeletionInterleavings(RuleBasedStateMachine):
         try:
             claims.record_step(self.table, claim, step, LEASE, now=self.now)
             accepted = True
-        except errors.ClaimLost:
+        except errors.ClaimLostError:
             accepted = False
         if current:
             assert accepted, "the current holder's write was refused"
@@ -132,9 +132,9 @@ class DeletionInterleavings(RuleBasedStateMachine):
         try:
             claims.complete(self.table, claim, now=self.now)
             outcome = "completed"
-        except errors.StepsNotFinished:
+        except errors.StepsNotFinishedError:
             outcome = "unfinished"
-        except errors.ClaimLost:
+        except errors.ClaimLostError:
             outcome = "lost"
         if self.status is Status.COMPLETED and claim.fencing_token == self.token:
             assert outcome == "completed"  # the completing claim again: a no-op
@@ -156,7 +156,7 @@ class DeletionInterleavings(RuleBasedStateMachine):
         current = self._is_current(claim)
         try:
             released = claims.release_after_failure(self.table, claim, "injected", MAX_ATTEMPTS, 0, now=self.now)
-        except errors.ClaimLost:
+        except errors.ClaimLostError:
             released = None
         if not current:
             assert released is None

@@ -61,3 +61,18 @@ def test_the_naive_worker_has_one_effect_per_step_and_no_order_of_its_own():
 def test_no_deletion_module_keeps_a_step_order_for_the_harness():
     steps = import_function_module("deletion_steps")
     assert not hasattr(steps, "NEXT_AFTER") and not hasattr(steps, "next_after")
+
+
+def test_every_error_the_workflow_matches_is_a_deletion_error_class():
+    """Step Functions matches a Lambda failure by its class name (errorType): an error class
+    renamed without its Retry or Catch would silently retry, or fail, what it should not."""
+    errors = import_function_module("deletion_errors")
+    defined = {name for name, value in vars(errors).items() if isinstance(value, type) and issubclass(value, Exception)}
+    matched = {
+        name
+        for spec in ASL["States"].values()
+        for rule in spec.get("Retry", []) + spec.get("Catch", [])
+        for name in rule["ErrorEquals"]
+        if not name.startswith("States.")
+    }
+    assert matched and matched <= defined, sorted(matched - defined)

@@ -10,6 +10,8 @@ module or test file under another name fails here.
 
 from __future__ import annotations
 
+import ast
+import builtins
 import re
 from pathlib import Path
 
@@ -148,3 +150,38 @@ def test_the_makefile_names_no_test_file():
     a test moved or added is never left out of a list kept elsewhere."""
     recipes = [line for line in (ROOT / "Makefile").read_text().splitlines() if line.startswith("\t")]
     assert not [line for line in recipes if re.search(r"tests/\S+\.py", line)]
+
+
+def _builtin_exception(name: str) -> bool:
+    value = getattr(builtins, name, None)
+    return isinstance(value, type) and issubclass(value, BaseException)
+
+
+def error_classes() -> dict[str, str]:
+    """Every exception class the Lambda code defines (subclassing a built-in exception or
+    another such class, wherever it is defined), with the file that defines it."""
+    classes = {}
+    for path in sorted((ROOT / "functions").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                bases = [
+                    base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "") for base in node.bases
+                ]
+                classes[node.name] = (bases, path.relative_to(ROOT).as_posix())
+    errors: dict[str, str] = {}
+    while found := {
+        name: where
+        for name, (bases, where) in classes.items()
+        if name not in errors and any(base in errors or _builtin_exception(base) for base in bases)
+    }:
+        errors |= found
+    return errors
+
+
+def test_every_error_class_of_the_lambda_code_ends_in_error():
+    """One suffix, as PEP 8 names exceptions: a learner reads `ClaimLostError` in a workflow's
+    Catch, a test and a Lambda error payload alike."""
+    classes = error_classes()
+    assert {"ConfigurationError", "CheckoutError", "DeletionError", "FulfilmentError"} <= set(classes)
+    strays = sorted(f"{name} ({where})" for name, where in classes.items() if not name.endswith("Error"))
+    assert not strays, f"error classes without the Error suffix: {strays}"

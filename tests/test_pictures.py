@@ -206,5 +206,5 @@ def test_every_status_write_takes_its_sources_from_the_table():
 
     state = deletion.import_function_module("deletion_state")
     assert state._sources("claim") == ["SCHEDULED", "RETRYABLE"]
-    with pytest.raises(state.UnknownRecoveryPoint, match="no transition"):
+    with pytest.raises(state.UnknownRecoveryPointError, match="no transition"):
         state._sources("reopen")

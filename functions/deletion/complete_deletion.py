@@ -13,7 +13,7 @@ import deletion_config as config
 import deletion_dead_letters as dead_letters
 import deletion_faults as faults
 import deletion_state as state
-from deletion_errors import ClaimLost
+from deletion_errors import ClaimLostError
 from deletion_steps import claim_from_event
 from shared import clients
 
@@ -40,7 +40,7 @@ def release(claim: claims.Claim, reason: str) -> dict:
         # The attempt count is the stored one, not what the event says.
         held = dataclasses.replace(claim, user_id=current.user_id, attempts=current.attempts)
         status = claims.release_after_failure(table, held, reason, config.max_attempts(), config.retry_delay_seconds())
-    except ClaimLost:
+    except ClaimLostError:
         return {"deletion_request_id": claim.deletion_request_id, "status": "superseded"}
     return {"deletion_request_id": claim.deletion_request_id, "status": status.value, "error": reason}
 

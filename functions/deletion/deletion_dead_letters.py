@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError
 import deletion_claims as claims
 import deletion_config as config
 import deletion_state as state
-from deletion_errors import DeletionStoreUnavailable
+from deletion_errors import DeletionStoreUnavailableError
 from shared import clients, settings
 
 
@@ -36,7 +36,7 @@ def send(deletion_request_id: str, user_id: str, reason: str) -> str:
             MessageAttributes={k: {"DataType": "String", "StringValue": v} for k, v in attributes.items()},
         )
     except ClientError as exc:
-        raise DeletionStoreUnavailable(
+        raise DeletionStoreUnavailableError(
             f"dead-lettering {deletion_request_id}: {exc.response['Error'].get('Code')}"
         ) from exc
     return sent["MessageId"]

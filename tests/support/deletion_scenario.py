@@ -142,7 +142,7 @@ def run_steps_in_process(claim: dict, timeout_seconds: float | None = None) -> s
                 try:
                     claim = _invoke(step, claim, timeout_seconds)
                     break
-                except errors.ClaimLost:
+                except errors.ClaimLostError:
                     return "superseded"
                 except errors.DeletionError as exc:
                     if attempt == retries:
@@ -152,7 +152,7 @@ def run_steps_in_process(claim: dict, timeout_seconds: float | None = None) -> s
                 break
     try:
         return _invoke("complete_deletion", claim, timeout_seconds)["status"]
-    except errors.ClaimLost:
+    except errors.ClaimLostError:
         return "superseded"
 
 
