@@ -105,7 +105,7 @@ def default(name: str) -> dict:
 
 
 def function(key: str) -> dict:
-    """The function's entry in the default of ``variable "functions"`` (scenario, timeout,
+    """The function's entry in the default of ``variable "functions"`` (lesson, timeout,
     tables, invokes, env)."""
     entry = default("functions").get(key)
     if entry is None:

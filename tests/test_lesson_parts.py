@@ -82,11 +82,11 @@ def test_notebook_numbers_are_one_sequence():
     [
         (
             "functions/ (beside the shared package every zip bundles)",
-            lambda: set(build.scenarios()),
+            lambda: set(build.lessons()),
         ),
         ("idemlab/lessons/", lambda: modules("lessons")),
         ("idemlab/exercises/", lambda: {name.split("_")[0] for name in modules("exercises")}),
-        ("the scenarios of functions.tf", lambda: {entry["scenario"] for entry in declared_functions().values()}),
+        ("the lessons of functions.tf", lambda: {entry["lesson"] for entry in declared_functions().values()}),
     ],
 )
 def test_every_name_in_each_place_is_a_lesson_slug(place, names):
@@ -113,9 +113,9 @@ def test_every_lesson_has_each_part(slug):
         if not any("naive" in name for name in handlers) or len(handlers) < 2:
             missing.append(f"functions/{slug}/ with a naive and an idempotent handler (has {handlers})")
         declared = declared_functions()
-        keys = sorted(key for key, entry in declared.items() if entry["scenario"] == slug)
+        keys = sorted(key for key, entry in declared.items() if entry["lesson"] == slug)
         if not keys:
-            missing.append(f'functions.tf entries with scenario = "{slug}"')
+            missing.append(f'functions.tf entries with lesson = "{slug}"')
         for key in keys:
             handler_module = declared[key].get("handler", f"{key}.handler").rsplit(".", 1)[0]
             if handler_module not in handlers:
