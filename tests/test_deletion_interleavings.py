@@ -21,10 +21,10 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_stat
 from idemlab.lessons import deletion
 from support.deletion_scenario import copy_tables
 
-state = deletion.import_function_module("deletion_state")
-claims = deletion.import_function_module("deletion_claims")
-sweeps = deletion.import_function_module("deletion_sweeps")
-errors = deletion.import_function_module("deletion_errors")
+state = deletion.import_function_module("erasure.state")
+claims = deletion.import_function_module("erasure.claims")
+sweeps = deletion.import_function_module("erasure.sweeps")
+errors = deletion.import_function_module("erasure.errors")
 Status, ClaimOutcome = state.Status, claims.ClaimOutcome
 
 LEASE = 30

@@ -22,9 +22,9 @@ from support.deletion_scenario import private_scenario
 
 pytestmark = pytest.mark.any_backend  # the LocalStack stage runs this file too
 
-errors = deletion.import_function_module("deletion_errors")
-state = deletion.import_function_module("deletion_state")
-claims = deletion.import_function_module("deletion_claims")
+errors = deletion.import_function_module("erasure.errors")
+state = deletion.import_function_module("erasure.state")
+claims = deletion.import_function_module("erasure.claims")
 request_deletion = deletion.import_function_module("request_deletion")
 
 REQUEST = [

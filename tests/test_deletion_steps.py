@@ -28,15 +28,15 @@ from support.deletion_scenario import (
 
 TESTS = Path(__file__).parent
 
-state = deletion.import_function_module("deletion_state")
-claims = deletion.import_function_module("deletion_claims")
-errors = deletion.import_function_module("deletion_errors")
-faults = deletion.import_function_module("deletion_faults")
+state = deletion.import_function_module("erasure.state")
+claims = deletion.import_function_module("erasure.claims")
+errors = deletion.import_function_module("erasure.errors")
+faults = deletion.import_function_module("erasure.faults")
 request_deletion = deletion.import_function_module("request_deletion")
 cancel_deletion = deletion.import_function_module("cancel_deletion")
 sweeper = deletion.import_function_module("sweeper")
 naive = deletion.import_function_module("naive_deletion_worker")
-steps = deletion.import_function_module("deletion_steps")
+steps = deletion.import_function_module("erasure.steps")
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from botocore.exceptions import ClientError
 
-import deletion_input as checked
-import deletion_state as state
-from deletion_errors import DeletionStoreUnavailableError
+from erasure import input as checked
+from erasure import state
+from erasure.errors import DeletionStoreUnavailableError
 from request_deletion import schedule_name
 from shared import clients, settings
 

@@ -8,13 +8,9 @@ import contextlib
 import dataclasses
 import json
 
-import deletion_claims as claims
-import deletion_config as config
-import deletion_dead_letters as dead_letters
-import deletion_faults as faults
-import deletion_state as state
-from deletion_errors import ClaimLostError
-from deletion_steps import claim_from_event
+from erasure import claims, config, dead_letters, faults, state
+from erasure.errors import ClaimLostError
+from erasure.steps import claim_from_event
 from shared import clients
 
 STEP = "complete"

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from botocore.exceptions import ClientError
 
-import deletion_claims as claims
-import deletion_config as config
-import deletion_state as state
-from deletion_errors import DeletionStoreUnavailableError
-from deletion_steps import run_step, time_is_short
+from erasure import claims, config, state
+from erasure.errors import DeletionStoreUnavailableError
+from erasure.steps import run_step, time_is_short
 from shared import clients, settings
 
 STEP = "delete_files"

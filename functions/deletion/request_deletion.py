@@ -21,10 +21,9 @@ import uuid
 
 from botocore.exceptions import ClientError
 
-import deletion_config as config
-import deletion_input as checked
-import deletion_state as state
-from deletion_errors import DeletionStoreUnavailableError, IdempotencyKeyReusedError
+from erasure import config, state
+from erasure import input as checked
+from erasure.errors import DeletionStoreUnavailableError, IdempotencyKeyReusedError
 from shared import clients, settings
 
 # Fixed namespace for request ids: the same user and key always give the same id.

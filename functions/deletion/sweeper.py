@@ -24,12 +24,8 @@ import sys
 
 from botocore.exceptions import ClientError
 
-import deletion_config as config
-import deletion_dead_letters as dead_letters
-import deletion_faults as faults
-import deletion_state as state
-import deletion_sweeps as sweeps
-from deletion_errors import DeletionStoreUnavailableError, SweepIncompleteError
+from erasure import config, dead_letters, faults, state, sweeps
+from erasure.errors import DeletionStoreUnavailableError, SweepIncompleteError
 from shared import clients, settings
 
 # Fault hooks: the sweeper can be made to fail on one request (a sweep that fails midway).

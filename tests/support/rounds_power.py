@@ -134,9 +134,9 @@ def deletion_case(kind: str):
         from idemlab.barrier import all_at_once
         from idemlab.lessons import deletion
 
-        state = deletion.import_function_module("deletion_state")
-        claims = deletion.import_function_module("deletion_claims")
-        errors = deletion.import_function_module("deletion_errors")
+        state = deletion.import_function_module("erasure.state")
+        claims = deletion.import_function_module("erasure.claims")
+        errors = deletion.import_function_module("erasure.errors")
         if kind == "zombie-fence":
             from boto3.dynamodb.conditions import Attr
 

@@ -11,12 +11,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-import deletion_claims as claims
-import deletion_config as config
-import deletion_faults as faults
-import deletion_input as checked
-import deletion_state as state
-from deletion_errors import ClaimLostError, InvalidDeletionInputError, UnknownRecoveryPointError
+from erasure import claims, config, faults, state
+from erasure import input as checked
+from erasure.errors import ClaimLostError, InvalidDeletionInputError, UnknownRecoveryPointError
 from shared import clients
 
 

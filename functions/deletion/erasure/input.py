@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from deletion_errors import InvalidDeletionInputError
+from erasure.errors import InvalidDeletionInputError
 
 # Ids travel into schedule and execution names (letters, digits, - _ .; at most 64 and
 # 80 characters), so they are held to that alphabet and a length that leaves room for

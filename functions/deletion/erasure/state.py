@@ -2,8 +2,8 @@
 own writes (create, cancel).
 
 Every write to the ``deletion_requests`` table goes through this module, the claims
-(``deletion_claims``: claims, leases, fencing tokens, progress) or the sweeper's
-(``deletion_sweeps``), and every one of them is a single conditional write, so DynamoDB
+(``erasure.claims``: claims, leases, fencing tokens, progress) or the sweeper's
+(``erasure.sweeps``), and every one of them is a single conditional write, so DynamoDB
 decides each race in one place. Each takes the statuses it may start from out of
 ``TRANSITIONS``, here. One job per function; the handlers only choose which of them to call.
 
@@ -33,7 +33,7 @@ from boto3.dynamodb.conditions import Attr
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import ClientError
 
-from deletion_errors import (
+from erasure.errors import (
     DeletionStoreUnavailableError,
     MalformedRequestError,
     NotYourRequestError,
@@ -54,7 +54,7 @@ class Status(StrEnum):
 class Transition(NamedTuple):
     source: Status
     target: Status
-    by: str  # the write that makes it: a function here, in deletion_claims or in deletion_sweeps
+    by: str  # the write that makes it: a function here, in erasure.claims or in erasure.sweeps
 
 
 # Every status change a write to the table makes, and the one place they are written

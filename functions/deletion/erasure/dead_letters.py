@@ -12,10 +12,8 @@ import json
 
 from botocore.exceptions import ClientError
 
-import deletion_claims as claims
-import deletion_config as config
-import deletion_state as state
-from deletion_errors import DeletionStoreUnavailableError
+from erasure import claims, config, state
+from erasure.errors import DeletionStoreUnavailableError
 from shared import clients, settings
 
 

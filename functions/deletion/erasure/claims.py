@@ -15,8 +15,8 @@ from enum import StrEnum
 from boto3.dynamodb.conditions import Attr, ConditionExpressionBuilder
 from botocore.exceptions import ClientError
 
-from deletion_errors import ClaimLostError, StepsNotFinishedError, UnknownRecoveryPointError
-from deletion_state import (
+from erasure.errors import ClaimLostError, StepsNotFinishedError, UnknownRecoveryPointError
+from erasure.state import (
     STEPS,
     Request,
     Status,

@@ -1,8 +1,8 @@
 """Every way a deletion can fail, one class each.
 
-The module is named ``deletion_errors`` rather than ``exceptions``: each function folder
-becomes a flat zip, and tests put several folders on one ``sys.path``, so a generic
-module name would resolve to another scenario's file.
+Step Functions matches a failure by its class name (``errorType``): these names are what
+``account_deletion.asl.json``'s ``Retry`` and ``Catch`` list. Renaming one means changing
+the workflow too.
 """
 
 

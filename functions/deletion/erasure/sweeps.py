@@ -8,9 +8,9 @@ from __future__ import annotations
 from boto3.dynamodb.conditions import Attr, Key
 from botocore.exceptions import ClientError
 
-from deletion_claims import give_back, is_last_attempt
-from deletion_errors import MalformedRequestError
-from deletion_state import (
+from erasure.claims import give_back, is_last_attempt
+from erasure.errors import MalformedRequestError
+from erasure.state import (
     BY_STATUS_LEASE,
     Request,
     Status,
