@@ -26,9 +26,13 @@ PARTS = (
     "notebooks/<NN>_<slug>.ipynb",
     "functions/<slug>/",
     "terraform/modules/idempotency_lab/functions.tf",
+    "terraform/modules/idempotency_lab/tables.tf",
+    "terraform/modules/idempotency_lab/queues.tf",
+    "terraform/modules/idempotency_lab/README.md",
     "idemlab/lessons/<slug>.py",
     "idemlab/exercises/<slug>.py",
     "tests/test_<slug>_*.py",
+    "tests/support/suite_timeouts.py",
     "docs/DESIGN.md",
     "README.md",
 )
@@ -123,8 +127,9 @@ def test_every_lesson_has_each_part(slug):
         tables = module_spec.default("tables")
         used = {table for key in keys for table in declared[key].get("tables", {})}
         missing += [f"tables.tf entry {table!r}" for table in sorted(used - set(tables))]
-        design = DESIGN.read_text()
-        missing += [f"docs/DESIGN.md naming function key `{key}`" for key in keys if f"`{key}`" not in design]
+        dead_letters = module_spec.local_value("lesson_dlq").get(slug)
+        if dead_letters not in module_spec.default("queues"):
+            missing.append(f"queues.tf entry for local.lesson_dlq[{slug!r}] (names {dead_letters!r})")
     if slug not in READING:
         if slug not in PLUGIN_DRIVEN and not (ROOT / "idemlab" / "lessons" / f"{slug}.py").exists():
             missing.append(f"idemlab/lessons/{slug}.py")
@@ -140,6 +145,9 @@ def test_every_lesson_has_each_part(slug):
                 missing.append(f"notebooks/{name} importing idemlab.exercises.{slug}")
         if not list((ROOT / "tests").glob(f"test_{slug}_*.py")):
             missing.append(f"tests/test_{slug}_*.py")
+    if code.is_dir():
+        design = DESIGN.read_text()
+        missing += [f"docs/DESIGN.md naming function key `{key}`" for key in keys if f"`{key}`" not in design]
     readme = (ROOT / "README.md").read_text()
     missing += [f"README.md naming notebook {Path(name).stem}" for name in texts if Path(name).stem not in readme]
     assert not missing, f"lesson {slug} lacks: {missing}"

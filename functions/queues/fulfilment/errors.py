@@ -2,7 +2,7 @@
 
 
 class FulfilmentError(Exception):
-    """Base of the errors this scenario raises on purpose."""
+    """Base of the errors this lesson raises on purpose."""
 
 
 class InvalidOrderLineError(FulfilmentError):
