@@ -1,4 +1,4 @@
-"""Build one deployable zip per scenario: ``python -m idemlab.build``.
+"""Build one deployable zip per lesson: ``python -m idemlab.build``.
 
 Each folder under ``functions/`` becomes ``build/<folder>.zip`` holding the folder's
 files at the zip root, the ``shared`` package every lesson imports (``functions/shared/``:
@@ -51,7 +51,7 @@ class BuildError(Exception):
 class Artifact:
     """One lesson's zip, as a build left it."""
 
-    scenario: str  # the functions/ folder it was packed from (the lesson's slug)
+    lesson: str  # the functions/ folder it was packed from (the lesson's slug)
     path: Path
     sha256_base64: str  # what Terraform's filebase64sha256() returns for it
     changed: bool  # written by this build (False: the zip on disk was already current)
@@ -62,7 +62,7 @@ def _wanted(relative: PurePath) -> bool:
 
 
 def source_files(folder: Path) -> dict[str, Path]:
-    """The lab's files of a scenario's zip, keyed by their path inside it: the folder's own,
+    """The lab's files of a lesson's zip, keyed by their path inside it: the folder's own,
     and the ``shared`` package beside it (when there is one), under ``shared/``."""
     own = _files(folder)
     shared_dir = folder.parent / SHARED
@@ -111,7 +111,7 @@ def zip_bytes(files: dict[str, Path]) -> bytes:
     return buffer.getvalue()
 
 
-def scenarios(functions_dir: Path = FUNCTIONS_DIR) -> list[str]:
+def lessons(functions_dir: Path = FUNCTIONS_DIR) -> list[str]:
     if not functions_dir.is_dir():
         raise BuildError(f"no functions folder at {functions_dir}")
     return sorted(
@@ -165,10 +165,10 @@ def _unchanged(out_dir: Path, names: list[str], digest: str) -> list[Artifact] |
 
 
 def build_all(functions_dir: Path = FUNCTIONS_DIR, out_dir: Path = settings.BUILD_DIR) -> list[Artifact]:
-    """Every scenario's zip, written where its bytes changed: none unless every scenario packs.
+    """Every lesson's zip, written where its bytes changed: none unless every lesson packs.
     Inputs unchanged since the last build into ``out_dir``: its zips, not packed again."""
-    if not (names := scenarios(functions_dir)):
-        raise BuildError(f"no scenario folders under {functions_dir}")
+    if not (names := lessons(functions_dir)):
+        raise BuildError(f"no lesson folders under {functions_dir}")
     zips, bundle = {}, bundled_files()
     sources = {name: source_files(functions_dir / name) for name in names}
     digest = fingerprint(sources, bundle)
@@ -191,14 +191,14 @@ def build_all(functions_dir: Path = FUNCTIONS_DIR, out_dir: Path = settings.BUIL
         for name, data in zips.items()
     ]
     # Written after the zips, so a run stopped half way leaves no fingerprint that vouches for them.
-    recorded = {"inputs": digest, "zips": {artifact.scenario: artifact.sha256_base64 for artifact in artifacts}}
+    recorded = {"inputs": digest, "zips": {artifact.lesson: artifact.sha256_base64 for artifact in artifacts}}
     write_if_changed(out_dir / FINGERPRINT_FILE, json.dumps(recorded, sort_keys=True).encode())
     return artifacts
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--functions", type=Path, default=FUNCTIONS_DIR, help="folder of scenario folders")
+    parser.add_argument("--functions", type=Path, default=FUNCTIONS_DIR, help="folder of lesson folders")
     parser.add_argument("--out", type=Path, default=settings.BUILD_DIR, help="where the zips go")
     args = parser.parse_args(argv)
     try:

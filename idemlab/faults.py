@@ -4,7 +4,7 @@ point was reached, taking it away.
 The contract itself (the item's shape, the kinds, ``fault_key``) is the Lambda code's
 (``functions/shared/faults.py``), bundled into every zip; this module reads it from there
 (``lambda_code.load``), so it ships in no zip and writes nothing the functions do not read.
-Each lesson names its own points (``deletion_faults.POINTS``, ``charging.faults.AFTER_CHARGE``,
+Each lesson names its own points (``erasure.faults.POINTS``, ``charging.faults.AFTER_CHARGE``,
 ``registration.faults.NOTIFY``) and arms through here.
 """
 

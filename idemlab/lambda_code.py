@@ -4,7 +4,7 @@ What the Terraform module gives a function (its tables and environment) is read 
 
 ``load`` is the one way the harness imports Lambda code. A function's zip has its folder at
 the root, so its modules import each other by top-level names (``charging.processor``,
-``deletion_state``), and the ``shared`` package ``build.py`` packs beside them
+``erasure.state``), and the ``shared`` package ``build.py`` packs beside them
 (``shared.faults``): ``load`` gives a folder's modules those names while they import, as
 Lambda does, then leaves ``sys.path`` and ``sys.modules`` as they were, so two folders never
 see each other's modules (each folder has its own copy of ``shared``, as each zip has). A

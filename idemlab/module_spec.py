@@ -3,6 +3,7 @@
 Whatever the harness and its tests take from the Terraform is read here, through python-hcl2's
 parser, never by matching the text: the defaults of the module's typed inputs (``default``),
 a function's entry, tables and environment (``function``, ``environment``, ``table_keys``),
+a local's plain value (``local_value``),
 the prefix rule of the ``prefix`` validation (``prefix_pattern``), the workflows the
 Scheduler's role may start (``scheduler_starts``, from ``iam.tf``), the module's resources of
 a kind (``resources``), the ASL definitions (``workflows``), and the ``variable`` and
@@ -104,8 +105,17 @@ def default(name: str) -> dict:
     return body["default"]
 
 
+def local_value(name: str) -> object:
+    """A local of the module, as a plain value (the lessons' maps: ``lesson_dlq``)."""
+    for path in files():
+        for block in document(path).get("locals", []):
+            if name in block:
+                return block[name]
+    raise KeyError(f"no local {name!r} in {MODULE_DIR.name}")
+
+
 def function(key: str) -> dict:
-    """The function's entry in the default of ``variable "functions"`` (scenario, timeout,
+    """The function's entry in the default of ``variable "functions"`` (lesson, timeout,
     tables, invokes, env)."""
     entry = default("functions").get(key)
     if entry is None:

@@ -108,10 +108,10 @@ def workflow_graph(name: str) -> Graph:
 
 def request_states(transitions=None) -> Graph:
     """The deletion request's statuses and the writes that move it between them, from
-    ``deletion_state.TRANSITIONS``: the table each conditional write takes its allowed
+    ``erasure.state.TRANSITIONS``: the table each conditional write takes its allowed
     source statuses from. A status nothing moves on from is final."""
     if transitions is None:
-        transitions = lambda_code.load(settings.ROOT / "functions" / "deletion", "deletion_state").TRANSITIONS
+        transitions = lambda_code.load(settings.ROOT / "functions" / "deletion", "erasure.state").TRANSITIONS
     writes: dict[tuple[str, str], list[str]] = {}
     for source, target, by in transitions:
         writes.setdefault((str(source), str(target)), []).append(by)
@@ -124,7 +124,7 @@ def request_states(transitions=None) -> Graph:
     # One edge per (source, target), labelled with every function that writes it.
     edges = [(source, target, "transition", ", ".join(dict.fromkeys(bys))) for (source, target), bys in writes.items()]
     return Graph(
-        title="deletion request states (from deletion_state.TRANSITIONS)",
+        title="deletion request states (from erasure.state.TRANSITIONS)",
         start="SCHEDULED",
         nodes=nodes,
         edges=edges,

@@ -15,7 +15,7 @@ import uuid
 import boto3
 from botocore.exceptions import ClientError
 
-from charging.errors import PayloadMismatch
+from charging.errors import PayloadMismatchError
 from charging.request import ProcessorCharge, parse_processor_charge
 from shared import settings
 
@@ -98,7 +98,7 @@ def _first_charge_for(charge: ProcessorCharge) -> dict:
         ConsistentRead=True,
     )["Item"]  # present: the key's condition failed, and keys are never deleted
     if int(stored["amount"]["N"]) != charge.amount or stored["currency"]["S"] != charge.currency:
-        raise PayloadMismatch(
+        raise PayloadMismatchError(
             f"idempotency key {charge.idempotency_key!r} was used for "
             f"{stored['amount']['N']} {stored['currency']['S']}, not {charge.amount} {charge.currency}"
         )

@@ -26,7 +26,7 @@ import time
 import boto3
 
 from charging import faults, outcomes, processor, request
-from charging.errors import CheckoutError, InvalidRequest, PayloadMismatch
+from charging.errors import CheckoutError, InvalidRequestError, PayloadMismatchError
 from charging.response import answer, refused
 from charging.trace import CHARGE, CHECK, RECORD, Trace
 from shared import settings
@@ -40,7 +40,7 @@ def handler(event, context):
     trace = Trace()
     try:
         order = request.parse(event)
-    except InvalidRequest as exc:
+    except InvalidRequestError as exc:
         return refused(STRATEGY, trace, exc)
     table = settings.table("handrolled_idempotency")
     key = {"idempotency_key": {"S": order.idempotency_key}}
@@ -49,7 +49,7 @@ def handler(event, context):
         earlier = dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
     if earlier is not None:
         if int(earlier["amount"]["N"]) != order.amount or earlier["currency"]["S"] != order.currency:
-            mismatch = PayloadMismatch(
+            mismatch = PayloadMismatchError(
                 f"idempotency key {order.idempotency_key!r} was used with another amount or currency"
             )
             return refused(STRATEGY, trace, mismatch)

@@ -34,7 +34,7 @@ from aws_lambda_powertools.utilities.idempotency import (
 
 from charging import processor, request
 from charging.claims import answer_claim
-from charging.errors import InvalidRequest
+from charging.errors import InvalidRequestError
 from charging.trace import CHARGE, Trace
 from shared import settings
 
@@ -85,7 +85,7 @@ def handler(event, context):
 
 
 def parse(event: Any) -> request.ChargeRequest:
-    """The charge a delivery asks for; InvalidRequest says what is wrong with it.
+    """The charge a delivery asks for; InvalidRequestError says what is wrong with it.
 
     The card processor's reference is the order id, so the ledger counts charges per order.
     """
@@ -94,16 +94,16 @@ def parse(event: Any) -> request.ChargeRequest:
         or not isinstance(event.get("headers", {}), dict)
         or not isinstance(event.get("body"), dict)
     ):
-        raise InvalidRequest("a delivery is a JSON object with a 'body' object and optional 'headers' object")
+        raise InvalidRequestError("a delivery is a JSON object with a 'body' object and optional 'headers' object")
     body = event["body"]
     missing = [name for name in BODY_FIELDS if body.get(name) is None]
     if missing:
-        raise InvalidRequest(f"body is missing field(s): {', '.join(missing)}")
+        raise InvalidRequestError(f"body is missing field(s): {', '.join(missing)}")
     unknown = sorted(set(body) - set(BODY_FIELDS))
     if unknown:
-        raise InvalidRequest(f"unknown body field(s) {', '.join(unknown)}; allowed: {', '.join(BODY_FIELDS)}")
+        raise InvalidRequestError(f"unknown body field(s) {', '.join(unknown)}; allowed: {', '.join(BODY_FIELDS)}")
     if not isinstance(body["customer_id"], str) or not body["customer_id"].strip():
-        raise InvalidRequest("customer_id must be a non-empty string")
+        raise InvalidRequestError("customer_id must be a non-empty string")
     return request.parse(
         {
             "idempotency_key": body["order_id"],

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from botocore.exceptions import ClientError
 
-import deletion_input as checked
-import deletion_state as state
-from deletion_errors import DeletionStoreUnavailable
+from erasure import input as checked
+from erasure import state
+from erasure.errors import DeletionStoreUnavailableError
 from request_deletion import schedule_name
 from shared import clients, settings
 
@@ -37,6 +37,6 @@ def _delete_schedule(request_id: str) -> None:
         )
     except ClientError as exc:
         if exc.response["Error"]["Code"] != "ResourceNotFoundException":
-            raise DeletionStoreUnavailable(
+            raise DeletionStoreUnavailableError(
                 f"deleting the schedule of {request_id}: {exc.response['Error'].get('Code')}"
             ) from exc

@@ -6,11 +6,9 @@ loser gets the outcome the current status means, and the workflow stops there.
 
 from __future__ import annotations
 
-import deletion_claims as claims
-import deletion_config as config
-import deletion_faults as faults
-import deletion_input as checked
-from deletion_steps import claim_to_event
+from erasure import claims, config, faults
+from erasure import input as checked
+from erasure.steps import claim_to_event
 from shared import clients
 
 STEP = "claim"

@@ -8,13 +8,9 @@ import contextlib
 import dataclasses
 import json
 
-import deletion_claims as claims
-import deletion_config as config
-import deletion_dead_letters as dead_letters
-import deletion_faults as faults
-import deletion_state as state
-from deletion_errors import ClaimLost
-from deletion_steps import claim_from_event
+from erasure import claims, config, dead_letters, faults, state
+from erasure.errors import ClaimLostError
+from erasure.steps import claim_from_event
 from shared import clients
 
 STEP = "complete"
@@ -40,7 +36,7 @@ def release(claim: claims.Claim, reason: str) -> dict:
         # The attempt count is the stored one, not what the event says.
         held = dataclasses.replace(claim, user_id=current.user_id, attempts=current.attempts)
         status = claims.release_after_failure(table, held, reason, config.max_attempts(), config.retry_delay_seconds())
-    except ClaimLost:
+    except ClaimLostError:
         return {"deletion_request_id": claim.deletion_request_id, "status": "superseded"}
     return {"deletion_request_id": claim.deletion_request_id, "status": status.value, "error": reason}
 

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from botocore.exceptions import ClientError
 
-import deletion_claims as claims
-import deletion_config as config
-import deletion_state as state
-from deletion_errors import DeletionStoreUnavailable
-from deletion_steps import run_step, time_is_short
+from erasure import claims, config, state
+from erasure.errors import DeletionStoreUnavailableError
+from erasure.steps import run_step, time_is_short
 from shared import clients, settings
 
 STEP = "delete_files"
@@ -44,13 +42,13 @@ def delete_files(claim: claims.Claim, request: state.Request, context=None) -> b
             done = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys], "Quiet": True})
             if done.get("Errors"):
                 first = done["Errors"][0]
-                raise DeletionStoreUnavailable(
+                raise DeletionStoreUnavailableError(
                     f"{STEP}: {len(done['Errors'])} objects not deleted, first {first.get('Key')}: {first.get('Code')}"
                 )
-            claims.renew_lease(table, claim, config.lease_seconds())  # ClaimLost stops a superseded worker here
+            claims.renew_lease(table, claim, config.lease_seconds())  # ClaimLostError stops a superseded worker here
             if time_is_short(context):
                 return False
     except ClientError as exc:
-        raise DeletionStoreUnavailable(
+        raise DeletionStoreUnavailableError(
             f"{STEP} for {claim.deletion_request_id}: {exc.response['Error'].get('Code')}"
         ) from exc

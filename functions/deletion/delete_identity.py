@@ -8,9 +8,8 @@ no check of its own to be safe to repeat.
 
 from __future__ import annotations
 
-import deletion_claims as claims
-import deletion_state as state
-from deletion_steps import run_step
+from erasure import claims, state
+from erasure.steps import run_step
 from shared import clients
 
 STEP = "delete_identity"

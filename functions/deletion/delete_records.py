@@ -12,10 +12,8 @@ from __future__ import annotations
 
 from boto3.dynamodb.conditions import Key
 
-import deletion_claims as claims
-import deletion_config as config
-import deletion_state as state
-from deletion_steps import run_step, time_is_short
+from erasure import claims, config, state
+from erasure.steps import run_step, time_is_short
 from shared import clients, settings
 
 STEP = "delete_records"

@@ -9,9 +9,8 @@ import uuid
 
 from boto3.dynamodb.conditions import Key
 
-import deletion_faults as faults
-import deletion_input as checked
-import deletion_state as state
+from erasure import faults, state
+from erasure import input as checked
 from shared import clients, settings
 
 
@@ -66,5 +65,5 @@ def send_goodbye(user_id: str, request_id: str) -> None:
     )
 
 
-# Each effect is named after its step (deletion_state.STEPS).
+# Each effect is named after its step (erasure.state.STEPS).
 EFFECTS = {effect.__name__: effect for effect in (delete_records, delete_files, delete_identity, send_goodbye)}

@@ -21,10 +21,9 @@ import uuid
 
 from botocore.exceptions import ClientError
 
-import deletion_config as config
-import deletion_input as checked
-import deletion_state as state
-from deletion_errors import DeletionStoreUnavailable, IdempotencyKeyReused
+from erasure import config, state
+from erasure import input as checked
+from erasure.errors import DeletionStoreUnavailableError, IdempotencyKeyReusedError
 from shared import clients, settings
 
 # Fixed namespace for request ids: the same user and key always give the same id.
@@ -62,9 +61,11 @@ def handler(event, context):
             break
         request_id = next_request_id(request.deletion_request_id)
     else:
-        raise DeletionStoreUnavailable(f"{user_id}: more than {MAX_REQUESTS_PER_KEY} finished requests under one key")
+        raise DeletionStoreUnavailableError(
+            f"{user_id}: more than {MAX_REQUESTS_PER_KEY} finished requests under one key"
+        )
     if not created and request.delay_seconds is not None and request.delay_seconds != delay:
-        raise IdempotencyKeyReused(
+        raise IdempotencyKeyReusedError(
             f"{request.deletion_request_id} was asked with delay_seconds={request.delay_seconds}, not {delay}; "
             "use another idempotency_key for another request"
         )
@@ -127,6 +128,6 @@ def ensure_schedule(request: state.Request) -> None:
     except ClientError as exc:
         if exc.response["Error"]["Code"] == "ConflictException":
             return  # created by the first request
-        raise DeletionStoreUnavailable(
+        raise DeletionStoreUnavailableError(
             f"scheduling {request.deletion_request_id}: {exc.response['Error'].get('Code')}"
         ) from exc

@@ -12,9 +12,8 @@ import time
 from boto3.dynamodb.conditions import Attr
 from botocore.exceptions import ClientError
 
-import deletion_claims as claims
-import deletion_state as state
-from deletion_steps import run_step
+from erasure import claims, state
+from erasure.steps import run_step
 from shared import clients
 
 STEP = "send_goodbye"

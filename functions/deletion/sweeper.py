@@ -24,12 +24,8 @@ import sys
 
 from botocore.exceptions import ClientError
 
-import deletion_config as config
-import deletion_dead_letters as dead_letters
-import deletion_faults as faults
-import deletion_state as state
-import deletion_sweeps as sweeps
-from deletion_errors import DeletionStoreUnavailable, SweepIncomplete
+from erasure import config, dead_letters, faults, state, sweeps
+from erasure.errors import DeletionStoreUnavailableError, SweepIncompleteError
 from shared import clients, settings
 
 # Fault hooks: the sweeper can be made to fail on one request (a sweep that fails midway).
@@ -91,7 +87,7 @@ def run_once(context, now: float | None = None) -> dict:
     }
     if failures:
         print(json.dumps(result), file=sys.stderr, flush=True)
-        raise SweepIncomplete(f"{len(failures)} requests not handled: {failures}")
+        raise SweepIncompleteError(f"{len(failures)} requests not handled: {failures}")
     return result
 
 
@@ -127,7 +123,7 @@ def restart(table, seen: state.Request, now: float | None = None) -> str | None:
     except ClientError as exc:
         if exc.response["Error"]["Code"] == "ExecutionAlreadyExists":
             return None  # a sweep that crashed after starting it; it runs already
-        raise DeletionStoreUnavailable(
+        raise DeletionStoreUnavailableError(
             f"restarting {seen.deletion_request_id}: {exc.response['Error'].get('Code')}"
         ) from exc
     return name

@@ -12,7 +12,7 @@ from fulfilment import orders, stock
 from fulfilment.errors import FulfilmentError
 
 
-class BatchFailed(Exception):
+class BatchFailedError(Exception):
     """At least one line of the batch could not be fulfilled."""
 
 
@@ -25,5 +25,5 @@ def handler(event, context):
         except FulfilmentError as exc:
             failed.append(f"{record['messageId']}: {exc}")
     if failed:
-        raise BatchFailed(f"{len(failed)} of {len(event['Records'])} lines failed: " + "; ".join(failed))
+        raise BatchFailedError(f"{len(failed)} of {len(event['Records'])} lines failed: " + "; ".join(failed))
     return {"reserved": len(event["Records"])}

@@ -42,7 +42,7 @@ REACHED = "reached"  # how many arrivals there were while the fault was armed
 # supported), and the invocation hangs until the timeout anyway.
 CRASH = "crash"  # the invocation dies here
 TIMEOUT = "timeout"  # the invocation hangs here past its timeout (ends as a crash does)
-ERROR = "error"  # InjectedFault is raised here; the lesson's code may name it its own way
+ERROR = "error"  # InjectedFaultError is raised here; the lesson's code may name it its own way
 PAUSE = "pause"  # the invocation stalls here, then goes on: a zombie that wakes up
 KINDS = (CRASH, TIMEOUT, ERROR, PAUSE)
 
@@ -54,7 +54,7 @@ PAUSE_SECONDS = 3.0
 OVERRUN_SECONDS = 1.0
 
 
-class InjectedFault(Exception):
+class InjectedFaultError(Exception):
     """An ``error`` fault armed at this point struck."""
 
 
@@ -87,7 +87,7 @@ def strike(point: str, key: str, context) -> None:
         time.sleep(PAUSE_SECONDS)
         return
     if kind == ERROR:
-        raise InjectedFault(f"injected error at {point} for {key!r}")
+        raise InjectedFaultError(f"injected error at {point} for {key!r}")
     # Lambda ends the invocation at its timeout. Should that stop come late (a busy host),
     # the code must still never go on: a crashed worker that woke up would write as a
     # zombie nobody asked for. So it sleeps until it is stopped.

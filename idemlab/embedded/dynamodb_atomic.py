@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import threading
 import types
-from collections import Counter, defaultdict
 
 from moto.core.responses import ActionResult
 from moto.dynamodb import models as dynamodb_models
@@ -20,14 +19,10 @@ from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.table import Table
 from moto.dynamodb.responses import DynamoHandler, DynamoResult
 
+from idemlab.embedded import dynamodb_counts
 from idemlab.embedded.patching import wrap
 
 _LOCK = threading.RLock()
-# Requests served, by the table each one named and by action: the cost benchmarks count
-# calls here, at the backend, rather than estimating them from the client side, and the
-# tables tell which requests are a handler's own, which its fault probes and which the
-# charge it protects.
-REQUEST_COUNTS: dict[str, Counter] = defaultdict(Counter)
 
 
 def install(fast_path: bool = False) -> None:
@@ -56,7 +51,7 @@ def install(fast_path: bool = False) -> None:
         self.idemlab_locked = True
         try:
             action = self.get_endpoint_name(self.headers) or "unknown"
-            REQUEST_COUNTS[table_names(getattr(self, "params", None) or {})][action] += 1
+            dynamodb_counts.record(getattr(self, "params", None) or {}, action)
             return original(self)
         finally:
             if self.idemlab_locked:  # unless `serialized` let it go already
@@ -169,22 +164,3 @@ def _items_named(backend, transact_items) -> list | None:
     except Exception:
         return None
     return kept
-
-
-def table_names(params: dict) -> str:
-    """The table a request names. A request over several (a transaction, a batch) is
-    counted once, under its names joined by "+", so the counts by table add up to the
-    counts by action."""
-    if isinstance(params.get("TableName"), str):
-        return params["TableName"]
-    names = set(params.get("RequestItems") or {})
-    for item in params.get("TransactItems") or []:
-        names.update(operation.get("TableName") for operation in item.values() if isinstance(operation, dict))
-    return "+".join(sorted(name for name in names if isinstance(name, str))) or "(none)"
-
-
-def counts() -> dict:
-    """A consistent copy of the counters (taken under the request lock)."""
-    with _LOCK:
-        by_table = {table: dict(by_action) for table, by_action in REQUEST_COUNTS.items()}
-        return {"dynamodb": dict(sum(REQUEST_COUNTS.values(), Counter())), "dynamodb_by_table": by_table}

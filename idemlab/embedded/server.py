@@ -197,11 +197,11 @@ def is_loopback_name(host: str, port: bool = False) -> bool:
 def _front_door(app, runtime, check_host: bool):
     """WSGI middleware: 403 with no CORS allowance to a foreign Host (when `check_host`) or
     Origin, then the control endpoints (health, with the Lambda runtime's environments; request counts)."""
-    from idemlab.embedded import dynamodb_atomic
+    from idemlab.embedded import dynamodb_counts
 
     documents = {
         HEALTH_PATH: lambda: {"status": "ready", "backend": "embedded", "lambda_environments": runtime.environments()},
-        COUNTS_PATH: dynamodb_atomic.counts,
+        COUNTS_PATH: dynamodb_counts.counts,
         STATE_PATH: in_memory_state,
     }
 

@@ -14,8 +14,8 @@ from idemlab.barrier import settled
 from idemlab.exercises import RACERS, Exercise, attempt, expect, race, table
 from idemlab.lessons import deletion
 
-state = deletion.import_function_module("deletion_state")
-claims = deletion.import_function_module("deletion_claims")
+state = deletion.import_function_module("erasure.state")
+claims = deletion.import_function_module("erasure.claims")
 
 LEASE = 30  # the exercise moves its own clock, so the length only sets the scale
 # Rounds of a zombie and the holder writing at the same moment: a write whose condition

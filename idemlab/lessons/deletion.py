@@ -26,7 +26,7 @@ FUNCTION_DIR = settings.ROOT / "functions" / "deletion"
 # execution each (the workshop's quota check reads this lesson's peak from here).
 CLAIM_RACE_WORKERS = 4
 
-# A module of the deletion Lambda code (``"deletion_state"``, ``"claim_deletion"``).
+# A module of the deletion Lambda code (``"erasure.state"``, ``"claim_deletion"``).
 import_function_module = functools.partial(lambda_code.load, FUNCTION_DIR)
 
 
@@ -42,7 +42,7 @@ def new_request_item(stack: dict, user_id: str | None = None, due_at: int = 0) -
     seconds): the claim refuses it before then."""
     request_id = f"del-story-{uuid.uuid4().hex[:10]}"
     requests = lessons.table(stack, "deletion_requests")
-    import_function_module("deletion_state").create(
+    import_function_module("erasure.state").create(
         requests, request_id, user_id or f"user-{uuid.uuid4().hex[:6]}", due_at
     )
     return request_id
@@ -88,8 +88,8 @@ class Deletions(lessons.Deployment):
         return len(outbox_items(self.table("email_outbox"), user_id=user_id, kind="goodbye"))
 
     def request(self, deletion_request_id: str):
-        """The stored request (``deletion_state.Request``)."""
-        return import_function_module("deletion_state").read(self.table("deletion_requests"), deletion_request_id)
+        """The stored request (``erasure.state.Request``)."""
+        return import_function_module("erasure.state").read(self.table("deletion_requests"), deletion_request_id)
 
     def request_status(self, deletion_request_id: str) -> str:
         return self.request(deletion_request_id).status.value
@@ -102,10 +102,10 @@ class Deletions(lessons.Deployment):
         return clients.client("scheduler").get_schedule(Name=name, GroupName=self.stack["schedule_group"])
 
     def arm_fault(self, step: str, point: str, deletion_request_id: str, kind: str, times: int = 1) -> str:
-        """Make the next ``times`` workers reaching ``step`` at ``point`` (``deletion_faults.POINTS``)
+        """Make the next ``times`` workers reaching ``step`` at ``point`` (``erasure.faults.POINTS``)
         for this request fail the ``kind`` way; the fault's key, for ``disarm_fault``.
         ValueError for a point, kind or count that is not one: nothing is armed then."""
-        boundaries = import_function_module("deletion_faults")
+        boundaries = import_function_module("erasure.faults")
         if point not in boundaries.POINTS:
             raise ValueError(f"fault point must be one of {', '.join(boundaries.POINTS)}, not {point!r}")
         return faults.arm(self.table("faults"), boundaries.at(step, point), deletion_request_id, kind, times)
@@ -158,8 +158,8 @@ class Deletions(lessons.Deployment):
 
     def cancel_race(self, rounds: int = 20) -> dict[str, int]:
         """A cancel and a claim on the same SCHEDULED request at the same moment, ``rounds`` times."""
-        state = import_function_module("deletion_state")
-        claims = import_function_module("deletion_claims")
+        state = import_function_module("erasure.state")
+        claims = import_function_module("erasure.claims")
         tables = [self.table("deletion_requests") for _ in range(2)]
 
         # The cancel is the user's own: it names the user the request deletes.

@@ -77,7 +77,7 @@ class Orders(lessons.Deployment):
         self.sqs = client("sqs")
 
     def book_in(self, sku: str, units: int = UNITS_BOOKED_IN) -> None:
-        """Make `sku` reservable: until then every line for it fails (StockUnavailable)."""
+        """Make `sku` reservable: until then every line for it fails (StockUnavailableError)."""
         self.table("stock").put_item(Item={"sku": sku, "available": units})
 
     def reservation_rows(self, scenario: Scenario) -> list[dict]:

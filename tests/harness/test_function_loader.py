@@ -36,7 +36,7 @@ def test_a_loaded_module_leaves_sys_path_and_modules_as_they_were():
     assert not {name for name in set(sys.modules) - names if name.split(".")[0] == "charging"}
     # Shared within the folder: the errors a module raises are the ones a caller loads.
     errors = lambda_code.load(FOLDERS / "checkout", "charging.errors")
-    assert request.InvalidRequest is errors.InvalidRequest
+    assert request.InvalidRequestError is errors.InvalidRequestError
 
 
 def test_each_folder_loads_its_own_copy_of_the_shared_package_as_its_zip_holds_one():

@@ -10,6 +10,8 @@ module or test file under another name fails here.
 
 from __future__ import annotations
 
+import ast
+import builtins
 import re
 from pathlib import Path
 
@@ -24,9 +26,13 @@ PARTS = (
     "notebooks/<NN>_<slug>.ipynb",
     "functions/<slug>/",
     "terraform/modules/idempotency_lab/functions.tf",
+    "terraform/modules/idempotency_lab/tables.tf",
+    "terraform/modules/idempotency_lab/queues.tf",
+    "terraform/modules/idempotency_lab/README.md",
     "idemlab/lessons/<slug>.py",
     "idemlab/exercises/<slug>.py",
     "tests/lessons/<slug>/",
+    "tests/support/suite_timeouts.py",
     "docs/DESIGN.md",
     "README.md",
 )
@@ -96,11 +102,11 @@ def test_a_lesson_in_progress_has_no_notebook_yet():
     [
         (
             "functions/ (beside the shared package every zip bundles)",
-            lambda: set(build.scenarios()),
+            lambda: set(build.lessons()),
         ),
         ("idemlab/lessons/", lambda: modules("lessons")),
         ("idemlab/exercises/", lambda: {name.split("_")[0] for name in modules("exercises")}),
-        ("the scenarios of functions.tf", lambda: {entry["scenario"] for entry in declared_functions().values()}),
+        ("the lessons of functions.tf", lambda: {entry["lesson"] for entry in declared_functions().values()}),
         ("tests/lessons/", lambda: folders(ROOT / "tests" / "lessons")),
     ],
 )
@@ -119,9 +125,9 @@ def test_every_lesson_has_each_part(slug):
         if not any("naive" in name for name in handlers) or len(handlers) < 2:
             missing.append(f"functions/{slug}/ with a naive and an idempotent handler (has {handlers})")
         declared = declared_functions()
-        keys = sorted(key for key, entry in declared.items() if entry["scenario"] == slug)
+        keys = sorted(key for key, entry in declared.items() if entry["lesson"] == slug)
         if not keys:
-            missing.append(f'functions.tf entries with scenario = "{slug}"')
+            missing.append(f'functions.tf entries with lesson = "{slug}"')
         for key in keys:
             handler_module = declared[key].get("handler", f"{key}.handler").rsplit(".", 1)[0]
             if handler_module not in handlers:
@@ -129,8 +135,9 @@ def test_every_lesson_has_each_part(slug):
         tables = module_spec.default("tables")
         used = {table for key in keys for table in declared[key].get("tables", {})}
         missing += [f"tables.tf entry {table!r}" for table in sorted(used - set(tables))]
-        design = DESIGN.read_text()
-        missing += [f"docs/DESIGN.md naming function key `{key}`" for key in keys if f"`{key}`" not in design]
+        dead_letters = module_spec.local_value("lesson_dlq").get(slug)
+        if dead_letters not in module_spec.default("queues"):
+            missing.append(f"queues.tf entry for local.lesson_dlq[{slug!r}] (names {dead_letters!r})")
     if slug not in READING:
         if slug not in PLUGIN_DRIVEN and not (ROOT / "idemlab" / "lessons" / f"{slug}.py").exists():
             missing.append(f"idemlab/lessons/{slug}.py")
@@ -146,6 +153,9 @@ def test_every_lesson_has_each_part(slug):
                 missing.append(f"notebooks/{name} importing idemlab.exercises.{slug}")
         if not list((ROOT / "tests" / "lessons" / slug).glob("test_*.py")):
             missing.append(f"tests/lessons/{slug}/ with its tests")
+    if code.is_dir():
+        design = DESIGN.read_text()
+        missing += [f"docs/DESIGN.md naming function key `{key}`" for key in keys if f"`{key}`" not in design]
     readme = (ROOT / "README.md").read_text()
     missing += [f"README.md naming notebook {Path(name).stem}" for name in texts if Path(name).stem not in readme]
     assert not missing, f"lesson {slug} lacks: {missing}"
@@ -156,3 +166,38 @@ def test_the_makefile_names_no_test_file():
     a test moved or added is never left out of a list kept elsewhere."""
     recipes = [line for line in (ROOT / "Makefile").read_text().splitlines() if line.startswith("\t")]
     assert not [line for line in recipes if re.search(r"tests/\S+\.py", line)]
+
+
+def _builtin_exception(name: str) -> bool:
+    value = getattr(builtins, name, None)
+    return isinstance(value, type) and issubclass(value, BaseException)
+
+
+def error_classes() -> dict[str, str]:
+    """Every exception class the Lambda code defines (subclassing a built-in exception or
+    another such class, wherever it is defined), with the file that defines it."""
+    classes = {}
+    for path in sorted((ROOT / "functions").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                bases = [
+                    base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "") for base in node.bases
+                ]
+                classes[node.name] = (bases, path.relative_to(ROOT).as_posix())
+    errors: dict[str, str] = {}
+    while found := {
+        name: where
+        for name, (bases, where) in classes.items()
+        if name not in errors and any(base in errors or _builtin_exception(base) for base in bases)
+    }:
+        errors |= found
+    return errors
+
+
+def test_every_error_class_of_the_lambda_code_ends_in_error():
+    """One suffix, as PEP 8 names exceptions: a learner reads `ClaimLostError` in a workflow's
+    Catch, a test and a Lambda error payload alike."""
+    classes = error_classes()
+    assert {"ConfigurationError", "CheckoutError", "DeletionError", "FulfilmentError"} <= set(classes)
+    strays = sorted(f"{name} ({where})" for name, where in classes.items() if not name.endswith("Error"))
+    assert not strays, f"error classes without the Error suffix: {strays}"

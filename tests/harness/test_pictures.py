@@ -170,7 +170,7 @@ def test_a_message_to_an_undeclared_participant_is_refused():
 def test_the_state_diagram_has_exactly_the_transitions_the_code_enforces():
     from idemlab.lessons import deletion
 
-    state = deletion.import_function_module("deletion_state")
+    state = deletion.import_function_module("erasure.state")
     ax = pictures.draw_graph(pictures.request_states())
     shown = drawn(ax)
     plt.close("all")
@@ -182,7 +182,7 @@ def test_the_state_diagram_names_the_writes_on_every_arrow():
     """Notebook 03 says each arrow's label names the write that makes it: every arrow's."""
     from idemlab.lessons import deletion
 
-    state = deletion.import_function_module("deletion_state")
+    state = deletion.import_function_module("erasure.state")
     texts = {text.get_text() for text in pictures.draw_graph(pictures.request_states()).texts}
     plt.close("all")
     named = {write for text in texts for write in text.split(", ")}
@@ -192,7 +192,7 @@ def test_the_state_diagram_names_the_writes_on_every_arrow():
 def test_a_transition_added_to_the_table_appears_in_the_state_diagram():
     from idemlab.lessons import deletion
 
-    state = deletion.import_function_module("deletion_state")
+    state = deletion.import_function_module("erasure.state")
     changed = (*state.TRANSITIONS, state.Transition(state.Status.CANCELLED, state.Status.SCHEDULED, "reopen"))
     shown = drawn(pictures.draw_graph(pictures.request_states(changed)))
     plt.close("all")
@@ -204,7 +204,7 @@ def test_every_status_write_takes_its_sources_from_the_table():
     table (and the picture drawn from it) cannot fall behind the code."""
     from idemlab.lessons import deletion
 
-    state = deletion.import_function_module("deletion_state")
+    state = deletion.import_function_module("erasure.state")
     assert state._sources("claim") == ["SCHEDULED", "RETRYABLE"]
-    with pytest.raises(state.UnknownRecoveryPoint, match="no transition"):
+    with pytest.raises(state.UnknownRecoveryPointError, match="no transition"):
         state._sources("reopen")

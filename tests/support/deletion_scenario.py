@@ -103,7 +103,7 @@ def _environment(stack: dict, private: dict) -> dict[str, str]:
 
 
 # -- the workflow, run in this process -------------------------------------------------
-# The same states as account_deletion.asl.json: the claim, then deletion_state.STEPS in
+# The same states as account_deletion.asl.json: the claim, then erasure.state.STEPS in
 # order (each retried as the ASL's Retry says), then the completion; a step that fails
 # past its retries goes to the completion with the error, as the ASL's Catch does.
 
@@ -133,8 +133,8 @@ def run_workflow_in_process(
 
 def run_steps_in_process(claim: dict, timeout_seconds: float | None = None) -> str:
     """The steps after a won claim, each retried as the ASL retries it, then the end."""
-    errors, steps = import_function_module("deletion_errors"), import_function_module("deletion_steps")
-    state = import_function_module("deletion_state")
+    errors, steps = import_function_module("erasure.errors"), import_function_module("erasure.steps")
+    state = import_function_module("erasure.state")
     retries = step_retries()
     for step in state.STEPS:
         while True:  # a paged step runs again while it says there is more to do
@@ -142,7 +142,7 @@ def run_steps_in_process(claim: dict, timeout_seconds: float | None = None) -> s
                 try:
                     claim = _invoke(step, claim, timeout_seconds)
                     break
-                except errors.ClaimLost:
+                except errors.ClaimLostError:
                     return "superseded"
                 except errors.DeletionError as exc:
                     if attempt == retries:
@@ -152,7 +152,7 @@ def run_steps_in_process(claim: dict, timeout_seconds: float | None = None) -> s
                 break
     try:
         return _invoke("complete_deletion", claim, timeout_seconds)["status"]
-    except errors.ClaimLost:
+    except errors.ClaimLostError:
         return "superseded"
 
 

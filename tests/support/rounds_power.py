@@ -134,9 +134,9 @@ def deletion_case(kind: str):
         from idemlab.barrier import all_at_once
         from idemlab.lessons import deletion
 
-        state = deletion.import_function_module("deletion_state")
-        claims = deletion.import_function_module("deletion_claims")
-        errors = deletion.import_function_module("deletion_errors")
+        state = deletion.import_function_module("erasure.state")
+        claims = deletion.import_function_module("erasure.claims")
+        errors = deletion.import_function_module("erasure.errors")
         if kind == "zombie-fence":
             from boto3.dynamodb.conditions import Attr
 
@@ -179,7 +179,7 @@ def deletion_case(kind: str):
                 step = state.STEPS[(i // 2) % len(state.STEPS)]
                 try:
                     claims.record_step(t, writer, step, lease, now=later + 1)
-                except errors.ClaimLost:
+                except errors.ClaimLostError:
                     return f"{writer.owner}_refused"
                 if writer is holder:
                     holder_steps.add(step)
@@ -305,7 +305,7 @@ def checkout_case(kind: str):
                 def reach_the_point() -> dict:
                     try:
                         faults.strike(faults.AFTER_CHARGE, key, context)
-                    except handler_errors.ChargeUnknown:
+                    except handler_errors.ChargeUnknownError:
                         return {"fired": True}
                     return {"fired": False}
 

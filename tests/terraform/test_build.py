@@ -15,7 +15,7 @@ from idemlab import build
 def test_building_twice_gives_identical_bytes_and_hashes(tmp_path):
     first = build.build_all(out_dir=tmp_path / "a")
     second = build.build_all(out_dir=tmp_path / "b")
-    assert [a.scenario for a in first] == [b.scenario for b in second] == build.scenarios()
+    assert [a.lesson for a in first] == [b.lesson for b in second] == build.lessons()
     for a, b in zip(first, second, strict=False):
         assert a.path.read_bytes() == b.path.read_bytes()
         assert a.sha256_base64 == b.sha256_base64
@@ -33,7 +33,7 @@ def test_a_zip_holds_the_handlers_at_its_root_and_powertools_beside_them(tmp_pat
         with zipfile.ZipFile(artifact.path) as archive:
             names = archive.namelist()
             infos = archive.infolist()
-        sources = build.source_files(build.FUNCTIONS_DIR / artifact.scenario)
+        sources = build.source_files(build.FUNCTIONS_DIR / artifact.lesson)
         assert set(sources) <= set(names)
         assert {"aws_lambda_powertools/__init__.py", "jmespath/__init__.py", "typing_extensions.py"} <= set(names)
         assert {"shared/__init__.py", "shared/faults.py", "shared/settings.py", "shared/clients.py"} <= set(names)
@@ -42,13 +42,13 @@ def test_a_zip_holds_the_handlers_at_its_root_and_powertools_beside_them(tmp_pat
         assert {info.date_time for info in infos} == {build.FIXED_TIMESTAMP}
 
 
-def test_a_scenario_without_python_files_is_refused_and_nothing_is_written(tmp_path):
-    """Not even the zip of a good scenario that sorts before it."""
+def test_a_lesson_without_python_files_is_refused_and_nothing_is_written(tmp_path):
+    """Not even the zip of a good lesson that sorts before it."""
     functions = tmp_path / "functions"
-    (functions / "a_good_scenario").mkdir(parents=True)
-    (functions / "a_good_scenario" / "handler.py").write_text("def handler(event, context):\n    return event\n")
-    (functions / "empty_scenario").mkdir(parents=True)
-    (functions / "empty_scenario" / "notes.txt").write_text("no code here")
+    (functions / "a_good_lesson").mkdir(parents=True)
+    (functions / "a_good_lesson" / "handler.py").write_text("def handler(event, context):\n    return event\n")
+    (functions / "empty_lesson").mkdir(parents=True)
+    (functions / "empty_lesson" / "notes.txt").write_text("no code here")
     out = tmp_path / "out"
     with pytest.raises(build.BuildError, match=r"no .py files"):
         build.build_all(functions_dir=functions, out_dir=out)
@@ -74,7 +74,7 @@ def test_concurrent_builds_into_one_folder_always_leave_whole_zips(tmp_path):
     ends up byte-identical to a lone build, and no temporary file is left behind."""
     from concurrent.futures import ThreadPoolExecutor
 
-    reference = {a.scenario: a.path.read_bytes() for a in build.build_all(out_dir=tmp_path / "reference")}
+    reference = {a.lesson: a.path.read_bytes() for a in build.build_all(out_dir=tmp_path / "reference")}
     shared = tmp_path / "shared"
     for _ in range(5):
         for stale in shared.glob("*.zip"):
@@ -87,7 +87,7 @@ def test_concurrent_builds_into_one_folder_always_leave_whole_zips(tmp_path):
         assert sorted(p.name for p in shared.iterdir()) == sorted(expected)
 
 
-def _one_scenario(tmp_path):
+def _one_lesson(tmp_path):
     functions = tmp_path / "functions"
     (functions / "demo").mkdir(parents=True)
     handler = functions / "demo" / "handler.py"
@@ -101,7 +101,7 @@ def _refuse_to_pack(files):
 
 def test_unchanged_inputs_are_not_packed_again(tmp_path, monkeypatch):
     """A second deploy with the same sources reuses the zips: nothing is read into a new zip."""
-    functions, _ = _one_scenario(tmp_path)
+    functions, _ = _one_lesson(tmp_path)
     [first] = build.build_all(functions_dir=functions, out_dir=tmp_path / "out")
     monkeypatch.setattr(build, "zip_bytes", _refuse_to_pack)
     [again] = build.build_all(functions_dir=functions, out_dir=tmp_path / "out")
@@ -109,7 +109,7 @@ def test_unchanged_inputs_are_not_packed_again(tmp_path, monkeypatch):
 
 
 def test_an_edited_source_is_packed_again(tmp_path):
-    functions, handler = _one_scenario(tmp_path)
+    functions, handler = _one_lesson(tmp_path)
     [first] = build.build_all(functions_dir=functions, out_dir=tmp_path / "out")
     handler.write_text("def handler(event, context):\n    return 2\n")  # same size, new content and time
     [again] = build.build_all(functions_dir=functions, out_dir=tmp_path / "out")
@@ -119,7 +119,7 @@ def test_an_edited_source_is_packed_again(tmp_path):
 
 
 def test_a_new_source_file_is_packed_again(tmp_path):
-    functions, handler = _one_scenario(tmp_path)
+    functions, handler = _one_lesson(tmp_path)
     build.build_all(functions_dir=functions, out_dir=tmp_path / "out")
     (handler.parent / "helper.py").write_text("VALUE = 1\n")
     [again] = build.build_all(functions_dir=functions, out_dir=tmp_path / "out")
@@ -129,7 +129,7 @@ def test_a_new_source_file_is_packed_again(tmp_path):
 
 def test_a_zip_changed_since_its_build_is_packed_again(tmp_path):
     """The fingerprint vouches for the zips it recorded, not for whatever is in the folder now."""
-    functions, _ = _one_scenario(tmp_path)
+    functions, _ = _one_lesson(tmp_path)
     [first] = build.build_all(functions_dir=functions, out_dir=tmp_path / "out")
     packed = first.path.read_bytes()
     first.path.write_bytes(b"not a zip")

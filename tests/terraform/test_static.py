@@ -239,7 +239,7 @@ run "plan" {
   command = plan
   variables {
     functions = {
-      sweeper = { scenario = "deletion", timeout = "ten", tables = ["deletion_requests"] }
+      sweeper = { lesson = "deletion", timeout = "ten", tables = ["deletion_requests"] }
     }
   }
 }
@@ -250,7 +250,7 @@ run "plan" {
   command = plan
   variables {
     functions = {
-      sweeper = { scenario = "deletion", tables = { vehicle_naive = "readwrite" }, invokes = ["card_procesor"] }
+      sweeper = { lesson = "deletion", tables = { vehicle_naive = "readwrite" }, invokes = ["card_procesor"] }
     }
   }
 }

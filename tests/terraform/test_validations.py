@@ -80,39 +80,39 @@ def test_every_validation_rule_has_a_refused_input_in_the_module_tests():
 # end of its message. One file per plan: a failed run skips the runs after it in its file.
 NAMING_RULES = {
     "function_tables": (
-        'functions = { sweeper = { scenario = "deletion", tables = { deletion_request = "read_write" } } }',
+        'functions = { sweeper = { lesson = "deletion", tables = { deletion_request = "read_write" } } }',
         "functions.tf",
         'Wrong: sweeper: deletion_request = "read_write".',
     ),
     "function_invokes": (
-        'functions = { sweeper = { scenario = "deletion", invokes = ["complete_deletions"] } }',
+        'functions = { sweeper = { lesson = "deletion", invokes = ["complete_deletions"] } }',
         "functions.tf",
         "Wrong: sweeper invokes complete_deletions.",
     ),
     "function_sends": (
-        'functions = { sweeper = { scenario = "deletion", sends = ["orders"] } }',
+        'functions = { sweeper = { lesson = "deletion", sends = ["orders"] } }',
         "functions.tf",
         "Wrong: sweeper sends to orders.",
     ),
     "function_grants": (
-        'functions = { sweeper = { scenario = "deletion", grants = ["put_metric"] } }',
+        'functions = { sweeper = { lesson = "deletion", grants = ["put_metric"] } }',
         "functions.tf",
         "Wrong: sweeper: grant put_metric.",
     ),
     "function_settings": (
-        'functions = { sweeper = { scenario = "deletion", settings = ["deletion_leases"] } }',
+        'functions = { sweeper = { lesson = "deletion", settings = ["deletion_leases"] } }',
         "functions.tf",
         "Wrong: sweeper: settings deletion_leases.",
     ),
     "function_dlq": (
-        'functions = { sweeper = { scenario = "deletion", dlq = "orders" } }',
+        'functions = { sweeper = { lesson = "deletion", dlq = "orders" } }',
         "functions.tf",
         "Wrong: sweeper (orders).",
     ),
-    "function_scenario_without_dlq": (
-        'functions = { sweeper = { scenario = "deletions" } }',
+    "function_lesson_without_dlq": (
+        'functions = { sweeper = { lesson = "deletions" } }',
         "functions.tf",
-        "Wrong: sweeper (no DLQ for scenario deletions).",
+        "Wrong: sweeper (no DLQ for lesson deletions).",
     ),
     "workflow_invokes": (
         'workflows = { account_deletion = { type = "STANDARD", definition = "account_deletion.asl.json", '
@@ -127,7 +127,7 @@ NAMING_RULES = {
         'Wrong: account_deletion: deletion = "read"; account_deletion: deletion_requests = "write".',
     ),
     "function_starts": (
-        'functions = { sweeper = { scenario = "deletion", starts = ["account_deletions"], knows = ["deletion"] } }\n'
+        'functions = { sweeper = { lesson = "deletion", starts = ["account_deletions"], knows = ["deletion"] } }\n'
         'workflows = { account_deletion = { type = "STANDARD", definition = "account_deletion.asl.json", invokes = [] } }\n'
         "event_sources = {}",
         "workflows.tf",

@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 
 from charging import outcomes
-from charging.errors import CheckoutError, PayloadMismatch
+from charging.errors import CheckoutError, PayloadMismatchError
 from charging.response import answer, refusal, refused
 from charging.trace import CHARGE, Trace
 
@@ -26,7 +26,7 @@ def answer_claim(strategy: str, trace: Trace, claim_and_charge: Callable[[], dic
     except IdempotencyAlreadyInProgressError as exc:
         return refusal(strategy, outcomes.IN_PROGRESS, trace, exc)
     except IdempotencyValidationError:
-        mismatch = PayloadMismatch("this idempotency key was already used with another amount or currency")
+        mismatch = PayloadMismatchError("this idempotency key was already used with another amount or currency")
         return refused(strategy, trace, mismatch)
     except IdempotencyKeyError as exc:
         return refusal(strategy, outcomes.REJECTED, trace, exc)

@@ -2,30 +2,30 @@
 
 
 class CheckoutError(Exception):
-    """Base of the errors this scenario raises on purpose."""
+    """Base of the errors this lesson raises on purpose."""
 
     error_type = "CheckoutError"
 
 
-class InvalidRequest(CheckoutError):
+class InvalidRequestError(CheckoutError):
     """The request is malformed; nothing was charged."""
 
-    error_type = "InvalidRequest"
+    error_type = "InvalidRequestError"
 
 
-class PayloadMismatch(CheckoutError):
+class PayloadMismatchError(CheckoutError):
     """The idempotency key was already used with a different amount or currency."""
 
-    error_type = "PayloadMismatch"
+    error_type = "PayloadMismatchError"
 
 
-class ChargeFailed(CheckoutError):
+class ChargeFailedError(CheckoutError):
     """The card processor refused the charge: nothing was charged."""
 
-    error_type = "ChargeFailed"
+    error_type = "ChargeFailedError"
 
 
-class ChargeUnknown(CheckoutError):
+class ChargeUnknownError(CheckoutError):
     """The card processor's answer was lost (a timeout, a crash): it may have charged."""
 
-    error_type = "ChargeUnknown"
+    error_type = "ChargeUnknownError"

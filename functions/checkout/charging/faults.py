@@ -12,7 +12,7 @@ that key fail there:
 
 from __future__ import annotations
 
-from charging.errors import ChargeUnknown
+from charging.errors import ChargeUnknownError
 from shared import faults
 
 AFTER_CHARGE = "after_charge"  # the card is charged, the result not yet recorded
@@ -23,10 +23,10 @@ LOSE_ANSWER = faults.ERROR  # the processor charged, and its answer never arrive
 
 def strike(point: str, idempotency_key: str, context) -> None:
     """``shared.faults.strike``, its injected error named as the checkout's own: a charge
-    whose outcome is unknown (``ChargeUnknown``)."""
+    whose outcome is unknown (``ChargeUnknownError``)."""
     try:
         faults.strike(point, idempotency_key, context)
-    except faults.InjectedFault as exc:
-        raise ChargeUnknown(
+    except faults.InjectedFaultError as exc:
+        raise ChargeUnknownError(
             f"the card processor's answer for {idempotency_key!r} was lost (fault injected at {point})"
         ) from exc

@@ -11,7 +11,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ConnectionClosedError, ReadTimeoutError
 
-from charging.errors import ChargeFailed, ChargeUnknown, InvalidRequest, PayloadMismatch
+from charging.errors import ChargeFailedError, ChargeUnknownError, InvalidRequestError, PayloadMismatchError
 from charging.request import ChargeRequest
 from shared import settings
 
@@ -23,8 +23,8 @@ _lambda = boto3.client("lambda", config=Config(retries={"total_max_attempts": 1}
 def charge(request: ChargeRequest) -> dict:
     """Charge the card for ``request``; returns ``{"charge_id", "replayed"}``.
 
-    Raises PayloadMismatch or ChargeFailed when the processor refused (nothing charged),
-    and ChargeUnknown when its answer was lost: a timeout, a crash or a dropped connection
+    Raises PayloadMismatchError or ChargeFailedError when the processor refused (nothing charged),
+    and ChargeUnknownError when its answer was lost: a timeout, a crash or a dropped connection
     may come after its ledger write, so a charge may or may not have happened.
     """
     call = {"reference": request.idempotency_key, "amount": request.amount, "currency": request.currency}
@@ -35,14 +35,14 @@ def charge(request: ChargeRequest) -> dict:
         response = _lambda.invoke(FunctionName=function, InvocationType="RequestResponse", Payload=json.dumps(call))
         body = json.loads(response["Payload"].read() or b"null")
     except (ReadTimeoutError, ConnectionClosedError) as exc:
-        raise ChargeUnknown(f"no answer from the card processor: {exc}") from exc
+        raise ChargeUnknownError(f"no answer from the card processor: {exc}") from exc
     if response.get("FunctionError"):
         error = body if isinstance(body, dict) else {}
         error_type, message = error.get("errorType"), error.get("errorMessage")
-        if error_type == PayloadMismatch.__name__:
-            raise PayloadMismatch(message or "idempotency key reused with another payload")
-        if error_type == InvalidRequest.__name__:  # refused before anything was written
-            raise ChargeFailed(f"card processor refused the charge: {message}")
+        if error_type == PayloadMismatchError.__name__:
+            raise PayloadMismatchError(message or "idempotency key reused with another payload")
+        if error_type == InvalidRequestError.__name__:  # refused before anything was written
+            raise ChargeFailedError(f"card processor refused the charge: {message}")
         # Sandbox.Timedout, a crash, any unhandled error: perhaps after the ledger write.
-        raise ChargeUnknown(f"card processor failed, charge unknown: {error_type}: {message}")
+        raise ChargeUnknownError(f"card processor failed, charge unknown: {error_type}: {message}")
     return body

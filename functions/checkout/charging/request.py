@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from charging.errors import InvalidRequest
+from charging.errors import InvalidRequestError
 
 CURRENCIES = ("EUR", "USD", "GBP", "CHF", "JPY")
 MAX_AMOUNT = 100_000_000  # one million in major units: anything above is a typo
@@ -45,15 +45,15 @@ def check_act_delay_ms(order: ChargeRequest) -> int:
 
 
 def parse(event: Any) -> ChargeRequest:
-    """Return the validated request, or raise InvalidRequest saying what is wrong."""
+    """Return the validated request, or raise InvalidRequestError saying what is wrong."""
     if not isinstance(event, dict):
-        raise InvalidRequest(f"request must be a JSON object, got {type(event).__name__}")
+        raise InvalidRequestError(f"request must be a JSON object, got {type(event).__name__}")
     unknown = sorted(set(event) - set(REQUIRED) - set(OPTIONAL))
     if unknown:
-        raise InvalidRequest(f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(REQUIRED + OPTIONAL)}")
+        raise InvalidRequestError(f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(REQUIRED + OPTIONAL)}")
     missing = [name for name in REQUIRED if event.get(name) is None]
     if missing:
-        raise InvalidRequest(f"missing field(s): {', '.join(missing)}")
+        raise InvalidRequestError(f"missing field(s): {', '.join(missing)}")
     return ChargeRequest(
         idempotency_key=_key(event["idempotency_key"]),
         amount=_amount(event["amount"]),
@@ -65,26 +65,26 @@ def parse(event: Any) -> ChargeRequest:
 
 def _key(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise InvalidRequest("idempotency_key must be a non-empty string")
+        raise InvalidRequestError("idempotency_key must be a non-empty string")
     if len(value) > MAX_KEY_LENGTH:
-        raise InvalidRequest(f"idempotency_key is longer than {MAX_KEY_LENGTH} characters")
+        raise InvalidRequestError(f"idempotency_key is longer than {MAX_KEY_LENGTH} characters")
     return value
 
 
 def _amount(value: Any) -> int:
     # bool is an int in Python; True must not become a one-cent charge.
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidRequest(f"amount must be a whole number of minor units (cents), got {value!r}")
+        raise InvalidRequestError(f"amount must be a whole number of minor units (cents), got {value!r}")
     if value <= 0:
-        raise InvalidRequest(f"amount must be greater than zero, got {value}")
+        raise InvalidRequestError(f"amount must be greater than zero, got {value}")
     if value > MAX_AMOUNT:
-        raise InvalidRequest(f"amount must be at most {MAX_AMOUNT}, got {value}")
+        raise InvalidRequestError(f"amount must be at most {MAX_AMOUNT}, got {value}")
     return value
 
 
 def _currency(value: Any) -> str:
     if value not in CURRENCIES:
-        raise InvalidRequest(f"unknown currency {value!r}; use one of {', '.join(CURRENCIES)}")
+        raise InvalidRequestError(f"unknown currency {value!r}; use one of {', '.join(CURRENCIES)}")
     return value
 
 
@@ -92,13 +92,13 @@ def _delay(value: Any) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_DELAY_MS:
-        raise InvalidRequest(f"check_act_delay_ms must be a whole number from 0 to {MAX_DELAY_MS}, got {value!r}")
+        raise InvalidRequestError(f"check_act_delay_ms must be a whole number from 0 to {MAX_DELAY_MS}, got {value!r}")
     return value
 
 
 def _flag(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
-        raise InvalidRequest(f"{name} must be true or false, got {value!r}")
+        raise InvalidRequestError(f"{name} must be true or false, got {value!r}")
     return value
 
 
@@ -113,14 +113,14 @@ class ProcessorCharge:
 def parse_processor_charge(event: Any) -> ProcessorCharge:
     """Validate a call to the card processor, with the same rules as a checkout."""
     if not isinstance(event, dict):
-        raise InvalidRequest(f"charge must be a JSON object, got {type(event).__name__}")
+        raise InvalidRequestError(f"charge must be a JSON object, got {type(event).__name__}")
     allowed = ("reference", "amount", "currency", "idempotency_key")
     unknown = sorted(set(event) - set(allowed))
     if unknown:
-        raise InvalidRequest(f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}")
+        raise InvalidRequestError(f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}")
     missing = [name for name in allowed[:3] if event.get(name) is None]
     if missing:
-        raise InvalidRequest(f"missing field(s): {', '.join(missing)}")
+        raise InvalidRequestError(f"missing field(s): {', '.join(missing)}")
     key = event.get("idempotency_key")
     return ProcessorCharge(
         reference=_key(event["reference"]),

@@ -5,15 +5,21 @@ from __future__ import annotations
 import os
 
 from charging import outcomes
-from charging.errors import ChargeFailed, ChargeUnknown, CheckoutError, InvalidRequest, PayloadMismatch
+from charging.errors import (
+    ChargeFailedError,
+    ChargeUnknownError,
+    CheckoutError,
+    InvalidRequestError,
+    PayloadMismatchError,
+)
 from charging.trace import Trace
 
 # The answer to each error a checkout raises on purpose.
 OUTCOME_OF = {
-    InvalidRequest: outcomes.REJECTED,  # nothing charged
-    PayloadMismatch: outcomes.REJECTED,  # nothing charged
-    ChargeFailed: outcomes.FAILED,  # nothing charged
-    ChargeUnknown: outcomes.UNKNOWN,  # perhaps charged
+    InvalidRequestError: outcomes.REJECTED,  # nothing charged
+    PayloadMismatchError: outcomes.REJECTED,  # nothing charged
+    ChargeFailedError: outcomes.FAILED,  # nothing charged
+    ChargeUnknownError: outcomes.UNKNOWN,  # perhaps charged
 }
 
 

@@ -2,14 +2,14 @@
 
 
 class FulfilmentError(Exception):
-    """Base of the errors this scenario raises on purpose."""
+    """Base of the errors this lesson raises on purpose."""
 
 
-class InvalidOrderLine(FulfilmentError):
+class InvalidOrderLineError(FulfilmentError):
     """The message body is not an order line; no retry can fix it."""
 
 
-class StockUnavailable(FulfilmentError):
+class StockUnavailableError(FulfilmentError):
     """The SKU is unknown or has too little stock; nothing was reserved.
 
     It may succeed later (the warehouse books the SKU in), so the message is retried,

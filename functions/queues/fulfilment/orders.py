@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
-from fulfilment.errors import InvalidOrderLine
+from fulfilment.errors import InvalidOrderLineError
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class OrderLine:
 
 
 def parse(body: str | dict) -> OrderLine:
-    """The order line a message carries, or InvalidOrderLine saying what is wrong.
+    """The order line a message carries, or InvalidOrderLineError saying what is wrong.
 
     Strictly typed, as the checkout's request parser is: nothing is converted. ``str()``
     would make a null order id the order ``'None'`` and ``int()`` would make 2.9 units 2
@@ -40,12 +40,12 @@ def parse(body: str | dict) -> OrderLine:
     try:
         data = json.loads(body) if isinstance(body, str) else body
     except ValueError as exc:
-        raise InvalidOrderLine(f"not JSON: {body!r}") from exc
+        raise InvalidOrderLineError(f"not JSON: {body!r}") from exc
     if not isinstance(data, dict):
-        raise InvalidOrderLine(f"an order line is a JSON object, not {type(data).__name__}: {body!r}")
+        raise InvalidOrderLineError(f"an order line is a JSON object, not {type(data).__name__}: {body!r}")
     missing = [name for name in FIELDS if name not in data]
     if missing:
-        raise InvalidOrderLine(f"order line without {', '.join(missing)}: {body!r}")
+        raise InvalidOrderLineError(f"order line without {', '.join(missing)}: {body!r}")
     return OrderLine(
         order_id=_text(data, "order_id"),
         line=_positive_whole(data, "line"),
@@ -60,7 +60,7 @@ FIELDS = ("order_id", "line", "sku", "quantity")
 def _text(data: dict, name: str) -> str:
     value = data[name]
     if not isinstance(value, str) or not value.strip():
-        raise InvalidOrderLine(f"{name} must be a non-empty string, not {value!r}")
+        raise InvalidOrderLineError(f"{name} must be a non-empty string, not {value!r}")
     return value
 
 
@@ -68,5 +68,5 @@ def _positive_whole(data: dict, name: str) -> int:
     value = data[name]
     # bool is an int in Python: true must not become one unit.
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidOrderLine(f"{name} must be a whole number from 1, not {value!r}")
+        raise InvalidOrderLineError(f"{name} must be a whole number from 1, not {value!r}")
     return value

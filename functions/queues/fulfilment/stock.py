@@ -14,7 +14,7 @@ import uuid
 import boto3
 from botocore.exceptions import ClientError
 
-from fulfilment.errors import StockUnavailable
+from fulfilment.errors import StockUnavailableError
 from fulfilment.orders import OrderLine
 from shared.settings import table
 
@@ -34,7 +34,7 @@ def reserve(line: OrderLine, message_id: str, receive_count: str) -> dict:
         )
     except ClientError as exc:
         if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
-            raise StockUnavailable(f"{line.sku}: fewer than {line.quantity} available") from exc
+            raise StockUnavailableError(f"{line.sku}: fewer than {line.quantity} available") from exc
         raise
     reservation_id = str(uuid.uuid4())
     _dynamodb.put_item(

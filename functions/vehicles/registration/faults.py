@@ -40,5 +40,5 @@ def strike(point: str, request_id: str, context) -> None:
     """``shared.faults.strike``, its injected error named as the workflow retries it."""
     try:
         faults.strike(point, request_id, context)
-    except faults.InjectedFault as exc:
+    except faults.InjectedFaultError as exc:
         raise NotifyTransientError(f"notification for request {request_id} failed (injected transient fault)") from exc

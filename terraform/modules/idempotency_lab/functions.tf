@@ -1,10 +1,10 @@
-# The lab's functions. Each function's code is <artifacts_dir>/<scenario>.zip, its handler
+# The lab's functions. Each function's code is <artifacts_dir>/<lesson>.zip, its handler
 # `<key>.handler` unless `handler` says otherwise; its role, environment and asynchronous-invoke
 # settings follow from the entry (the comments on its type).
 variable "functions" {
   description = "The lab's Lambda functions, keyed by handler module; each one's role, environment and async settings follow from its entry."
   type = map(object({
-    scenario = string
+    lesson   = string
     handler  = optional(string) # null: "<key>.handler"
     timeout  = optional(number, 10)
     tables   = optional(map(string), {})  # { <key of var.tables> = <level of local.table_actions> } -> <KEY>_TABLE
@@ -15,93 +15,93 @@ variable "functions" {
     grants   = optional(list(string), []) # [<key of local.extra_grants>]
     settings = optional(list(string), []) # [<key of local.function_settings>]: module inputs passed on
     env      = optional(map(string), {})  # literal NAME = "value" pairs
-    dlq      = optional(string)           # null: the scenario's, local.scenario_dlq
+    dlq      = optional(string)           # null: the lesson's, local.lesson_dlq
   }))
   nullable = false
   default = {
     # vehicles (lesson 01): vehicle registration.
-    rmv_check                = { scenario = "vehicles", timeout = 10 }
-    write_vehicle_naive      = { scenario = "vehicles", timeout = 10, tables = { vehicles_naive = "read_write" } }
-    write_vehicle_idempotent = { scenario = "vehicles", timeout = 10, tables = { vehicles = "read_write" } }
-    notify                   = { scenario = "vehicles", timeout = 10, tables = { faults = "read_update" } }
+    rmv_check                = { lesson = "vehicles", timeout = 10 }
+    write_vehicle_naive      = { lesson = "vehicles", timeout = 10, tables = { vehicles_naive = "read_write" } }
+    write_vehicle_idempotent = { lesson = "vehicles", timeout = 10, tables = { vehicles = "read_write" } }
+    notify                   = { lesson = "vehicles", timeout = 10, tables = { faults = "read_update" } }
 
     # checkout (lesson 02): every checkout charges through card_processor.
-    card_processor = { scenario = "checkout", timeout = 10, tables = { ledger = "read_write", processor_keys = "read_write" } }
-    checkout_naive = { scenario = "checkout", timeout = 15, invokes = ["card_processor"] }
+    card_processor = { lesson = "checkout", timeout = 10, tables = { ledger = "read_write", processor_keys = "read_write" } }
+    checkout_naive = { lesson = "checkout", timeout = 15, invokes = ["card_processor"] }
     checkout_handrolled = {
-      scenario = "checkout", timeout = 15, invokes = ["card_processor"]
-      tables   = { handrolled_idempotency = "read_write", faults = "read_update" }
+      lesson = "checkout", timeout = 15, invokes = ["card_processor"]
+      tables = { handrolled_idempotency = "read_write", faults = "read_update" }
     }
     # Powertools' in-progress lease lasts as long as the invocation may: short, so the
     # crash-after-charge demo shows the lease expiring within seconds; not shorter, since a
     # copy stopped after charging leaves its lease to expire and the retry charges again
     # (6 s was passed by cold copies on a loaded two-core machine).
     checkout_powertools = {
-      scenario = "checkout", timeout = 15, invokes = ["card_processor"]
-      tables   = { powertools_idempotency = "idempotency", faults = "read_update" }
+      lesson = "checkout", timeout = 15, invokes = ["card_processor"]
+      tables = { powertools_idempotency = "idempotency", faults = "read_update" }
     }
     # The same handler with Powertools' local cache on: a row of its own in `make bench`.
     checkout_powertools_cached = {
-      scenario = "checkout", handler = "checkout_powertools.handler", timeout = 15, invokes = ["card_processor"]
-      tables   = { powertools_idempotency = "idempotency", faults = "read_update" }
-      env      = { IDEMPOTENCY_LOCAL_CACHE = "true" }
+      lesson = "checkout", handler = "checkout_powertools.handler", timeout = 15, invokes = ["card_processor"]
+      tables = { powertools_idempotency = "idempotency", faults = "read_update" }
+      env    = { IDEMPOTENCY_LOCAL_CACHE = "true" }
     }
 
     # deletion (lessons 03 and 04): delayed account deletion.
     request_deletion = {
-      scenario = "deletion", timeout = 10, tables = { deletion_requests = "read_write" }, settings = ["deletion_delay"]
+      lesson = "deletion", timeout = 10, tables = { deletion_requests = "read_write" }, settings = ["deletion_delay"]
       # The schedules it creates start the workflow as Scheduler's role: it needs the ARN, not the right.
       grants = ["create_deletion_schedule"], knows = ["account_deletion"]
     }
     cancel_deletion = {
-      scenario = "deletion", timeout = 10, tables = { deletion_requests = "read_write" }, grants = ["delete_deletion_schedule"]
+      lesson = "deletion", timeout = 10, tables = { deletion_requests = "read_write" }, grants = ["delete_deletion_schedule"]
     }
     claim_deletion = {
-      scenario = "deletion", timeout = 10, tables = { deletion_requests = "read_write", faults = "read_update" }, settings = ["deletion_lease"]
+      lesson = "deletion", timeout = 10, tables = { deletion_requests = "read_write", faults = "read_update" }, settings = ["deletion_lease"]
     }
     delete_records = {
-      scenario = "deletion", timeout = 30, settings = ["deletion_lease"]
-      tables   = { deletion_requests = "read_write", user_records = "read_write", faults = "read_update" }
+      lesson = "deletion", timeout = 30, settings = ["deletion_lease"]
+      tables = { deletion_requests = "read_write", user_records = "read_write", faults = "read_update" }
     }
     delete_files = {
-      scenario = "deletion", timeout = 30, grants = ["delete_user_files"], settings = ["deletion_lease"]
-      tables   = { deletion_requests = "read_write", faults = "read_update" }
+      lesson = "deletion", timeout = 30, grants = ["delete_user_files"], settings = ["deletion_lease"]
+      tables = { deletion_requests = "read_write", faults = "read_update" }
     }
     delete_identity = {
-      scenario = "deletion", timeout = 10, settings = ["deletion_lease"]
-      tables   = { deletion_requests = "read_write", identities = "read_write", faults = "read_update" }
+      lesson = "deletion", timeout = 10, settings = ["deletion_lease"]
+      tables = { deletion_requests = "read_write", identities = "read_write", faults = "read_update" }
     }
     send_goodbye = {
-      scenario = "deletion", timeout = 10, settings = ["deletion_lease"]
-      tables   = { deletion_requests = "read_write", email_outbox = "read_write", faults = "read_update" }
+      lesson = "deletion", timeout = 10, settings = ["deletion_lease"]
+      tables = { deletion_requests = "read_write", email_outbox = "read_write", faults = "read_update" }
     }
     complete_deletion = {
-      scenario = "deletion", timeout = 10, sends = ["deletion_dlq"], knows = ["account_deletion"], settings = ["deletion_lease"]
-      tables   = { deletion_requests = "read_write", faults = "read_update" }
+      lesson = "deletion", timeout = 10, sends = ["deletion_dlq"], knows = ["account_deletion"], settings = ["deletion_lease"]
+      tables = { deletion_requests = "read_write", faults = "read_update" }
     }
     naive_deletion_worker = {
-      scenario = "deletion", timeout = 60, grants = ["delete_user_files"]
+      lesson = "deletion", timeout = 60, grants = ["delete_user_files"]
       tables = {
         deletion_requests = "read_write", user_records = "read_write", identities = "read_write", email_outbox = "read_write"
         faults            = "read_update"
       }
     }
     sweeper = {
-      scenario = "deletion", timeout = 60, tables = { deletion_requests = "read_write" }, sends = ["deletion_dlq"]
-      starts   = ["account_deletion"], grants = ["put_stuck_metric"], settings = ["deletion_lease"]
+      lesson = "deletion", timeout = 60, tables = { deletion_requests = "read_write" }, sends = ["deletion_dlq"]
+      starts = ["account_deletion"], grants = ["put_stuck_metric"], settings = ["deletion_lease"]
     }
 
     # queues (lesson 06). Each consumer reserves stock for the order lines its queue
     # delivers (var.event_sources). The 2 s timeout keeps the queues' visibility
     # timeout, six times longer, short for the workshop.
-    fulfil_naive = { scenario = "queues", timeout = 2, tables = { stock = "read_update", reservations = "read_write" } }
+    fulfil_naive = { lesson = "queues", timeout = 2, tables = { stock = "read_update", reservations = "read_write" } }
     fulfil_idempotent = {
-      scenario = "queues", timeout = 2
-      tables   = { stock = "read_update", reservations = "read_write", order_idempotency = "idempotency" }
+      lesson = "queues", timeout = 2
+      tables = { stock = "read_update", reservations = "read_write", order_idempotency = "idempotency" }
     }
     fulfil_by_message_id = {
-      scenario = "queues", timeout = 2
-      tables   = { stock = "read_update", reservations = "read_write", order_idempotency = "idempotency" }
+      lesson = "queues", timeout = 2
+      tables = { stock = "read_update", reservations = "read_write", order_idempotency = "idempotency" }
     }
   }
 
@@ -194,14 +194,14 @@ variable "functions" {
 
   validation {
     condition = length([
-      for key, f in var.functions : "${key} (${coalesce(f.dlq, lookup(local.scenario_dlq, f.scenario, "no DLQ for scenario ${f.scenario}"))})"
-      if !contains(local.dead_letter_queue_keys, coalesce(f.dlq, lookup(local.scenario_dlq, f.scenario, "-")))
+      for key, f in var.functions : "${key} (${coalesce(f.dlq, lookup(local.lesson_dlq, f.lesson, "no DLQ for lesson ${f.lesson}"))})"
+      if !contains(local.dead_letter_queue_keys, coalesce(f.dlq, lookup(local.lesson_dlq, f.lesson, "-")))
     ]) == 0
     error_message = format(
-      "Every function has a dead-letter queue, a `_dlq` key of var.queues: its `dlq`, or its scenario's in local.scenario_dlq. Wrong: %s.",
+      "Every function has a dead-letter queue, a `_dlq` key of var.queues: its `dlq`, or its lesson's in local.lesson_dlq. Wrong: %s.",
       join("; ", [
-        for key, f in var.functions : "${key} (${coalesce(f.dlq, lookup(local.scenario_dlq, f.scenario, "no DLQ for scenario ${f.scenario}"))})"
-        if !contains(local.dead_letter_queue_keys, coalesce(f.dlq, lookup(local.scenario_dlq, f.scenario, "-")))
+        for key, f in var.functions : "${key} (${coalesce(f.dlq, lookup(local.lesson_dlq, f.lesson, "no DLQ for lesson ${f.lesson}"))})"
+        if !contains(local.dead_letter_queue_keys, coalesce(f.dlq, lookup(local.lesson_dlq, f.lesson, "-")))
       ]),
     )
   }
@@ -219,8 +219,8 @@ locals {
     }
   }
 
-  # Where each scenario's failed asynchronous invocations go.
-  scenario_dlq = {
+  # Where each lesson's failed asynchronous invocations go.
+  lesson_dlq = {
     vehicles = "vehicle_registration_dlq"
     checkout = "checkout_dlq"
     deletion = "deletion_dlq"
@@ -229,7 +229,7 @@ locals {
 
   function_specs = { for key, f in var.functions : key => merge(f, {
     handler = coalesce(f.handler, "${key}.handler")
-    dlq     = coalesce(f.dlq, lookup(local.scenario_dlq, f.scenario, "-"))
+    dlq     = coalesce(f.dlq, lookup(local.lesson_dlq, f.lesson, "-"))
   }) }
 
   # Names the lab itself reads: every function knows the bucket, the schedule group, the
@@ -263,9 +263,9 @@ resource "aws_lambda_function" "this" {
   handler          = each.value.handler
   timeout          = each.value.timeout
   memory_size      = var.lambda_memory_mb
-  s3_bucket        = aws_s3_object.code[each.value.scenario].bucket
-  s3_key           = aws_s3_object.code[each.value.scenario].key
-  source_code_hash = filebase64sha256("${var.artifacts_dir}/${each.value.scenario}.zip")
+  s3_bucket        = aws_s3_object.code[each.value.lesson].bucket
+  s3_key           = aws_s3_object.code[each.value.lesson].key
+  source_code_hash = filebase64sha256("${var.artifacts_dir}/${each.value.lesson}.zip")
 
   environment {
     variables = merge(
@@ -289,7 +289,7 @@ resource "aws_lambda_function" "this" {
   #checkov:skip=CKV_AWS_115:reserved concurrency would eat into the small concurrency quota of new accounts and can make the apply fail
   #checkov:skip=CKV_AWS_173:the environment holds resource names only, no secrets; the default AWS-managed key encrypts it at rest
   #checkov:skip=CKV_AWS_272:code signing needs a signing profile and signed zips; the zips are built and deployed by the same person in the workshop
-  tags = merge(local.tags, { Name = local.name[each.key], "idemlab:scenario" = each.value.scenario })
+  tags = merge(local.tags, { Name = local.name[each.key], "idemlab:lesson" = each.value.lesson })
 
   depends_on = [aws_cloudwatch_log_group.function, aws_iam_role_policy.function]
 }

@@ -6,7 +6,7 @@ locals {
     artifacts  = "${var.prefix}-artifacts-${local.account_id}-${local.region}"
   }
 
-  scenarios = toset([for f in values(var.functions) : f.scenario])
+  lessons = toset([for f in values(var.functions) : f.lesson])
 }
 
 resource "aws_s3_bucket" "this" {
@@ -68,7 +68,7 @@ resource "aws_s3_bucket_policy" "this" {
 # Function code goes through S3: with `filename`, the AWS provider creates functions one at
 # a time (a global lock held through its 5 s wait for each), 18 functions took 95 s.
 resource "aws_s3_object" "code" {
-  for_each = local.scenarios
+  for_each = local.lessons
 
   bucket      = aws_s3_bucket.this["artifacts"].id
   key         = "functions/${each.key}.zip"

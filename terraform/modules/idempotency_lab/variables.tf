@@ -18,12 +18,12 @@ variable "tags" {
 }
 
 variable "artifacts_dir" {
-  description = "Directory holding the function zips built by `python -m idemlab.build`, one `<scenario>.zip` per folder under functions/."
+  description = "Directory holding the function zips built by `python -m idemlab.build`, one `<lesson>.zip` per folder under functions/."
   type        = string
 
   validation {
     condition     = length(trimspace(var.artifacts_dir)) > 0
-    error_message = "artifacts_dir must name the directory that holds the <scenario>.zip files."
+    error_message = "artifacts_dir must name the directory that holds the <lesson>.zip files."
   }
 }
 

@@ -111,7 +111,7 @@ def test_bad_input_is_rejected_and_charges_nothing(strategy, event, ledger):
     before = sum(ledger.charges().values())
     answer = invoke(strategy, event)
     assert answer["outcome"] == checkout.outcomes.REJECTED
-    assert answer["error"]["type"] == "InvalidRequest" and answer["error"]["message"]
+    assert answer["error"]["type"] == "InvalidRequestError" and answer["error"]["message"]
     assert sum(ledger.charges().values()) == before
 
 
@@ -122,7 +122,7 @@ def test_same_key_with_another_amount_is_rejected_without_a_charge(strategy, dow
     assert invoke(strategy, request)["outcome"] == checkout.outcomes.CHARGED
     answer = invoke(strategy, {**request, "amount": request["amount"] + 1})
     assert answer["outcome"] == checkout.outcomes.REJECTED
-    assert answer["error"]["type"] == "PayloadMismatch"
+    assert answer["error"]["type"] == "PayloadMismatchError"
     assert ledger.count(request["idempotency_key"]) == 1
 
 
@@ -131,7 +131,7 @@ def test_processor_refuses_a_reused_downstream_key_with_another_amount(ledger):
     request = checkout.order(pass_key_downstream=True)
     assert invoke("naive", request)["outcome"] == checkout.outcomes.CHARGED
     answer = invoke("naive", {**request, "amount": 1})
-    assert (answer["outcome"], answer["error"]["type"]) == (checkout.outcomes.REJECTED, "PayloadMismatch")
+    assert (answer["outcome"], answer["error"]["type"]) == (checkout.outcomes.REJECTED, "PayloadMismatchError")
     assert ledger.count(request["idempotency_key"]) == 1
 
 
@@ -277,17 +277,17 @@ def test_a_processor_that_times_out_after_charging_gives_an_unknown_outcome(
     monkeypatch.setenv("CARD_PROCESSOR_FUNCTION", processor)
     request = checkout.order()
     answer = invoke(strategy, request)
-    assert (answer["outcome"], answer["error"]["type"]) == (checkout.outcomes.UNKNOWN, "ChargeUnknown"), answer
+    assert (answer["outcome"], answer["error"]["type"]) == (checkout.outcomes.UNKNOWN, "ChargeUnknownError"), answer
     assert "Sandbox.Timedout" in answer["error"]["message"]
     assert ledger.count(request["idempotency_key"]) == 1  # "failed" would have been a lie
 
 
 def test_a_processor_refusal_is_a_failure_with_nothing_charged(tables, ledger, make_function, monkeypatch):
-    refusing = "def handler(event, context):\n    raise type('InvalidRequest', (Exception,), {})('amount too large for this card')\n"
+    refusing = "def handler(event, context):\n    raise type('InvalidRequestError', (Exception,), {})('amount too large for this card')\n"
     monkeypatch.setenv("CARD_PROCESSOR_FUNCTION", make_function(refusing))
     request = checkout.order()
     answer = invoke("naive", request)
-    assert (answer["outcome"], answer["error"]["type"]) == (checkout.outcomes.FAILED, "ChargeFailed"), answer
+    assert (answer["outcome"], answer["error"]["type"]) == (checkout.outcomes.FAILED, "ChargeFailedError"), answer
     assert ledger.count(request["idempotency_key"]) == 0
 
 
@@ -321,7 +321,7 @@ def test_an_armed_fault_fires_exactly_as_often_as_armed_when_invocations_race(ta
         def reach_the_point() -> dict:
             try:
                 faults.strike(faults.AFTER_CHARGE, key, context)
-            except errors.ChargeUnknown:
+            except errors.ChargeUnknownError:
                 return {"fired": True}
             return {"fired": False}
 

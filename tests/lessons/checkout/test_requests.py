@@ -7,7 +7,7 @@ import pytest
 from idemlab.lambda_code import load
 from idemlab.lessons.checkout import FUNCTION_DIR
 
-InvalidRequest = load(FUNCTION_DIR, "charging.errors").InvalidRequest
+InvalidRequestError = load(FUNCTION_DIR, "charging.errors").InvalidRequestError
 _request = load(FUNCTION_DIR, "charging.request")
 ChargeRequest, check_act_delay_ms, parse, parse_processor_charge = (
     _request.ChargeRequest,
@@ -48,7 +48,7 @@ def test_valid_request_is_parsed_with_defaults():
 @pytest.mark.parametrize("case", sorted(BAD_REQUESTS))
 def test_bad_request_is_rejected_with_a_message_naming_the_problem(case):
     event, expected = BAD_REQUESTS[case]
-    with pytest.raises(InvalidRequest) as raised:
+    with pytest.raises(InvalidRequestError) as raised:
         parse(event)
     assert expected in str(raised.value)
 
@@ -74,5 +74,5 @@ def test_processor_charge_takes_an_optional_downstream_key():
         {"reference": "order-1", "amount": 5, "currency": "USD", "idempotency_key": "order-1"}
     )
     assert keyed.idempotency_key == "order-1"
-    with pytest.raises(InvalidRequest, match="unknown field"):
+    with pytest.raises(InvalidRequestError, match="unknown field"):
         parse_processor_charge({"reference": "order-1", "amount": 5, "currency": "USD", "card": "4242"})

@@ -62,7 +62,9 @@ def test_bad_input_through_lambda_is_rejected_and_charges_nothing(strategy, shop
         checkout.order(currency="DOGE"),
     ]
     answers = [shop.invoke(strategy, event) for event in events]
-    assert [(a["outcome"], a["error"]["type"]) for a in answers] == [(checkout.outcomes.REJECTED, "InvalidRequest")] * 4
+    assert [(a["outcome"], a["error"]["type"]) for a in answers] == [
+        (checkout.outcomes.REJECTED, "InvalidRequestError")
+    ] * 4
     assert sum(shop.ledger.charges().values()) == before
 
 

@@ -10,10 +10,10 @@ import pytest
 from idemlab.lessons import deletion
 from support.deletion_scenario import copy_tables
 
-state = deletion.import_function_module("deletion_state")
-claims = deletion.import_function_module("deletion_claims")
-sweeps = deletion.import_function_module("deletion_sweeps")
-errors = deletion.import_function_module("deletion_errors")
+state = deletion.import_function_module("erasure.state")
+claims = deletion.import_function_module("erasure.claims")
+sweeps = deletion.import_function_module("erasure.sweeps")
+errors = deletion.import_function_module("erasure.errors")
 Status, ClaimOutcome = state.Status, claims.ClaimOutcome
 
 LEASE = 60  # seconds; every test moves its own clock, so the length only sets the scale
@@ -87,7 +87,7 @@ def test_zombie_progress_write_after_a_newer_claim_is_refused(table):
     request_id = new_request(table)
     zombie = claimed(table, request_id, "worker-a")
     successor = claimed(table, request_id, "worker-b", now=T0 + LEASE + 1)
-    with pytest.raises(errors.ClaimLost):
+    with pytest.raises(errors.ClaimLostError):
         claims.record_step(table, zombie, "delete_records", LEASE, now=T0 + LEASE + 2)
     claims.record_step(table, successor, "delete_records", LEASE, now=T0 + LEASE + 2)
     assert state.read(table, request_id).steps_done == {"delete_records"}
@@ -98,9 +98,9 @@ def test_zombie_cannot_complete_or_release(table):
     zombie = claimed(table, request_id, "worker-a")
     finish_steps(table, zombie)
     successor = claimed(table, request_id, "worker-b", now=T0 + LEASE + 1)
-    with pytest.raises(errors.ClaimLost):
+    with pytest.raises(errors.ClaimLostError):
         claims.complete(table, zombie, now=T0 + LEASE + 2)
-    with pytest.raises(errors.ClaimLost):
+    with pytest.raises(errors.ClaimLostError):
         claims.release_after_failure(table, zombie, "boom", max_attempts=3, retry_delay_seconds=0, now=T0 + LEASE + 2)
     current = state.read(table, request_id)
     assert (current.status, current.fencing_token) == (Status.PROCESSING, successor.fencing_token)
@@ -111,7 +111,7 @@ def test_same_owner_claiming_again_takes_over_its_own_claim(table):
     first = claimed(table, request_id, "execution-1")
     again = claimed(table, request_id, "execution-1", now=T0 + 1)
     assert again.fencing_token == first.fencing_token + 1
-    with pytest.raises(errors.ClaimLost):
+    with pytest.raises(errors.ClaimLostError):
         claims.record_step(table, first, "delete_files", LEASE, now=T0 + 2)
 
 
@@ -153,7 +153,7 @@ def test_a_loser_is_told_what_the_current_status_means(table, finish, outcome):
 
 
 def test_claiming_an_unknown_request_raises_and_creates_nothing(table):
-    with pytest.raises(errors.UnknownDeletionRequest):
+    with pytest.raises(errors.UnknownDeletionRequestError):
         claims.claim(table, "del-does-not-exist", "worker-a", LEASE, now=T0)
     assert "Item" not in table.get_item(Key={"deletion_request_id": "del-does-not-exist"})
 
@@ -162,14 +162,14 @@ def test_completion_requires_every_step(table):
     request_id = new_request(table)
     claim = claimed(table, request_id, "worker-a")
     claims.record_step(table, claim, "delete_records", LEASE, now=T0)
-    with pytest.raises(errors.StepsNotFinished, match="delete_files, delete_identity, send_goodbye"):
+    with pytest.raises(errors.StepsNotFinishedError, match="delete_files, delete_identity, send_goodbye"):
         claims.complete(table, claim, now=T0)
     assert state.read(table, request_id).status is Status.PROCESSING
 
 
 def test_unknown_step_name_raises_loudly(table):
     claim = claimed(table, new_request(table), "worker-a")
-    with pytest.raises(errors.UnknownRecoveryPoint):
+    with pytest.raises(errors.UnknownRecoveryPointError):
         claims.record_step(table, claim, "delete_everything", LEASE, now=T0)
 
 
@@ -260,7 +260,7 @@ def test_zombie_write_after_a_sweep_is_refused(table):
     zombie = claimed(table, request_id, "worker-a", now=LONG_AGO)
     seen = next(r for r in sweeps.expired_leases(table, now=T0) if r.deletion_request_id == request_id)
     sweeps.sweep(table, seen, max_attempts=3, now=T0)
-    with pytest.raises(errors.ClaimLost):
+    with pytest.raises(errors.ClaimLostError):
         claims.record_step(table, zombie, "delete_records", LEASE, now=T0 + 1)
     assert state.read(table, request_id).steps_done == frozenset()
 
@@ -273,7 +273,7 @@ def test_a_corrupt_status_raises_instead_of_being_guessed(table):
         ExpressionAttributeNames={"#s": "status"},
         ExpressionAttributeValues={":bad": "HALF_DONE"},
     )
-    with pytest.raises(errors.UnknownRecoveryPoint):
+    with pytest.raises(errors.UnknownRecoveryPointError):
         state.read(table, request_id)
 
 
@@ -296,7 +296,7 @@ def test_completing_twice_under_the_same_claim_is_a_no_op_but_a_zombie_still_los
     finish_steps(table, holder, now=T0 + LEASE + 2)
     claims.complete(table, holder, now=T0 + LEASE + 3)
     claims.complete(table, holder, now=T0 + LEASE + 4)
-    with pytest.raises(errors.ClaimLost):
+    with pytest.raises(errors.ClaimLostError):
         claims.complete(table, zombie, now=T0 + LEASE + 5)
     assert state.read(table, request_id).status is Status.COMPLETED
 
@@ -317,7 +317,7 @@ def test_a_cancel_for_another_user_is_refused_and_changes_nothing(table):
     authorises nothing; the cancel must name the user the request deletes."""
     request_id = new_request(table)
     before = table.get_item(Key={"deletion_request_id": request_id}, ConsistentRead=True)["Item"]
-    with pytest.raises(errors.NotYourRequest, match="nothing was cancelled"):
+    with pytest.raises(errors.NotYourRequestError, match="nothing was cancelled"):
         state.cancel(table, request_id, "mallory", now=T0)
     assert table.get_item(Key={"deletion_request_id": request_id}, ConsistentRead=True)["Item"] == before
     assert state.cancel(table, request_id, owner_of(table, request_id), now=T0)[0] is True

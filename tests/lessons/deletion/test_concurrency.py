@@ -20,8 +20,8 @@ from idemlab.lessons import deletion
 from support.deletion_scenario import copy_tables
 from support.rounds import rounds
 
-state = deletion.import_function_module("deletion_state")
-claims = deletion.import_function_module("deletion_claims")
+state = deletion.import_function_module("erasure.state")
+claims = deletion.import_function_module("erasure.claims")
 Status, ClaimOutcome = state.Status, claims.ClaimOutcome
 
 WORKERS = 12  # threads per round; more than the cores, so requests really overlap on the server
@@ -107,7 +107,7 @@ def test_zombie_writes_racing_the_new_holder_never_land(tables):
     """After a newer claim, half the threads write progress with the zombie's token and
     half with the holder's, all at once: every zombie write is refused, every holder write
     lands, and the item holds exactly the holder's steps."""
-    errors = deletion.import_function_module("deletion_errors")
+    errors = deletion.import_function_module("erasure.errors")
     tally = Counter()
     for _ in range(ZOMBIE_ROUNDS):
         request_id = new_request(tables[0])
@@ -121,7 +121,7 @@ def test_zombie_writes_racing_the_new_holder_never_land(tables):
             step = state.STEPS[(i // 2) % len(state.STEPS)]
             try:
                 claims.record_step(table, writer, step, LEASE, now=later + 1)
-            except errors.ClaimLost:
+            except errors.ClaimLostError:
                 return f"{writer.owner}_refused"
             if writer is holder:
                 holder_steps.add(step)

@@ -11,7 +11,7 @@ import threading
 
 from idemlab.lessons import deletion
 
-faults = deletion.import_function_module("deletion_faults")
+faults = deletion.import_function_module("erasure.faults")
 contract = deletion.import_function_module("shared.faults")  # the deletion zip's copy, which strike uses
 OVERRUN_SECONDS = 1  # how far past the deadline the hook used to sleep before returning
 

@@ -21,10 +21,10 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_stat
 from idemlab.lessons import deletion
 from support.deletion_scenario import copy_tables
 
-state = deletion.import_function_module("deletion_state")
-claims = deletion.import_function_module("deletion_claims")
-sweeps = deletion.import_function_module("deletion_sweeps")
-errors = deletion.import_function_module("deletion_errors")
+state = deletion.import_function_module("erasure.state")
+claims = deletion.import_function_module("erasure.claims")
+sweeps = deletion.import_function_module("erasure.sweeps")
+errors = deletion.import_function_module("erasure.errors")
 Status, ClaimOutcome = state.Status, claims.ClaimOutcome
 
 LEASE = 30
@@ -105,7 +105,7 @@ class DeletionInterleavings(RuleBasedStateMachine):
         try:
             claims.record_step(self.table, claim, step, LEASE, now=self.now)
             accepted = True
-        except errors.ClaimLost:
+        except errors.ClaimLostError:
             accepted = False
         if current:
             assert accepted, "the current holder's write was refused"
@@ -132,9 +132,9 @@ class DeletionInterleavings(RuleBasedStateMachine):
         try:
             claims.complete(self.table, claim, now=self.now)
             outcome = "completed"
-        except errors.StepsNotFinished:
+        except errors.StepsNotFinishedError:
             outcome = "unfinished"
-        except errors.ClaimLost:
+        except errors.ClaimLostError:
             outcome = "lost"
         if self.status is Status.COMPLETED and claim.fencing_token == self.token:
             assert outcome == "completed"  # the completing claim again: a no-op
@@ -156,7 +156,7 @@ class DeletionInterleavings(RuleBasedStateMachine):
         current = self._is_current(claim)
         try:
             released = claims.release_after_failure(self.table, claim, "injected", MAX_ATTEMPTS, 0, now=self.now)
-        except errors.ClaimLost:
+        except errors.ClaimLostError:
             released = None
         if not current:
             assert released is None

@@ -1,5 +1,5 @@
 """The deletion's malformed-input battery (issue 24): every input below is refused with
-InvalidDeletionInput and changes nothing: no request row, no schedule, no record, file or
+InvalidDeletionInputError and changes nothing: no request row, no schedule, no record, file or
 identity of the user gone, the stored request exactly as it was.
 
 Counted explicitly (test_the_battery_is_as_large_as_the_issue_asks): at least 33
@@ -22,9 +22,9 @@ from support.deletion_scenario import private_scenario
 
 pytestmark = pytest.mark.any_backend  # the LocalStack stage runs this file too
 
-errors = deletion.import_function_module("deletion_errors")
-state = deletion.import_function_module("deletion_state")
-claims = deletion.import_function_module("deletion_claims")
+errors = deletion.import_function_module("erasure.errors")
+state = deletion.import_function_module("erasure.state")
+claims = deletion.import_function_module("erasure.claims")
 request_deletion = deletion.import_function_module("request_deletion")
 
 REQUEST = [
@@ -139,7 +139,7 @@ def refused(deletions, user_id: str, call) -> None:
     requests and data stay as they were. (Other tests' requests may move on meanwhile, by a
     firer or a sweeper running beside the suite: only additions are looked for there.)"""
     before = snapshot(deletions, user_id)
-    with pytest.raises(errors.InvalidDeletionInput):
+    with pytest.raises(errors.InvalidDeletionInputError):
         call()
     after = snapshot(deletions, user_id)
     assert after["request ids"] - before["request ids"] == set()

@@ -26,8 +26,8 @@ def namespace(stack) -> dict:
         "stack": stack,
         "deletion": deletion,
         "deletions": deletion.Deletions(stack),
-        "state": deletion.import_function_module("deletion_state"),
-        "claims": deletion.import_function_module("deletion_claims"),
+        "state": deletion.import_function_module("erasure.state"),
+        "claims": deletion.import_function_module("erasure.claims"),
     }
 
 

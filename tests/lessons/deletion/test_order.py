@@ -1,4 +1,4 @@
-"""The deletion steps' order has one owner, ``deletion_state.STEPS``: the workflow's ASL
+"""The deletion steps' order has one owner, ``erasure.state.STEPS``: the workflow's ASL
 and the naive worker are held to it."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import re
 from idemlab import module_spec
 from idemlab.lessons.deletion import import_function_module
 
-state = import_function_module("deletion_state")
+state = import_function_module("erasure.state")
 naive = import_function_module("naive_deletion_worker")
 ASL = module_spec.workflows()["account_deletion"]
 
@@ -59,5 +59,20 @@ def test_the_naive_worker_has_one_effect_per_step_and_no_order_of_its_own():
 
 
 def test_no_deletion_module_keeps_a_step_order_for_the_harness():
-    steps = import_function_module("deletion_steps")
+    steps = import_function_module("erasure.steps")
     assert not hasattr(steps, "NEXT_AFTER") and not hasattr(steps, "next_after")
+
+
+def test_every_error_the_workflow_matches_is_a_deletion_error_class():
+    """Step Functions matches a Lambda failure by its class name (errorType): an error class
+    renamed without its Retry or Catch would silently retry, or fail, what it should not."""
+    errors = import_function_module("erasure.errors")
+    defined = {name for name, value in vars(errors).items() if isinstance(value, type) and issubclass(value, Exception)}
+    matched = {
+        name
+        for spec in ASL["States"].values()
+        for rule in spec.get("Retry", []) + spec.get("Catch", [])
+        for name in rule["ErrorEquals"]
+        if not name.startswith("States.")
+    }
+    assert matched and matched <= defined, sorted(matched - defined)

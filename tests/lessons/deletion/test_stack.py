@@ -23,14 +23,14 @@ from idemlab.lessons import deletion
 from idemlab.lessons.deletion import Deletions
 from support.deletion_scenario import sweep_in_process
 
-faults = deletion.import_function_module("deletion_faults")
+faults = deletion.import_function_module("erasure.faults")
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(900)]
 
 # Every boundary at which a worker can die. delete_records has no after_effect: its
 # effect and its progress commit in one transaction. claim and complete are themselves
 # the progress write, so they have no separate effect either.
-STEPS = deletion.import_function_module("deletion_state").STEPS
+STEPS = deletion.import_function_module("erasure.state").STEPS
 CLAIM = deletion.import_function_module("claim_deletion").STEP
 RECORDS = deletion.import_function_module("delete_records").STEP
 COMPLETE = deletion.import_function_module("complete_deletion").STEP
@@ -230,7 +230,7 @@ def test_executions_that_die_before_or_at_the_claim_are_recovered_by_the_sweeper
     for name, value in deployed["Environment"]["Variables"].items():
         monkeypatch.setenv(name, value)
     sweeper = deletion.import_function_module("sweeper")
-    state = deletion.import_function_module("deletion_state")
+    state = deletion.import_function_module("erasure.state")
     table = deletions.table("deletion_requests")
     cells = []
     for step, point, times in DYING:

@@ -28,15 +28,15 @@ from support.deletion_scenario import (
 
 TESTS = Path(invocation.__file__).parents[1]  # tests/, where the child imports support from
 
-state = deletion.import_function_module("deletion_state")
-claims = deletion.import_function_module("deletion_claims")
-errors = deletion.import_function_module("deletion_errors")
-faults = deletion.import_function_module("deletion_faults")
+state = deletion.import_function_module("erasure.state")
+claims = deletion.import_function_module("erasure.claims")
+errors = deletion.import_function_module("erasure.errors")
+faults = deletion.import_function_module("erasure.faults")
 request_deletion = deletion.import_function_module("request_deletion")
 cancel_deletion = deletion.import_function_module("cancel_deletion")
 sweeper = deletion.import_function_module("sweeper")
 naive = deletion.import_function_module("naive_deletion_worker")
-steps = deletion.import_function_module("deletion_steps")
+steps = deletion.import_function_module("erasure.steps")
 
 
 @pytest.fixture(scope="module")
@@ -139,14 +139,14 @@ def test_asking_twice_for_the_same_user_returns_the_same_request_and_one_schedul
 )
 def test_a_bad_request_is_refused_and_changes_nothing(deletions, env, event, complaint):
     before = deletions.table("deletion_requests").scan(Select="COUNT")["Count"]
-    with pytest.raises(errors.InvalidDeletionInput, match=complaint):
+    with pytest.raises(errors.InvalidDeletionInputError, match=complaint):
         request_deletion.handler(event, None)
     assert deletions.table("deletion_requests").scan(Select="COUNT")["Count"] == before
 
 
 def test_a_step_handed_a_bad_claim_refuses_before_touching_anything(deletions, env):
     user = new_user(deletions)
-    with pytest.raises(errors.InvalidDeletionInput, match="fencing_token"):
+    with pytest.raises(errors.InvalidDeletionInputError, match="fencing_token"):
         deletion.import_function_module("delete_records").handler(
             {"deletion_request_id": "x", "user_id": user, "owner": "o", "fencing_token": "1"}, None
         )
@@ -233,7 +233,7 @@ def test_out_of_attempts_fails_with_a_dead_letter_and_a_redrive_completes(deleti
     assert len(mine) == 1
     assert json.loads(mine[0]["Body"]) == {"deletion_request_id": request_id, "redrive": True}
     assert mine[0]["MessageAttributes"]["TARGET_ARN"]["StringValue"] == deletions.state_machine_arn
-    assert "InjectedFault" in mine[0]["MessageAttributes"]["ERROR_MESSAGE"]["StringValue"]
+    assert "InjectedFaultError" in mine[0]["MessageAttributes"]["ERROR_MESSAGE"]["StringValue"]
     deletions.table("faults").delete_item(Key={"fault_key": key})  # the cause is fixed
     assert run_workflow_in_process(request_id, "redrive-1", redrive=True) == "COMPLETED"
     assert deletions.leftovers(user) == GONE
@@ -353,7 +353,7 @@ def test_the_naive_worker_after_an_error_redoes_everything(deletions, env):
     user = new_user(deletions)
     request_id = requested(user)
     deletions.arm_fault("send_goodbye", faults.AFTER_EFFECT, request_id, faults.ERROR)
-    with pytest.raises(errors.InjectedFault):
+    with pytest.raises(errors.InjectedFaultError):
         naive.handler({"deletion_request_id": request_id}, None)
     naive.handler({"deletion_request_id": request_id}, None)  # the platform's retry
     assert deletions.goodbyes(user) == 2
@@ -368,12 +368,12 @@ def test_the_naive_worker_after_an_error_redoes_everything(deletions, env):
     ],
 )
 def test_cancel_refuses_bad_input(deletions, env, event, complaint):
-    with pytest.raises(errors.InvalidDeletionInput, match=complaint):
+    with pytest.raises(errors.InvalidDeletionInputError, match=complaint):
         cancel_deletion.handler(event, None)
 
 
 def test_cancelling_an_unknown_request_says_so(deletions, env):
-    with pytest.raises(errors.UnknownDeletionRequest):
+    with pytest.raises(errors.UnknownDeletionRequestError):
         cancel_deletion.handler({"deletion_request_id": "del-never-asked", "user_id": "u-nobody"}, None)
 
 
@@ -389,7 +389,7 @@ def test_cancelling_an_unknown_request_says_so(deletions, env):
 def test_the_claim_refuses_bad_input_and_changes_nothing(deletions, env, event, complaint):
     request_id = requested(new_user(deletions))
     event = json.loads(json.dumps(event).replace("del-x", request_id))
-    with pytest.raises(errors.InvalidDeletionInput, match=complaint):
+    with pytest.raises(errors.InvalidDeletionInputError, match=complaint):
         deletion.import_function_module("claim_deletion").handler(event, None)
     assert deletions.request_status(request_id) == "SCHEDULED"
 
@@ -412,7 +412,7 @@ def test_arming_a_fault_wrongly_is_refused_and_arms_nothing(deletions, env, poin
 def test_a_reused_key_with_another_delay_is_refused_and_changes_nothing(deletions, env):
     user = new_user(deletions)
     first = request_deletion.handler({"user_id": user, "idempotency_key": "k1", "delay_seconds": 3600}, None)
-    with pytest.raises(errors.IdempotencyKeyReused, match="delay_seconds=3600"):
+    with pytest.raises(errors.IdempotencyKeyReusedError, match="delay_seconds=3600"):
         request_deletion.handler({"user_id": user, "idempotency_key": "k1", "delay_seconds": 60}, None)
     stored = state.read(deletions.table("deletion_requests"), first["deletion_request_id"])
     assert (stored.status, stored.due_at) == (state.Status.SCHEDULED, first["due_at"])
@@ -524,7 +524,7 @@ def test_a_sweep_that_fails_on_one_request_still_handles_the_others_and_publishe
     claims.release_after_failure(table, failed_once, "injected", 3, 0)  # RETRYABLE, due now
     deletions.arm_fault(sweeper.SWEEP, faults.BEFORE, first, faults.ERROR)
     deletions.arm_fault(sweeper.RESTART, faults.BEFORE, third, faults.ERROR)
-    with pytest.raises(errors.SweepIncomplete) as failed:
+    with pytest.raises(errors.SweepIncompleteError) as failed:
         sweep_in_process()
     assert first in str(failed.value) and third in str(failed.value)
     assert deletions.request_status(first) == "PROCESSING"  # left for the next sweep
@@ -588,7 +588,7 @@ def test_a_malformed_row_beside_a_stuck_request_does_not_stop_the_sweep(deletion
         Item={"deletion_request_id": broken, "status": "PROCESSING", "lease_expires_at": int(time.time()) - 100}
     )
     try:
-        with pytest.raises(errors.SweepIncomplete, match=broken):
+        with pytest.raises(errors.SweepIncompleteError, match=broken):
             sweep_in_process()
         assert deletions.request_status(stuck) == "RETRYABLE"
         assert state.read(table, stuck).restarts == 1

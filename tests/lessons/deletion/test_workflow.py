@@ -23,15 +23,15 @@ from idemlab.lessons.deletion import Deletions, last_state
 from support.deletion_scenario import private_scenario
 from support.suite_timeouts import TEST_FUNCTION_TIMEOUTS
 
-faults = deletion.import_function_module("deletion_faults")
+faults = deletion.import_function_module("erasure.faults")
 request_deletion = deletion.import_function_module("request_deletion")
 
-state = deletion.import_function_module("deletion_state")
+state = deletion.import_function_module("erasure.state")
 
 ASL = deletion.settings.ROOT / "terraform/modules/idempotency_lab/workflows/account_deletion.asl.json"
 # The claim, the steps (each function named after its step), the completion.
 WORKFLOW_FUNCTIONS = ("claim_deletion", *state.STEPS, "complete_deletion")
-steps = deletion.import_function_module("deletion_steps")
+steps = deletion.import_function_module("erasure.steps")
 # A step's function makes its boto3 resource on its first invocation, inside the timeout,
 # then a few calls: 4 s was a guess that this always fits, and the suite's stack saw 6 s
 # steps time out on a loaded runner. 15 s is room for that; an injected timeout waits it out.

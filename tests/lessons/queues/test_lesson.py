@@ -33,7 +33,7 @@ def rounds(stack):
     for scenario in [*poison.values(), *retried.values(), fifo]:
         orders.book_in(scenario.sku("good"))
         good[scenario.name] = [line(scenario.order_id(i), scenario.sku("good")) for i in range(ROUNDS)]
-        # Each poison line's SKU is not booked in yet: StockUnavailable until it is.
+        # Each poison line's SKU is not booked in yet: StockUnavailableError until it is.
         bad[scenario.name] = [line(scenario.order_id(i), scenario.sku(f"late{i}"), number=2) for i in range(ROUNDS)]
 
     # The stack may hold dead letters of earlier runs (notebook 06 runs on it first); one

@@ -52,7 +52,7 @@ def test_a_well_formed_line_is_parsed_as_sent():
 
 @pytest.mark.parametrize("name, body", MALFORMED_LINES, ids=[name for name, _ in MALFORMED_LINES])
 def test_a_malformed_line_is_refused_not_converted(name, body):
-    with pytest.raises(errors.InvalidOrderLine):
+    with pytest.raises(errors.InvalidOrderLineError):
         orders_module.parse(json.dumps(body))
 
 

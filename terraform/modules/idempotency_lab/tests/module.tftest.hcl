@@ -392,7 +392,7 @@ run "a_function_naming_a_table_that_does_not_exist_is_refused" {
 
   variables {
     functions = {
-      sweeper = { scenario = "deletion", tables = { deletion_request = "read_write" } }
+      sweeper = { lesson = "deletion", tables = { deletion_request = "read_write" } }
     }
   }
 
@@ -597,8 +597,8 @@ run "a_function_key_that_is_not_snake_case_is_refused" {
 
   variables {
     functions = {
-      sweeper          = { scenario = "deletion" }
-      "claim-deletion" = { scenario = "deletion" }
+      sweeper          = { lesson = "deletion" }
+      "claim-deletion" = { lesson = "deletion" }
     }
   }
 
@@ -610,7 +610,7 @@ run "functions_without_the_sweeper_are_refused" {
 
   variables {
     functions = {
-      sweep = { scenario = "deletion" }
+      sweep = { lesson = "deletion" }
     }
   }
 
@@ -622,7 +622,7 @@ run "a_function_timeout_lambda_refuses_is_refused" {
 
   variables {
     functions = {
-      sweeper = { scenario = "deletion", timeout = 901 }
+      sweeper = { lesson = "deletion", timeout = 901 }
     }
   }
 
@@ -634,7 +634,7 @@ run "a_function_invoking_a_function_that_does_not_exist_is_refused" {
 
   variables {
     functions = {
-      sweeper = { scenario = "deletion", invokes = ["complete_deletions"] }
+      sweeper = { lesson = "deletion", invokes = ["complete_deletions"] }
     }
   }
 
@@ -646,7 +646,7 @@ run "a_function_sending_to_a_work_queue_is_refused" {
 
   variables {
     functions = {
-      sweeper = { scenario = "deletion", sends = ["orders"] }
+      sweeper = { lesson = "deletion", sends = ["orders"] }
     }
   }
 
@@ -658,7 +658,7 @@ run "a_grant_that_does_not_exist_is_refused" {
 
   variables {
     functions = {
-      sweeper = { scenario = "deletion", grants = ["put_metric"] }
+      sweeper = { lesson = "deletion", grants = ["put_metric"] }
     }
   }
 
@@ -670,7 +670,7 @@ run "a_settings_name_that_does_not_exist_is_refused" {
 
   variables {
     functions = {
-      sweeper = { scenario = "deletion", settings = ["deletion_leases"] }
+      sweeper = { lesson = "deletion", settings = ["deletion_leases"] }
     }
   }
 
@@ -682,7 +682,7 @@ run "a_function_without_a_dead_letter_queue_is_refused" {
 
   variables {
     functions = {
-      sweeper = { scenario = "deletions" }
+      sweeper = { lesson = "deletions" }
     }
   }
 
@@ -743,7 +743,7 @@ run "a_function_starting_a_workflow_that_does_not_exist_is_refused" {
 
   variables {
     functions = {
-      sweeper = { scenario = "deletion", starts = ["account_deletions"] }
+      sweeper = { lesson = "deletion", starts = ["account_deletions"] }
     }
     workflows = {
       account_deletion = { type = "STANDARD", definition = "account_deletion.asl.json", invokes = [] }

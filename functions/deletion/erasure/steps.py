@@ -11,12 +11,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-import deletion_claims as claims
-import deletion_config as config
-import deletion_faults as faults
-import deletion_input as checked
-import deletion_state as state
-from deletion_errors import ClaimLost, InvalidDeletionInput, UnknownRecoveryPoint
+from erasure import claims, config, faults, state
+from erasure import input as checked
+from erasure.errors import ClaimLostError, InvalidDeletionInputError, UnknownRecoveryPointError
 from shared import clients
 
 
@@ -36,23 +33,23 @@ def claim_to_event(claim: claims.Claim) -> dict:
 def claim_from_event(event: dict) -> claims.Claim:
     """The claim a step was handed; bad input raises before anything is touched."""
     if not isinstance(event, dict):
-        raise InvalidDeletionInput(f"a step needs the claim as a JSON object, not {type(event).__name__}")
+        raise InvalidDeletionInputError(f"a step needs the claim as a JSON object, not {type(event).__name__}")
     # No user_id required: the steps take the user from the stored request, never from here.
     missing = [f for f in ("deletion_request_id", "owner", "fencing_token") if f not in event]
     if missing:
-        raise InvalidDeletionInput(f"the claim is missing {', '.join(missing)}")
+        raise InvalidDeletionInputError(f"the claim is missing {', '.join(missing)}")
     token = event["fencing_token"]
     if isinstance(token, bool) or not isinstance(token, int) or token < 1:
-        raise InvalidDeletionInput(f"fencing_token must be a positive integer, not {token!r}")
+        raise InvalidDeletionInputError(f"fencing_token must be a positive integer, not {token!r}")
     attempts = event.get("attempts", 0)
     if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 0:
-        raise InvalidDeletionInput(f"attempts must be a whole number, not {attempts!r}")
+        raise InvalidDeletionInputError(f"attempts must be a whole number, not {attempts!r}")
     steps_done = event.get("steps_done", [])
     if not isinstance(steps_done, list) or not set(steps_done) <= set(state.STEPS):
-        raise InvalidDeletionInput(f"steps_done must be a list of {', '.join(state.STEPS)}, not {steps_done!r}")
+        raise InvalidDeletionInputError(f"steps_done must be a list of {', '.join(state.STEPS)}, not {steps_done!r}")
     lease = event.get("lease_expires_at", 0)
     if isinstance(lease, bool) or not isinstance(lease, int):
-        raise InvalidDeletionInput(f"lease_expires_at must be epoch seconds, not {lease!r}")
+        raise InvalidDeletionInputError(f"lease_expires_at must be epoch seconds, not {lease!r}")
     return claims.Claim(
         deletion_request_id=checked.identifier(event, "deletion_request_id"),
         user_id=str(event.get("user_id", "")),
@@ -94,14 +91,14 @@ def run_step(
     transaction, so there is no moment between effect and progress to fail in.
     """
     if step not in state.STEPS:
-        raise UnknownRecoveryPoint(f"bug: unknown step {step!r}")
+        raise UnknownRecoveryPointError(f"bug: unknown step {step!r}")
     claim = claim_from_event(event)
     table = clients.dynamodb_table("deletion_requests")
     current = state.read(table, claim.deletion_request_id)
     if current.status is not state.Status.PROCESSING or current.fencing_token != claim.fencing_token:
         # Checked before the effect to spare a superseded worker useless work; the
         # progress write below is what actually keeps it out.
-        raise ClaimLost(
+        raise ClaimLostError(
             f"{claim.deletion_request_id}: token {claim.fencing_token} superseded "
             f"({current.status}, token {current.fencing_token})"
         )

@@ -2,8 +2,8 @@
 own writes (create, cancel).
 
 Every write to the ``deletion_requests`` table goes through this module, the claims
-(``deletion_claims``: claims, leases, fencing tokens, progress) or the sweeper's
-(``deletion_sweeps``), and every one of them is a single conditional write, so DynamoDB
+(``erasure.claims``: claims, leases, fencing tokens, progress) or the sweeper's
+(``erasure.sweeps``), and every one of them is a single conditional write, so DynamoDB
 decides each race in one place. Each takes the statuses it may start from out of
 ``TRANSITIONS``, here. One job per function; the handlers only choose which of them to call.
 
@@ -33,12 +33,12 @@ from boto3.dynamodb.conditions import Attr
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import ClientError
 
-from deletion_errors import (
-    DeletionStoreUnavailable,
-    MalformedRequest,
-    NotYourRequest,
-    UnknownDeletionRequest,
-    UnknownRecoveryPoint,
+from erasure.errors import (
+    DeletionStoreUnavailableError,
+    MalformedRequestError,
+    NotYourRequestError,
+    UnknownDeletionRequestError,
+    UnknownRecoveryPointError,
 )
 
 
@@ -54,7 +54,7 @@ class Status(StrEnum):
 class Transition(NamedTuple):
     source: Status
     target: Status
-    by: str  # the write that makes it: a function here, in deletion_claims or in deletion_sweeps
+    by: str  # the write that makes it: a function here, in erasure.claims or in erasure.sweeps
 
 
 # Every status change a write to the table makes, and the one place they are written
@@ -82,7 +82,7 @@ def _sources(by: str) -> list[str]:
     """The statuses the write ``by`` may start from, as stored."""
     found = list(dict.fromkeys(t.source.value for t in TRANSITIONS if t.by == by))
     if not found:
-        raise UnknownRecoveryPoint(f"bug: no transition is made by {by!r}")
+        raise UnknownRecoveryPointError(f"bug: no transition is made by {by!r}")
     return found
 
 
@@ -126,10 +126,10 @@ class Request:
     def from_item(cls, item: dict) -> Request:
         status = item.get("status")
         if status not in Status.__members__:
-            raise UnknownRecoveryPoint(f"bug: unknown status {status!r} on {item.get('deletion_request_id')}")
+            raise UnknownRecoveryPointError(f"bug: unknown status {status!r} on {item.get('deletion_request_id')}")
         for name in ("deletion_request_id", "user_id"):
             if not isinstance(item.get(name), str) or not item[name]:
-                raise MalformedRequest(
+                raise MalformedRequestError(
                     f"{item.get('deletion_request_id')!r}: the stored request has no {name} ({item.get(name)!r})"
                 )
         lease = item.get("lease_expires_at")
@@ -172,18 +172,18 @@ def old_item(exc: ClientError) -> dict | None:
     return {name: deserializer.deserialize(value) for name, value in raw.items()}
 
 
-def store_unavailable(exc: ClientError, what: str) -> DeletionStoreUnavailable:
-    return DeletionStoreUnavailable(f"{what}: {exc.response.get('Error', {}).get('Code')}")
+def store_unavailable(exc: ClientError, what: str) -> DeletionStoreUnavailableError:
+    return DeletionStoreUnavailableError(f"{what}: {exc.response.get('Error', {}).get('Code')}")
 
 
 def read(table, deletion_request_id: str) -> Request:
-    """The request as it is now (strongly consistent), or UnknownDeletionRequest."""
+    """The request as it is now (strongly consistent), or UnknownDeletionRequestError."""
     try:
         item = table.get_item(Key={"deletion_request_id": deletion_request_id}, ConsistentRead=True).get("Item")
     except ClientError as exc:
         raise store_unavailable(exc, f"reading {deletion_request_id}") from exc
     if item is None:
-        raise UnknownDeletionRequest(deletion_request_id)
+        raise UnknownDeletionRequestError(deletion_request_id)
     return Request.from_item(item)
 
 
@@ -240,7 +240,7 @@ def write_or_read_old(table, deletion_request_id: str, update: dict, what: str) 
             raise store_unavailable(exc, what) from exc
         old = old_item(exc)
         if old is None:
-            raise UnknownDeletionRequest(deletion_request_id) from exc
+            raise UnknownDeletionRequestError(deletion_request_id) from exc
         return Request.from_item(old), False
     return Request.from_item(new), True
 
@@ -252,7 +252,7 @@ def cancel(table, deletion_request_id: str, user_id: str, now: float | None = No
     Cancel and the schedule's claim race on the same item; each is one conditional write
     from SCHEDULED, so exactly one of them wins. The request id is derived from the user
     id, so anyone who knows a user id can compute it: the id says which request, never
-    who may cancel it. The user is checked in the same write (and then NotYourRequest).
+    who may cancel it. The user is checked in the same write (and then NotYourRequestError).
     """
     update = {
         "Key": {"deletion_request_id": deletion_request_id},
@@ -263,5 +263,5 @@ def cancel(table, deletion_request_id: str, user_id: str, now: float | None = No
     }
     request, written = write_or_read_old(table, deletion_request_id, update, f"cancelling {deletion_request_id}")
     if not written and request.user_id != user_id:
-        raise NotYourRequest(f"{deletion_request_id} is not a deletion of user {user_id}; nothing was cancelled")
+        raise NotYourRequestError(f"{deletion_request_id} is not a deletion of user {user_id}; nothing was cancelled")
     return written, request

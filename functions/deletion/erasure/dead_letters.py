@@ -12,10 +12,8 @@ import json
 
 from botocore.exceptions import ClientError
 
-import deletion_claims as claims
-import deletion_config as config
-import deletion_state as state
-from deletion_errors import DeletionStoreUnavailable
+from erasure import claims, config, state
+from erasure.errors import DeletionStoreUnavailableError
 from shared import clients, settings
 
 
@@ -36,7 +34,7 @@ def send(deletion_request_id: str, user_id: str, reason: str) -> str:
             MessageAttributes={k: {"DataType": "String", "StringValue": v} for k, v in attributes.items()},
         )
     except ClientError as exc:
-        raise DeletionStoreUnavailable(
+        raise DeletionStoreUnavailableError(
             f"dead-lettering {deletion_request_id}: {exc.response['Error'].get('Code')}"
         ) from exc
     return sent["MessageId"]

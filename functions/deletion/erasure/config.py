@@ -73,5 +73,5 @@ def state_machine_arn() -> str:
 
 def transact_write(items: list[dict]) -> None:
     """TransactWriteItems through the resource's client, which serialises Python values;
-    each action's condition must already be written out (deletion_claims.with_condition)."""
+    each action's condition must already be written out (erasure.claims.with_condition)."""
     clients.dynamodb().meta.client.transact_write_items(TransactItems=items)

@@ -4,7 +4,7 @@ records its progress step by step, and completes it or gives it back.
 A claim is one conditional write that moves the request to PROCESSING with a lease and
 the next fencing token; every later write of the worker carries the token
 (``holds_claim``), so a worker whose lease ran out and was superseded is refused
-(ClaimLost) instead of writing over the new owner's work.
+(ClaimLostError) instead of writing over the new owner's work.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from enum import StrEnum
 from boto3.dynamodb.conditions import Attr, ConditionExpressionBuilder
 from botocore.exceptions import ClientError
 
-from deletion_errors import ClaimLost, StepsNotFinished, UnknownRecoveryPoint
-from deletion_state import (
+from erasure.errors import ClaimLostError, StepsNotFinishedError, UnknownRecoveryPointError
+from erasure.state import (
     STEPS,
     Request,
     Status,
@@ -167,7 +167,7 @@ def _loser_outcome(request: Request, redrive: bool) -> ClaimOutcome:
         return ClaimOutcome.IN_PROGRESS
     if request.status is Status.SCHEDULED:
         return ClaimOutcome.NOT_DUE  # refused by the due time: started early
-    raise UnknownRecoveryPoint(f"bug: claim refused while {request.status}")
+    raise UnknownRecoveryPointError(f"bug: claim refused while {request.status}")
 
 
 def is_last_attempt(attempts: int, max_attempts: int) -> bool:
@@ -204,7 +204,7 @@ def step_done_update(table_name: str, claim: Claim, step: str, lease_seconds: in
     It also renews the lease: a worker that keeps making progress keeps its claim.
     """
     if step not in STEPS:
-        raise UnknownRecoveryPoint(f"bug: unknown step {step!r}")
+        raise UnknownRecoveryPointError(f"bug: unknown step {step!r}")
     spec = {
         "TableName": table_name,
         "Key": {"deletion_request_id": claim.deletion_request_id},
@@ -226,7 +226,7 @@ def lease_renewal(table_name: str, claim: Claim, lease_seconds: int, now: float 
 
 
 def renew_lease(table, claim: Claim, lease_seconds: int, now: float | None = None) -> None:
-    """Renew this claim's lease, or raise ClaimLost if it was superseded."""
+    """Renew this claim's lease, or raise ClaimLostError if it was superseded."""
     update = lease_renewal(table.name, claim, lease_seconds, now)
     del update["TableName"]
     _fenced_update(table, claim, update, "renewing the lease")
@@ -240,7 +240,7 @@ def claim_check(table_name: str, claim: Claim) -> dict:
 
 
 def record_step(table, claim: Claim, step: str, lease_seconds: int, now: float | None = None) -> None:
-    """Mark ``step`` done for this claim, or raise ClaimLost if the claim was superseded."""
+    """Mark ``step`` done for this claim, or raise ClaimLostError if the claim was superseded."""
     update = step_done_update(table.name, claim, step, lease_seconds, now)
     del update["TableName"]
     _fenced_update(table, claim, update, f"recording {step}")
@@ -266,13 +266,13 @@ def complete(table, claim: Claim, now: float | None = None) -> None:
     }
     try:
         _fenced_update(table, claim, update, "completing")
-    except ClaimLost:
+    except ClaimLostError:
         current = read(table, claim.deletion_request_id)
         if current.status is Status.COMPLETED and current.fencing_token == claim.fencing_token:
             return  # this claim completed it already: a retry whose first reply was lost
         if current.status is Status.PROCESSING and current.fencing_token == claim.fencing_token:
             missing = sorted(set(STEPS) - current.steps_done)
-            raise StepsNotFinished(f"{claim.deletion_request_id}: steps not done: {', '.join(missing)}") from None
+            raise StepsNotFinishedError(f"{claim.deletion_request_id}: steps not done: {', '.join(missing)}") from None
         raise
 
 
@@ -329,7 +329,7 @@ def _fenced_update(table, claim: Claim, update: dict, what: str) -> None:
 
 def fenced_transaction(transact_write, items: list[dict], claim: Claim, what: str) -> None:
     """``transact_write(items)``, a TransactWriteItems whose last action carries the
-    claim's condition (``holds_claim``); ClaimLost when that condition refused it."""
+    claim's condition (``holds_claim``); ClaimLostError when that condition refused it."""
     try:
         transact_write(items)
     except ClientError as exc:
@@ -342,5 +342,5 @@ def fenced_transaction(transact_write, items: list[dict], claim: Claim, what: st
 def _refused(exc: ClientError, claim: Claim, what: str, fenced: bool) -> Exception:
     """A refused write under a claim as a domain error: fenced out, or the store failed."""
     if fenced:
-        return ClaimLost(f"{claim.deletion_request_id}: {what} refused for token {claim.fencing_token}")
+        return ClaimLostError(f"{claim.deletion_request_id}: {what} refused for token {claim.fencing_token}")
     return store_unavailable(exc, f"{what} {claim.deletion_request_id}")

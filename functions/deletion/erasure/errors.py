@@ -1,8 +1,8 @@
 """Every way a deletion can fail, one class each.
 
-The module is named ``deletion_errors`` rather than ``exceptions``: each function folder
-becomes a flat zip, and tests put several folders on one ``sys.path``, so a generic
-module name would resolve to another scenario's file.
+Step Functions matches a failure by its class name (``errorType``): these names are what
+``account_deletion.asl.json``'s ``Retry`` and ``Catch`` list. Renaming one means changing
+the workflow too.
 """
 
 
@@ -10,45 +10,45 @@ class DeletionError(Exception):
     """Base class of every error raised by the account-deletion functions."""
 
 
-class InvalidDeletionInput(DeletionError):
+class InvalidDeletionInputError(DeletionError):
     """The event is missing a field or carries a value that cannot be right; nothing was written."""
 
 
-class IdempotencyKeyReused(InvalidDeletionInput):
+class IdempotencyKeyReusedError(InvalidDeletionInputError):
     """The same user and idempotency key were sent before with another payload; nothing was written."""
 
 
-class NotYourRequest(InvalidDeletionInput):
+class NotYourRequestError(InvalidDeletionInputError):
     """A cancel named a request that deletes another user's account; nothing was changed."""
 
 
-class SweepIncomplete(DeletionError):
+class SweepIncompleteError(DeletionError):
     """The sweeper could not handle some requests; it handled the others and published its count."""
 
 
-class UnknownDeletionRequest(DeletionError):
+class UnknownDeletionRequestError(DeletionError):
     """No deletion request with this id exists."""
 
 
-class ClaimLost(DeletionError):
+class ClaimLostError(DeletionError):
     """A write carried a fencing token that is no longer current: a newer claim, a sweep or a cancel superseded it."""
 
 
-class StepsNotFinished(DeletionError):
+class StepsNotFinishedError(DeletionError):
     """Completion was asked for while some steps have not recorded their progress."""
 
 
-class UnknownRecoveryPoint(DeletionError):
+class UnknownRecoveryPointError(DeletionError):
     """Bug: a status or step name outside the closed set reached the workflow."""
 
 
-class MalformedRequest(DeletionError):
+class MalformedRequestError(DeletionError):
     """A stored deletion request lacks a field every request has (written by hand or by a bug)."""
 
 
-class InjectedFault(DeletionError):
+class InjectedFaultError(DeletionError):
     """The faults table asked for an error at this step boundary (a lesson, not a bug)."""
 
 
-class DeletionStoreUnavailable(DeletionError):
+class DeletionStoreUnavailableError(DeletionError):
     """DynamoDB, S3 or SQS refused a call for a reason other than a failed condition."""

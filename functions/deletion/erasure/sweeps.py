@@ -8,9 +8,9 @@ from __future__ import annotations
 from boto3.dynamodb.conditions import Attr, Key
 from botocore.exceptions import ClientError
 
-from deletion_claims import give_back, is_last_attempt
-from deletion_errors import MalformedRequest
-from deletion_state import (
+from erasure.claims import give_back, is_last_attempt
+from erasure.errors import MalformedRequestError
+from erasure.state import (
     BY_STATUS_LEASE,
     Request,
     Status,
@@ -25,7 +25,7 @@ def expired_leases(table, now: float | None = None, malformed: list | None = Non
     """PROCESSING requests whose lease ran out, from the index (no table scan).
 
     ``malformed``: a list to which the rows that cannot be read as a request are added
-    (as MalformedRequest), instead of one such row failing the whole query.
+    (as MalformedRequestError), instead of one such row failing the whole query.
     """
     return _query_status_before(table, Status.PROCESSING, now_seconds(now), malformed)
 
@@ -104,7 +104,7 @@ def _query_status_before(table, status: Status, before: int, malformed: list | N
         for item in page.get("Items", []):
             try:
                 found.append(Request.from_item(item))
-            except MalformedRequest as exc:
+            except MalformedRequestError as exc:
                 if malformed is None:
                     raise
                 malformed.append(exc)  # one bad row must not hide the others from the caller

@@ -8,7 +8,7 @@ arms one through the harness (``idemlab.lessons.deletion.Deletions.arm_fault``).
 
 from __future__ import annotations
 
-from deletion_errors import InjectedFault
+from erasure.errors import InjectedFaultError
 from shared import faults
 from shared.faults import CRASH, ERROR, KINDS, PAUSE, TIMEOUT, fault_key
 
@@ -22,7 +22,7 @@ __all__ = [
     "PAUSE",
     "POINTS",
     "TIMEOUT",
-    "InjectedFault",
+    "InjectedFaultError",
     "at",
     "fault_key",
     "strike",
@@ -41,8 +41,8 @@ def at(step: str, boundary: str) -> str:
 
 def strike(point: str, deletion_request_id: str, context) -> None:
     """``shared.faults.strike``, its injected error named as the deletion's own
-    (``deletion_errors.InjectedFault``, a DeletionError the workflow retries like any other)."""
+    (``erasure.errors.InjectedFaultError``, a DeletionError the workflow retries like any other)."""
     try:
         faults.strike(point, deletion_request_id, context)
-    except faults.InjectedFault as exc:
-        raise InjectedFault(str(exc)) from exc
+    except faults.InjectedFaultError as exc:
+        raise InjectedFaultError(str(exc)) from exc
