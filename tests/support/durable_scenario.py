@@ -42,7 +42,7 @@ def private_stack(lambda_role: str) -> dict:
         create_table(name, specs[key])
     bucket = f"durable-files-{suffix}"
     clients.client("s3").create_bucket(Bucket=bucket)
-    artifact = next(a for a in build.build_all() if a.scenario == "durable")
+    artifact = next(a for a in build.build_all() if a.lesson == "durable")
     code = artifact.path.read_bytes()
     environment = {f"{key.upper()}_TABLE": name for key, name in tables.items()}
     environment["USER_FILES_BUCKET"] = bucket
