@@ -31,6 +31,19 @@ def test_solution_passes_the_check(ex):
     assert "charged once" in ex.check(exercises.key_and_lifetime)
 
 
+# How late the redrive's invocation may reach Powertools' claim on a loaded machine: on
+# LocalStack in a loaded CI run the answer key's redrive, a day (one second) short of its
+# record's expiry, charged again.
+LATE_REDRIVE_SECONDS = 2.0
+
+
+@pytest.mark.timeout(120)
+def test_solution_passes_even_when_the_redrive_reaches_the_function_late(ex, monkeypatch):
+    real_sleep = time.sleep
+    monkeypatch.setattr(exercises.time, "sleep", lambda seconds: real_sleep(seconds + LATE_REDRIVE_SECONDS))
+    assert "charged once" in ex.check(exercises.key_and_lifetime)
+
+
 @pytest.mark.timeout(120)
 def test_powertools_defaults_charge_a_retry_with_a_new_trace_id(ex):
     with pytest.raises(ExerciseFailed, match=r"after a retry of the order .*: 2 charges"):
@@ -51,7 +64,7 @@ def test_a_good_key_living_one_day_charges_the_redrive_again(ex):
     def one_day():
         return {"event_key_jmespath": 'headers."Idempotency-Key"', "expires_after_seconds": 24 * 3600}
 
-    with pytest.raises(ExerciseFailed, match=r"redriven on day 13 .*: 2 charges"):
+    with pytest.raises(ExerciseFailed, match=rf"redriven on day {exercises.REDRIVE_AFTER_DAYS} .*: 2 charges"):
         ex.check(one_day)
 
 
