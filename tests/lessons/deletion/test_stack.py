@@ -224,7 +224,28 @@ DYING = [
 SWEEPER_PERIODS = 6  # a bound, so a regression fails instead of looping
 
 
-def test_executions_that_die_before_or_at_the_claim_are_recovered_by_the_sweeper(stack, deletions, monkeypatch):
+@pytest.fixture
+def deployed_sweeper_paused(stack):
+    """The stack's own sweeper rule disabled for the test, then enabled again. It fires every
+    5 minutes; a sweep during the first executions' retries restarted a request due long
+    ago, and the restart's claim spent one of the strikes the test counts (one CI run saw a
+    first execution SUCCEED where the armed crashes should have failed it)."""
+    events = clients.client("events")
+    sweeper_arn = clients.client("lambda").get_function(FunctionName=stack["functions"]["sweeper"])["Configuration"][
+        "FunctionArn"
+    ]
+    rules = events.list_rule_names_by_target(TargetArn=sweeper_arn)["RuleNames"]
+    assert rules, "the stack's sweeper has no rule"
+    for rule in rules:
+        events.disable_rule(Name=rule)
+    yield
+    for rule in rules:
+        events.enable_rule(Name=rule)
+
+
+def test_executions_that_die_before_or_at_the_claim_are_recovered_by_the_sweeper(
+    stack, deletions, monkeypatch, deployed_sweeper_paused
+):
     # The sweeper runs here, on this test's clock, with the deployed sweeper's environment.
     deployed = clients.client("lambda").get_function_configuration(FunctionName=stack["functions"]["sweeper"])
     for name, value in deployed["Environment"]["Variables"].items():
