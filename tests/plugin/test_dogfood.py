@@ -7,44 +7,19 @@ same claims.
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
-from idemlab import build, module_spec
 from idemlab.lessons import checkout as checkout_lesson
-from idemlab.module_spec import table_keys
-from idemlab.testing import Crash, DuplicateEffectError, Handler
-from support.checkout_in_process import environment
+from idemlab.testing import Crash, DuplicateEffectError
+from support.checkout_plugin import checkout, deploy_ledger
 
-CODE = build.FUNCTIONS_DIR / "checkout"
 ROUNDS = 20
 RACE_WINDOW_MS = 20  # the hand-rolled check-to-charge pause (the request's own field)
 
 
 @pytest.fixture
 def ledger(idemlab):
-    """The checkout's tables, and the card processor deployed as its own function."""
-    keys = table_keys("card_processor", *checkout_lesson.FUNCTION_KEYS)
-    names = {key: idemlab.make_table(f"dogfood-{key}", key=hash_key).name for key, hash_key in keys.items()}
-    # As deployed: its own handler, not the plugin's (whose answer wraps the handler's).
-    card_processor = f"dogfood-card-processor-{uuid.uuid4().hex[:8]}"
-    idemlab.client("lambda").create_function(
-        FunctionName=card_processor,
-        Runtime="python3.12",
-        Role=idemlab.backend.role_arn,
-        Handler="card_processor.handler",
-        Code={"ZipFile": build.zip_bytes(build.source_files(CODE))},
-        Timeout=int(module_spec.function("card_processor")["timeout"]),
-        Environment={"Variables": module_spec.environment("card_processor", names)},
-    )
-    idemlab.environment.update(environment(names, card_processor))
-    return checkout_lesson.Ledger(names["ledger"], idemlab.client("dynamodb"))
-
-
-def checkout(strategy: str) -> Handler:
-    """The handler in the zip the lab deploys: its folder and the ``shared`` package beside it."""
-    return Handler.zip(build.zip_bytes(build.source_files(CODE)), f"checkout_{strategy}.handler")
+    return deploy_ledger(idemlab, "dogfood")
 
 
 def order(round_number: int, **options) -> dict:

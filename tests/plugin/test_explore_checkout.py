@@ -4,18 +4,12 @@ every interleaving of two copies, in Lambda worker processes, with no widened ra
 
 from __future__ import annotations
 
-import uuid
-from pathlib import Path
-
 import pytest
 
-from idemlab import build, module_spec
 from idemlab.lessons import checkout as checkout_lesson
-from idemlab.module_spec import table_keys
-from idemlab.testing import DuplicateEffectError, Handler
-from support.checkout_in_process import environment
+from idemlab.testing import DuplicateEffectError
+from support.checkout_plugin import checkout, deploy_ledger
 
-CODE = Path(__file__).resolve().parents[2] / "functions" / "checkout"
 # A copy waits at its point while the other runs, and a timeout crash waits this out: long
 # enough for a cold start with Powertools on a loaded machine.
 TIMEOUT_SECONDS = 6
@@ -23,26 +17,7 @@ TIMEOUT_SECONDS = 6
 
 @pytest.fixture
 def ledger(idemlab):
-    """The checkout's tables, and the card processor deployed as its own function."""
-    keys = table_keys("card_processor", *checkout_lesson.FUNCTION_KEYS)
-    names = {key: idemlab.make_table(f"explore-{key}", key=hash_key).name for key, hash_key in keys.items()}
-    card_processor = f"explore-card-processor-{uuid.uuid4().hex[:8]}"
-    idemlab.client("lambda").create_function(
-        FunctionName=card_processor,
-        Runtime="python3.12",
-        Role=idemlab.backend.role_arn,
-        Handler="card_processor.handler",
-        Code={"ZipFile": build.zip_bytes(build.source_files(CODE))},
-        Timeout=int(module_spec.function("card_processor")["timeout"]),
-        Environment={"Variables": module_spec.environment("card_processor", names)},
-    )
-    idemlab.environment.update(environment(names, card_processor))
-    return checkout_lesson.Ledger(names["ledger"], idemlab.client("dynamodb"))
-
-
-def checkout(strategy: str) -> Handler:
-    """The handler in the zip the lab deploys: its folder and the ``shared`` package beside it."""
-    return Handler.zip(build.zip_bytes(build.source_files(CODE)), f"checkout_{strategy}.handler")
+    return deploy_ledger(idemlab, "explore")
 
 
 def order(number: int, **options) -> dict:
