@@ -166,13 +166,21 @@ class BackgroundDeploy:
             text=True,
             start_new_session=True,  # its own process group: Terraform stops with it
         )
+        self.output: tuple[str, str] | None = None
         self.lab: dict | None = None
+
+    def wait(self) -> None:
+        """Until the deploy's process has ended, however long that takes (Terraform ends it:
+        it gives up on a resource by its own timeouts); its output is kept for ``result``."""
+        if self.output is None:
+            self.output = self.process.communicate()
 
     def result(self) -> dict:
         from idemlab import stack as lab_stack
 
         if self.lab is None:
-            out, err = self.process.communicate()
+            self.wait()
+            out, err = self.output
             if self.process.returncode != 0:
                 raise lab_stack.StackError(
                     f"the background deploy failed (exit {self.process.returncode}):\n{err[-4000:]}"
@@ -187,11 +195,33 @@ class BackgroundDeploy:
 
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.communicate()
+        self.wait()
 
 
-@pytest.fixture(scope="session")
-def backend(pytestconfig):
+_BACKEND = pytest.StashKey["RunningLocalStack | EmbeddedBackend | Exception"]()
+
+
+def start_session_backend(config) -> None:
+    """Start the session's backend, once (and with it the stack's background deploy, in a
+    session with stack tests). A failure to start is kept: `session_backend` raises it."""
+    if _BACKEND not in config.stash:
+        try:
+            config.stash[_BACKEND] = start_backend(config)
+        except Exception as exc:
+            config.stash[_BACKEND] = exc
+
+
+def session_backend(config):
+    """The session's backend, started on first use; its failure to start, raised again to
+    every test that asks."""
+    start_session_backend(config)
+    found = config.stash[_BACKEND]
+    if isinstance(found, Exception):
+        raise found
+    return found
+
+
+def start_backend(config):
     os.environ.update(
         {
             "BACKEND": "localstack" if LOCALSTACK_STAGE else "embedded",
@@ -216,8 +246,30 @@ def backend(pytestconfig):
         server = EmbeddedBackend().start()
     os.environ["AWS_ENDPOINT_URL"] = server.url
     os.environ["LAB_PORT"] = str(server.port)
-    if pytestconfig.stash.get(_WANTS_STACK, False):
-        pytestconfig.stash[_DEPLOY] = BackgroundDeploy()
+    if config.stash.get(_WANTS_STACK, False):
+        config.stash[_DEPLOY] = BackgroundDeploy()
+    return server
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item):
+    """Before a test's time starts (pytest-timeout counts setup too), a session with stack
+    tests has its backend up, and a test that uses the stack has it deployed: the deploy is
+    waited for until its process ends, not for as long as one test may take. On the
+    LocalStack stage a worker's deploy may first wait for the other worker's (one CI run:
+    the first stack test of the second worker spent its 300 s in setup, and every stack test
+    of that worker failed with it)."""
+    if item.config.stash.get(_WANTS_STACK, False):
+        start_session_backend(item.config)  # a failure is the `backend` fixture's to report
+        deploy = item.config.stash.get(_DEPLOY, None)
+        if deploy is not None and "stack" in item.fixturenames:
+            deploy.wait()
+    yield
+
+
+@pytest.fixture(scope="session")
+def backend(pytestconfig):
+    server = session_backend(pytestconfig)
     yield server.url
     deploy = pytestconfig.stash.get(_DEPLOY, None)
     if deploy is not None and deploy.lab is None:
@@ -230,8 +282,8 @@ def backend(pytestconfig):
 
 @pytest.fixture(scope="session", autouse=True)
 def early_stack(request):
-    """In a session with stack tests, the backend (and with it the stack's background
-    deploy) starts before the first test, whether or not that test needs them."""
+    """In a session with stack tests, every test has the backend (it started before the
+    first test, `pytest_runtest_protocol`), so the session's end stops it."""
     if request.config.stash.get(_WANTS_STACK, False):
         request.getfixturevalue("backend")
 

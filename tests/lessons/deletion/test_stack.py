@@ -56,11 +56,16 @@ def deletions(stack) -> Deletions:
     return Deletions(stack)
 
 
-def new_request(deletions, due_at: int = 0) -> tuple[str, str]:
+def new_request(deletions, due_at: int | None = None) -> tuple[str, str]:
+    """A user and a request for their deletion, due now unless told: the deliveries below
+    stand in for the schedule, which fires at the due time (a claim refuses a request
+    before it, so a request due later would never run). Not due long ago: the stack's own
+    sweeper restarts a request still unclaimed a grace period after its due time, and
+    during a crash before the claim its restart claimed first (see
+    test_a_sweep_during_a_crash_before_the_claim_leaves_a_request_due_now_alone)."""
     user_id = f"u{uuid.uuid4().hex[:10]}"
     deletions.seed_user(user_id)
-    # Due now, with no schedule: the deliveries below stand in for the schedule firing (a
-    # claim refuses a request before its due time, so a request due later would never run).
+    due_at = int(time.time()) if due_at is None else due_at
     request_id = deletion.new_request_item(deletions.stack, user_id, due_at=due_at)
     return user_id, request_id
 
@@ -113,6 +118,26 @@ def test_every_fault_point_and_delivery_pattern_deletes_once(deletions):
     assert all(set(r["executions"]) == {"SUCCEEDED"} for r in results), [
         r for r in results if set(r["executions"]) != {"SUCCEEDED"}
     ]
+
+
+def test_a_sweep_during_a_crash_before_the_claim_leaves_a_request_due_now_alone(stack, deletions, monkeypatch):
+    """A sweep while a cell's first claim crashes restarts nothing: the request is due now,
+    and the sweeper waits a grace period past the due time. A CI run's cells were due at 0:
+    the deployed sweeper restarted three claim.before cells during the crash, the restart
+    claimed first, the delivery lost the claim and SUCCEEDED, and the request was still
+    PROCESSING under the restart when the cell was read."""
+    deployed = clients.client("lambda").get_function_configuration(FunctionName=stack["functions"]["sweeper"])
+    for name, value in deployed["Environment"]["Variables"].items():
+        monkeypatch.setenv(name, value)
+    user_id, request_id = new_request(deletions)
+    deletions.arm_fault(CLAIM, faults.BEFORE, request_id, faults.CRASH)
+    execution = deletions.start(request_id)
+    swept = sweep_in_process()
+    assert [name for name in swept["restarted"] if name.startswith(request_id)] == []
+    assert deletion.wait_for(execution)["status"] == "SUCCEEDED"
+    assert [e["name"] for e in deletions.executions_of(request_id)] == [request_id]
+    assert deletions.request_status(request_id) == "COMPLETED"
+    assert deletions.leftovers(user_id) == GONE
 
 
 def invoke_naive(stack, request_id: str) -> bool:
