@@ -105,6 +105,12 @@ class BatchWriter:
 
 
 @dataclass(frozen=True)
+class Paginator:
+    service: str
+    method: str  # the operation it pages through: "list_objects_v2"
+
+
+@dataclass(frozen=True)
 class TableName:
     key: str
 
@@ -172,6 +178,13 @@ def operation_names() -> frozenset[str]:
         model = session.get_service_model(service)
         names |= {botocore.xform_name(name) for name in model.operation_names}
     return frozenset(names)
+
+
+@cache
+def table_description_attributes() -> frozenset[str]:
+    """The attributes of boto3's Table that it loads with DescribeTable (TableDescription's members)."""
+    model = botocore.session.get_session().get_service_model("dynamodb")
+    return frozenset(botocore.xform_name(name) for name in model.shape_for("TableDescription").members)
 
 
 @cache
@@ -246,8 +259,9 @@ class _Source:
 
 
 class _Reader:
-    def __init__(self, lesson: str):
-        self.roots = [FUNCTIONS_DIR / lesson, FUNCTIONS_DIR]
+    def __init__(self, lesson: str, functions_dir: Path = FUNCTIONS_DIR):
+        self.functions_dir = functions_dir
+        self.roots = [functions_dir / lesson, functions_dir]
         self.sources: dict[str, _Source] = {}
         self.env: dict[tuple, set] = {}  # (module, function or None, name) -> values
         self.returns: dict[Func, set] = {}
@@ -437,6 +451,9 @@ class _Reader:
                     found.add(External(f"{name}.{attr}"))
                 case Table(key=key) if attr == "name":
                     found.add(TableName(key))
+                case Table(key=key) if attr in table_description_attributes():
+                    # Read from a DescribeTable the resource makes on first use.
+                    self.record("dynamodb:DescribeTable", ("table", key), "a Table attribute")
                 case Table() | DynamoResource() if attr == "meta":
                     found.add(Meta())
                 case Meta() if attr == "client":
@@ -455,7 +472,7 @@ class _Reader:
                 if isinstance(value, Dict):
                     for k, v in value.pairs:
                         kwargs.setdefault(k, set()).add(v)
-        where = f"{self.sources[scope[0]].path.relative_to(FUNCTIONS_DIR)}:{node.lineno}"
+        where = f"{self.sources[scope[0]].path.relative_to(self.functions_dir)}:{node.lineno}"
         result: set = set()
         if isinstance(node.func, ast.Attribute):
             method = node.func.attr
@@ -532,6 +549,15 @@ class _Reader:
                 return True, set()
             case Table(key=key) if method == "batch_writer":
                 return True, {BatchWriter(key)}
+            case Table(key=key) if method in ("load", "reload"):
+                self.record("dynamodb:DescribeTable", ("table", key), where)
+                return True, set()
+            case Client(service=service) if method == "get_paginator":
+                names = self.first_str(args, kwargs, "operation_name")
+                return True, {Paginator(service, name) for name in names}
+            case Paginator(service=service, method=operation) if method == "paginate":
+                self.client_call(service, operation, kwargs, where)
+                return True, set()
             case BatchWriter(key=key) if method in BATCH_WRITER_METHODS:
                 self.record("dynamodb:BatchWriteItem", ("table", key), where)
                 return True, set()
@@ -678,11 +704,11 @@ class _Reader:
         return Reading(self.needs, sorted(self.unresolved), self.optional_variables)
 
 
-def read_function(lesson: str, handler: str) -> Reading:
-    """What the function whose code is ``functions/<lesson>/`` and whose handler is
-    ``<module>.<function>`` (Lambda's ``Handler``) needs."""
+def read_function(lesson: str, handler: str, functions_dir: Path = FUNCTIONS_DIR) -> Reading:
+    """What the function whose code is ``<functions_dir>/<lesson>/`` (with ``shared`` beside
+    it) and whose handler is ``<module>.<function>`` (Lambda's ``Handler``) needs."""
     module, _, function = handler.rpartition(".")
-    return _Reader(lesson).read(module, function)
+    return _Reader(lesson, functions_dir).read(module, function)
 
 
 def powertools_modules(lesson: str, handler: str) -> set[str]:
