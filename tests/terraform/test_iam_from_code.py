@@ -180,6 +180,7 @@ def compared(stack) -> dict[str, dict]:
             "starred": starred,
             "problems": problems,
             "environment": configuration.get("Environment", {}).get("Variables", {}),
+            "configuration": configuration,
         }
     return found
 
@@ -253,3 +254,19 @@ def test_powertools_reaches_aws_only_through_its_dynamodb_persistence_layer():
     layer = {boto3_calls.iam_action("dynamodb", method) for method in boto3_calls.powertools_layer_methods()}
     level = set(module_spec.local_value("table_actions")["idempotency"])
     assert level == layer, f"the `idempotency` level allows {sorted(level)}; Powertools' layer calls {sorted(layer)}"
+
+
+def test_the_keyed_checkout_needs_nothing_beyond_the_role_it_borrows(stack, compared):
+    """Lesson 7 creates its keyed checkouts itself, with the role of the stack's
+    checkout_powertools (idemlab.lessons.keys): their code must fit that role."""
+    from idemlab.lessons import keys
+
+    borrowed = compared[keys.TEMPLATE_FUNCTION]
+    configuration = {**borrowed["configuration"], "Handler": keys.HANDLER}
+    needed, problems = _from_code(keys.TEMPLATE_FUNCTION, configuration, Stack(stack))
+    assert not problems, problems
+    assert needed, "the reading found no call in the keyed checkout"
+    missing = needed - borrowed["allowed"]
+    assert not missing, (
+        f"{keys.HANDLER} calls what the role of {keys.TEMPLATE_FUNCTION} does not allow: {sorted(missing)}"
+    )
