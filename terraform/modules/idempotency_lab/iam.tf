@@ -1,7 +1,8 @@
 locals {
   # Access levels a function or workflow entry may ask for on a table, each named by the calls
-  # it allows and holding nothing else: a level is the set of DynamoDB calls its code makes
-  # (tests/terraform/test_iam_from_code.py derives them from the code and compares). A
+  # it allows and holding nothing else. An entry names the level of exactly the calls its code
+  # makes on that table (tests/terraform/test_iam_from_code.py reads them from the code and
+  # compares them with the deployed roles). A
   # TransactWriteItems action is authorised as the PutItem, UpdateItem, DeleteItem or
   # ConditionCheckItem it stands for (DynamoDB developer guide, "Using IAM with DynamoDB
   # transactions"); boto3's batch writer calls BatchWriteItem. A level with Query also covers
