@@ -10,7 +10,8 @@ test a missing permission would show only on AWS, and an extra one never.
 
 Resources are compared by what they are in the stack (``("table", "ledger")``), not by
 ARN. A Query statement names the table and its indexes (one needs the index's ARN to query
-an index); any other action on an index ARN is extra.
+an index); any other action on an index ARN is extra. Each workflow's role is held the same
+way to the tasks of its deployed definition.
 """
 
 from __future__ import annotations
@@ -270,3 +271,78 @@ def test_the_keyed_checkout_needs_nothing_beyond_the_role_it_borrows(stack, comp
     assert not missing, (
         f"{keys.HANDLER} calls what the role of {keys.TEMPLATE_FUNCTION} does not allow: {sorted(missing)}"
     )
+
+
+# What a state machine does as its role besides its tasks, each because of how it is
+# configured: tracing (Step Functions developer guide, xray-iam.html) and logging, whose log
+# delivery calls take Resource "*" (cw-logs.html).
+WORKFLOW_TRACING = (
+    "xray:PutTraceSegments",
+    "xray:PutTelemetryRecords",
+    "xray:GetSamplingRules",
+    "xray:GetSamplingTargets",
+)
+WORKFLOW_LOGGING = (
+    "logs:CreateLogDelivery",
+    "logs:GetLogDelivery",
+    "logs:UpdateLogDelivery",
+    "logs:DeleteLogDelivery",
+    "logs:ListLogDeliveries",
+    "logs:PutResourcePolicy",
+    "logs:DescribeResourcePolicies",
+    "logs:DescribeLogGroups",
+)
+# A DynamoDB task of Step Functions' optimized integration, and the action it calls
+# (Step Functions developer guide, connect-ddb.html and its IAM policies).
+DYNAMODB_TASKS = {
+    f"arn:aws:states:::dynamodb:{name}": f"dynamodb:{name[0].upper()}{name[1:]}"
+    for name in (
+        "getItem",
+        "putItem",
+        "updateItem",
+        "deleteItem",
+    )
+}
+
+
+def _tasks(states: dict):
+    """Every Task state of a definition, inside Parallel branches and Map processors too."""
+    for state in states.values():
+        if state.get("Type") == "Task":
+            yield state
+        for branch in state.get("Branches", []):
+            yield from _tasks(branch["States"])
+        processor = state.get("ItemProcessor") or state.get("Iterator")
+        if processor:
+            yield from _tasks(processor["States"])
+
+
+def _workflow_needs(description: dict, stack: Stack) -> set[tuple]:
+    needed = set()
+    for task in _tasks(json.loads(description["definition"])["States"]):
+        resource = task["Resource"]
+        if resource in DYNAMODB_TASKS:
+            table = task["Parameters"]["TableName"]
+            needed.add((DYNAMODB_TASKS[resource], ("table", stack.tables.get(table, table))))
+        elif ":lambda:" in resource and ":function:" in resource:
+            needed.add(("lambda:InvokeFunction", stack.of_arn(resource, "lambda:InvokeFunction")))
+        else:
+            needed.add(("unknown task", ("unknown", resource)))
+    if description.get("tracingConfiguration", {}).get("enabled"):
+        needed |= {(action, ("*",)) for action in WORKFLOW_TRACING}
+    if description.get("loggingConfiguration", {}).get("level", "OFF") != "OFF":
+        needed |= {(action, ("*",)) for action in WORKFLOW_LOGGING}
+    return needed
+
+
+def test_every_workflow_role_allows_exactly_what_its_definition_calls(stack):
+    states = clients.client("stepfunctions")
+    resources = Stack(stack)
+    wrong = {}
+    for key, arn in sorted(stack["state_machines"].items()):
+        description = states.describe_state_machine(stateMachineArn=arn)
+        needed = _workflow_needs(description, resources)
+        allowed, _ = _allowed(description["roleArn"].rsplit("/", 1)[1], resources)
+        if needed != allowed:
+            wrong[key] = f"missing {sorted(needed - allowed)}, extra {sorted(allowed - needed)}"
+    assert not wrong, wrong
