@@ -30,7 +30,7 @@ variable "workflows" {
       type       = "EXPRESS"
       definition = "vehicle_registration_native.asl.json"
       invokes    = ["rmv_check", "notify"]
-      tables     = { vehicles_native = "read_write" }
+      tables     = { vehicles_native = "get_put" }
     }
     account_deletion = {
       # Standard: exactly-once execution, and a duplicate StartExecution with the same name is recognised.
