@@ -113,7 +113,7 @@ def deploy_candidate(stack: dict, candidate: Callable) -> str:
     name = f"{template['FunctionName'][:30]}-ex9-{uuid.uuid4().hex[:6]}"
     lambda_.create_function(
         FunctionName=name,
-        Runtime="python3.12",
+        Runtime=durable.RUNTIME,
         Role=template["Role"],
         Handler=f"{HANDLER_MODULE}.handler",
         Code={"ZipFile": candidate_zip(candidate)},

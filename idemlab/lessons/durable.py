@@ -39,6 +39,9 @@ QUEUES = {"deletions": "erase_from_queue", "deletions_named": DISPATCHER}
 # already read and delete the user's records, files and identity, write the email outbox and
 # read the faults, which is all the durable deletion does (functions.tf).
 TEMPLATE_FUNCTION = "naive_deletion_worker"
+# Lambda runs durable functions on python3.13 and python3.14 only (Lambda developer guide,
+# durable-supported-runtimes); the embedded backend runs every function on the lab's Python.
+RUNTIME = "python3.13"
 # Long enough for a cold worker to import boto3 and the SDK on a loaded machine; a crash after
 # the send waits it out (a crash is a run past the timeout: functions/shared/faults.py).
 FUNCTION_TIMEOUT_SECONDS = 20
@@ -228,7 +231,7 @@ def create_functions(role: str, environment: dict[str, str], prefix: str, tags: 
             durable = {"DurableConfig": {"ExecutionTimeout": timeout, "RetentionPeriodInDays": RETENTION_DAYS}}
         lambda_.create_function(
             FunctionName=name,
-            Runtime="python3.12",
+            Runtime=RUNTIME,
             Role=role,
             Handler=f"{key}.handler",
             Code={"ZipFile": lesson_zip()},
