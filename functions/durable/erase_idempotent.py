@@ -6,7 +6,7 @@ from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from erasure import erase
 
 
-def execution_step_key(execution_arn: str, step_name: str) -> str:
+def execution_step_key(request: dict, execution_arn: str, step_name: str) -> str:
     return f"{execution_arn}#{step_name}"
 
 

@@ -5,7 +5,7 @@ from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from erasure import erase
 
 
-def no_key(execution_arn: str, step_name: str) -> None:
+def no_key(request: dict, execution_arn: str, step_name: str) -> None:
     return None
 
 

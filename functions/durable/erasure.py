@@ -70,12 +70,13 @@ def send_goodbye(step: StepContext, request: dict, provider_key: str | None, lam
 
 
 def erase(event: dict, context: DurableContext, provider_key, send_config: StepConfig | None = None) -> dict:
-    """The deletion, step by step; ``provider_key(execution_arn, step_name)`` gives the email's key."""
+    """The deletion, step by step; ``provider_key(request, execution_arn, step_name)`` gives the
+    email's key (None: no key)."""
     user_id = event["user_id"]
     records = context.step(delete_records(user_id), name="delete_records")
     files = context.step(delete_files(user_id), name="delete_files")
     context.step(delete_identity(user_id), name="delete_identity")
-    key = provider_key(context.execution_context.durable_execution_arn, "send_goodbye")
+    key = provider_key(event, context.execution_context.durable_execution_arn, "send_goodbye")
     message_id = context.step(
         send_goodbye(event, key, context.lambda_context),
         name="send_goodbye",

@@ -89,3 +89,19 @@ IDLE_SOURCES = (
     "https://aws.amazon.com/lambda/pricing/, https://aws.amazon.com/xray/pricing/, "
     f"https://aws.amazon.com/kms/pricing/ (taken {PRICES_TAKEN_ON}; check the current pages)"
 )
+
+# Lesson 09: what a deletion costs as a durable function against the Scheduler version of
+# lessons 03-04 (idemlab.lessons.durable). us-east-1 list prices before free tiers, taken on
+# DURABLE_PRICES_TAKEN_ON from secondary sources that quote the pages in DURABLE_SOURCES
+# (this lab's machines cannot reach aws.amazon.com); Step Functions' price from a stored copy
+# of its page.
+DURABLE_PRICES_TAKEN_ON = "2026-12-07"
+LAMBDA_DURABLE_USD_PER_MILLION_OPERATIONS = 8.00  # a start, a step, a wait: each one operation
+LAMBDA_DURABLE_USD_PER_GB_WRITTEN = 0.25  # data a durable operation checkpoints
+LAMBDA_DURABLE_USD_PER_GB_MONTH = 0.15  # checkpointed data kept, for the execution's life and its retention
+STEP_FUNCTIONS_USD_PER_THOUSAND_TRANSITIONS = 0.025  # Standard workflows, retries included
+SCHEDULER_USD_PER_MILLION_INVOCATIONS = 1.00  # after the first 14 million a month
+DURABLE_SOURCES = (
+    "https://aws.amazon.com/lambda/pricing/, https://aws.amazon.com/step-functions/pricing/, "
+    f"https://aws.amazon.com/eventbridge/pricing/ (taken {DURABLE_PRICES_TAKEN_ON}; check the current pages)"
+)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import socket
 import threading
 import time
@@ -40,6 +41,8 @@ from dataclasses import dataclass
 
 from moto.awslambda.models import LambdaFunction
 from moto.awslambda.responses import LambdaResponse
+
+from idemlab.clients import EMULATOR_KEYS
 
 try:  # the `durable` extra; without it (the take-home plugin) no function is durable here
     from aws_durable_execution_sdk_python_testing.invoker import INVOCATION_MARKER_HEADER
@@ -298,6 +301,13 @@ def install(endpoint_url: str, region: str) -> DurableService | None:
     global _service
     if not available():
         return None
+    # The runner invokes handlers with boto3 clients of its own, made from the default
+    # credential chain (its `invoker.create_lambda_client`), in this process: a learner's
+    # shell that started `make up` has no AWS keys, and every replay failed with "Unable to
+    # locate credentials". This server accepts any key; the dummy ones fill in where unset.
+    for variable, value in EMULATOR_KEYS.items():
+        if not os.environ.get(variable):
+            os.environ[variable] = value
     _service = DurableService(endpoint_url, region)
 
     LambdaResponse.invoke = durable_invoke(LambdaResponse.invoke)

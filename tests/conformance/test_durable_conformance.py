@@ -14,7 +14,7 @@ from importlib import metadata
 
 import pytest
 
-from conftest import FUNCTION_DIR, RUNTIME
+from conftest import FUNCTION_DIR
 
 # Long enough for the handler's two steps and their checkpoints on a loaded runner; the
 # crashing step sleeps past it.
@@ -23,6 +23,9 @@ EXECUTION_TIMEOUT_SECONDS = 300
 RETENTION_DAYS = 1
 CLOSE_SECONDS = 180
 SDK = "aws-durable-execution-sdk-python"
+# Lambda runs durable functions on python3.13 and python3.14 only (Lambda developer guide,
+# durable-supported-runtimes); the suite's other functions keep its RUNTIME.
+DURABLE_RUNTIME = "python3.13"
 
 
 @pytest.fixture(autouse=True)
@@ -54,7 +57,7 @@ def durable_function(sandbox, role_arn, durable_zip, table) -> str:
     sandbox.retry_while_role_propagates(
         lambda: lambda_.create_function(
             FunctionName=name,
-            Runtime=RUNTIME,
+            Runtime=DURABLE_RUNTIME,
             Role=role_arn,
             Handler="durable_handler.handler",
             Code={"ZipFile": durable_zip},

@@ -100,8 +100,12 @@ def test_ci_sets_show_answers_right_after_the_learners_flag():
     ]
 
 
-# The terms issue 36 added to the glossary: each entry cites the AWS page behind it.
+# The terms issues 36 and 39 added to the glossary: each entry cites the AWS page behind it.
 CITED_TERMS = (
+    "Checkpoint",
+    "Replay",
+    "Step semantics",
+    "Dispatcher",
     "Visibility timeout",
     "Event source mapping",
     "Partial batch response",

@@ -8,9 +8,21 @@ import pytest
 from idemlab import settings
 from lessons.test_notebooks import NOTEBOOKS, execute, learner_environment
 
+# Notebooks LocalStack cannot run yet, with the reason: a strict xfail says when it can.
+# LocalStack 4.14.0 Community has no Lambda durable functions (LocalStack offers them in its
+# paid edition only), and the lab does not yet run AWS's local engine beside LocalStack
+# (issue 39): notebook 09's durable functions fail on their first invocation there.
+CANNOT_RUN = {"09_durable.ipynb": "LocalStack 4.14.0 Community has no Lambda durable functions"}
+
+
+def _marked(path):
+    if path.name in CANNOT_RUN:
+        return pytest.param(path, marks=pytest.mark.xfail(strict=True, reason=CANNOT_RUN[path.name]))
+    return path
+
 
 @pytest.mark.timeout(1200)
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [_marked(path) for path in NOTEBOOKS], ids=lambda p: p.name)
 def test_notebook_runs_on_localstack(deployed, path, record_property):
     environment = learner_environment() | {"BACKEND": "localstack", "LAB_PORT": str(settings.port())}
     execute(path, environment, record_property)

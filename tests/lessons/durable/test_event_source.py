@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from idemlab.lessons import poll
+from idemlab.lessons import poll, queue_depth
 from idemlab.lessons.durable import Durables
 from support.durable_scenario import private_stack
 
@@ -53,3 +53,32 @@ def test_the_same_request_delivered_twice_is_two_executions_and_two_goodbyes(dur
     )
     assert len(durables.executions("erase_from_queue")) == before + 2
     assert durables.emails(request["user_id"]) == 2
+
+
+def test_a_dispatcher_naming_the_execution_by_the_request_starts_one_execution_for_two_copies(durables):
+    """The remedy the same page names: a plain function takes the messages and starts the
+    durable function itself, with the deletion request as the execution name."""
+    request = durables.seed()
+    durables.send("deletions_named", request)
+    durables.send("deletions_named", request)
+    named = poll(
+        lambda: [
+            e
+            for e in durables.executions("erase_idempotent")
+            if e["DurableExecutionName"] == request["deletion_request_id"]
+        ],
+        DELIVERY_SECONDS,
+        0.5,
+        until=lambda found: found and all(e["Status"] != "RUNNING" for e in found),
+        what="the named execution closed",
+    )
+    # Both copies have been taken off the queue: the second one found the first execution.
+    poll(
+        lambda: queue_depth(durables.stack["queues"]["deletions_named"]),
+        DELIVERY_SECONDS,
+        0.5,
+        until=lambda n: n == 0,
+        what="the queue drained",
+    )
+    assert len(named) == 1
+    assert durables.emails(request["user_id"]) == 1
