@@ -154,6 +154,12 @@ NAMING_RULES = {
         "event_sources.tf",
         "Wrong: orders (301 s).",
     ),
+    "key_in_two_maps": (
+        'functions = { sweeper = { lesson = "deletion" }, ledger = { lesson = "checkout" }, orders = { lesson = "queues" } }\n'
+        "event_sources = {}",
+        "workflows.tf",
+        "Wrong: ledger (functions and tables); orders (functions and queues).",
+    ),
     "queue_redrive": (
         "queues = { scheduler_dlq = {}, sweeper_rule_dlq = {}, orders_dlq = {}, "
         'orders_fifo = { redrive = { dlq = "orders_dlq", max_receive_count = 2 }, fifo = true }, '

@@ -12,9 +12,24 @@ variable "prefix" {
 }
 
 variable "tags" {
-  description = "Tags merged into every resource of the module."
+  description = "Tags merged into every resource of the module: with its own two and the provider's default_tags, at most 10 (S3's limit for an object)."
   type        = map(string)
   default     = {}
+  nullable    = false
+
+  validation {
+    # The function zips are S3 objects, which take at most 10 tags (main.tf, local.s3_object_tag_limit):
+    # the module's own and each object's Name count too. The provider's default_tags are
+    # counted on the objects themselves (storage.tf), where they are known.
+    condition = length(merge(var.tags, local.module_tags, { Name = "" })) <= local.s3_object_tag_limit
+    error_message = format(
+      "tags: at most %d entries besides the module's own (%s), since S3 allows %d tags on an object and the module tags its function zips; %d given.",
+      local.s3_object_tag_limit - length(merge(local.module_tags, { Name = "" })),
+      join(", ", keys(merge(local.module_tags, { Name = "" }))),
+      local.s3_object_tag_limit,
+      length(var.tags),
+    )
+  }
 }
 
 variable "artifacts_dir" {

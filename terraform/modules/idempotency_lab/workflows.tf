@@ -1,6 +1,7 @@
 # `definition` is a template under workflows/; it receives `<function key>_arn` for every function
 # in `invokes`, `<table key>_table` for every table in `tables` (for direct DynamoDB
-# integrations), and `<alias>_arn` for every entry of `aliases` (template name -> function key).
+# integrations), `<alias>_arn` for every entry of `aliases` (template name -> function key),
+# and `partition` (aws, aws-cn, aws-us-gov) for the ARNs of service integrations.
 variable "workflows" {
   description = "The lab's Step Functions state machines; each `definition` is a template under workflows/ given its functions' ARNs and tables' names."
   type = map(object({
@@ -105,6 +106,33 @@ variable "workflows" {
       ]),
     )
   }
+
+  # Tables, functions and queues share one map of names (main.tf, local.name), so a key used in
+  # two of them would stop the plan with Terraform's bare "Duplicate object key". Workflows are
+  # named apart, but one key naming one thing keeps every output and environment variable plain.
+  # A rule may read only variables whose own rules never read it back (Terraform refuses the
+  # cycle): no rule reads var.workflows, so the rule that spans the maps lives here.
+  validation {
+    condition = length([
+      for key in distinct(concat(keys(var.tables), keys(var.functions), keys(var.queues), keys(var.workflows))) :
+      format("%s (%s)", key, join(" and ", [
+        for kind, names in { tables = keys(var.tables), functions = keys(var.functions), queues = keys(var.queues), workflows = keys(var.workflows) } :
+        kind if contains(names, key)
+      ]))
+      if length([for names in [keys(var.tables), keys(var.functions), keys(var.queues), keys(var.workflows)] : names if contains(names, key)]) > 1
+    ]) == 0
+    error_message = format(
+      "A key names one table, function, queue or workflow (each is named <prefix>-<key>): rename one of them. Wrong: %s.",
+      join("; ", [
+        for key in distinct(concat(keys(var.tables), keys(var.functions), keys(var.queues), keys(var.workflows))) :
+        format("%s (%s)", key, join(" and ", [
+          for kind, names in { tables = keys(var.tables), functions = keys(var.functions), queues = keys(var.queues), workflows = keys(var.workflows) } :
+          kind if contains(names, key)
+        ]))
+        if length([for names in [keys(var.tables), keys(var.functions), keys(var.queues), keys(var.workflows)] : names if contains(names, key)]) > 1
+      ]),
+    )
+  }
 }
 
 locals {
@@ -112,6 +140,8 @@ locals {
   # read from the functions, so that a function may in turn start a workflow without a cycle.
   workflow_specs = { for key, w in var.workflows : key => merge(w, {
     vars = merge(
+      # Service integrations (arn:<partition>:states:::dynamodb:putItem) name the partition.
+      { partition = local.partition },
       { for fn in w.invokes : "${fn}_arn" => local.function_arn[fn] },
       { for t in keys(w.tables) : "${t}_table" => local.name[t] },
       { for alias, fn in w.aliases : "${alias}_arn" => local.function_arn[fn] },

@@ -828,3 +828,59 @@ run "a_queue_setting_sqs_refuses_is_refused" {
 
   expect_failures = [var.queues]
 }
+
+run "more_tags_than_an_s3_object_takes_are_refused" {
+  command = plan
+
+  variables {
+    # Nine of the caller's, the module's idemlab:prefix and each zip's Name: 11 on an object.
+    tags = { a = "1", b = "2", c = "3", d = "4", e = "5", f = "6", g = "7", h = "8", i = "9" }
+  }
+
+  expect_failures = [var.tags]
+}
+
+run "the_providers_default_tags_count_against_an_objects_ten" {
+  command = plan
+
+  variables {
+    tags = { a = "1", b = "2", c = "3", d = "4", e = "5", f = "6" }
+  }
+
+  override_data {
+    target = data.aws_default_tags.current
+    values = { tags = { project = "p", owner = "o", team = "t" } }
+  }
+
+  expect_failures = [aws_s3_object.code]
+}
+
+run "a_key_used_by_a_table_and_a_function_is_refused" {
+  command = plan
+
+  variables {
+    functions     = { sweeper = { lesson = "deletion" }, ledger = { lesson = "checkout" } }
+    event_sources = {}
+  }
+
+  expect_failures = [var.workflows]
+}
+
+run "service_integrations_name_the_providers_partition" {
+  command = plan
+
+  override_data {
+    target = data.aws_partition.current
+    values = { partition = "aws-cn" }
+  }
+
+  assert {
+    condition     = strcontains(aws_sfn_state_machine.this["vehicle_registration_native"].definition, "\"arn:aws-cn:states:::dynamodb:putItem\"")
+    error_message = "The native workflow's PutItem task must be named in the provider's partition."
+  }
+
+  assert {
+    condition     = !strcontains(aws_sfn_state_machine.this["vehicle_registration_native"].definition, "arn:aws:")
+    error_message = "No ARN of the native workflow may name the aws partition when the provider is in another."
+  }
+}
