@@ -119,7 +119,7 @@ def function(key: str) -> dict:
     tables, invokes, env)."""
     entry = default("functions").get(key)
     if entry is None:
-        raise KeyError(f"no function {key!r} in functions.tf")
+        raise KeyError(f"no function {key!r} in variables.tf")
     return entry
 
 
@@ -138,12 +138,12 @@ def environment(function_key: str, tables: dict[str, str], functions: dict[str, 
 
 
 def table_keys(*function_keys: str) -> dict[str, str]:
-    """The hash key (``tables.tf``) of each table these functions name in ``functions.tf``:
+    """The hash key (``variable "tables"``) of each table these functions name in ``variable "functions"``:
     string-keyed tables without a sort key only (the tests' private copies of a lesson's tables)."""
     tables = default("tables")
     names = sorted({table for key in function_keys for table in function(key).get("tables", {})})
     if unknown := [name for name in names if name not in tables]:
-        raise KeyError(f"no table {', '.join(unknown)} in tables.tf")
+        raise KeyError(f"no table {', '.join(unknown)} in variables.tf")
     if composite := [name for name in names if "range_key" in tables[name] or "types" in tables[name]]:
         raise ValueError(f"{', '.join(composite)} has a sort key or typed attributes: read its whole entry")
     return {name: tables[name]["hash_key"] for name in names}

@@ -1,7 +1,7 @@
 """Generate the inputs/outputs tables of the module README: ``python -m idemlab.tfdocs``.
 
-Takes every ``variable`` and ``output`` block of the module (each ``*.tf`` file: some inputs
-live beside the resources they shape, e.g. ``tables`` in ``tables.tf``) from
+Takes every ``variable`` and ``output`` block of the module (each ``*.tf`` file, though the
+module keeps its inputs in ``variables.tf`` and its outputs in ``outputs.tf``) from
 ``idemlab.module_spec`` and rewrites the part of ``README.md`` between the two markers, so the tables never drift
 from the code (tests/terraform/test_static.py fails when they would change, or when a
 block is missing from them).
