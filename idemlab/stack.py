@@ -44,9 +44,10 @@ MIRROR_CANDIDATES = (
     "/opt/*",
 )
 # Not copied into a working copy: Terraform's own files and what only the module's tests use.
+# The root's lock file is copied: every working copy installs the provider it records
+# (terraform/.terraform.lock.hcl, committed as HashiCorp recommends for a root configuration).
 COPY_IGNORED = (
     ".terraform",
-    ".terraform.lock.hcl",
     "terraform.tfstate*",
     "*.tfplan",
     "localstack_providers_override.tf",

@@ -188,6 +188,32 @@ variable "personal_data_recovery_days" {
   }
 }
 
+# IAM roles: some accounts' service control policies refuse a CreateRole without a permissions
+# boundary, or outside a path of their own.
+variable "role_path" {
+  description = "Path of every IAM role the module creates (function, workflow and Scheduler roles)."
+  type        = string
+  default     = "/"
+  nullable    = false
+
+  validation {
+    # IAM's pattern for a path: / alone, or /<printable ASCII>/, 1-512 characters (IAM API reference, CreateRole).
+    condition     = length(var.role_path) <= 512 && can(regex("^/([!-~]+/)?$", var.role_path))
+    error_message = "role_path must be / or start and end with / (printable ASCII between), at most 512 characters."
+  }
+}
+
+variable "role_permissions_boundary" {
+  description = "ARN of the managed policy set as the permissions boundary of every IAM role the module creates; null, the default: none."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.role_permissions_boundary == null || can(regex("^arn:[a-z-]+:iam::([0-9]{12}|aws):policy/.+$", var.role_permissions_boundary))
+    error_message = "role_permissions_boundary must be the ARN of a managed IAM policy (arn:<partition>:iam::<account or aws>:policy/<name>)."
+  }
+}
+
 variable "tables" {
   description = "The lab's DynamoDB tables, keyed by the name functions use (`<KEY>_TABLE`); attributes are strings unless `types` says N or B."
   type = map(object({

@@ -884,3 +884,40 @@ run "service_integrations_name_the_providers_partition" {
     error_message = "No ARN of the native workflow may name the aws partition when the provider is in another."
   }
 }
+
+run "every_role_takes_the_path_and_permissions_boundary_asked_for" {
+  command = plan
+
+  variables {
+    role_path                 = "/workshop/"
+    role_permissions_boundary = "arn:aws:iam::123456789012:policy/workshop-boundary"
+  }
+
+  assert {
+    condition = alltrue([
+      for role in concat(values(aws_iam_role.function), values(aws_iam_role.workflow), [aws_iam_role.scheduler]) :
+      role.path == "/workshop/" && role.permissions_boundary == "arn:aws:iam::123456789012:policy/workshop-boundary"
+    ])
+    error_message = "Every IAM role of the module must carry var.role_path and var.role_permissions_boundary."
+  }
+}
+
+run "a_role_path_iam_refuses_is_refused" {
+  command = plan
+
+  variables {
+    role_path = "workshop"
+  }
+
+  expect_failures = [var.role_path]
+}
+
+run "a_permissions_boundary_that_is_no_policy_arn_is_refused" {
+  command = plan
+
+  variables {
+    role_permissions_boundary = "workshop-boundary"
+  }
+
+  expect_failures = [var.role_permissions_boundary]
+}
