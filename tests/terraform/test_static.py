@@ -124,8 +124,13 @@ def test_constraint_reader_knows_the_pessimistic_operator():
     assert constraint_allows(">= 5.100.0", "6.2.0")
 
 
-@pytest.mark.parametrize("versions_tf", ["versions.tf", "modules/idempotency_lab/examples/minimal/main.tf"])
-def test_the_root_and_the_example_stay_on_provider_5(versions_tf):
+EXAMPLES = sorted(path.parent.name for path in (MODULE_DIR / "examples").glob("*/main.tf"))
+
+
+@pytest.mark.parametrize(
+    "versions_tf", ["versions.tf", *(f"modules/idempotency_lab/examples/{name}/main.tf" for name in EXAMPLES)]
+)
+def test_the_root_and_the_examples_stay_on_provider_5(versions_tf):
     # On a laptop that reaches the registry, an open constraint resolves to 6.x, which the
     # lab has never been applied with.
     constraint = aws_constraint(TERRAFORM_DIR / versions_tf)
@@ -188,12 +193,13 @@ def test_terraform_files_are_formatted():
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("where", ["root", "module", "example"])
+@pytest.mark.parametrize("where", ["root", "module", "complete example"])
 def test_configuration_is_valid(terraform_copy, where):
+    # Every example is applied by tests/terraform/test_examples.py; the complete one is validated here too.
     directory = {
         "root": terraform_copy,
         "module": terraform_copy / "modules" / "idempotency_lab",
-        "example": terraform_copy / "modules" / "idempotency_lab" / "examples" / "minimal",
+        "complete example": terraform_copy / "modules" / "idempotency_lab" / "examples" / "complete",
     }[where]
     init = terraform("init", "-backend=false", "-input=false", "-no-color", cwd=directory)
     assert init.returncode == 0, init.stdout + init.stderr
@@ -201,14 +207,28 @@ def test_configuration_is_valid(terraform_copy, where):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_the_minimal_example_says_how_to_apply_it_and_declares_its_outputs():
-    example = MODULE_DIR / "examples" / "minimal"
+def test_there_is_an_example_per_lesson_and_a_complete_one():
+    assert set(EXAMPLES) == set(module_spec.default("lessons")) | {"complete"}, EXAMPLES
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_each_example_takes_the_zips_as_an_input_and_documents_its_outputs(name):
+    example = MODULE_DIR / "examples" / name
+    variables = module_spec.blocks(example / "variables.tf", "variable")
+    # The zips' directory is the caller's to name: no default reaching into this repository.
+    assert "default" not in variables["artifacts_dir"] and variables["artifacts_dir"].get("description")
     outputs = module_spec.blocks(example / "outputs.tf", "output")
-    assert set(outputs) == {"lab", "stuck_metric"}, outputs
-    assert all(body.get("description") for body in outputs.values()), "every output of the example has a description"
-    readme = (example / "README.md").read_text()
-    for step in ("python -m idemlab.build", "terraform apply", "tflocal apply", "terraform destroy"):
-        assert step in readme, f"examples/minimal/README.md does not say `{step}`"
+    assert outputs and all(body.get("description") for body in outputs.values()), outputs
+    assert "../../../../../build" not in (example / "main.tf").read_text()
+    assert (example / "README.md").exists()
+
+
+def test_the_examples_readme_says_how_to_build_apply_and_destroy():
+    readme = (MODULE_DIR / "examples" / "README.md").read_text()
+    for step in ("python -m idemlab.build", "terraform apply", "tflocal apply", "terraform destroy", "artifacts_dir"):
+        assert step in readme, f"examples/README.md does not say `{step}`"
+    for name in EXAMPLES:
+        assert f"`{name}/`" in readme, f"examples/README.md does not list {name}/"
 
 
 @pytest.mark.timeout(600)

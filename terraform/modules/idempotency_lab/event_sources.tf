@@ -1,5 +1,6 @@
 resource "aws_lambda_event_source_mapping" "sqs" {
-  for_each = var.event_sources
+  # The mappings of the chosen lessons (var.lessons, main.tf).
+  for_each = { for key, e in var.event_sources : key => e if e.lesson == null || contains(local.chosen_lessons, coalesce(e.lesson, "-")) }
 
   event_source_arn                   = local.queue_arns[each.value.queue]
   function_name                      = aws_lambda_function.this[each.value.function].arn

@@ -18,21 +18,26 @@ locals {
     queues   = "order_fulfilment_dlq"
   }
 
+  # The functions of the chosen lessons (var.lessons, main.tf); a caller's own lesson, which
+  # var.lessons cannot name, is always provisioned.
   function_specs = { for key, f in var.functions : key => merge(f, {
     handler = coalesce(f.handler, "${key}.handler")
     dlq     = coalesce(f.dlq, lookup(local.lesson_dlq, f.lesson, "-"))
-  }) }
+  }) if contains(local.chosen_lessons, f.lesson) || !contains(keys(local.lesson_builds_on), f.lesson) }
 
   # Names the lab itself reads: every function knows the bucket, the schedule group, the
   # scheduler role and the scheduler DLQ, because handlers build their own clients.
-  common_env = {
-    LAB_PREFIX                   = var.prefix
-    USER_FILES_BUCKET            = aws_s3_bucket.this["user_files"].bucket
-    SCHEDULE_GROUP               = aws_scheduler_schedule_group.this.name
-    SCHEDULER_ROLE_ARN           = aws_iam_role.scheduler.arn
-    SCHEDULER_DLQ_ARN            = local.dead_letter_arns["scheduler_dlq"]
-    POWERTOOLS_METRICS_NAMESPACE = var.stuck_metric_namespace
-  }
+  common_env = merge(
+    {
+      LAB_PREFIX                   = var.prefix
+      USER_FILES_BUCKET            = aws_s3_bucket.this["user_files"].bucket
+      SCHEDULE_GROUP               = aws_scheduler_schedule_group.this.name
+      SCHEDULER_ROLE_ARN           = aws_iam_role.scheduler.arn
+      POWERTOOLS_METRICS_NAMESPACE = var.stuck_metric_namespace
+    },
+    # Only while the deletion lesson's queue exists (var.lessons).
+    { for key, arn in local.dead_letter_arns : "SCHEDULER_DLQ_ARN" => arn if key == "scheduler_dlq" },
+  )
 }
 
 resource "aws_cloudwatch_log_group" "function" {

@@ -19,6 +19,16 @@ locals {
   }
   region_code = join("", [for part in split("-", local.region) : lookup(local.region_words, part, part)])
 
+  # Every lesson slug var.lessons may name, and the lessons whose resources it also needs:
+  # notebook 07 (keys) deploys variants of the checkout's functions and calls its card
+  # processor. An entry of the lesson maps is provisioned when its lesson (functions,
+  # workflows, event_sources) or one of its lessons (tables, queues) is chosen, or, where
+  # it names none, always.
+  lesson_builds_on = {
+    vehicles = [], checkout = [], deletion = [], queues = [], keys = ["checkout"], capstone = [], durable = [],
+  }
+  chosen_lessons = setunion(var.lessons, flatten([for lesson in var.lessons : local.lesson_builds_on[lesson]]))
+
   # The tags the module itself puts on every resource, besides each one's Name; var.tags may
   # override them. S3 allows 10 tags on an object (S3 user guide, "Categorizing your objects
   # using tags", https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-tagging.html):

@@ -13,7 +13,8 @@ output "lab" {
     scheduler_role_arn = aws_iam_role.scheduler.arn
     alarms = merge(
       { for key, a in aws_cloudwatch_metric_alarm.dlq_not_empty : key => a.alarm_name },
-      { stuck_processing = aws_cloudwatch_metric_alarm.stuck_processing.alarm_name, sweeper_stopped = aws_cloudwatch_metric_alarm.sweeper_stopped.alarm_name },
+      { for a in aws_cloudwatch_metric_alarm.stuck_processing : "stuck_processing" => a.alarm_name },
+      { for a in aws_cloudwatch_metric_alarm.sweeper_stopped : "sweeper_stopped" => a.alarm_name },
     )
   }
 }

@@ -3,11 +3,12 @@ locals {
   dead_letter_queue_keys = [for key in keys(var.queues) : key if endswith(key, "_dlq")]
   work_queue_keys        = [for key in keys(var.queues) : key if !endswith(key, "_dlq")]
 
+  # The queues of the chosen lessons (var.lessons, main.tf).
   queue_specs = { for key, q in var.queues : key => merge(q, {
     is_dlq = endswith(key, "_dlq")
     # A DLQ keeps messages as long as SQS allows, so a failure can be read and redriven later.
     retention_seconds = coalesce(q.retention_seconds, endswith(key, "_dlq") ? 1209600 : 345600)
-  }) }
+  }) if q.lessons == null || length(setintersection(coalesce(q.lessons, []), local.chosen_lessons)) > 0 }
 
   # SQS requires a FIFO queue's name to end in ".fifo".
   queue_name = { for key, q in var.queues : key => q.fifo ? "${local.name[key]}.fifo" : local.name[key] }

@@ -6,7 +6,8 @@ locals {
     artifacts  = "${var.prefix}-artifacts-${local.account_id}-${local.region}"
   }
 
-  lessons = toset([for f in values(var.functions) : f.lesson])
+  # One zip per lesson folder the chosen functions come from.
+  lessons = toset([for f in values(local.function_specs) : f.lesson])
 }
 
 resource "aws_s3_bucket" "this" {

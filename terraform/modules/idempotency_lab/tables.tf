@@ -1,4 +1,5 @@
 locals {
+  # The tables of the chosen lessons (var.lessons, main.tf).
   table_specs = { for key, t in var.tables : key => merge(t, {
     # Backups are part of deletion: with PITR on, an item deleted from the table can be
     # restored for the whole recovery period (1-35 days, default 35; DynamoDB developer guide,
@@ -7,7 +8,7 @@ locals {
     # counts it in the deletion promise.
     pitr_enabled = !t.personal_data || var.personal_data_recovery_days > 0
     pitr_days    = t.personal_data && var.personal_data_recovery_days > 0 ? var.personal_data_recovery_days : null
-  }) }
+  }) if t.lessons == null || length(setintersection(coalesce(t.lessons, []), local.chosen_lessons)) > 0 }
 
   table_attributes = { for key, t in var.tables : key => distinct(compact(concat(
     [t.hash_key, t.range_key],

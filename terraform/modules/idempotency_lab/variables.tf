@@ -188,6 +188,25 @@ variable "personal_data_recovery_days" {
   }
 }
 
+# A lesson's slug is its name everywhere (docs/DESIGN.md, "One name per lesson"). Lesson 07
+# (keys) deploys variants of the checkout's functions, so it brings the checkout's resources;
+# the capstone (08) runs on a backend of its own and needs nothing here.
+variable "lessons" {
+  description = "The lessons to provision, by slug (vehicles, checkout, deletion, queues, keys, capstone, durable); all by default."
+  type        = set(string)
+  default     = ["vehicles", "checkout", "deletion", "queues", "keys", "capstone", "durable"]
+  nullable    = false
+
+  validation {
+    condition = length(setsubtract(var.lessons, keys(local.lesson_builds_on))) == 0
+    error_message = format(
+      "lessons are slugs: %s. Wrong: %s.",
+      join(", ", keys(local.lesson_builds_on)),
+      join("; ", setsubtract(var.lessons, keys(local.lesson_builds_on))),
+    )
+  }
+}
+
 # IAM roles: some accounts' service control policies refuse a CreateRole without a permissions
 # boundary, or outside a path of their own.
 variable "role_path" {
@@ -228,18 +247,22 @@ variable "tables" {
     })), [])
     # A table the deletion workflow erases a user from: its PITR follows var.personal_data_recovery_days.
     personal_data = optional(bool, false)
+    # The lessons that use it (var.lessons): it exists when any of them is provisioned; null: always.
+    lessons = optional(list(string))
   }))
   nullable = false
   default = {
-    vehicles_naive         = { hash_key = "registration_id" }
-    vehicles               = { hash_key = "request_id" }
-    vehicles_native        = { hash_key = "request_id" } # written by the workflow's own PutItem task
-    faults                 = { hash_key = "fault_key" }
-    ledger                 = { hash_key = "charge_id" }
-    processor_keys         = { hash_key = "idempotency_key" }
-    handrolled_idempotency = { hash_key = "idempotency_key" }
-    powertools_idempotency = { hash_key = "id", ttl = "expiration" }
+    vehicles_naive  = { hash_key = "registration_id", lessons = ["vehicles"] }
+    vehicles        = { hash_key = "request_id", lessons = ["vehicles"] }
+    vehicles_native = { hash_key = "request_id", lessons = ["vehicles"] } # written by the workflow's own PutItem task
+    # Fault injection, for every lesson whose functions have fault points.
+    faults                 = { hash_key = "fault_key", lessons = ["vehicles", "checkout", "deletion", "durable"] }
+    ledger                 = { hash_key = "charge_id", lessons = ["checkout"] }
+    processor_keys         = { hash_key = "idempotency_key", lessons = ["checkout"] }
+    handrolled_idempotency = { hash_key = "idempotency_key", lessons = ["checkout"] }
+    powertools_idempotency = { hash_key = "id", ttl = "expiration", lessons = ["checkout"] }
     deletion_requests = {
+      lessons  = ["deletion"]
       hash_key = "deletion_request_id"
       types    = { lease_expires_at = "N" }
       gsis = [
@@ -248,14 +271,15 @@ variable "tables" {
         { name = "by_status_lease", hash_key = "status", range_key = "lease_expires_at" },
       ]
     }
-    user_records = { hash_key = "user_id", range_key = "record_id", personal_data = true }
-    identities   = { hash_key = "user_id", personal_data = true }
-    email_outbox = { hash_key = "idempotency_key" }
+    # Also lesson 09's: its durable functions erase a user from the same tables.
+    user_records = { hash_key = "user_id", range_key = "record_id", personal_data = true, lessons = ["deletion", "durable"] }
+    identities   = { hash_key = "user_id", personal_data = true, lessons = ["deletion", "durable"] }
+    email_outbox = { hash_key = "idempotency_key", lessons = ["deletion", "durable"] }
 
     # queues (lesson 06).
-    stock             = { hash_key = "sku" }            # units `available` per SKU
-    reservations      = { hash_key = "reservation_id" } # one row per reservation made
-    order_idempotency = { hash_key = "id", ttl = "expiration" }
+    stock             = { hash_key = "sku", lessons = ["queues"] }            # units `available` per SKU
+    reservations      = { hash_key = "reservation_id", lessons = ["queues"] } # one row per reservation made
+    order_idempotency = { hash_key = "id", ttl = "expiration", lessons = ["queues"] }
   }
 
   validation {
@@ -499,28 +523,30 @@ variable "queues" {
     retention_seconds  = optional(number)
     visibility_seconds = optional(number, 60)
     fifo               = optional(bool, false)
+    # The lessons that use it (var.lessons): it exists when any of them is provisioned; null: always.
+    lessons = optional(list(string))
   }))
   nullable = false
   default = {
-    vehicle_registration_dlq = {} # failed async invocations of the vehicles functions
-    checkout_dlq             = {} # ... of the checkout functions
-    deletion_dlq             = {} # ... of the deletion functions, and requests past their last attempt
-    scheduler_dlq            = {} # deletion schedules Scheduler could not start
-    sweeper_rule_dlq         = {} # sweeper runs EventBridge could not deliver
-    order_fulfilment_dlq     = {} # ... of the queues functions
+    vehicle_registration_dlq = { lessons = ["vehicles"] } # failed async invocations of the vehicles functions
+    checkout_dlq             = { lessons = ["checkout"] } # ... of the checkout functions
+    deletion_dlq             = { lessons = ["deletion"] } # ... of the deletion functions, and requests past their last attempt
+    scheduler_dlq            = { lessons = ["deletion"] } # deletion schedules Scheduler could not start
+    sweeper_rule_dlq         = { lessons = ["deletion"] } # sweeper runs EventBridge could not deliver
+    order_fulfilment_dlq     = { lessons = ["queues"] }   # ... of the queues functions
 
     # queues (lesson 06): one order queue per consumer (var.event_sources maps each to its function).
     # Visibility: six times the consumers' 2 s timeout; compressed time for the workshop.
     # Two receives, then the DLQ (notebook 06 reads the count back from the queue).
-    orders_naive             = { redrive = { dlq = "orders_naive_dlq", max_receive_count = 2 }, visibility_seconds = 12 }
-    orders_naive_dlq         = {}
-    orders                   = { redrive = { dlq = "orders_dlq", max_receive_count = 2 }, visibility_seconds = 12 }
-    orders_dlq               = {}
-    orders_by_message_id     = { redrive = { dlq = "orders_by_message_id_dlq", max_receive_count = 2 }, visibility_seconds = 12 }
-    orders_by_message_id_dlq = {}
+    orders_naive             = { redrive = { dlq = "orders_naive_dlq", max_receive_count = 2 }, visibility_seconds = 12, lessons = ["queues"] }
+    orders_naive_dlq         = { lessons = ["queues"] }
+    orders                   = { redrive = { dlq = "orders_dlq", max_receive_count = 2 }, visibility_seconds = 12, lessons = ["queues"] }
+    orders_dlq               = { lessons = ["queues"] }
+    orders_by_message_id     = { redrive = { dlq = "orders_by_message_id_dlq", max_receive_count = 2 }, visibility_seconds = 12, lessons = ["queues"] }
+    orders_by_message_id_dlq = { lessons = ["queues"] }
     # FIFO with content-based deduplication; its DLQ must be FIFO too.
-    orders_fifo     = { redrive = { dlq = "orders_fifo_dlq", max_receive_count = 2 }, visibility_seconds = 12, fifo = true }
-    orders_fifo_dlq = { fifo = true }
+    orders_fifo     = { redrive = { dlq = "orders_fifo_dlq", max_receive_count = 2 }, visibility_seconds = 12, fifo = true, lessons = ["queues"] }
+    orders_fifo_dlq = { fifo = true, lessons = ["queues"] }
   }
 
   validation {
@@ -575,16 +601,19 @@ variable "workflows" {
     invokes    = list(string)
     tables     = optional(map(string), {}) # { <key of var.tables> = <level of local.table_actions> }
     aliases    = optional(map(string), {})
+    lesson     = optional(string) # provisioned with this lesson (var.lessons); null: always
   }))
   nullable = false
   default = {
     vehicle_registration_naive = {
+      lesson     = "vehicles"
       type       = "EXPRESS"
       definition = "vehicle_registration.asl.json"
       invokes    = ["rmv_check", "write_vehicle_naive", "notify"]
       aliases    = { write_vehicle = "write_vehicle_naive" }
     }
     vehicle_registration_idempotent = {
+      lesson     = "vehicles"
       type       = "EXPRESS"
       definition = "vehicle_registration.asl.json"
       invokes    = ["rmv_check", "write_vehicle_idempotent", "notify"]
@@ -593,6 +622,7 @@ variable "workflows" {
     # The same workflow with the write done by Step Functions itself: a DynamoDB PutItem
     # task with a condition (no Lambda), then a GetItem when the condition refuses it.
     vehicle_registration_native = {
+      lesson     = "vehicles"
       type       = "EXPRESS"
       definition = "vehicle_registration_native.asl.json"
       invokes    = ["rmv_check", "notify"]
@@ -600,6 +630,7 @@ variable "workflows" {
     }
     account_deletion = {
       # Standard: exactly-once execution, and a duplicate StartExecution with the same name is recognised.
+      lesson     = "deletion"
       type       = "STANDARD"
       definition = "account_deletion.asl.json"
       invokes    = ["claim_deletion", "delete_records", "delete_files", "delete_identity", "send_goodbye", "complete_deletion"]
@@ -711,14 +742,20 @@ variable "event_sources" {
     # How long Lambda gathers a batch: 0 for FIFO queues, which have no batching window
     # (Lambda developer guide, services-sqs-parameters.html).
     batching_window_seconds = optional(number, 0)
+    # Provisioned with this lesson (var.lessons); null: always.
+    lesson = optional(string)
   }))
   nullable = false
   default = {
-    orders_naive         = { function = "fulfil_naive", queue = "orders_naive", batching_window_seconds = 1 }
-    orders               = { function = "fulfil_idempotent", queue = "orders", report_batch_item_failures = true, batching_window_seconds = 1 }
-    orders_by_message_id = { function = "fulfil_by_message_id", queue = "orders_by_message_id", report_batch_item_failures = true, batching_window_seconds = 1 }
+    orders_naive = { lesson = "queues", function = "fulfil_naive", queue = "orders_naive", batching_window_seconds = 1 }
+    orders = {
+      lesson = "queues", function = "fulfil_idempotent", queue = "orders", report_batch_item_failures = true, batching_window_seconds = 1
+    }
+    orders_by_message_id = {
+      lesson = "queues", function = "fulfil_by_message_id", queue = "orders_by_message_id", report_batch_item_failures = true, batching_window_seconds = 1
+    }
     # The naive consumer behind a FIFO queue: deduplicated sends, redelivered failures.
-    orders_fifo = { function = "fulfil_naive", queue = "orders_fifo" }
+    orders_fifo = { lesson = "queues", function = "fulfil_naive", queue = "orders_fifo" }
   }
 
   # The rules below name the wrong entries: each list is written twice, as the same expression

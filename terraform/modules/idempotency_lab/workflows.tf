@@ -1,6 +1,7 @@
 locals {
   # The definition template's variables: function ARNs computed from names (main.tf), not
   # read from the functions, so that a function may in turn start a workflow without a cycle.
+  # The workflows of the chosen lessons (var.lessons, main.tf).
   workflow_specs = { for key, w in var.workflows : key => merge(w, {
     vars = merge(
       # Service integrations (arn:<partition>:states:::dynamodb:putItem) name the partition.
@@ -9,7 +10,7 @@ locals {
       { for t in keys(w.tables) : "${t}_table" => local.name[t] },
       { for alias, fn in w.aliases : "${alias}_arn" => local.function_arn[fn] },
     )
-  }) }
+  }) if w.lesson == null || contains(local.chosen_lessons, coalesce(w.lesson, "-")) }
 }
 
 resource "aws_cloudwatch_log_group" "workflow" {
