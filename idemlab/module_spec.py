@@ -234,6 +234,11 @@ def scheduler_starts() -> set[str]:
     return started
 
 
+def examples(module_dir: Path = MODULE_DIR) -> list[str]:
+    """The module's examples: each folder of ``examples/`` that holds a root (a ``main.tf``)."""
+    return sorted(path.parent.name for path in (module_dir / "examples").glob("*/main.tf"))
+
+
 def workflows() -> dict[str, dict]:
     """Every ASL definition of the module, by its file name without ``.asl.json``. The files
     parse as they are: Terraform's ${...} placeholders sit inside JSON strings."""

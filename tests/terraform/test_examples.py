@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from idemlab import build, settings, stack
+from idemlab import build, module_spec, settings, stack
 
 MODULE_DIR = settings.ROOT / "terraform" / "modules" / "idempotency_lab"
-EXAMPLES = sorted(path.parent.name for path in (MODULE_DIR / "examples").glob("*/main.tf"))
+EXAMPLES = module_spec.examples()
 PREFIX = "tfex"  # each example's stack: tfex-<example>, apart from every other test's
 
 
