@@ -80,9 +80,9 @@ def test_every_validation_rule_has_a_refused_input_in_the_module_tests():
 # end of its message. One file per plan: a failed run skips the runs after it in its file.
 NAMING_RULES = {
     "function_tables": (
-        'functions = { sweeper = { lesson = "deletion", tables = { deletion_request = "read_write" } } }',
+        'functions = { sweeper = { lesson = "deletion", tables = { deletion_request = "query_update" } } }',
         "variables.tf",
-        'Wrong: sweeper: deletion_request = "read_write".',
+        'Wrong: sweeper: deletion_request = "query_update".',
     ),
     "function_invokes": (
         'functions = { sweeper = { lesson = "deletion", invokes = ["complete_deletions"] } }',

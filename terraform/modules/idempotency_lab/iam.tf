@@ -1,14 +1,27 @@
 locals {
-  # Access levels a function entry may ask for on a table. No wildcard actions: each level
-  # lists exactly the calls it allows (TransactWriteItems is authorised per item by these).
+  # Access levels a function or workflow entry may ask for on a table, each named by the calls
+  # it allows and holding nothing else. An entry names the level of exactly the calls its code
+  # makes on that table (tests/terraform/test_iam_from_code.py reads them from the code and
+  # compares them with the deployed roles). A
+  # TransactWriteItems action is authorised as the PutItem, UpdateItem, DeleteItem or
+  # ConditionCheckItem it stands for (DynamoDB developer guide, "Using IAM with DynamoDB
+  # transactions"); boto3's batch writer calls BatchWriteItem. A level with Query also covers
+  # the table's indexes.
   table_actions = {
-    read        = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:ConditionCheckItem"]
-    read_update = ["dynamodb:GetItem", "dynamodb:UpdateItem"]
-    read_write = [
-      "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:ConditionCheckItem",
-      "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem",
-    ]
-    # What the Powertools DynamoDB persistence layer calls.
+    read              = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:ConditionCheckItem"]
+    put               = ["dynamodb:PutItem"]
+    update            = ["dynamodb:UpdateItem"]
+    delete            = ["dynamodb:DeleteItem"]
+    get_put           = ["dynamodb:GetItem", "dynamodb:PutItem"]
+    get_update        = ["dynamodb:GetItem", "dynamodb:UpdateItem"]
+    get_delete        = ["dynamodb:GetItem", "dynamodb:DeleteItem"]
+    get_put_update    = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]
+    query_update      = ["dynamodb:Query", "dynamodb:UpdateItem"]
+    query_delete      = ["dynamodb:Query", "dynamodb:DeleteItem"]
+    query_batch_write = ["dynamodb:Query", "dynamodb:BatchWriteItem"]
+    # What the Powertools DynamoDB persistence layer calls (its
+    # aws_lambda_powertools/utilities/idempotency/persistence/dynamodb.py: get_item, put_item,
+    # update_item, delete_item).
     idempotency = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
   }
 
@@ -17,21 +30,26 @@ locals {
   # Named grants beyond tables, functions, queues and workflows; a function entry lists them in `grants`.
   extra_grants = {
     create_deletion_schedule = [
-      { Effect = "Allow", Action = ["scheduler:CreateSchedule", "scheduler:GetSchedule"], Resource = [local.schedule_arn_in_group] },
+      { Effect = "Allow", Action = ["scheduler:CreateSchedule"], Resource = [local.schedule_arn_in_group] },
+      # CreateSchedule passes the schedule's execution role to Scheduler.
       {
         Effect    = "Allow", Action = ["iam:PassRole"], Resource = [aws_iam_role.scheduler.arn]
         Condition = { StringEquals = { "iam:PassedToService" = "scheduler.amazonaws.com" } }
       },
     ]
     delete_deletion_schedule = [
-      { Effect = "Allow", Action = ["scheduler:DeleteSchedule", "scheduler:GetSchedule"], Resource = [local.schedule_arn_in_group] },
+      { Effect = "Allow", Action = ["scheduler:DeleteSchedule"], Resource = [local.schedule_arn_in_group] },
     ]
+    # ListObjectsV2 is authorised as s3:ListBucket, DeleteObjects as s3:DeleteObject per object.
     delete_user_files = [
       { Effect = "Allow", Action = ["s3:ListBucket"], Resource = [aws_s3_bucket.this["user_files"].arn] },
-      { Effect = "Allow", Action = ["s3:GetObject", "s3:DeleteObject"], Resource = ["${aws_s3_bucket.this["user_files"].arn}/*"] },
+      { Effect = "Allow", Action = ["s3:DeleteObject"], Resource = ["${aws_s3_bucket.this["user_files"].arn}/*"] },
     ]
     put_stuck_metric = [
-      # PutMetricData has no resource-level permissions; the condition pins the namespace.
+      # AWS defines no resource type for cloudwatch:PutMetricData, so a statement allowing it
+      # must say Resource "*" (Service Authorization Reference, list_amazoncloudwatch.html); the
+      # cloudwatch:namespace condition pins it to the lab's namespace (CloudWatch user guide,
+      # iam-cw-condition-keys-namespace.html).
       {
         Effect    = "Allow", Action = ["cloudwatch:PutMetricData"], Resource = ["*"]
         Condition = { StringEquals = { "cloudwatch:namespace" = var.stuck_metric_namespace } }
@@ -39,7 +57,9 @@ locals {
     ]
   }
 
-  # X-Ray accepts no resource-level permissions.
+  # AWS defines no resource type for xray:PutTraceSegments and xray:PutTelemetryRecords, so they
+  # take Resource "*" (Service Authorization Reference, list_awsx-ray.html); active tracing sends
+  # a function's segments with them as its role (Lambda developer guide, services-xray.html).
   xray_statement = { Effect = "Allow", Action = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"], Resource = ["*"] }
   # A traced state machine also reads the sampling rules (Step Functions developer guide,
   # "IAM policies for using AWS X-Ray in Step Functions",
@@ -62,14 +82,13 @@ locals {
   function_statements = { for key, f in local.function_specs : key => flatten([
     [{ Effect = "Allow", Action = ["logs:CreateLogStream", "logs:PutLogEvents"], Resource = ["${aws_cloudwatch_log_group.function[key].arn}:*"] }],
     [local.xray_statement],
+    [for table, level in f.tables : { Effect = "Allow", Action = local.table_actions[level], Resource = [aws_dynamodb_table.this[table].arn] }],
+    # Querying an index is authorised on the index's ARN, and no other call of the levels acts on one.
     [for table, level in f.tables : {
-      Effect = "Allow"
-      Action = local.table_actions[level]
-      Resource = concat(
-        [aws_dynamodb_table.this[table].arn],
-        [for g in var.tables[table].gsis : "${aws_dynamodb_table.this[table].arn}/index/${g.name}"],
-      )
-    }],
+      Effect   = "Allow"
+      Action   = ["dynamodb:Query"]
+      Resource = [for g in var.tables[table].gsis : "${aws_dynamodb_table.this[table].arn}/index/${g.name}"]
+    } if contains(local.table_actions[level], "dynamodb:Query") && length(var.tables[table].gsis) > 0],
     length(f.invokes) == 0 ? [] : [{ Effect = "Allow", Action = ["lambda:InvokeFunction"], Resource = [for fn in f.invokes : local.function_arn[fn]] }],
     [{ Effect = "Allow", Action = ["sqs:SendMessage"], Resource = [for q in distinct(concat([f.dlq], f.sends)) : local.queue_arn[q]] }],
     # Its event source mappings poll as the function's role (Lambda developer guide, with-sqs.html).

@@ -324,16 +324,16 @@ variable "functions" {
   default = {
     # vehicles (lesson 01): vehicle registration.
     rmv_check                = { lesson = "vehicles", timeout = 10 }
-    write_vehicle_naive      = { lesson = "vehicles", timeout = 10, tables = { vehicles_naive = "read_write" } }
-    write_vehicle_idempotent = { lesson = "vehicles", timeout = 10, tables = { vehicles = "read_write" } }
-    notify                   = { lesson = "vehicles", timeout = 10, tables = { faults = "read_update" } }
+    write_vehicle_naive      = { lesson = "vehicles", timeout = 10, tables = { vehicles_naive = "put" } }
+    write_vehicle_idempotent = { lesson = "vehicles", timeout = 10, tables = { vehicles = "get_put" } }
+    notify                   = { lesson = "vehicles", timeout = 10, tables = { faults = "get_put_update" } }
 
     # checkout (lesson 02): every checkout charges through card_processor.
-    card_processor = { lesson = "checkout", timeout = 10, tables = { ledger = "read_write", processor_keys = "read_write" } }
+    card_processor = { lesson = "checkout", timeout = 10, tables = { ledger = "put", processor_keys = "get_put" } }
     checkout_naive = { lesson = "checkout", timeout = 15, invokes = ["card_processor"] }
     checkout_handrolled = {
       lesson = "checkout", timeout = 15, invokes = ["card_processor"]
-      tables = { handrolled_idempotency = "read_write", faults = "read_update" }
+      tables = { handrolled_idempotency = "get_put", faults = "get_update" }
     }
     # Powertools' in-progress lease lasts as long as the invocation may: short, so the
     # crash-after-charge demo shows the lease expiring within seconds; not shorter, since a
@@ -341,70 +341,70 @@ variable "functions" {
     # (6 s was passed by cold copies on a loaded two-core machine).
     checkout_powertools = {
       lesson = "checkout", timeout = 15, invokes = ["card_processor"]
-      tables = { powertools_idempotency = "idempotency", faults = "read_update" }
+      tables = { powertools_idempotency = "idempotency", faults = "get_update" }
     }
     # The same handler with Powertools' local cache on: a row of its own in `make bench`.
     checkout_powertools_cached = {
       lesson = "checkout", handler = "checkout_powertools.handler", timeout = 15, invokes = ["card_processor"]
-      tables = { powertools_idempotency = "idempotency", faults = "read_update" }
+      tables = { powertools_idempotency = "idempotency", faults = "get_update" }
       env    = { IDEMPOTENCY_LOCAL_CACHE = "true" }
     }
 
     # deletion (lessons 03 and 04): delayed account deletion.
     request_deletion = {
-      lesson = "deletion", timeout = 10, tables = { deletion_requests = "read_write" }, settings = ["deletion_delay"]
+      lesson = "deletion", timeout = 10, tables = { deletion_requests = "get_put" }, settings = ["deletion_delay"]
       # The schedules it creates start the workflow as Scheduler's role: it needs the ARN, not the right.
       grants = ["create_deletion_schedule"], knows = ["account_deletion"]
     }
     cancel_deletion = {
-      lesson = "deletion", timeout = 10, tables = { deletion_requests = "read_write" }, grants = ["delete_deletion_schedule"]
+      lesson = "deletion", timeout = 10, tables = { deletion_requests = "update" }, grants = ["delete_deletion_schedule"]
     }
     claim_deletion = {
-      lesson = "deletion", timeout = 10, tables = { deletion_requests = "read_write", faults = "read_update" }, settings = ["deletion_lease"]
+      lesson = "deletion", timeout = 10, tables = { deletion_requests = "update", faults = "get_update" }, settings = ["deletion_lease"]
     }
     delete_records = {
       lesson = "deletion", timeout = 30, settings = ["deletion_lease"]
-      tables = { deletion_requests = "read_write", user_records = "read_write", faults = "read_update" }
+      tables = { deletion_requests = "get_update", user_records = "query_delete", faults = "get_update" }
     }
     delete_files = {
       lesson = "deletion", timeout = 30, grants = ["delete_user_files"], settings = ["deletion_lease"]
-      tables = { deletion_requests = "read_write", faults = "read_update" }
+      tables = { deletion_requests = "get_update", faults = "get_update" }
     }
     delete_identity = {
       lesson = "deletion", timeout = 10, settings = ["deletion_lease"]
-      tables = { deletion_requests = "read_write", identities = "read_write", faults = "read_update" }
+      tables = { deletion_requests = "get_update", identities = "get_delete", faults = "get_update" }
     }
     send_goodbye = {
       lesson = "deletion", timeout = 10, settings = ["deletion_lease"]
-      tables = { deletion_requests = "read_write", email_outbox = "read_write", faults = "read_update" }
+      tables = { deletion_requests = "get_update", email_outbox = "put", faults = "get_update" }
     }
     complete_deletion = {
       lesson = "deletion", timeout = 10, sends = ["deletion_dlq"], knows = ["account_deletion"], settings = ["deletion_lease"]
-      tables = { deletion_requests = "read_write", faults = "read_update" }
+      tables = { deletion_requests = "get_update", faults = "get_update" }
     }
     naive_deletion_worker = {
       lesson = "deletion", timeout = 60, grants = ["delete_user_files"]
       tables = {
-        deletion_requests = "read_write", user_records = "read_write", identities = "read_write", email_outbox = "read_write"
-        faults            = "read_update"
+        deletion_requests = "get_update", user_records = "query_batch_write", identities = "delete", email_outbox = "put"
+        faults            = "get_update"
       }
     }
     sweeper = {
-      lesson = "deletion", timeout = 60, tables = { deletion_requests = "read_write" }, sends = ["deletion_dlq"]
+      lesson = "deletion", timeout = 60, tables = { deletion_requests = "query_update" }, sends = ["deletion_dlq"]
       starts = ["account_deletion"], grants = ["put_stuck_metric"], settings = ["deletion_lease"]
     }
 
     # queues (lesson 06). Each consumer reserves stock for the order lines its queue
     # delivers (var.event_sources). The 2 s timeout keeps the queues' visibility
     # timeout, six times longer, short for the workshop.
-    fulfil_naive = { lesson = "queues", timeout = 2, tables = { stock = "read_update", reservations = "read_write" } }
+    fulfil_naive = { lesson = "queues", timeout = 2, tables = { stock = "update", reservations = "put" } }
     fulfil_idempotent = {
       lesson = "queues", timeout = 2
-      tables = { stock = "read_update", reservations = "read_write", order_idempotency = "idempotency" }
+      tables = { stock = "update", reservations = "put", order_idempotency = "idempotency" }
     }
     fulfil_by_message_id = {
       lesson = "queues", timeout = 2
-      tables = { stock = "read_update", reservations = "read_write", order_idempotency = "idempotency" }
+      tables = { stock = "update", reservations = "put", order_idempotency = "idempotency" }
     }
   }
 
@@ -626,7 +626,7 @@ variable "workflows" {
       type       = "EXPRESS"
       definition = "vehicle_registration_native.asl.json"
       invokes    = ["rmv_check", "notify"]
-      tables     = { vehicles_native = "read_write" }
+      tables     = { vehicles_native = "get_put" }
     }
     account_deletion = {
       # Standard: exactly-once execution, and a duplicate StartExecution with the same name is recognised.

@@ -392,7 +392,7 @@ run "a_function_naming_a_table_that_does_not_exist_is_refused" {
 
   variables {
     functions = {
-      sweeper = { lesson = "deletion", tables = { deletion_request = "read_write" } }
+      sweeper = { lesson = "deletion", tables = { deletion_request = "query_update" } }
     }
   }
 
