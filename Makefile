@@ -73,12 +73,15 @@ build: install ## build the Lambda zips into build/
 # PARTICIPANT=<name>: whose stack (the prefix of every name, its own Terraform state). Unset:
 # $PARTICIPANT from the environment, else the one `make deploy` deployed last, else lab.
 PARTICIPANT_FLAG = $(if $(strip $(PARTICIPANT)),--prefix $(strip $(PARTICIPANT)))
+# LESSONS=vehicles,checkout: provision only those lessons (the module's `lessons` input, by slug);
+# remembered for the stack's later plan and destroy; LESSONS=all goes back to every lesson.
+LESSONS_FLAG = $(if $(strip $(LESSONS)),--lessons "$(strip $(LESSONS))")
 
-deploy: up ## build, then apply the Terraform stack to the backend (PARTICIPANT=<name>: that participant's stack)
-	$(PY) -m idemlab deploy $(PARTICIPANT_FLAG)
+deploy: up ## build, then apply the Terraform stack to the backend (PARTICIPANT=<name>: that participant's stack; LESSONS=vehicles,checkout: only those)
+	$(PY) -m idemlab deploy $(PARTICIPANT_FLAG) $(LESSONS_FLAG)
 
 plan: install ## show what a deploy would change (nothing, after a deploy)
-	$(PY) -m idemlab plan $(PARTICIPANT_FLAG)
+	$(PY) -m idemlab plan $(PARTICIPANT_FLAG) $(LESSONS_FLAG)
 
 destroy: install ## remove the stack from the backend
 	$(PY) -m idemlab destroy $(PARTICIPANT_FLAG)
@@ -94,10 +97,10 @@ join: install ## HANDOUT=<file>: use the stack of a participant's handout from `
 PARALLEL ?= 2
 
 workshop-check: up ## PARTICIPANTS=<n or names>: quotas against current usage, and the cost; creates nothing
-	$(PY) -m idemlab.workshop check "$(PARTICIPANTS)"
+	$(PY) -m idemlab.workshop check "$(PARTICIPANTS)" $(LESSONS_FLAG)
 
 workshop: up ## PARTICIPANTS=<n or names>: the check, then (once you confirm, or YES=1) one stack per participant and their handouts
-	$(PY) -m idemlab.workshop up "$(PARTICIPANTS)" --parallel $(PARALLEL) $(if $(strip $(YES)),--yes)
+	$(PY) -m idemlab.workshop up "$(PARTICIPANTS)" --parallel $(PARALLEL) $(if $(strip $(YES)),--yes) $(LESSONS_FLAG)
 
 workshop-destroy: install ## destroy every workshop stack, then list each service: what is left (must be 0)
 	$(PY) -m idemlab.workshop down "$(PARTICIPANTS)" --parallel $(PARALLEL)

@@ -1,7 +1,7 @@
 """The lab's command line (what the Makefile calls).
 
 python -m idemlab up | down | status       the selected backend
-python -m idemlab deploy | plan | destroy  the Terraform stack on it
+python -m idemlab deploy | plan | destroy  the Terraform stack on it (deploy, plan: --lessons vehicles,checkout)
 python -m idemlab outputs                  the `lab` map, as JSON
 python -m idemlab region [name]            set this clone's region once (every target reads it); show it
 python -m idemlab join <handout>           use the stack a handout names (idemlab/handout.py)
@@ -27,7 +27,14 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="the participant: name prefix of the stack (default: $PARTICIPANT, else the one deployed last, else lab)",
     )
+    parser.add_argument(
+        "--lessons",
+        default=None,
+        help="deploy, plan: the lessons to provision, by slug (vehicles,checkout); 'all' for every one "
+        "(default: the ones the stack was deployed with, else all)",
+    )
     args = parser.parse_args(argv)
+    lessons = stack.parse_lessons(args.lessons)
     try:
         if args.command == "region":
             if args.value:
@@ -44,12 +51,15 @@ def main(argv: list[str] | None = None) -> int:
             getattr(backend, args.command)()
         elif args.command in ("deploy", "destroy"):
             prefix = settings.participant() if args.prefix is None else settings.check_prefix(args.prefix)
-            getattr(stack, args.command)(prefix=prefix)
+            if args.command == "deploy":
+                stack.deploy(prefix=prefix, lessons=lessons)
+            else:
+                stack.destroy(prefix=prefix)
             if args.command == "deploy":  # the notebooks opened next connect to this participant's stack
                 settings.remember_participant(prefix)
             print(f"{args.command}ed '{prefix}' on {settings.backend()}")  # deploy says how long its apply took
         elif args.command == "plan":
-            print(stack.plan(prefix=args.prefix)[1])
+            print(stack.plan(prefix=args.prefix, lessons=lessons)[1])
         else:
             print(json.dumps(stack.outputs(prefix=args.prefix), indent=2, sort_keys=True))
     except (backend.BackendError, stack.StackError, ValueError, OSError) as exc:

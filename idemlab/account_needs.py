@@ -38,9 +38,11 @@ def lesson_peaks() -> dict[str, int]:
     }
 
 
-def concurrency_per_participant() -> int:
-    """A participant's peak concurrency: the highest lesson peak (participants share the quota)."""
-    return max(lesson_peaks().values())
+def concurrency_per_participant(lessons: list[str] | None = None) -> int:
+    """A participant's peak concurrency: the highest peak of the lessons taught (None: all),
+    since participants share the quota. A peak is keyed by its notebook, ``<NN>_<slug>[_<part>]``."""
+    peaks = [peak for notebook, peak in lesson_peaks().items() if lessons is None or notebook.split("_")[1] in lessons]
+    return max(peaks, default=1)
 
 
 class QuotasTooLow(Exception):
@@ -77,8 +79,9 @@ QUOTAS = {
 }
 
 
-def needs(resources: dict[str, int]) -> list[Need]:
-    """What one participant's stack takes from each quota, from its planned resources."""
+def needs(resources: dict[str, int], lessons: list[str] | None = None) -> list[Need]:
+    """What one participant's stack takes from each quota, from its planned resources and the
+    lessons taught (None: all)."""
 
     def need(key: str, what: str, count: int) -> Need:
         service, code, name = QUOTAS[key]
@@ -88,11 +91,15 @@ def needs(resources: dict[str, int]) -> list[Need]:
         need(
             "lambda_concurrency",
             "Lambda concurrent executions (the lessons' peak)",
-            concurrency_per_participant(),
+            concurrency_per_participant(lessons),
         ),
         need("iam_roles", "IAM roles", resources.get("aws_iam_role", 0)),
         need("schedule_groups", "Scheduler schedule groups", resources.get("aws_scheduler_schedule_group", 0)),
-        need("schedules", "Scheduler schedules (at run time, an upper estimate)", SCHEDULES_PER_PARTICIPANT),
+        need(
+            "schedules",
+            "Scheduler schedules (at run time, an upper estimate)",
+            SCHEDULES_PER_PARTICIPANT if lessons is None or "deletion" in lessons else 0,
+        ),
         need("alarms", "CloudWatch metric alarms", resources.get("aws_cloudwatch_metric_alarm", 0)),
     ]
 
@@ -137,14 +144,16 @@ def current_account(backend: str) -> Account:
     return Account(usage, quotas)
 
 
-def quota_check(backend: str, resources: dict[str, int], count: int, account: Account) -> list[str]:
+def quota_check(
+    backend: str, resources: dict[str, int], count: int, account: Account, lessons: list[str] | None = None
+) -> list[str]:
     """Lines of the pre-check: each need times ``count``, beside what the account already uses
     and its quota; QuotasTooLow when the need and the usage together pass a quota."""
     lines = [f"pre-check: {count} participant(s), {sum(resources.values())} resources per stack"]
     if backend != "aws":
         lines.append(f"  (on {backend} only Lambda's concurrency has a quota; Service Quotas is AWS-only)")
     problems = []
-    for item in needs(resources):
+    for item in needs(resources, lessons):
         total = item.per_participant * count
         code = item.quota_code or item.quota_name
         used = account.usage.get(item.key, 0)

@@ -6,8 +6,9 @@ a function's entry, tables and environment (``function``, ``environment``, ``tab
 a local's plain value (``local_value``),
 the prefix rule of the ``prefix`` validation (``prefix_pattern``), the workflows the
 Scheduler's role may start (``scheduler_starts``, from ``iam.tf``), the module's resources of
-a kind (``resources``), the ASL definitions (``workflows``), and the ``variable`` and
-``output`` blocks the module README is generated from (``module_blocks``). Everything else
+a kind (``resources``), the ASL definitions (``workflows``), and what the module README is generated from: its
+``variable`` and ``output`` blocks (``module_blocks``), its ``terraform`` block
+(``requirements``) and its resources and data sources (``declared``). Everything else
 asks this module; ``tests/terraform/test_module_spec.py`` fails on any other file under ``idemlab/`` or
 ``tests/`` that opens a ``.tf`` file or imports the parser.
 
@@ -56,6 +57,49 @@ def labels(path: Path, kind: str) -> list[str]:
     to the names ``blocks`` finds, for a test that holds what is generated from ``blocks`` to
     what the file declares."""
     return [block.name_labels[0] for block in DocumentView.parse(path.read_text()).blocks(kind)]
+
+
+def block_labels(path: Path, kind: str) -> list[tuple[str, ...]]:
+    """Every label of every block of one kind in an HCL file (``("aws_s3_bucket", "this")``
+    for a resource), from the syntax tree."""
+    return [tuple(block.name_labels) for block in DocumentView.parse(path.read_text()).blocks(kind)]
+
+
+@dataclass(frozen=True)
+class Requirements:
+    """What the module's ``terraform`` block asks for."""
+
+    terraform: str  # its required_version constraint
+    providers: dict[str, dict]  # local name -> {"source": ..., "version": ...}, from required_providers
+
+
+def requirements(module_dir: Path = MODULE_DIR) -> Requirements:
+    """The ``terraform`` block of the module's ``versions.tf``."""
+    (block,) = document(module_dir / "versions.tf")["terraform"]
+    providers = {name: spec for entry in block.get("required_providers", []) for name, spec in entry.items()}
+    return Requirements(terraform=block.get("required_version", ""), providers=providers)
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One ``resource`` or ``data`` block of the module."""
+
+    mode: str  # "resource" or "data"
+    type: str  # aws_dynamodb_table
+    name: str  # this
+    file: str  # the .tf file that declares it
+
+
+def declared(module_dir: Path = MODULE_DIR) -> list[Declared]:
+    """Every resource and data source the module declares, in file order."""
+    found = []
+    for path in files(module_dir):
+        parsed = document(path)
+        for mode in ("resource", "data"):
+            for block in parsed.get(mode, []):
+                for kind, named in block.items():
+                    found += [Declared(mode=mode, type=kind, name=name, file=path.name) for name in named]
+    return found
 
 
 @dataclass(frozen=True)
@@ -119,7 +163,7 @@ def function(key: str) -> dict:
     tables, invokes, env)."""
     entry = default("functions").get(key)
     if entry is None:
-        raise KeyError(f"no function {key!r} in functions.tf")
+        raise KeyError(f"no function {key!r} in variables.tf")
     return entry
 
 
@@ -138,12 +182,12 @@ def environment(function_key: str, tables: dict[str, str], functions: dict[str, 
 
 
 def table_keys(*function_keys: str) -> dict[str, str]:
-    """The hash key (``tables.tf``) of each table these functions name in ``functions.tf``:
+    """The hash key (``variable "tables"``) of each table these functions name in ``variable "functions"``:
     string-keyed tables without a sort key only (the tests' private copies of a lesson's tables)."""
     tables = default("tables")
     names = sorted({table for key in function_keys for table in function(key).get("tables", {})})
     if unknown := [name for name in names if name not in tables]:
-        raise KeyError(f"no table {', '.join(unknown)} in tables.tf")
+        raise KeyError(f"no table {', '.join(unknown)} in variables.tf")
     if composite := [name for name in names if "range_key" in tables[name] or "types" in tables[name]]:
         raise ValueError(f"{', '.join(composite)} has a sort key or typed attributes: read its whole entry")
     return {name: tables[name]["hash_key"] for name in names}
@@ -188,6 +232,11 @@ def scheduler_starts() -> set[str]:
         if view_for(base).to_hcl().strip() == "local.workflow_arn":
             started.add(subscript.index_expression.serialize(_HCL))
     return started
+
+
+def examples(module_dir: Path = MODULE_DIR) -> list[str]:
+    """The module's examples: each folder of ``examples/`` that holds a root (a ``main.tf``)."""
+    return sorted(path.parent.name for path in (module_dir / "examples").glob("*/main.tf"))
 
 
 def workflows() -> dict[str, dict]:

@@ -44,9 +44,10 @@ MIRROR_CANDIDATES = (
     "/opt/*",
 )
 # Not copied into a working copy: Terraform's own files and what only the module's tests use.
+# The root's lock file is copied: every working copy installs the provider it records
+# (terraform/.terraform.lock.hcl, committed as HashiCorp recommends for a root configuration).
 COPY_IGNORED = (
     ".terraform",
-    ".terraform.lock.hcl",
     "terraform.tfstate*",
     "*.tfplan",
     "localstack_providers_override.tf",
@@ -62,6 +63,10 @@ OVERRIDE_FILE = "localstack_providers_override.tf"
 OVERRIDE_KEPT = ".idemlab-override.json"
 INIT_STAMP = ".idemlab-init-stamp"
 SAVED_PLAN = "deploy.tfplan"
+# The lessons a stack was deployed with (`make deploy LESSONS=...`), kept in its working copy so
+# that its plan and destroy use them too; absent: every lesson (the module's default).
+LESSONS_FILE = "lessons.json"
+ALL_LESSONS = "all"
 COUNTED_PLAN = "count.tfplan"
 # The environment tflocal reads (its endpoint, host names, keys, region, options): a change
 # in any of these makes a new override file. TF_LOG and friends only change what is logged.
@@ -204,10 +209,18 @@ def plugin_cache_lock():
     return _locked(".init")
 
 
+def parse_lessons(text: str | None) -> list[str] | None:
+    """``LESSONS=vehicles,checkout`` as a list; None for unset, and ``[]`` for ``all`` (forget a choice)."""
+    if text is None or not text.strip():
+        return None
+    names = sorted({name for name in text.replace(",", " ").split() if name})
+    return [] if names == [ALL_LESSONS] else names
+
+
 class _Stack:
     """A working copy bound to one backend and prefix."""
 
-    def __init__(self, prefix: str | None, backend: str | None):
+    def __init__(self, prefix: str | None, backend: str | None, lessons: list[str] | None = None):
         prefix = settings.participant() if prefix is None else prefix
         self.name = stack_name(prefix, backend)  # checks both
         self.backend = settings.backend(backend)
@@ -223,6 +236,25 @@ class _Stack:
         # the stack lands where the notebooks look for it; the root's default is only a default.
         self.variables = [f"-var=prefix={prefix}", f"-var=artifacts_dir={self.artifacts}"]
         self.variables.append(f"-var=region={settings.region()}")
+        # The lessons asked for now, else the ones this stack was deployed with (the module's
+        # `lessons` input refuses a slug it does not know, naming the slugs it does).
+        self.lessons = self.remembered_lessons() if lessons is None else lessons
+        if self.lessons:
+            self.variables.append(f"-var=lessons={json.dumps(self.lessons)}")
+
+    def remembered_lessons(self) -> list[str]:
+        """The lessons of this stack's last deploy; [] for every lesson."""
+        try:
+            return json.loads((self.dir / LESSONS_FILE).read_text())
+        except (OSError, ValueError):
+            return []
+
+    def remember_lessons(self) -> None:
+        """Kept after an apply, so later plans and the destroy use the same lessons."""
+        if self.lessons:
+            build.write_if_changed(self.dir / LESSONS_FILE, json.dumps(self.lessons).encode())
+        else:
+            (self.dir / LESSONS_FILE).unlink(missing_ok=True)
 
     def terraform(self, *args: str, ok: tuple[int, ...] = (0,)) -> tuple[int, str]:
         ran = subprocess.run(
@@ -350,17 +382,26 @@ def refuse_if_joined(action: str) -> None:
 
 
 @contextmanager
-def _prepared(prefix: str | None, backend: str | None, rebuild: bool = True, action: str = "terraform"):
+def _prepared(
+    prefix: str | None,
+    backend: str | None,
+    rebuild: bool = True,
+    action: str = "terraform",
+    lessons: list[str] | None = None,
+):
     refuse_if_joined(action)
-    stack = _Stack(prefix, backend)
+    stack = _Stack(prefix, backend, lessons)
     with _locked(stack.name):
         stack.prepare(rebuild)
         yield stack
 
 
-def deploy(prefix: str | None = None, backend: str | None = None) -> dict:
-    """Build the zips and apply the root to the backend; return the ``lab`` output."""
-    with _prepared(prefix, backend, action="deploy") as stack:
+def deploy(prefix: str | None = None, backend: str | None = None, lessons: list[str] | None = None) -> dict:
+    """Build the zips and apply the root to the backend; return the ``lab`` output.
+
+    ``lessons``: the slugs to provision (the module's `lessons` input), remembered for the
+    stack's later plans and destroy; None: the ones it was deployed with, else all; []: all."""
+    with _prepared(prefix, backend, action="deploy", lessons=lessons) as stack:
         started = time.monotonic()
         # A redeploy is planned first, applied only when the plan changes something: Terraform
         # walks the graph again to apply even an empty plan, starting the provider once more
@@ -379,6 +420,7 @@ def deploy(prefix: str | None = None, backend: str | None = None) -> dict:
                 # A saved plan carries its variables (Terraform refuses -var beside one).
                 stack.terraform("apply", "-auto-approve", PARALLELISM, SAVED_PLAN)
         planned.unlink(missing_ok=True)
+        stack.remember_lessons()
         elapsed = time.monotonic() - started
         lab = stack.lab_output()
         save_outputs(stack.name, lab)
@@ -392,10 +434,13 @@ def save_outputs(name: str, lab: dict) -> None:
     build.write_if_changed(OUTPUTS_DIR / f"{name}.json", saved.encode())  # never half a file to outputs()
 
 
-def planned_resources(prefix: str | None = None, backend: str | None = None) -> dict[str, int]:
+def planned_resources(
+    prefix: str | None = None, backend: str | None = None, lessons: list[str] | None = None
+) -> dict[str, int]:
     """The managed resources the stack has after a deploy, by Terraform type: from a saved
-    plan, so on an account where it is not deployed yet (what a workshop's pre-check needs)."""
-    with _prepared(prefix, backend, action="the workshop's plan") as stack:
+    plan, so on an account where it is not deployed yet (what a workshop's pre-check needs);
+    ``lessons`` as for ``deploy`` (not remembered: nothing is applied)."""
+    with _prepared(prefix, backend, action="the workshop's plan", lessons=lessons) as stack:
         planned = stack.dir / COUNTED_PLAN
         try:
             stack.change("plan", f"-out={COUNTED_PLAN}")
@@ -428,13 +473,15 @@ def outputs(prefix: str | None = None, backend: str | None = None) -> dict:
     return json.loads(path.read_text())
 
 
-def plan(prefix: str | None = None, backend: str | None = None, rebuild: bool = True) -> tuple[bool, str]:
+def plan(
+    prefix: str | None = None, backend: str | None = None, rebuild: bool = True, lessons: list[str] | None = None
+) -> tuple[bool, str]:
     """Whether Terraform would change nothing (the deployed stack matches the code), and its plan.
 
     rebuild=False plans with the zips of the last apply, so the answer is about Terraform,
     the provider and the backend only, not about sources edited since.
     """
-    with _prepared(prefix, backend, rebuild, action="plan") as stack:
+    with _prepared(prefix, backend, rebuild, action="plan", lessons=lessons) as stack:
         # -detailed-exitcode: 0 = no changes, 2 = changes, 1 = error.
         code, text = stack.change("plan", "-detailed-exitcode", ok=(0, 2))
         return code == 0, text

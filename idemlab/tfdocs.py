@@ -1,10 +1,12 @@
-"""Generate the inputs/outputs tables of the module README: ``python -m idemlab.tfdocs``.
+"""Generate the module README's reference: ``python -m idemlab.tfdocs``.
 
-Takes every ``variable`` and ``output`` block of the module (each ``*.tf`` file: some inputs
-live beside the resources they shape, e.g. ``tables`` in ``tables.tf``) from
-``idemlab.module_spec`` and rewrites the part of ``README.md`` between the two markers, so the tables never drift
-from the code (tests/terraform/test_static.py fails when they would change, or when a
-block is missing from them).
+The sections terraform-docs writes, in its order: Requirements and Providers (the module's
+``terraform`` block), Resources (every ``resource`` and ``data`` block), Inputs and Outputs
+(every ``variable`` and ``output`` block), all read through ``idemlab.module_spec``.
+terraform-docs itself is a Go binary this lab does not install; this writes the same tables
+from python-hcl2's reading of the module. It rewrites the part of ``README.md`` between the
+two markers, so the reference never drifts from the code (tests/terraform/test_static.py
+fails when it would change, or when a block is missing from it).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 import sys
 from pathlib import Path
 
+from idemlab import module_spec
 from idemlab.module_spec import Block, module_blocks
 from idemlab.settings import MODULE_DIR
 
@@ -46,13 +49,36 @@ def _default(block: Block) -> str:
     return f"`{_cell(default)}` | no"
 
 
+def _requirements(module_dir: Path) -> list[str]:
+    """Requirements and Providers: Terraform's and each provider's version constraint."""
+    required = module_spec.requirements(module_dir)
+    rows = ["## Requirements", "", "| Name | Version |", "|------|---------|"]
+    rows.append(f"| terraform | `{_cell(required.terraform)}` |")
+    rows += [f"| {name} | `{_cell(spec.get('version', 'any'))}` |" for name, spec in sorted(required.providers.items())]
+    rows += ["", "## Providers", "", "| Name | Source | Version |", "|------|--------|---------|"]
+    for name, spec in sorted(required.providers.items()):
+        rows.append(f"| {name} | `{spec.get('source', name)}` | `{_cell(spec.get('version', 'any'))}` |")
+    return rows
+
+
+def _resources(module_dir: Path) -> list[str]:
+    """Resources: every resource and data source, with the file that declares it."""
+    rows = ["## Resources", "", "| Name | Type | File |", "|------|------|------|"]
+    kinds = {"resource": "resource", "data": "data source"}
+    for block in sorted(module_spec.declared(module_dir), key=lambda block: (block.mode, block.type, block.name)):
+        address = f"{'data.' if block.mode == 'data' else ''}{block.type}.{block.name}"
+        rows.append(f"| `{address}` | {kinds[block.mode]} | `{block.file}` |")
+    return rows
+
+
 def render_readme(text: str, module_dir: Path = MODULE_DIR) -> str:
-    """``text`` with the generated section (the inputs and outputs tables) replaced."""
+    """``text`` with the generated sections (Requirements to Outputs) replaced."""
     start = text.find(BEGIN)
     stop = text.find(END)
     if start < 0 or stop < start:
         raise ValueError(f"the README needs the markers {BEGIN} and {END}, in that order")
-    rows = [text[:start] + BEGIN, "## Inputs", "", "| Name | Description | Type | Default | Required |"]
+    rows = [text[:start] + BEGIN, *_requirements(module_dir), "", *_resources(module_dir), ""]
+    rows += ["## Inputs", "", "| Name | Description | Type | Default | Required |"]
     rows.append("|------|-------------|------|---------|:--------:|")
     for name, block in sorted(module_blocks(module_dir, "variable").items()):
         described = _cell(block.body.get("description", ""))

@@ -120,15 +120,16 @@ def _each(names: list[str], action, parallel: int) -> dict[str, str]:
     return failures
 
 
-def check(names: list[str], backend: str | None = None) -> dict[str, int]:
+def check(names: list[str], backend: str | None = None, lessons: list[str] | None = None) -> dict[str, int]:
     """Print the account's quotas against its current usage and the room's need, and the idle
     cost; the planned resources of one stack. Read-only: a plan, then list and describe calls
-    (QuotasTooLow when a quota cannot hold the room)."""
+    (QuotasTooLow when a quota cannot hold the room). ``lessons``: the slugs each stack
+    provisions (None: all), so the counts and the cost are those of the chosen lessons."""
     chosen = settings.backend(backend)
     print(f"planning {names[0]}'s stack to count what one stack needs (nothing is created) ...", flush=True)
-    resources = stack.planned_resources(prefix=names[0], backend=chosen)
+    resources = stack.planned_resources(prefix=names[0], backend=chosen, lessons=lessons)
     account = account_needs.current_account(chosen)
-    for line in account_needs.quota_check(chosen, resources, len(names), account):
+    for line in account_needs.quota_check(chosen, resources, len(names), account, lessons or None):
         print(line)
     for line in account_needs.cost_lines(resources, len(names)):
         print(line)
@@ -145,17 +146,21 @@ def confirmed(count: int, backend: str, answer=input) -> bool:
 
 
 def up(
-    names: list[str], parallel: int = DEFAULT_PARALLELISM, backend: str | None = None, yes: bool = False
+    names: list[str],
+    parallel: int = DEFAULT_PARALLELISM,
+    backend: str | None = None,
+    yes: bool = False,
+    lessons: list[str] | None = None,
 ) -> dict[str, dict]:
     """The check, then (once confirmed, or with ``yes``) every participant's stack deployed and
     their handouts written; their ``lab`` outputs by name."""
     chosen = settings.backend(backend)
-    resources = check(names, chosen)
+    resources = check(names, chosen, lessons)
     if not yes and not confirmed(len(names), chosen):
         raise WorkshopError("not confirmed: nothing was deployed (YES=1, or --yes, deploys without asking)")
     _record(chosen, names, resources)  # before the deploys: a half-made workshop can still be destroyed
     print(f"deploying {len(names)} stack(s) on {chosen}, {parallel} at a time:", flush=True)
-    failures = _each(names, lambda name: stack.deploy(prefix=name, backend=chosen), parallel)
+    failures = _each(names, lambda name: stack.deploy(prefix=name, backend=chosen, lessons=lessons), parallel)
     if failures:
         raise WorkshopError(_failed("deploy", failures))
     deployed = {name: stack.outputs(prefix=name, backend=chosen) for name in names}
@@ -352,14 +357,18 @@ def main(argv: list[str] | None = None) -> int:
         "--parallel", type=int, default=DEFAULT_PARALLELISM, help="stacks deployed at a time (default 2)"
     )
     parser.add_argument("--yes", action="store_true", help="`up`: deploy after the check without asking")
+    parser.add_argument(
+        "--lessons", default=None, help="check, up: the lessons each stack provisions, by slug (default: all)"
+    )
     args = parser.parse_args(argv)
+    lessons = stack.parse_lessons(args.lessons)
     try:
         if args.parallel < 1:
             raise WorkshopError(f"--parallel {args.parallel}: at least 1")
         if args.command == "check":
-            check(participants(args.participants))
+            check(participants(args.participants), lessons=lessons)
         elif args.command == "up":
-            up(participants(args.participants), args.parallel, yes=args.yes)
+            up(participants(args.participants), args.parallel, yes=args.yes, lessons=lessons)
         else:
             down(participants(args.participants) if args.participants.strip() else None, args.parallel)
     except (WorkshopError, account_needs.QuotasTooLow, stack.StackError, ValueError, ClientError, BotoCoreError) as exc:

@@ -8,6 +8,7 @@ module "lab" {
   queues                 = var.queues
   tags                   = var.tags
   alarm_actions          = var.alarm_actions
+  lessons                = var.lessons
   # One namespace per participant: two stacks in one account share no metric, and no alarm
   # of one watches a metric the other publishes.
   stuck_metric_namespace = "IdempotencyLab/${var.prefix}"

@@ -44,6 +44,13 @@ variable "queues" {
   default     = null
 }
 
+# `make deploy LESSONS=vehicles,checkout` sets it (idemlab/stack.py); the module checks the slugs.
+variable "lessons" {
+  description = "The lessons to provision, by slug (the module's `lessons`); null, the default: every lesson."
+  type        = list(string)
+  default     = null
+}
+
 variable "tags" {
   description = "Extra tags for every resource."
   type        = map(string)

@@ -30,8 +30,9 @@ from shared import clients, settings
 REQUEST_ID_NAMESPACE = uuid.UUID("6b1f0e2c-9d3a-4f57-8a61-3c2e5d7f9b10")
 
 # The schedule starts the workflow through Scheduler's universal target, so that the
-# execution can be named after the request and a duplicate start is recognised.
-START_EXECUTION_TARGET = "arn:aws:scheduler:::aws-sdk:sfn:startExecution"
+# execution can be named after the request and a duplicate start is recognised. The
+# target's ARN names the partition (aws, aws-cn, aws-us-gov), taken from the workflow's.
+START_EXECUTION_TARGET = "arn:{partition}:scheduler:::aws-sdk:sfn:startExecution"
 
 # StartExecution fails only on throttling or an outage: three retries spread over
 # Scheduler's backoff ride out either; after that the dead-letter queue keeps the event.
@@ -98,11 +99,18 @@ def at_expression(epoch_seconds: int) -> str:
     return f"at({moment:%Y-%m-%dT%H:%M:%S})"
 
 
+def start_execution_target(state_machine_arn: str) -> str:
+    """Scheduler's universal target for StartExecution, in the state machine's partition
+    (the second field of its ARN: ``arn:<partition>:states:...``)."""
+    return START_EXECUTION_TARGET.format(partition=state_machine_arn.split(":")[1])
+
+
 def ensure_schedule(request: state.Request) -> None:
     """One one-time schedule per request; an existing one is left as it is."""
     execution_input = {"deletion_request_id": request.deletion_request_id}
+    state_machine_arn = config.state_machine_arn()
     target_input = {
-        "StateMachineArn": config.state_machine_arn(),
+        "StateMachineArn": state_machine_arn,
         "Name": request.deletion_request_id,
         "Input": json.dumps(execution_input),
     }
@@ -115,7 +123,7 @@ def ensure_schedule(request: state.Request) -> None:
             FlexibleTimeWindow={"Mode": "OFF"},
             ActionAfterCompletion="DELETE",
             Target={
-                "Arn": START_EXECUTION_TARGET,
+                "Arn": start_execution_target(state_machine_arn),
                 "RoleArn": settings.required("SCHEDULER_ROLE_ARN"),
                 "Input": json.dumps(target_input),
                 "RetryPolicy": {

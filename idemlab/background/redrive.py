@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field, fields
 
 from idemlab import clients, stack
-from idemlab.background.targets import UNIVERSAL_PREFIX, DeliveryFailed, deliver
+from idemlab.background.targets import UNIVERSAL_TARGET, DeliveryFailed, deliver
 
 # Deliveries per second: slow enough that a backlog of thousands does not knock over
 # the target that just recovered, fast enough to drain a workshop queue in seconds.
@@ -122,7 +122,7 @@ def _deliver_once(target_arn: str, input_text: str, message_id: str) -> tuple[st
     # A Scheduler event names its own execution (the universal target's Name): that name
     # is tried first. If its execution exists but ended without going on (it failed, timed
     # out or was stopped, e.g. before it could claim), the name proves nothing was done.
-    if target_arn.startswith(UNIVERSAL_PREFIX):
+    if UNIVERSAL_TARGET.match(target_arn):
         outcome = deliver_as(None)
         if outcome[0] != "already_delivered" or _named_execution_went_on(input_text):
             return outcome

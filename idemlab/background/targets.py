@@ -7,6 +7,7 @@ and must tell a failure worth retrying from one that no retry can fix.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 
 from botocore import xform_name
@@ -16,7 +17,8 @@ from botocore.retries.standard import RetryContext, ThrottledRetryableChecker
 
 from idemlab import clients
 
-UNIVERSAL_PREFIX = "arn:aws:scheduler:::aws-sdk:"
+# A universal target, in any partition: arn:<partition>:scheduler:::aws-sdk:<service>:<apiAction>.
+UNIVERSAL_TARGET = re.compile(r"arn:[a-z-]+:scheduler:::aws-sdk:")
 BOTO3_SERVICE = {"sfn": "stepfunctions"}  # universal targets name services by their SDK names; boto3's differ for some
 
 
@@ -82,10 +84,10 @@ def deliver(target_arn: str, input_text: str | None, execution_name: str | None 
 
 def _as_universal(target_arn: str, body: str) -> tuple[str, str, dict]:
     """(service, action, parameters) of a universal target
-    (``arn:aws:scheduler:::aws-sdk:<service>:<apiAction>``, the input its parameters), or
+    (``arn:<partition>:scheduler:::aws-sdk:<service>:<apiAction>``, the input its parameters), or
     of the call a templated Lambda, Step Functions or SQS target stands for."""
-    if target_arn.startswith(UNIVERSAL_PREFIX):
-        service, _, action = target_arn[len(UNIVERSAL_PREFIX) :].partition(":")
+    if universal := UNIVERSAL_TARGET.match(target_arn):
+        service, _, action = target_arn[universal.end() :].partition(":")
         if not service or not action:
             raise DeliveryFailed("ValidationException", f"incomplete universal target: {target_arn}")
         try:

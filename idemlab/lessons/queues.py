@@ -2,7 +2,7 @@
 
 A reservation is counted in the `reservations` table (one row per reservation a consumer made),
 never taken from what a consumer says about itself. Which consumer reads which queue is
-``var.event_sources`` (terraform/modules/idempotency_lab/event_sources.tf).
+``var.event_sources`` (terraform/modules/idempotency_lab/variables.tf).
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ def test_an_unknown_module_is_refused_by_name():
 
 
 def test_facts_from_the_terraform_module_refuse_what_they_cannot_answer():
-    with pytest.raises(KeyError, match=r"no function 'nope' in functions.tf"):
+    with pytest.raises(KeyError, match=r"no function 'nope' in variables.tf"):
         table_keys("nope")
     with pytest.raises(ValueError, match="user_records has a sort key"):
         table_keys("delete_records")

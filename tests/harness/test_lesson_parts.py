@@ -25,9 +25,7 @@ DESIGN = ROOT / "docs" / "DESIGN.md"
 PARTS = (
     "notebooks/<NN>_<slug>.ipynb",
     "functions/<slug>/",
-    "terraform/modules/idempotency_lab/functions.tf",
-    "terraform/modules/idempotency_lab/tables.tf",
-    "terraform/modules/idempotency_lab/queues.tf",
+    "terraform/modules/idempotency_lab/variables.tf",
     "terraform/modules/idempotency_lab/README.md",
     "idemlab/lessons/<slug>.py",
     "idemlab/exercises/<slug>.py",
@@ -115,7 +113,7 @@ def test_a_lesson_in_progress_lacks_exactly_the_parts_it_names():
         ),
         ("idemlab/lessons/", lambda: modules("lessons")),
         ("idemlab/exercises/", lambda: {name.split("_")[0] for name in modules("exercises")}),
-        ("the lessons of functions.tf", lambda: {entry["lesson"] for entry in declared_functions().values()}),
+        ('the lessons of variable "functions"', lambda: {entry["lesson"] for entry in declared_functions().values()}),
         ("tests/lessons/", lambda: folders(ROOT / "tests" / "lessons")),
     ],
 )
@@ -143,17 +141,17 @@ def missing_parts(slug: str) -> list[str]:
         declared = declared_functions()
         keys = sorted(key for key, entry in declared.items() if entry["lesson"] == slug)
         if not keys:
-            missing.append(f'functions.tf entries with lesson = "{slug}"')
+            missing.append(f'variable "functions" entries with lesson = "{slug}"')
         for key in keys:
             handler_module = declared[key].get("handler", f"{key}.handler").rsplit(".", 1)[0]
             if handler_module not in handlers:
                 missing.append(f"functions/{slug}/{handler_module}.py (the handler of {key})")
         tables = module_spec.default("tables")
         used = {table for key in keys for table in declared[key].get("tables", {})}
-        missing += [f"tables.tf entry {table!r}" for table in sorted(used - set(tables))]
+        missing += [f'variable "tables" entry {table!r}' for table in sorted(used - set(tables))]
         dead_letters = module_spec.local_value("lesson_dlq").get(slug)
         if dead_letters not in module_spec.default("queues"):
-            missing.append(f"queues.tf entry for local.lesson_dlq[{slug!r}] (names {dead_letters!r})")
+            missing.append(f'variable "queues" entry for local.lesson_dlq[{slug!r}] (names {dead_letters!r})')
     if slug not in READING:
         if slug not in PLUGIN_DRIVEN and not (ROOT / "idemlab" / "lessons" / f"{slug}.py").exists():
             missing.append(f"idemlab/lessons/{slug}.py")

@@ -77,5 +77,5 @@ def test_the_scheduler_may_start_the_workflows_its_policy_names():
 def test_an_unknown_variable_or_function_is_named_in_the_error():
     with pytest.raises(KeyError, match="no variable 'nope'"):
         module_spec.default("nope")
-    with pytest.raises(KeyError, match=r"no function 'nope' in functions\.tf"):
+    with pytest.raises(KeyError, match=r"no function 'nope' in variables\.tf"):
         module_spec.function("nope")

@@ -124,8 +124,13 @@ def test_constraint_reader_knows_the_pessimistic_operator():
     assert constraint_allows(">= 5.100.0", "6.2.0")
 
 
-@pytest.mark.parametrize("versions_tf", ["versions.tf", "modules/idempotency_lab/examples/minimal/main.tf"])
-def test_the_root_and_the_example_stay_on_provider_5(versions_tf):
+EXAMPLES = module_spec.examples()
+
+
+@pytest.mark.parametrize(
+    "versions_tf", ["versions.tf", *(f"modules/idempotency_lab/examples/{name}/main.tf" for name in EXAMPLES)]
+)
+def test_the_root_and_the_examples_stay_on_provider_5(versions_tf):
     # On a laptop that reaches the registry, an open constraint resolves to 6.x, which the
     # lab has never been applied with.
     constraint = aws_constraint(TERRAFORM_DIR / versions_tf)
@@ -133,10 +138,53 @@ def test_the_root_and_the_example_stay_on_provider_5(versions_tf):
     assert not constraint_allows(constraint, "6.0.0")
 
 
-def test_the_module_keeps_its_minimum_and_stops_before_provider_6():
+def test_the_module_sets_only_a_minimum_provider_version():
+    # As terraform-aws-modules do: the root that applies the module pins (and locks) the
+    # provider; a reusable module that capped it would refuse its callers' newer roots.
     constraint = aws_constraint(MODULE_DIR / "versions.tf")
     assert constraint_allows(constraint, "5.100.0") and constraint_allows(constraint, "5.120.0")
-    assert not constraint_allows(constraint, "5.99.0") and not constraint_allows(constraint, "6.0.0")
+    assert constraint_allows(constraint, "6.0.0") and constraint_allows(constraint, "7.3.0")
+    assert not constraint_allows(constraint, "5.99.0")
+
+
+LOCK_FILE = TERRAFORM_DIR / ".terraform.lock.hcl"
+
+
+def test_the_roots_lock_file_is_committed_and_records_the_pinned_provider():
+    # HashiCorp: include the dependency lock file of a root configuration in version control
+    # (Terraform language docs, "Dependency Lock File"); a module's own is not used by its callers.
+    ignored = subprocess.run(["git", "check-ignore", "-q", str(LOCK_FILE)], cwd=settings.ROOT)
+    assert ignored.returncode == 1, "terraform/.terraform.lock.hcl is gitignored"
+    (locked,) = module_spec.document(LOCK_FILE)["provider"]
+    aws = locked[stack.AWS_PROVIDER]
+    assert aws["constraints"] == aws_constraint(TERRAFORM_DIR / "versions.tf"), aws
+    assert constraint_allows(aws["constraints"], aws["version"]), aws
+    # One h1 (this platform's unpacked package) and the registry's zh for every platform, so
+    # an init on a learner's laptop, which downloads the provider, can check it too.
+    assert len([h for h in aws["hashes"] if h.startswith("h1:")]) >= 1
+    assert len([h for h in aws["hashes"] if h.startswith("zh:")]) >= 10, aws["hashes"]
+
+
+@pytest.mark.timeout(300)
+def test_init_installs_the_locked_provider_and_leaves_the_lock_file_as_committed(tmp_path):
+    """Where the provider comes from the machine's mirror, its package must match a hash the
+    committed file records; the init keeps the file byte for byte. A hash that no longer
+    matches is refused: the file is what decides, not whatever the mirror holds."""
+    ignored = shutil.ignore_patterns(".terraform", "terraform.tfstate*", "localstack_providers_override.tf")
+    for name, hashes_kept in (("committed", True), ("tampered", False)):
+        copy = tmp_path / name
+        shutil.copytree(TERRAFORM_DIR, copy, ignore=ignored)
+        text = LOCK_FILE.read_text()
+        if not hashes_kept:
+            text = re.sub(r'"h1:[^"]+"', '"h1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="', text)
+            text = re.sub(r'\s*"zh:[^"]+",', "", text)
+        (copy / ".terraform.lock.hcl").write_text(text)
+        init = terraform("init", "-backend=false", "-input=false", "-no-color", cwd=copy)
+        if hashes_kept:
+            assert init.returncode == 0, init.stdout + init.stderr
+            assert (copy / ".terraform.lock.hcl").read_text() == text
+        else:
+            assert init.returncode != 0 and "checksum" in " ".join((init.stdout + init.stderr).split()), init.stderr
 
 
 def test_terraform_files_are_formatted():
@@ -145,12 +193,13 @@ def test_terraform_files_are_formatted():
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("where", ["root", "module", "example"])
+@pytest.mark.parametrize("where", ["root", "module", "complete example"])
 def test_configuration_is_valid(terraform_copy, where):
+    # Every example is applied by tests/terraform/test_examples.py; the complete one is validated here too.
     directory = {
         "root": terraform_copy,
         "module": terraform_copy / "modules" / "idempotency_lab",
-        "example": terraform_copy / "modules" / "idempotency_lab" / "examples" / "minimal",
+        "complete example": terraform_copy / "modules" / "idempotency_lab" / "examples" / "complete",
     }[where]
     init = terraform("init", "-backend=false", "-input=false", "-no-color", cwd=directory)
     assert init.returncode == 0, init.stdout + init.stderr
@@ -158,14 +207,29 @@ def test_configuration_is_valid(terraform_copy, where):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_the_minimal_example_says_how_to_apply_it_and_declares_its_outputs():
-    example = MODULE_DIR / "examples" / "minimal"
+def test_there_is_an_example_per_lesson_and_a_complete_one():
+    assert set(EXAMPLES) == set(module_spec.default("lessons")) | {"complete"}, EXAMPLES
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_each_example_takes_the_zips_as_an_input_and_documents_its_outputs(name):
+    example = MODULE_DIR / "examples" / name
+    variables = module_spec.blocks(example / "variables.tf", "variable")
+    # The zips' directory is the caller's to name: no default reaching into this repository.
+    assert "default" not in variables["artifacts_dir"] and variables["artifacts_dir"].get("description")
     outputs = module_spec.blocks(example / "outputs.tf", "output")
-    assert set(outputs) == {"lab", "stuck_metric"}, outputs
-    assert all(body.get("description") for body in outputs.values()), "every output of the example has a description"
-    readme = (example / "README.md").read_text()
-    for step in ("python -m idemlab.build", "terraform apply", "tflocal apply", "terraform destroy"):
-        assert step in readme, f"examples/minimal/README.md does not say `{step}`"
+    assert outputs and all(body.get("description") for body in outputs.values()), outputs
+    (call,) = [body for block in module_spec.document(example / "main.tf")["module"] for body in block.values()]
+    assert call["artifacts_dir"] == "${var.artifacts_dir}" and call["source"] == "../..", call
+    assert (example / "README.md").exists()
+
+
+def test_the_examples_readme_says_how_to_build_apply_and_destroy():
+    readme = (MODULE_DIR / "examples" / "README.md").read_text()
+    for step in ("python -m idemlab.build", "terraform apply", "tflocal apply", "terraform destroy", "artifacts_dir"):
+        assert step in readme, f"examples/README.md does not say `{step}`"
+    for name in EXAMPLES:
+        assert f"`{name}/`" in readme, f"examples/README.md does not list {name}/"
 
 
 @pytest.mark.timeout(600)
@@ -214,7 +278,7 @@ def test_module_readme_documents_every_variable_and_output_block():
         for kind in declared:
             declared[kind].update(module_spec.labels(path, kind))
     readme = (MODULE_DIR / "README.md").read_text()
-    inputs, _, outputs = readme.partition("## Outputs")
+    inputs, _, outputs = readme.partition("## Inputs")[2].partition("## Outputs")
     documented_inputs = set(re.findall(r"^\| `([^`]+)` \|", inputs, flags=re.MULTILINE))
     documented_outputs = set(re.findall(r"^\| `([^`]+)` \|", outputs, flags=re.MULTILINE))
     assert declared["variable"] == documented_inputs, (
@@ -222,6 +286,25 @@ def test_module_readme_documents_every_variable_and_output_block():
         f"documented but not declared: {sorted(documented_inputs - declared['variable'])}"
     )
     assert declared["output"] == documented_outputs, sorted(declared["output"] ^ documented_outputs)
+
+
+def test_module_readme_has_the_sections_of_terraform_docs_and_lists_every_resource():
+    readme = (MODULE_DIR / "README.md").read_text()
+    generated = readme.partition(tfdocs.BEGIN)[2].partition(tfdocs.END)[0]
+    headings = re.findall(r"^## (.+)$", generated, flags=re.MULTILINE)
+    assert headings == ["Requirements", "Providers", "Resources", "Inputs", "Outputs"], headings
+    # From the syntax tree, apart from the plain values the generator reads.
+    addresses = {
+        f"{'data.' if mode == 'data' else ''}{kind}.{name}"
+        for path in module_spec.files(MODULE_DIR)
+        for mode in ("resource", "data")
+        for kind, name in module_spec.block_labels(path, mode)
+    }
+    resources = generated.partition("## Resources")[2].partition("## Inputs")[0]
+    listed = set(re.findall(r"^\| `([^`]+)` \|", resources, flags=re.MULTILINE))
+    assert addresses and listed == addresses, sorted(addresses ^ listed)
+    requirements = generated.partition("## Requirements")[2].partition("## Providers")[0]
+    assert f"| aws | `{aws_constraint(MODULE_DIR / 'versions.tf')}` |" in requirements, requirements
 
 
 def test_module_readme_tables_are_current():

@@ -81,84 +81,90 @@ def test_every_validation_rule_has_a_refused_input_in_the_module_tests():
 NAMING_RULES = {
     "function_tables": (
         'functions = { sweeper = { lesson = "deletion", tables = { deletion_request = "query_update" } } }',
-        "functions.tf",
+        "variables.tf",
         'Wrong: sweeper: deletion_request = "query_update".',
     ),
     "function_invokes": (
         'functions = { sweeper = { lesson = "deletion", invokes = ["complete_deletions"] } }',
-        "functions.tf",
+        "variables.tf",
         "Wrong: sweeper invokes complete_deletions.",
     ),
     "function_sends": (
         'functions = { sweeper = { lesson = "deletion", sends = ["orders"] } }',
-        "functions.tf",
+        "variables.tf",
         "Wrong: sweeper sends to orders.",
     ),
     "function_grants": (
         'functions = { sweeper = { lesson = "deletion", grants = ["put_metric"] } }',
-        "functions.tf",
+        "variables.tf",
         "Wrong: sweeper: grant put_metric.",
     ),
     "function_settings": (
         'functions = { sweeper = { lesson = "deletion", settings = ["deletion_leases"] } }',
-        "functions.tf",
+        "variables.tf",
         "Wrong: sweeper: settings deletion_leases.",
     ),
     "function_dlq": (
         'functions = { sweeper = { lesson = "deletion", dlq = "orders" } }',
-        "functions.tf",
+        "variables.tf",
         "Wrong: sweeper (orders).",
     ),
     "function_lesson_without_dlq": (
         'functions = { sweeper = { lesson = "deletions" } }',
-        "functions.tf",
+        "variables.tf",
         "Wrong: sweeper (no DLQ for lesson deletions).",
     ),
     "workflow_invokes": (
         'workflows = { account_deletion = { type = "STANDARD", definition = "account_deletion.asl.json", '
         'invokes = ["claim_deletions"], aliases = { claim = "claim_deletion" } } }',
-        "workflows.tf",
+        "variables.tf",
         "Wrong: account_deletion invokes claim_deletions.",
     ),
     "workflow_tables": (
         'workflows = { account_deletion = { type = "STANDARD", definition = "account_deletion.asl.json", '
         'invokes = [], tables = { deletion_requests = "write", deletion = "read" } } }',
-        "workflows.tf",
+        "variables.tf",
         'Wrong: account_deletion: deletion = "read"; account_deletion: deletion_requests = "write".',
     ),
     "function_starts": (
         'functions = { sweeper = { lesson = "deletion", starts = ["account_deletions"], knows = ["deletion"] } }\n'
         'workflows = { account_deletion = { type = "STANDARD", definition = "account_deletion.asl.json", invokes = [] } }\n'
         "event_sources = {}",
-        "workflows.tf",
+        "variables.tf",
         "Wrong: sweeper names account_deletions; sweeper names deletion.",
     ),
     "workflow_definition": (
         'workflows = { account_deletion = { type = "STANDARD", definition = "account_deletion.json", invokes = [] } }',
-        "workflows.tf",
+        "variables.tf",
         "Wrong: account_deletion: workflows/account_deletion.json.",
     ),
     "event_source_references": (
         'event_sources = { orders = { function = "fulfil_idempotents", queue = "orders" }, '
         'dead = { function = "fulfil_naive", queue = "orders_dlq" } }',
-        "event_sources.tf",
+        "variables.tf",
         "Wrong: dead: fulfil_naive <- orders_dlq; orders: fulfil_idempotents <- orders.",
     ),
     "event_source_visibility": (
         'event_sources = { orders = { function = "sweeper", queue = "orders" } }',
-        "event_sources.tf",
+        "variables.tf",
         "Wrong: orders: orders 12 s, sweeper 60 s.",
     ),
     "event_source_batching_window": (
         'event_sources = { orders = { function = "fulfil_idempotent", queue = "orders", batching_window_seconds = 301 } }',
-        "event_sources.tf",
+        "variables.tf",
         "Wrong: orders (301 s).",
+    ),
+    "key_in_two_maps": (
+        'functions = { sweeper = { lesson = "deletion" }, ledger = { lesson = "checkout" }, orders = { lesson = "queues" } }\n'
+        "event_sources = {}",
+        "variables.tf",
+        "Wrong: ledger (functions and tables); orders (functions and queues).",
     ),
     "queue_redrive": (
         "queues = { scheduler_dlq = {}, sweeper_rule_dlq = {}, orders_dlq = {}, "
         'orders_fifo = { redrive = { dlq = "orders_dlq", max_receive_count = 2 }, fifo = true }, '
         'scheduler_dlq_dlq = { redrive = { dlq = "orders_dlq", max_receive_count = 2 } } }',
-        "queues.tf",
+        "variables.tf",
         "Wrong: orders_fifo -> orders_dlq; scheduler_dlq_dlq -> orders_dlq.",
     ),
 }

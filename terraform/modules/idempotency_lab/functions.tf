@@ -1,212 +1,3 @@
-# The lab's functions. Each function's code is <artifacts_dir>/<lesson>.zip, its handler
-# `<key>.handler` unless `handler` says otherwise; its role, environment and asynchronous-invoke
-# settings follow from the entry (the comments on its type).
-variable "functions" {
-  description = "The lab's Lambda functions, keyed by handler module; each one's role, environment and async settings follow from its entry."
-  type = map(object({
-    lesson   = string
-    handler  = optional(string) # null: "<key>.handler"
-    timeout  = optional(number, 10)
-    tables   = optional(map(string), {})  # { <key of var.tables> = <level of local.table_actions> } -> <KEY>_TABLE
-    invokes  = optional(list(string), []) # [<key of var.functions>]                            -> <KEY>_FUNCTION
-    sends    = optional(list(string), []) # [<`_dlq` key of var.queues>]                        -> <KEY>_QUEUE_URL
-    starts   = optional(list(string), []) # [<key of var.workflows>]                            -> <KEY>_STATE_MACHINE_ARN
-    knows    = optional(list(string), []) # the same variable, without the right to start it
-    grants   = optional(list(string), []) # [<key of local.extra_grants>]
-    settings = optional(list(string), []) # [<key of local.function_settings>]: module inputs passed on
-    env      = optional(map(string), {})  # literal NAME = "value" pairs
-    dlq      = optional(string)           # null: the lesson's, local.lesson_dlq
-  }))
-  nullable = false
-  default = {
-    # vehicles (lesson 01): vehicle registration.
-    rmv_check                = { lesson = "vehicles", timeout = 10 }
-    write_vehicle_naive      = { lesson = "vehicles", timeout = 10, tables = { vehicles_naive = "put" } }
-    write_vehicle_idempotent = { lesson = "vehicles", timeout = 10, tables = { vehicles = "get_put" } }
-    notify                   = { lesson = "vehicles", timeout = 10, tables = { faults = "get_put_update" } }
-
-    # checkout (lesson 02): every checkout charges through card_processor.
-    card_processor = { lesson = "checkout", timeout = 10, tables = { ledger = "put", processor_keys = "get_put" } }
-    checkout_naive = { lesson = "checkout", timeout = 15, invokes = ["card_processor"] }
-    checkout_handrolled = {
-      lesson = "checkout", timeout = 15, invokes = ["card_processor"]
-      tables = { handrolled_idempotency = "get_put", faults = "get_update" }
-    }
-    # Powertools' in-progress lease lasts as long as the invocation may: short, so the
-    # crash-after-charge demo shows the lease expiring within seconds; not shorter, since a
-    # copy stopped after charging leaves its lease to expire and the retry charges again
-    # (6 s was passed by cold copies on a loaded two-core machine).
-    checkout_powertools = {
-      lesson = "checkout", timeout = 15, invokes = ["card_processor"]
-      tables = { powertools_idempotency = "idempotency", faults = "get_update" }
-    }
-    # The same handler with Powertools' local cache on: a row of its own in `make bench`.
-    checkout_powertools_cached = {
-      lesson = "checkout", handler = "checkout_powertools.handler", timeout = 15, invokes = ["card_processor"]
-      tables = { powertools_idempotency = "idempotency", faults = "get_update" }
-      env    = { IDEMPOTENCY_LOCAL_CACHE = "true" }
-    }
-
-    # deletion (lessons 03 and 04): delayed account deletion.
-    request_deletion = {
-      lesson = "deletion", timeout = 10, tables = { deletion_requests = "get_put" }, settings = ["deletion_delay"]
-      # The schedules it creates start the workflow as Scheduler's role: it needs the ARN, not the right.
-      grants = ["create_deletion_schedule"], knows = ["account_deletion"]
-    }
-    cancel_deletion = {
-      lesson = "deletion", timeout = 10, tables = { deletion_requests = "update" }, grants = ["delete_deletion_schedule"]
-    }
-    claim_deletion = {
-      lesson = "deletion", timeout = 10, tables = { deletion_requests = "update", faults = "get_update" }, settings = ["deletion_lease"]
-    }
-    delete_records = {
-      lesson = "deletion", timeout = 30, settings = ["deletion_lease"]
-      tables = { deletion_requests = "get_update", user_records = "query_delete", faults = "get_update" }
-    }
-    delete_files = {
-      lesson = "deletion", timeout = 30, grants = ["delete_user_files"], settings = ["deletion_lease"]
-      tables = { deletion_requests = "get_update", faults = "get_update" }
-    }
-    delete_identity = {
-      lesson = "deletion", timeout = 10, settings = ["deletion_lease"]
-      tables = { deletion_requests = "get_update", identities = "get_delete", faults = "get_update" }
-    }
-    send_goodbye = {
-      lesson = "deletion", timeout = 10, settings = ["deletion_lease"]
-      tables = { deletion_requests = "get_update", email_outbox = "put", faults = "get_update" }
-    }
-    complete_deletion = {
-      lesson = "deletion", timeout = 10, sends = ["deletion_dlq"], knows = ["account_deletion"], settings = ["deletion_lease"]
-      tables = { deletion_requests = "get_update", faults = "get_update" }
-    }
-    naive_deletion_worker = {
-      lesson = "deletion", timeout = 60, grants = ["delete_user_files"]
-      tables = {
-        deletion_requests = "get_update", user_records = "query_batch_write", identities = "delete", email_outbox = "put"
-        faults            = "get_update"
-      }
-    }
-    sweeper = {
-      lesson = "deletion", timeout = 60, tables = { deletion_requests = "query_update" }, sends = ["deletion_dlq"]
-      starts = ["account_deletion"], grants = ["put_stuck_metric"], settings = ["deletion_lease"]
-    }
-
-    # queues (lesson 06). Each consumer reserves stock for the order lines its queue
-    # delivers (var.event_sources). The 2 s timeout keeps the queues' visibility
-    # timeout, six times longer, short for the workshop.
-    fulfil_naive = { lesson = "queues", timeout = 2, tables = { stock = "update", reservations = "put" } }
-    fulfil_idempotent = {
-      lesson = "queues", timeout = 2
-      tables = { stock = "update", reservations = "put", order_idempotency = "idempotency" }
-    }
-    fulfil_by_message_id = {
-      lesson = "queues", timeout = 2
-      tables = { stock = "update", reservations = "put", order_idempotency = "idempotency" }
-    }
-  }
-
-  validation {
-    condition     = alltrue([for key in keys(var.functions) : can(regex("^[a-z][a-z0-9_]*$", key))])
-    error_message = "Function keys must be lower_snake_case (they become `<prefix>-<key>` names and `<KEY>_FUNCTION` variables)."
-  }
-
-  validation {
-    condition     = contains(keys(var.functions), "sweeper")
-    error_message = "var.functions must keep `sweeper`: the module's sweeper rule (scheduling.tf) invokes it."
-  }
-
-  validation {
-    # Lambda allows 1-900 s.
-    condition     = alltrue([for f in values(var.functions) : f.timeout >= 1 && f.timeout <= 900 && floor(f.timeout) == f.timeout])
-    error_message = "A function's timeout is a whole number of seconds from 1 to 900 (Lambda's limits)."
-  }
-
-  # The rules below name the wrong entries. Each builds its list twice, as the same expression:
-  # in `condition` and as the last argument of `error_message`. A local cannot hold it: Terraform
-  # makes everything that reads var.functions, a local too, wait for these rules, so a rule that
-  # read such a local would wait for itself (a cycle; hashicorp/terraform,
-  # internal/terraform/transform_variable_validation.go). tests/terraform/test_validations.py
-  # holds the two copies equal.
-  validation {
-    condition = length(flatten([for key, f in var.functions : [
-      for t, level in f.tables : "${key}: ${t} = \"${level}\"" if !contains(keys(var.tables), t) || !contains(keys(local.table_actions), level)
-    ]])) == 0
-    error_message = format(
-      "Every table a function lists is a key of var.tables, with an access level of local.table_actions (%s). Wrong: %s.",
-      join(", ", keys(local.table_actions)),
-      join("; ", flatten([for key, f in var.functions : [
-        for t, level in f.tables : "${key}: ${t} = \"${level}\"" if !contains(keys(var.tables), t) || !contains(keys(local.table_actions), level)
-      ]])),
-    )
-  }
-
-  validation {
-    condition = length(flatten([for key, f in var.functions : [
-      for fn in f.invokes : "${key} invokes ${fn}" if !contains(keys(var.functions), fn)
-    ]])) == 0
-    error_message = format(
-      "Every function a function invokes is a key of var.functions. Wrong: %s.",
-      join("; ", flatten([for key, f in var.functions : [
-        for fn in f.invokes : "${key} invokes ${fn}" if !contains(keys(var.functions), fn)
-      ]])),
-    )
-  }
-
-  # Functions are created while the work queues still wait on theirs, so they cannot hold a
-  # work queue's URL.
-  validation {
-    condition = length(flatten([for key, f in var.functions : [
-      for q in f.sends : "${key} sends to ${q}" if !contains(local.dead_letter_queue_keys, q)
-    ]])) == 0
-    error_message = format(
-      "Every queue a function sends to is a dead-letter queue, a `_dlq` key of var.queues. Wrong: %s.",
-      join("; ", flatten([for key, f in var.functions : [
-        for q in f.sends : "${key} sends to ${q}" if !contains(local.dead_letter_queue_keys, q)
-      ]])),
-    )
-  }
-
-  validation {
-    condition = length(flatten([for key, f in var.functions : [
-      for g in f.grants : "${key}: grant ${g}" if !contains(keys(local.extra_grants), g)
-    ]])) == 0
-    error_message = format(
-      "Every grant a function lists is a key of local.extra_grants (%s). Wrong: %s.",
-      join(", ", keys(local.extra_grants)),
-      join("; ", flatten([for key, f in var.functions : [
-        for g in f.grants : "${key}: grant ${g}" if !contains(keys(local.extra_grants), g)
-      ]])),
-    )
-  }
-
-  validation {
-    condition = length(flatten([for key, f in var.functions : [
-      for n in f.settings : "${key}: settings ${n}" if !contains(keys(local.function_settings), n)
-    ]])) == 0
-    error_message = format(
-      "Every settings name a function lists is a key of local.function_settings (%s). Wrong: %s.",
-      join(", ", keys(local.function_settings)),
-      join("; ", flatten([for key, f in var.functions : [
-        for n in f.settings : "${key}: settings ${n}" if !contains(keys(local.function_settings), n)
-      ]])),
-    )
-  }
-
-  validation {
-    condition = length([
-      for key, f in var.functions : "${key} (${coalesce(f.dlq, lookup(local.lesson_dlq, f.lesson, "no DLQ for lesson ${f.lesson}"))})"
-      if !contains(local.dead_letter_queue_keys, coalesce(f.dlq, lookup(local.lesson_dlq, f.lesson, "-")))
-    ]) == 0
-    error_message = format(
-      "Every function has a dead-letter queue, a `_dlq` key of var.queues: its `dlq`, or its lesson's in local.lesson_dlq. Wrong: %s.",
-      join("; ", [
-        for key, f in var.functions : "${key} (${coalesce(f.dlq, lookup(local.lesson_dlq, f.lesson, "no DLQ for lesson ${f.lesson}"))})"
-        if !contains(local.dead_letter_queue_keys, coalesce(f.dlq, lookup(local.lesson_dlq, f.lesson, "-")))
-      ]),
-    )
-  }
-}
-
 locals {
   # Module inputs a function entry asks for by name in `settings`.
   function_settings = {
@@ -227,21 +18,26 @@ locals {
     queues   = "order_fulfilment_dlq"
   }
 
+  # The functions of the chosen lessons (var.lessons, main.tf); a caller's own lesson, which
+  # var.lessons cannot name, is always provisioned.
   function_specs = { for key, f in var.functions : key => merge(f, {
     handler = coalesce(f.handler, "${key}.handler")
     dlq     = coalesce(f.dlq, lookup(local.lesson_dlq, f.lesson, "-"))
-  }) }
+  }) if contains(local.chosen_lessons, f.lesson) || !contains(keys(local.lesson_builds_on), f.lesson) }
 
   # Names the lab itself reads: every function knows the bucket, the schedule group, the
   # scheduler role and the scheduler DLQ, because handlers build their own clients.
-  common_env = {
-    LAB_PREFIX                   = var.prefix
-    USER_FILES_BUCKET            = aws_s3_bucket.this["user_files"].bucket
-    SCHEDULE_GROUP               = aws_scheduler_schedule_group.this.name
-    SCHEDULER_ROLE_ARN           = aws_iam_role.scheduler.arn
-    SCHEDULER_DLQ_ARN            = local.dead_letter_arns["scheduler_dlq"]
-    POWERTOOLS_METRICS_NAMESPACE = var.stuck_metric_namespace
-  }
+  common_env = merge(
+    {
+      LAB_PREFIX                   = var.prefix
+      USER_FILES_BUCKET            = aws_s3_bucket.this["user_files"].bucket
+      SCHEDULE_GROUP               = aws_scheduler_schedule_group.this.name
+      SCHEDULER_ROLE_ARN           = aws_iam_role.scheduler.arn
+      POWERTOOLS_METRICS_NAMESPACE = var.stuck_metric_namespace
+    },
+    # Only while the deletion lesson's queue exists (var.lessons).
+    { for key, arn in local.dead_letter_arns : "SCHEDULER_DLQ_ARN" => arn if key == "scheduler_dlq" },
+  )
 }
 
 resource "aws_cloudwatch_log_group" "function" {

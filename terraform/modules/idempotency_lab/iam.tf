@@ -110,6 +110,11 @@ resource "aws_iam_role" "function" {
     Version   = "2012-10-17"
     Statement = [{ Effect = "Allow", Action = "sts:AssumeRole", Principal = { Service = "lambda.amazonaws.com" } }]
   })
+
+  # Where an account's policies want them (variables.tf).
+  path                 = var.role_path
+  permissions_boundary = var.role_permissions_boundary
+
   tags = merge(local.tags, { Name = local.function_role_name[each.key] })
 
   lifecycle {
@@ -139,6 +144,11 @@ resource "aws_iam_role" "workflow" {
       Condition = { StringEquals = { "aws:SourceAccount" = local.account_id } }
     }]
   })
+
+  # Where an account's policies want them (variables.tf).
+  path                 = var.role_path
+  permissions_boundary = var.role_permissions_boundary
+
   tags = merge(local.tags, { Name = local.workflow_role_name[each.key] })
 
   lifecycle {
@@ -185,6 +195,11 @@ resource "aws_iam_role" "scheduler" {
       Condition = { StringEquals = { "aws:SourceAccount" = local.account_id } }
     }]
   })
+
+  # Where an account's policies want them (variables.tf).
+  path                 = var.role_path
+  permissions_boundary = var.role_permissions_boundary
+
   tags = merge(local.tags, { Name = local.scheduler_role_name })
 
   lifecycle {

@@ -1,6 +1,8 @@
 data "aws_caller_identity" "current" {}
 data "aws_region" "current" {}
 data "aws_partition" "current" {}
+# The provider's default_tags, which it adds to every object too (counted in storage.tf).
+data "aws_default_tags" "current" {}
 
 locals {
   account_id = data.aws_caller_identity.current.account_id
@@ -17,11 +19,29 @@ locals {
   }
   region_code = join("", [for part in split("-", local.region) : lookup(local.region_words, part, part)])
 
-  tags = merge({ "idemlab:prefix" = var.prefix }, var.tags)
+  # Every lesson slug var.lessons may name, and the lessons whose resources it also needs:
+  # notebook 07 (keys) deploys variants of the checkout's functions and calls its card
+  # processor. An entry of the lesson maps is provisioned when its lesson (functions,
+  # workflows, event_sources) or one of its lessons (tables, queues) is chosen, or, where
+  # it names none, always.
+  lesson_builds_on = {
+    vehicles = [], checkout = [], deletion = [], queues = [], keys = ["checkout"], capstone = [], durable = [],
+  }
+  chosen_lessons = setunion(var.lessons, flatten([for lesson in var.lessons : local.lesson_builds_on[lesson]]))
+
+  # The tags the module itself puts on every resource, besides each one's Name; var.tags may
+  # override them. S3 allows 10 tags on an object (S3 user guide, "Categorizing your objects
+  # using tags", https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-tagging.html):
+  # var.tags' validation and the function zips' precondition (storage.tf) count against it.
+  module_tags         = { "idemlab:prefix" = var.prefix }
+  tags                = merge(local.module_tags, var.tags)
+  s3_object_tag_limit = 10
 
   # Every name is derived from the prefix and a key; hyphens because S3 allows no underscores.
   # Workflows are named apart: their entries refer to function ARNs, which come from these names.
-  name = { for key in concat(keys(var.tables), keys(var.functions), keys(var.queues)) :
+  # distinct: a key in two maps is var.workflows' validation's to refuse, with a message
+  # that names it, not this expression's ("Duplicate object key").
+  name = { for key in distinct(concat(keys(var.tables), keys(var.functions), keys(var.queues))) :
     key => "${var.prefix}-${replace(key, "_", "-")}"
   }
   workflow_name = { for key in keys(var.workflows) : key => "${var.prefix}-${replace(key, "_", "-")}" }

@@ -21,6 +21,8 @@ resource "aws_cloudwatch_metric_alarm" "dlq_not_empty" {
 }
 
 resource "aws_cloudwatch_metric_alarm" "stuck_processing" {
+  count = local.sweeping ? 1 : 0
+
   alarm_name          = "${var.prefix}-deletions-stuck-processing"
   alarm_description   = "The sweeper found deletion requests nobody works on: PROCESSING past their lease, SCHEDULED past due, or restarted without a claim."
   namespace           = var.stuck_metric_namespace
@@ -46,6 +48,8 @@ resource "aws_cloudwatch_metric_alarm" "stuck_processing" {
 # "Configuring how CloudWatch alarms treat missing data"). An EventBridge invoke that fails
 # ends in sweeper_rule_dlq and its alarm; a rule disabled on purpose raises nothing.
 resource "aws_cloudwatch_metric_alarm" "sweeper_stopped" {
+  count = local.sweeping ? 1 : 0
+
   alarm_name = "${var.prefix}-deletions-sweeper-stopped"
   alarm_description = join(" ", [
     "The deletion sweeper failed in each of the last three 5-minute periods: it stopped sweeping.",

@@ -6,7 +6,8 @@ locals {
     artifacts  = "${var.prefix}-artifacts-${local.account_id}-${local.region}"
   }
 
-  lessons = toset([for f in values(var.functions) : f.lesson])
+  # One zip per lesson folder the chosen functions come from.
+  lessons = toset([for f in values(local.function_specs) : f.lesson])
 }
 
 resource "aws_s3_bucket" "this" {
@@ -75,6 +76,18 @@ resource "aws_s3_object" "code" {
   source      = "${var.artifacts_dir}/${each.key}.zip"
   source_hash = filemd5("${var.artifacts_dir}/${each.key}.zip")
   tags        = merge(local.tags, { Name = "${each.key}.zip" })
+
+  lifecycle {
+    # The provider adds its default_tags to the object's own: S3 refuses more than 10 in all.
+    precondition {
+      condition = length(merge(data.aws_default_tags.current.tags, local.tags, { Name = "" })) <= local.s3_object_tag_limit
+      error_message = format(
+        "The function zips would carry %d tags (the provider's default_tags, var.tags and the module's own), more than S3's %d: drop some.",
+        length(merge(data.aws_default_tags.current.tags, local.tags, { Name = "" })),
+        local.s3_object_tag_limit,
+      )
+    }
+  }
 
   depends_on = [aws_s3_bucket_server_side_encryption_configuration.this]
 }

@@ -6,11 +6,12 @@ terraform {
   required_providers {
     aws = {
       source = "hashicorp/aws"
-      # From the oldest release this module is tested with, up to the next major. 6.0 is
-      # untested (no 6.x provider has been applied here), and it deprecates
-      # data.aws_region.name, which main.tf reads, in favour of an attribute 5.x lacks: no
-      # single source runs clean on both. Lift the bound once 6.x has been tested.
-      version = ">= 5.100.0, < 6.0.0"
+      # A minimum only, as terraform-aws-modules set it: the caller's root pins the provider
+      # (this lab's root: ~> 5.100, with its lock file). 5.100.0 is the release the module is
+      # applied with here. On 6.x, data.aws_region.name (main.tf) plans with a deprecation
+      # warning, not an error (the provider's 6.0 upgrade guide deprecates it for `region`,
+      # an attribute 5.x lacks, so no one source runs warning-free on both).
+      version = ">= 5.100.0"
     }
   }
 }

@@ -166,7 +166,7 @@ run "the_module_as_designed" {
   }
 
   assert {
-    condition     = aws_cloudwatch_event_target.sweeper.dead_letter_config[0].arn == aws_sqs_queue.dead_letter["sweeper_rule_dlq"].arn
+    condition     = aws_cloudwatch_event_target.sweeper[0].dead_letter_config[0].arn == aws_sqs_queue.dead_letter["sweeper_rule_dlq"].arn
     error_message = "The sweeper rule's undeliverable events go to its dead-letter queue."
   }
 
@@ -198,8 +198,8 @@ run "the_module_as_designed" {
 
   assert {
     condition = (
-      aws_cloudwatch_metric_alarm.stuck_processing.namespace == output.stuck_metric.namespace &&
-      aws_cloudwatch_metric_alarm.stuck_processing.metric_name == output.stuck_metric.name
+      aws_cloudwatch_metric_alarm.stuck_processing[0].namespace == output.stuck_metric.namespace &&
+      aws_cloudwatch_metric_alarm.stuck_processing[0].metric_name == output.stuck_metric.name
     )
     error_message = "The stuck-PROCESSING alarm watches the metric the sweeper is told to publish."
   }
@@ -827,4 +827,165 @@ run "a_queue_setting_sqs_refuses_is_refused" {
   }
 
   expect_failures = [var.queues]
+}
+
+run "more_tags_than_an_s3_object_takes_are_refused" {
+  command = plan
+
+  variables {
+    # Nine of the caller's, the module's idemlab:prefix and each zip's Name: 11 on an object.
+    tags = { a = "1", b = "2", c = "3", d = "4", e = "5", f = "6", g = "7", h = "8", i = "9" }
+  }
+
+  expect_failures = [var.tags]
+}
+
+run "the_providers_default_tags_count_against_an_objects_ten" {
+  command = plan
+
+  variables {
+    tags = { a = "1", b = "2", c = "3", d = "4", e = "5", f = "6" }
+  }
+
+  override_data {
+    target = data.aws_default_tags.current
+    values = { tags = { project = "p", owner = "o", team = "t" } }
+  }
+
+  expect_failures = [aws_s3_object.code]
+}
+
+run "a_key_used_by_a_table_and_a_function_is_refused" {
+  command = plan
+
+  variables {
+    functions     = { sweeper = { lesson = "deletion" }, ledger = { lesson = "checkout" } }
+    event_sources = {}
+  }
+
+  expect_failures = [var.workflows]
+}
+
+run "service_integrations_name_the_providers_partition" {
+  command = plan
+
+  override_data {
+    target = data.aws_partition.current
+    values = { partition = "aws-cn" }
+  }
+
+  assert {
+    condition     = strcontains(aws_sfn_state_machine.this["vehicle_registration_native"].definition, "\"arn:aws-cn:states:::dynamodb:putItem\"")
+    error_message = "The native workflow's PutItem task must be named in the provider's partition."
+  }
+
+  assert {
+    condition     = !strcontains(aws_sfn_state_machine.this["vehicle_registration_native"].definition, "arn:aws:")
+    error_message = "No ARN of the native workflow may name the aws partition when the provider is in another."
+  }
+}
+
+run "every_role_takes_the_path_and_permissions_boundary_asked_for" {
+  command = plan
+
+  variables {
+    role_path                 = "/workshop/"
+    role_permissions_boundary = "arn:aws:iam::123456789012:policy/workshop-boundary"
+  }
+
+  assert {
+    condition = alltrue([
+      for role in concat(values(aws_iam_role.function), values(aws_iam_role.workflow), [aws_iam_role.scheduler]) :
+      role.path == "/workshop/" && role.permissions_boundary == "arn:aws:iam::123456789012:policy/workshop-boundary"
+    ])
+    error_message = "Every IAM role of the module must carry var.role_path and var.role_permissions_boundary."
+  }
+}
+
+run "a_role_path_iam_refuses_is_refused" {
+  command = plan
+
+  variables {
+    role_path = "workshop"
+  }
+
+  expect_failures = [var.role_path]
+}
+
+run "a_permissions_boundary_that_is_no_policy_arn_is_refused" {
+  command = plan
+
+  variables {
+    role_permissions_boundary = "workshop-boundary"
+  }
+
+  expect_failures = [var.role_permissions_boundary]
+}
+
+run "two_lessons_provision_only_their_resources" {
+  command = plan
+
+  variables {
+    lessons = ["vehicles", "keys"]
+  }
+
+  assert {
+    condition     = toset([for f in values(aws_lambda_function.this) : f.tags["idemlab:lesson"]]) == toset(["vehicles", "checkout"])
+    error_message = "vehicles and keys (which builds on the checkout) provision the vehicles' and the checkout's functions, no others."
+  }
+
+  assert {
+    condition = toset(keys(aws_dynamodb_table.this)) == toset([
+      "faults", "handrolled_idempotency", "ledger", "powertools_idempotency", "processor_keys", "vehicles", "vehicles_naive", "vehicles_native",
+    ])
+    error_message = "Only the tables the chosen lessons use are provisioned; faults is shared."
+  }
+
+  assert {
+    condition     = keys(aws_sqs_queue.dead_letter) == ["checkout_dlq", "vehicle_registration_dlq"] && length(aws_sqs_queue.work) == 0
+    error_message = "Only the chosen lessons' queues are provisioned."
+  }
+
+  assert {
+    condition     = length(aws_cloudwatch_event_rule.sweeper) == 0 && length(aws_cloudwatch_metric_alarm.sweeper_stopped) == 0
+    error_message = "Without the deletion lesson there is no sweeper, no sweeper rule and no sweeper alarm."
+  }
+
+  assert {
+    condition     = keys(aws_sfn_state_machine.this) == ["vehicle_registration_idempotent", "vehicle_registration_naive", "vehicle_registration_native"]
+    error_message = "Only the vehicles' workflows are provisioned."
+  }
+
+  assert {
+    condition     = keys(aws_s3_object.code) == ["checkout", "vehicles"]
+    error_message = "One zip per lesson folder of the chosen functions."
+  }
+}
+
+run "durable_alone_provisions_the_deletion_tables_it_shares" {
+  command = plan
+
+  variables {
+    lessons = ["durable"]
+  }
+
+  assert {
+    condition     = keys(aws_dynamodb_table.this) == ["email_outbox", "faults", "identities", "user_records"]
+    error_message = "Lesson 09 erases a user from the deletion's user tables, with faults: those exist, nothing else."
+  }
+
+  assert {
+    condition     = length(aws_lambda_function.this) == 0 && length(aws_sqs_queue.dead_letter) == 0
+    error_message = "Lesson 09's functions are not in the module yet: none is provisioned."
+  }
+}
+
+run "a_lesson_that_does_not_exist_is_refused" {
+  command = plan
+
+  variables {
+    lessons = ["vehicle"]
+  }
+
+  expect_failures = [var.lessons]
 }
