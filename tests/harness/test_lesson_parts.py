@@ -90,8 +90,8 @@ def test_notebook_numbers_are_one_sequence():
 # one the lesson's.
 IN_PROGRESS = {
     "durable": {
-        'functions.tf entries with lesson = "durable"': "issue 39: the module's rows for the durable functions",
-        "queues.tf entry for local.lesson_dlq['durable']": "issue 39: the lesson's dead-letter queue in the module",
+        'variable "functions" entries with lesson = "durable"': "issue 39: the module's rows for the durable functions",
+        "variable \"queues\" entry for local.lesson_dlq['durable']": "issue 39: the lesson's dead-letter queue in the module",
     }
 }
 
