@@ -62,6 +62,16 @@ OVERRIDE_FILE = "localstack_providers_override.tf"
 OVERRIDE_KEPT = ".idemlab-override.json"
 INIT_STAMP = ".idemlab-init-stamp"
 SAVED_PLAN = "deploy.tfplan"
+# Beside the state: the instance of the backend process its resources were created on
+# (backend_instance()). Written before each apply, so it names the instance even of an apply
+# that was interrupted. Not a .tf file: Terraform never reads it.
+BACKEND_INSTANCE = ".idemlab-backend-instance"
+# Where a state applied to another backend instance is moved, kept for a look, never read again.
+OTHER_INSTANCE_STATE = "terraform.tfstate.other-instance"
+# How long the backend's health answer, which names its instance, is waited for. The backend
+# answered `make up` a moment ago; only a stuck one takes this long, and then the state is
+# kept and refreshed, as before: slower, never wrong.
+INSTANCE_ANSWER_SECONDS = 60
 COUNTED_PLAN = "count.tfplan"
 # The environment tflocal reads (its endpoint, host names, keys, region, options): a change
 # in any of these makes a new override file. TF_LOG and friends only change what is logged.
@@ -318,6 +328,32 @@ class _Stack:
             )
         build.write_if_changed(kept_path, json.dumps({"inputs": key, "text": override.read_text()}).encode())
 
+    def own_state(self) -> str:
+        """Make the state describe this backend instance; say so ("" when nothing changed).
+
+        A state whose resources were created on another instance of a backend that keeps
+        them in memory (the embedded server before a `make down` or a reboot) names
+        resources that are all gone: refreshing each of them only finds that out, slowly.
+        That state is moved aside and the deploy starts from an empty one. Decided by the
+        instance recorded beside the state, never by how the backend answers: a state with
+        no record (made before records were kept) is kept and refreshed."""
+        instance = backend_instance(self.backend)
+        if instance is None:
+            return ""
+        record, state = self.dir / BACKEND_INSTANCE, self.dir / "terraform.tfstate"
+        recorded = _read(record)
+        said = ""
+        if recorded is not None and recorded != instance and _holds_resources(state):
+            count = _resource_count(state)
+            state.replace(self.dir / OTHER_INSTANCE_STATE)
+            (self.dir / "terraform.tfstate.backup").unlink(missing_ok=True)
+            said = (
+                f"the {self.backend} backend at {settings.endpoint_url()} is not the one this stack's state was "
+                f"applied to (it restarted since, and its {count} resources went with it): starting from an empty state"
+            )
+        build.write_if_changed(record, instance.encode())
+        return said
+
     def lab_output(self) -> dict:
         """The ``lab`` output, from the state the apply just wrote (its ``outputs`` member, as
         `terraform output -json lab` prints it, without starting Terraform once more); from
@@ -329,6 +365,19 @@ class _Stack:
         if isinstance(value, dict):
             return value
         return json.loads(self.terraform("output", "-json", "lab")[1])
+
+
+def backend_instance(backend: str) -> str | None:
+    """Which backend process the stack is applied to, where the stack's resources live in
+    that process's memory only: the embedded backend's health answer names its instance
+    (``idemlab.embedded.server.INSTANCE``). None where resources outlive the process
+    (AWS; LocalStack, which may persist its state) or where no answer came."""
+    if backend != "embedded":
+        return None
+    from idemlab.embedded.server import health
+
+    found = health(settings.endpoint_url(), timeout=INSTANCE_ANSWER_SECONDS)
+    return (found or {}).get("instance")
 
 
 def _read(path: Path) -> str | None:
@@ -367,6 +416,8 @@ def deploy(prefix: str | None = None, backend: str | None = None) -> dict:
         # (seconds on a loaded 2-core machine), and an unchanged deploy is the one a learner repeats most.
         planned = stack.dir / SAVED_PLAN
         planned.unlink(missing_ok=True)
+        if said := stack.own_state():
+            print(said, file=sys.stderr, flush=True)
         if not _holds_resources(stack.dir / "terraform.tfstate"):
             # Nothing deployed yet, so everything changes: planned and applied in one run. A
             # plan saved first would start Terraform and the provider once more for nothing.
@@ -418,6 +469,15 @@ def _holds_resources(state: Path) -> bool:
         return False
     except (OSError, ValueError, AttributeError):
         return True
+
+
+def _resource_count(state: Path) -> int:
+    """The managed resource instances a state file records."""
+    try:
+        resources = json.loads(state.read_text()).get("resources") or []
+    except (OSError, ValueError, AttributeError):
+        return 0
+    return sum(len(resource.get("instances") or []) for resource in resources if resource.get("mode") == "managed")
 
 
 def outputs(prefix: str | None = None, backend: str | None = None) -> dict:
