@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
 
-from idemlab import build, module_spec, settings
+from idemlab import build, interrupts, module_spec, progress, settings
 
 TERRAFORM_SOURCE = settings.ROOT / "terraform"
 WORKING_COPIES = settings.STATE_DIR / "terraform"
@@ -68,6 +68,24 @@ SAVED_PLAN = "deploy.tfplan"
 BACKEND_INSTANCE = ".idemlab-backend-instance"
 # Where a state applied to another backend instance is moved, kept for a look, never read again.
 OTHER_INSTANCE_STATE = "terraform.tfstate.other-instance"
+# Beside the state: the resources an interrupted apply was creating when Terraform stopped
+# (apply_start without apply_complete). Terraform cancels the calls in flight; a create call
+# the backend had already served leaves a resource the state does not record, and the next
+# apply's create fails on it ("Function already exist"). The next deploy adopts each one that
+# exists (``terraform import``) before it applies.
+IN_FLIGHT = ".idemlab-in-flight.json"
+# What names a resource of the module for `terraform import`, by type: an attribute known at
+# plan time. Types missing here are created by calls that succeed again on an existing
+# resource (SQS CreateQueue with the same attributes, PutRolePolicy, PutMetricAlarm, ...).
+IMPORT_ID = {
+    "aws_lambda_function": "function_name",
+    "aws_dynamodb_table": "name",
+    "aws_iam_role": "name",
+    "aws_cloudwatch_log_group": "name",
+    "aws_s3_bucket": "bucket",
+    "aws_scheduler_schedule_group": "name",
+    "aws_cloudwatch_event_rule": "name",
+}
 # How long the backend's health answer, which names its instance, is waited for. The backend
 # answered `make up` a moment ago; only a stuck one takes this long, and then the state is
 # kept and refreshed, as before: slower, never wrong.
@@ -220,6 +238,7 @@ class _Stack:
     def __init__(self, prefix: str | None, backend: str | None):
         prefix = settings.participant() if prefix is None else prefix
         self.name = stack_name(prefix, backend)  # checks both
+        self.prefix = prefix
         self.backend = settings.backend(backend)
         self.dir = WORKING_COPIES / self.name
         self.env = terraform_env(self.backend)
@@ -248,6 +267,78 @@ class _Stack:
             tail = "\n".join(ran.stdout.strip().splitlines()[-OUTPUT_TAIL_LINES:])
             raise StackError(f"terraform {args[0]} failed (exit {ran.returncode}) in {self.dir}:\n{tail}")
         return ran.returncode, ran.stdout
+
+    def follow(self, stage: progress.Stage, counted: str, *args: str) -> tuple[int, list[dict]]:
+        """Run ``terraform <args> -json``, showing its machine-readable messages on ``stage``
+        as they come: each message of type ``counted`` (``apply_complete``: a resource
+        created, changed or destroyed; ``refresh_complete``: a resource checked) advances it,
+        and a plan's ``change_summary`` gives it its total. Returns the exit code and the
+        messages; ``last-<command>.log`` gets their text, ``last-<command>.jsonl`` the messages.
+
+        Read to the end even after a Ctrl-C: Terraform received it too (same process group)
+        and is stopping, writing its state; a KeyboardInterrupt (a caller that did not use
+        ``interrupts.stopping_safely()``) is raised again once it has ended."""
+        process = subprocess.Popen(
+            [*self.runner, args[0], "-json", "-no-color", *args[1:]],
+            cwd=self.dir,
+            env=self.env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        messages: list[dict] = []
+        keyboard_interrupt = False
+        while True:
+            try:
+                for line in process.stdout:
+                    messages.append(message := _message(line))
+                    _show(stage, counted, message)
+                process.wait()
+                break
+            except KeyboardInterrupt:
+                keyboard_interrupt = True
+        if args[0] == "apply" and (keyboard_interrupt or interrupts.requested()):
+            self.record_in_flight(messages)
+        (self.dir / f"last-{args[0]}.log").write_text("".join(_text(message) + "\n" for message in messages))
+        (self.dir / f"last-{args[0]}.jsonl").write_text("".join(json.dumps(message) + "\n" for message in messages))
+        if keyboard_interrupt:
+            raise KeyboardInterrupt
+        return process.returncode, messages
+
+    def record_in_flight(self, messages: list[dict]) -> None:
+        """Add the creations an interrupted apply left in flight to those still to adopt."""
+        started = {_address(m) for m in messages if m.get("type") == "apply_start" and _action(m) == "create"}
+        ended = {_address(m) for m in messages if m.get("type") == "apply_complete"}
+        kept = set(json.loads(_read(self.dir / IN_FLIGHT) or "[]"))
+        build.write_if_changed(self.dir / IN_FLIGHT, json.dumps(sorted(kept | (started - ended))).encode())
+
+    def adopt_in_flight(self, stage: progress.Stage) -> bool:
+        """Import what an interrupted apply created but did not record, as the saved plan names
+        it; whether anything was imported (the plan is then stale). Each recorded creation is
+        looked for once: one that does not exist (the call never reached the backend) is dropped."""
+        recorded = json.loads(_read(self.dir / IN_FLIGHT) or "[]")
+        if not recorded:
+            return False
+        shown = json.loads(self.terraform("show", "-json", SAVED_PLAN)[1])
+        planned = {change["address"]: change for change in shown.get("resource_changes", [])}
+        adopted = False
+        for address in recorded:
+            change = planned.get(address)
+            attribute = change and IMPORT_ID.get(change["type"])
+            if not attribute or change["change"]["actions"] != ["create"]:
+                continue  # recorded in the state after all, or created by calls that may repeat
+            name = (change["change"].get("after") or {}).get(attribute)
+            code, _ = self.terraform("import", *self.variables, address, str(name), ok=(0, 1))
+            if code == 0:
+                stage.note(f"adopted {address} ({name}): the interrupted deploy created it without recording it")
+                adopted = True
+        (self.dir / IN_FLIGHT).unlink()
+        return adopted
+
+    def failed(self, command: str, code: int, messages: list[dict]) -> StackError:
+        """The error of a ``follow``ed command: its last lines, errors in full."""
+        tail = "\n".join("\n".join(_text(message) for message in messages).splitlines()[-OUTPUT_TAIL_LINES:])
+        return StackError(f"terraform {command} failed (exit {code}) in {self.dir}:\n{tail}")
 
     def change(self, action: str, *flags: str, ok: tuple[int, ...] = (0,)) -> tuple[int, str]:
         """plan, apply or destroy, with the stack's variables."""
@@ -346,6 +437,7 @@ class _Stack:
         if recorded is not None and recorded != instance and _holds_resources(state):
             count = _resource_count(state)
             state.replace(self.dir / OTHER_INSTANCE_STATE)
+            (self.dir / IN_FLIGHT).unlink(missing_ok=True)  # what was in flight went with the old instance
             (self.dir / "terraform.tfstate.backup").unlink(missing_ok=True)
             said = (
                 f"the {self.backend} backend at {settings.endpoint_url()} is not the one this stack's state was "
@@ -353,6 +445,10 @@ class _Stack:
             )
         build.write_if_changed(record, instance.encode())
         return said
+
+    def again(self) -> str:
+        """The command that deploys this stack again, as a learner types it."""
+        return "`make deploy`" if self.prefix == settings.participant() else f"`make deploy PARTICIPANT={self.prefix}`"
 
     def lab_output(self) -> dict:
         """The ``lab`` output, from the state the apply just wrote (its ``outputs`` member, as
@@ -407,8 +503,24 @@ def _prepared(prefix: str | None, backend: str | None, rebuild: bool = True, act
         yield stack
 
 
-def deploy(prefix: str | None = None, backend: str | None = None) -> dict:
-    """Build the zips and apply the root to the backend; return the ``lab`` output."""
+def deploy(prefix: str | None = None, backend: str | None = None, stage: progress.Stage | None = None) -> dict:
+    """Build the zips and apply the root to the backend; return the ``lab`` output.
+
+    Progress: a stage of its own for the check of a deployed stack and one for the apply
+    (resources done of the plan's count), or, given ``stage`` (a workshop's), the resources
+    counted there. After a Ctrl-C (``interrupts.stopping_safely()``), Terraform stops on its
+    own and this raises ``interrupts.Interrupted``, saying what it left."""
+    try:
+        return _deploy(prefix, backend, stage)
+    except StackError as exc:
+        if interrupts.requested():  # an init or a build stopped by the same Ctrl-C
+            raise interrupts.Interrupted(
+                f"the deploy stopped before Terraform applied anything: run `make deploy` again ({exc})"
+            ) from exc
+        raise
+
+
+def _deploy(prefix: str | None, backend: str | None, shared: progress.Stage | None) -> dict:
     with _prepared(prefix, backend, action="deploy") as stack:
         started = time.monotonic()
         # A redeploy is planned first, applied only when the plan changes something: Terraform
@@ -418,23 +530,123 @@ def deploy(prefix: str | None = None, backend: str | None = None) -> dict:
         planned.unlink(missing_ok=True)
         if said := stack.own_state():
             print(said, file=sys.stderr, flush=True)
-        if not _holds_resources(stack.dir / "terraform.tfstate"):
-            # Nothing deployed yet, so everything changes: planned and applied in one run. A
-            # plan saved first would start Terraform and the provider once more for nothing.
-            stack.change("apply", "-auto-approve")
-        else:
-            code, _ = stack.change(
-                "plan", "-detailed-exitcode", f"-out={SAVED_PLAN}", ok=(0, 2)
-            )  # 0: no changes, 2: changes
-            if code == 2:
-                # A saved plan carries its variables (Terraform refuses -var beside one).
-                stack.terraform("apply", "-auto-approve", PARALLELISM, SAVED_PLAN)
+        interrupts.check(
+            f"the deploy of {stack.name} stopped before Terraform started: run {stack.again()} to deploy it"
+        )
+        state = stack.dir / "terraform.tfstate"
+        total = None
+        if _holds_resources(state) or (stack.dir / IN_FLIGHT).exists():
+            checked = _resource_count(state)
+            with _stage(shared, f"checking {stack.name}'s {checked} resources on {stack.backend}", checked) as stage:
+                plan = ("plan", "-detailed-exitcode", f"-out={SAVED_PLAN}", PARALLELISM, *stack.variables)
+                # A workshop's stage counts what is applied, not what is checked.
+                counted = "refresh_complete" if shared is None else ""
+                code, messages = stack.follow(stage, counted, *plan)
+                if code == 2 and not interrupts.requested() and stack.adopt_in_flight(stage):
+                    code, messages = stack.follow(stage, "", *plan)  # planned again, with what was adopted
+                elif code == 0:
+                    (stack.dir / IN_FLIGHT).unlink(missing_ok=True)  # nothing to create: nothing to adopt
+            interrupts.check(
+                f"the deploy of {stack.name} stopped while planning; nothing was changed: run {stack.again()}"
+            )
+            if code not in (0, 2):  # 0: no changes, 2: changes
+                raise stack.failed("plan", code, messages)
+            total = _planned_count(messages) if code == 2 else 0
+        if total != 0:
+            # Nothing deployed yet: planned and applied in one run (a plan saved first would
+            # start Terraform and the provider once more for nothing). Else the saved plan,
+            # which carries its variables (Terraform refuses -var beside one).
+            arguments = [SAVED_PLAN] if total else stack.variables
+            with _stage(shared, f"deploying {stack.name} to {stack.backend}: resources done", total) as stage:
+                code, messages = stack.follow(
+                    stage, "apply_complete", "apply", "-auto-approve", PARALLELISM, *arguments
+                )
+                total = stage.total if shared is None else total
+            if interrupts.requested():
+                raise interrupts.Interrupted(
+                    f"the deploy of {stack.name} was interrupted: Terraform finished "
+                    f"{_done_of(messages, total)} and recorded them in its state; run {stack.again()} to finish it"
+                )
+            if code != 0:
+                raise stack.failed("apply", code, messages)
         planned.unlink(missing_ok=True)
         elapsed = time.monotonic() - started
         lab = stack.lab_output()
         save_outputs(stack.name, lab)
     print(f"deployed {stack.name} in {elapsed:.1f} s", file=sys.stderr)
     return lab
+
+
+@contextmanager
+def _stage(shared: progress.Stage | None, what: str, total: int | None):
+    """A deploy's own stage, or (a workshop's deploys) the shared one they all count on."""
+    if shared is not None:
+        yield shared
+        return
+    with progress.Stage(what, total=total, unit="resources") as stage:
+        yield stage
+
+
+def _message(line: str) -> dict:
+    """One line of Terraform's -json output; a line that is not JSON (a crash) as a message of its own."""
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return {"@message": line.rstrip("\n"), "type": "text"}
+    return message if isinstance(message, dict) else {"@message": line.rstrip("\n"), "type": "text"}
+
+
+def _text(message: dict) -> str:
+    """A message as Terraform would have printed it: a diagnostic with its detail."""
+    text = message.get("@message", "")
+    diagnostic = message.get("diagnostic") or {}
+    if diagnostic.get("detail"):
+        where = f" ({diagnostic['address']})" if diagnostic.get("address") else ""
+        text += f"{where}\n{diagnostic['detail']}"
+    return text
+
+
+def _show(stage: progress.Stage, counted: str, message: dict) -> None:
+    kind = message.get("type")
+    # A data source read during an apply has its apply_complete too, and no place in the plan's count.
+    if kind == counted and (message.get("hook") or {}).get("action") != "read":
+        stage.advance()
+    elif kind == "change_summary" and (message.get("changes") or {}).get("operation") == "plan":
+        if stage.total is None:
+            stage.set_total(_planned_count([message]))
+    elif (
+        kind == "diagnostic"
+        and (message.get("diagnostic") or {}).get("severity") == "error"
+        and not interrupts.requested()
+    ):
+        # (After a Ctrl-C every call in flight ends with "context canceled": the summary says what was left.)
+        stage.note(f"terraform: {message.get('@message', '')}")
+
+
+def _address(message: dict) -> str:
+    return ((message.get("hook") or {}).get("resource") or {}).get("addr", "")
+
+
+def _action(message: dict) -> str:
+    return (message.get("hook") or {}).get("action", "")
+
+
+def _planned_count(messages: list[dict]) -> int:
+    """What a plan's summary says will change: resources added, changed, removed or imported."""
+    for message in messages:
+        changes = message.get("changes") or {}
+        if message.get("type") == "change_summary" and changes.get("operation") == "plan":
+            return sum(int(changes.get(kind) or 0) for kind in ("add", "change", "remove", "import"))
+    return 0
+
+
+def _done_of(messages: list[dict], total: int | None) -> str:
+    done = sum(
+        1
+        for message in messages
+        if message.get("type") == "apply_complete" and (message.get("hook") or {}).get("action") != "read"
+    )
+    return f"{done} of {total} resources" if total else f"{done} resources"
 
 
 def save_outputs(name: str, lab: dict) -> None:
