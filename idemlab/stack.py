@@ -74,6 +74,7 @@ OTHER_INSTANCE_STATE = "terraform.tfstate.other-instance"
 # apply's create fails on it ("Function already exist"). The next deploy adopts each one that
 # exists (``terraform import``) before it applies.
 IN_FLIGHT = ".idemlab-in-flight.json"
+ADOPT_FILE = "adopt_interrupted.tf"
 # What names a resource of the module for `terraform import`, by type: an attribute known at
 # plan time. Types missing here are created by calls that succeed again on an existing
 # resource (SQS CreateQueue with the same attributes, PutRolePolicy, PutMetricAlarm, ...).
@@ -313,27 +314,29 @@ class _Stack:
         build.write_if_changed(self.dir / IN_FLIGHT, json.dumps(sorted(kept | (started - ended))).encode())
 
     def adopt_in_flight(self, stage: progress.Stage) -> bool:
-        """Import what an interrupted apply created but did not record, as the saved plan names
-        it; whether anything was imported (the plan is then stale). Each recorded creation is
-        looked for once: one that does not exist (the call never reached the backend) is dropped."""
+        """Adopt what an interrupted apply created but did not record: for each recorded creation
+        that the saved plan still wants to create and the backend holds, an ``import`` block
+        (ADOPT_FILE, which the next ``prepare()`` removes with the other .tf files). Whether any
+        was written (the plan must then be made again). The record stays until an apply ends
+        well: a deploy interrupted again before that adopts them next time."""
         recorded = json.loads(_read(self.dir / IN_FLIGHT) or "[]")
         if not recorded:
             return False
         shown = json.loads(self.terraform("show", "-json", SAVED_PLAN)[1])
         planned = {change["address"]: change for change in shown.get("resource_changes", [])}
-        adopted = False
+        blocks = []
         for address in recorded:
             change = planned.get(address)
             attribute = change and IMPORT_ID.get(change["type"])
             if not attribute or change["change"]["actions"] != ["create"]:
-                continue  # recorded in the state after all, or created by calls that may repeat
-            name = (change["change"].get("after") or {}).get(attribute)
-            code, _ = self.terraform("import", *self.variables, address, str(name), ok=(0, 1))
-            if code == 0:
-                stage.note(f"adopted {address} ({name}): the interrupted deploy created it without recording it")
-                adopted = True
-        (self.dir / IN_FLIGHT).unlink()
-        return adopted
+                continue  # recorded in the state after all, or made by calls that may repeat
+            name = str((change["change"].get("after") or {}).get(attribute))
+            if _exists(change["type"], name):
+                stage.note(f"adopting {address} ({name}): the interrupted deploy created it without recording it")
+                blocks.append(f"import {{\n  to = {address}\n  id = {json.dumps(name)}\n}}\n")
+        if blocks:
+            (self.dir / ADOPT_FILE).write_text("".join(blocks))
+        return bool(blocks)
 
     def failed(self, command: str, code: int, messages: list[dict]) -> StackError:
         """The error of a ``follow``ed command: its last lines, errors in full."""
@@ -569,6 +572,7 @@ def _deploy(prefix: str | None, backend: str | None, shared: progress.Stage | No
                 )
             if code != 0:
                 raise stack.failed("apply", code, messages)
+            (stack.dir / IN_FLIGHT).unlink(missing_ok=True)  # all adopted or made by now
         planned.unlink(missing_ok=True)
         elapsed = time.monotonic() - started
         lab = stack.lab_output()
@@ -621,6 +625,30 @@ def _show(stage: progress.Stage, counted: str, message: dict) -> None:
     ):
         # (After a Ctrl-C every call in flight ends with "context canceled": the summary says what was left.)
         stage.note(f"terraform: {message.get('@message', '')}")
+
+
+def _exists(kind: str, name: str) -> bool:
+    """Whether the backend holds the resource of Terraform type ``kind`` named ``name``."""
+    from botocore.exceptions import ClientError
+
+    from idemlab import clients
+
+    calls = {
+        "aws_lambda_function": lambda: clients.client("lambda").get_function(FunctionName=name),
+        "aws_dynamodb_table": lambda: clients.client("dynamodb").describe_table(TableName=name),
+        "aws_iam_role": lambda: clients.client("iam").get_role(RoleName=name),
+        "aws_s3_bucket": lambda: clients.client("s3").head_bucket(Bucket=name),
+        "aws_scheduler_schedule_group": lambda: clients.client("scheduler").get_schedule_group(Name=name),
+        "aws_cloudwatch_event_rule": lambda: clients.client("events").describe_rule(Name=name),
+    }
+    try:
+        if kind == "aws_cloudwatch_log_group":
+            found = clients.client("logs").describe_log_groups(logGroupNamePrefix=name)["logGroups"]
+            return any(group["logGroupName"] == name for group in found)
+        calls[kind]()
+    except ClientError:  # not found (each service names it its own way); any other answer: not adopted
+        return False
+    return True
 
 
 def _address(message: dict) -> str:
