@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 
-from idemlab import backend, handout, lab, settings, stack
+from idemlab import backend, handout, interrupts, lab, settings, stack
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,10 +51,11 @@ def main(argv: list[str] | None = None) -> int:
             getattr(backend, args.command)()
         elif args.command in ("deploy", "destroy"):
             prefix = settings.participant() if args.prefix is None else settings.check_prefix(args.prefix)
-            if args.command == "deploy":
-                stack.deploy(prefix=prefix, lessons=lessons)
-            else:
-                stack.destroy(prefix=prefix)
+            with interrupts.stopping_safely():  # Ctrl-C: Terraform stops on its own; we say what it left
+                if args.command == "deploy":
+                    stack.deploy(prefix=prefix, lessons=lessons)
+                else:
+                    stack.destroy(prefix=prefix)
             if args.command == "deploy":  # the notebooks opened next connect to this participant's stack
                 settings.remember_participant(prefix)
             print(f"{args.command}ed '{prefix}' on {settings.backend()}")  # deploy says how long its apply took
@@ -62,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
             print(stack.plan(prefix=args.prefix, lessons=lessons)[1])
         else:
             print(json.dumps(stack.outputs(prefix=args.prefix), indent=2, sort_keys=True))
+    except interrupts.Interrupted as exc:
+        print(f"interrupted: {exc}", file=sys.stderr)
+        return 130  # as a shell reports a command ended by SIGINT
     except (backend.BackendError, stack.StackError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
 
-from idemlab import build, module_spec, settings
+from idemlab import build, interrupts, module_spec, progress, settings
 
 TERRAFORM_SOURCE = settings.ROOT / "terraform"
 WORKING_COPIES = settings.STATE_DIR / "terraform"
@@ -67,6 +67,35 @@ SAVED_PLAN = "deploy.tfplan"
 # that its plan and destroy use them too; absent: every lesson (the module's default).
 LESSONS_FILE = "lessons.json"
 ALL_LESSONS = "all"
+# Beside the state: the instance of the backend process its resources were created on
+# (backend_instance()). Written before each apply, so it names the instance even of an apply
+# that was interrupted. Not a .tf file: Terraform never reads it.
+BACKEND_INSTANCE = ".idemlab-backend-instance"
+# Where a state applied to another backend instance is moved, kept for a look, never read again.
+OTHER_INSTANCE_STATE = "terraform.tfstate.other-instance"
+# Beside the state: the resources an interrupted apply was creating when Terraform stopped
+# (apply_start without apply_complete). Terraform cancels the calls in flight; a create call
+# the backend had already served leaves a resource the state does not record, and the next
+# apply's create fails on it ("Function already exist"). The next deploy adopts each one that
+# exists (``terraform import``) before it applies.
+IN_FLIGHT = ".idemlab-in-flight.json"
+ADOPT_FILE = "adopt_interrupted.tf"
+# What names a resource of the module for `terraform import`, by type: an attribute known at
+# plan time. Types missing here are created by calls that succeed again on an existing
+# resource (SQS CreateQueue with the same attributes, PutRolePolicy, PutMetricAlarm, ...).
+IMPORT_ID = {
+    "aws_lambda_function": "function_name",
+    "aws_dynamodb_table": "name",
+    "aws_iam_role": "name",
+    "aws_cloudwatch_log_group": "name",
+    "aws_s3_bucket": "bucket",
+    "aws_scheduler_schedule_group": "name",
+    "aws_cloudwatch_event_rule": "name",
+}
+# How long the backend's health answer, which names its instance, is waited for. The backend
+# answered `make up` a moment ago; only a stuck one takes this long, and then the state is
+# kept and refreshed, as before: slower, never wrong.
+INSTANCE_ANSWER_SECONDS = 60
 COUNTED_PLAN = "count.tfplan"
 # The environment tflocal reads (its endpoint, host names, keys, region, options): a change
 # in any of these makes a new override file. TF_LOG and friends only change what is logged.
@@ -223,6 +252,7 @@ class _Stack:
     def __init__(self, prefix: str | None, backend: str | None, lessons: list[str] | None = None):
         prefix = settings.participant() if prefix is None else prefix
         self.name = stack_name(prefix, backend)  # checks both
+        self.prefix = prefix
         self.backend = settings.backend(backend)
         self.dir = WORKING_COPIES / self.name
         self.env = terraform_env(self.backend)
@@ -270,6 +300,80 @@ class _Stack:
             tail = "\n".join(ran.stdout.strip().splitlines()[-OUTPUT_TAIL_LINES:])
             raise StackError(f"terraform {args[0]} failed (exit {ran.returncode}) in {self.dir}:\n{tail}")
         return ran.returncode, ran.stdout
+
+    def follow(self, stage: progress.Stage, counted: str, *args: str) -> tuple[int, list[dict]]:
+        """Run ``terraform <args> -json``, showing its machine-readable messages on ``stage``
+        as they come: each message of type ``counted`` (``apply_complete``: a resource
+        created, changed or destroyed; ``refresh_complete``: a resource checked) advances it,
+        and a plan's ``change_summary`` gives it its total. Returns the exit code and the
+        messages; ``last-<command>.log`` gets their text, ``last-<command>.jsonl`` the messages.
+
+        Read to the end even after a Ctrl-C: Terraform received it too (same process group)
+        and is stopping, writing its state; a KeyboardInterrupt (a caller that did not use
+        ``interrupts.stopping_safely()``) is raised again once it has ended."""
+        process = subprocess.Popen(
+            [*self.runner, args[0], "-json", "-no-color", *args[1:]],
+            cwd=self.dir,
+            env=self.env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        messages: list[dict] = []
+        keyboard_interrupt = False
+        while True:
+            try:
+                for line in process.stdout:
+                    messages.append(message := _message(line))
+                    _show(stage, counted, message)
+                process.wait()
+                break
+            except KeyboardInterrupt:
+                keyboard_interrupt = True
+        if args[0] == "apply" and (keyboard_interrupt or interrupts.requested()):
+            self.record_in_flight(messages)
+        (self.dir / f"last-{args[0]}.log").write_text("".join(_text(message) + "\n" for message in messages))
+        (self.dir / f"last-{args[0]}.jsonl").write_text("".join(json.dumps(message) + "\n" for message in messages))
+        if keyboard_interrupt:
+            raise KeyboardInterrupt
+        return process.returncode, messages
+
+    def record_in_flight(self, messages: list[dict]) -> None:
+        """Add the creations an interrupted apply left in flight to those still to adopt."""
+        started = {_address(m) for m in messages if m.get("type") == "apply_start" and _action(m) == "create"}
+        ended = {_address(m) for m in messages if m.get("type") == "apply_complete"}
+        kept = set(json.loads(_read(self.dir / IN_FLIGHT) or "[]"))
+        build.write_if_changed(self.dir / IN_FLIGHT, json.dumps(sorted(kept | (started - ended))).encode())
+
+    def adopt_in_flight(self, stage: progress.Stage) -> bool:
+        """Adopt what an interrupted apply created but did not record: for each recorded creation
+        that the saved plan still wants to create and the backend holds, an ``import`` block
+        (ADOPT_FILE, which the next ``prepare()`` removes with the other .tf files). Whether any
+        was written (the plan must then be made again). The record stays until an apply ends
+        well: a deploy interrupted again before that adopts them next time."""
+        recorded = json.loads(_read(self.dir / IN_FLIGHT) or "[]")
+        if not recorded:
+            return False
+        shown = json.loads(self.terraform("show", "-json", SAVED_PLAN)[1])
+        planned = {change["address"]: change for change in shown.get("resource_changes", [])}
+        blocks = []
+        for address in recorded:
+            change = planned.get(address)
+            attribute = change and IMPORT_ID.get(change["type"])
+            if not attribute or change["change"]["actions"] != ["create"]:
+                continue  # recorded in the state after all, or made by calls that may repeat
+            name = str((change["change"].get("after") or {}).get(attribute))
+            if _exists(change["type"], name):
+                stage.note(f"adopting {address} ({name}): the interrupted deploy created it without recording it")
+                blocks.append(f"import {{\n  to = {address}\n  id = {json.dumps(name)}\n}}\n")
+        if blocks:
+            (self.dir / ADOPT_FILE).write_text("".join(blocks))
+        return bool(blocks)
+
+    def failed(self, command: str, code: int, messages: list[dict]) -> StackError:
+        """The error of a ``follow``ed command: its last lines, errors in full."""
+        tail = "\n".join("\n".join(_text(message) for message in messages).splitlines()[-OUTPUT_TAIL_LINES:])
+        return StackError(f"terraform {command} failed (exit {code}) in {self.dir}:\n{tail}")
 
     def change(self, action: str, *flags: str, ok: tuple[int, ...] = (0,)) -> tuple[int, str]:
         """plan, apply or destroy, with the stack's variables."""
@@ -350,6 +454,37 @@ class _Stack:
             )
         build.write_if_changed(kept_path, json.dumps({"inputs": key, "text": override.read_text()}).encode())
 
+    def own_state(self) -> str:
+        """Make the state describe this backend instance; say so ("" when nothing changed).
+
+        A state whose resources were created on another instance of a backend that keeps
+        them in memory (the embedded server before a `make down` or a reboot) names
+        resources that are all gone: refreshing each of them only finds that out, slowly.
+        That state is moved aside and the deploy starts from an empty one. Decided by the
+        instance recorded beside the state, never by how the backend answers: a state with
+        no record (made before records were kept) is kept and refreshed."""
+        instance = backend_instance(self.backend)
+        if instance is None:
+            return ""
+        record, state = self.dir / BACKEND_INSTANCE, self.dir / "terraform.tfstate"
+        recorded = _read(record)
+        said = ""
+        if recorded is not None and recorded != instance and _holds_resources(state):
+            count = _resource_count(state)
+            state.replace(self.dir / OTHER_INSTANCE_STATE)
+            (self.dir / IN_FLIGHT).unlink(missing_ok=True)  # what was in flight went with the old instance
+            (self.dir / "terraform.tfstate.backup").unlink(missing_ok=True)
+            said = (
+                f"the {self.backend} backend at {settings.endpoint_url()} is not the one this stack's state was "
+                f"applied to (it restarted since, and its {count} resources went with it): starting from an empty state"
+            )
+        build.write_if_changed(record, instance.encode())
+        return said
+
+    def again(self) -> str:
+        """The command that deploys this stack again, as a learner types it."""
+        return "`make deploy`" if self.prefix == settings.participant() else f"`make deploy PARTICIPANT={self.prefix}`"
+
     def lab_output(self) -> dict:
         """The ``lab`` output, from the state the apply just wrote (its ``outputs`` member, as
         `terraform output -json lab` prints it, without starting Terraform once more); from
@@ -361,6 +496,19 @@ class _Stack:
         if isinstance(value, dict):
             return value
         return json.loads(self.terraform("output", "-json", "lab")[1])
+
+
+def backend_instance(backend: str) -> str | None:
+    """Which backend process the stack is applied to, where the stack's resources live in
+    that process's memory only: the embedded backend's health answer names its instance
+    (``idemlab.embedded.server.INSTANCE``). None where resources outlive the process
+    (AWS; LocalStack, which may persist its state) or where no answer came."""
+    if backend != "embedded":
+        return None
+    from idemlab.embedded.server import health
+
+    found = health(settings.endpoint_url(), timeout=INSTANCE_ANSWER_SECONDS)
+    return (found or {}).get("instance")
 
 
 def _read(path: Path) -> str | None:
@@ -396,11 +544,32 @@ def _prepared(
         yield stack
 
 
-def deploy(prefix: str | None = None, backend: str | None = None, lessons: list[str] | None = None) -> dict:
+def deploy(
+    prefix: str | None = None,
+    backend: str | None = None,
+    lessons: list[str] | None = None,
+    stage: progress.Stage | None = None,
+) -> dict:
     """Build the zips and apply the root to the backend; return the ``lab`` output.
 
     ``lessons``: the slugs to provision (the module's `lessons` input), remembered for the
-    stack's later plans and destroy; None: the ones it was deployed with, else all; []: all."""
+    stack's later plans and destroy; None: the ones it was deployed with, else all; []: all.
+
+    Progress: a stage of its own for the check of a deployed stack and one for the apply
+    (resources done of the plan's count), or, given ``stage`` (a workshop's), the resources
+    counted there. After a Ctrl-C (``interrupts.stopping_safely()``), Terraform stops on its
+    own and this raises ``interrupts.Interrupted``, saying what it left."""
+    try:
+        return _deploy(prefix, backend, lessons, stage)
+    except StackError as exc:
+        if interrupts.requested():  # an init or a build stopped by the same Ctrl-C
+            raise interrupts.Interrupted(
+                f"the deploy stopped before Terraform applied anything: run `make deploy` again ({exc})"
+            ) from exc
+        raise
+
+
+def _deploy(prefix: str | None, backend: str | None, lessons: list[str] | None, shared: progress.Stage | None) -> dict:
     with _prepared(prefix, backend, action="deploy", lessons=lessons) as stack:
         started = time.monotonic()
         # A redeploy is planned first, applied only when the plan changes something: Terraform
@@ -408,17 +577,48 @@ def deploy(prefix: str | None = None, backend: str | None = None, lessons: list[
         # (seconds on a loaded 2-core machine), and an unchanged deploy is the one a learner repeats most.
         planned = stack.dir / SAVED_PLAN
         planned.unlink(missing_ok=True)
-        if not _holds_resources(stack.dir / "terraform.tfstate"):
-            # Nothing deployed yet, so everything changes: planned and applied in one run. A
-            # plan saved first would start Terraform and the provider once more for nothing.
-            stack.change("apply", "-auto-approve")
-        else:
-            code, _ = stack.change(
-                "plan", "-detailed-exitcode", f"-out={SAVED_PLAN}", ok=(0, 2)
-            )  # 0: no changes, 2: changes
-            if code == 2:
-                # A saved plan carries its variables (Terraform refuses -var beside one).
-                stack.terraform("apply", "-auto-approve", PARALLELISM, SAVED_PLAN)
+        if said := stack.own_state():
+            print(said, file=sys.stderr, flush=True)
+        interrupts.check(
+            f"the deploy of {stack.name} stopped before Terraform started: run {stack.again()} to deploy it"
+        )
+        state = stack.dir / "terraform.tfstate"
+        total = None
+        if _holds_resources(state) or (stack.dir / IN_FLIGHT).exists():
+            checked = _resource_count(state)
+            with _stage(shared, f"checking {stack.name}'s {checked} resources on {stack.backend}", checked) as stage:
+                plan = ("plan", "-detailed-exitcode", f"-out={SAVED_PLAN}", PARALLELISM, *stack.variables)
+                # A workshop's stage counts what is applied, not what is checked.
+                counted = "refresh_complete" if shared is None else ""
+                code, messages = stack.follow(stage, counted, *plan)
+                if code == 2 and not interrupts.requested() and stack.adopt_in_flight(stage):
+                    code, messages = stack.follow(stage, "", *plan)  # planned again, with what was adopted
+                elif code == 0:
+                    (stack.dir / IN_FLIGHT).unlink(missing_ok=True)  # nothing to create: nothing to adopt
+            interrupts.check(
+                f"the deploy of {stack.name} stopped while planning; nothing was changed: run {stack.again()}"
+            )
+            if code not in (0, 2):  # 0: no changes, 2: changes
+                raise stack.failed("plan", code, messages)
+            total = _planned_count(messages) if code == 2 else 0
+        if total != 0:
+            # Nothing deployed yet: planned and applied in one run (a plan saved first would
+            # start Terraform and the provider once more for nothing). Else the saved plan,
+            # which carries its variables (Terraform refuses -var beside one).
+            arguments = [SAVED_PLAN] if total else stack.variables
+            with _stage(shared, f"deploying {stack.name} to {stack.backend}: resources done", total) as stage:
+                code, messages = stack.follow(
+                    stage, "apply_complete", "apply", "-auto-approve", PARALLELISM, *arguments
+                )
+                total = stage.total if shared is None else total
+            if interrupts.requested():
+                raise interrupts.Interrupted(
+                    f"the deploy of {stack.name} was interrupted: Terraform finished "
+                    f"{_done_of(messages, total)} and recorded them in its state; run {stack.again()} to finish it"
+                )
+            if code != 0:
+                raise stack.failed("apply", code, messages)
+            (stack.dir / IN_FLIGHT).unlink(missing_ok=True)  # all adopted or made by now
         planned.unlink(missing_ok=True)
         stack.remember_lessons()
         elapsed = time.monotonic() - started
@@ -426,6 +626,102 @@ def deploy(prefix: str | None = None, backend: str | None = None, lessons: list[
         save_outputs(stack.name, lab)
     print(f"deployed {stack.name} in {elapsed:.1f} s", file=sys.stderr)
     return lab
+
+
+@contextmanager
+def _stage(shared: progress.Stage | None, what: str, total: int | None):
+    """A deploy's own stage, or (a workshop's deploys) the shared one they all count on."""
+    if shared is not None:
+        yield shared
+        return
+    with progress.Stage(what, total=total, unit="resources") as stage:
+        yield stage
+
+
+def _message(line: str) -> dict:
+    """One line of Terraform's -json output; a line that is not JSON (a crash) as a message of its own."""
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return {"@message": line.rstrip("\n"), "type": "text"}
+    return message if isinstance(message, dict) else {"@message": line.rstrip("\n"), "type": "text"}
+
+
+def _text(message: dict) -> str:
+    """A message as Terraform would have printed it: a diagnostic with its detail."""
+    text = message.get("@message", "")
+    diagnostic = message.get("diagnostic") or {}
+    if diagnostic.get("detail"):
+        where = f" ({diagnostic['address']})" if diagnostic.get("address") else ""
+        text += f"{where}\n{diagnostic['detail']}"
+    return text
+
+
+def _show(stage: progress.Stage, counted: str, message: dict) -> None:
+    kind = message.get("type")
+    # A data source read during an apply has its apply_complete too, and no place in the plan's count.
+    if kind == counted and (message.get("hook") or {}).get("action") != "read":
+        stage.advance()
+    elif kind == "change_summary" and (message.get("changes") or {}).get("operation") == "plan":
+        if stage.total is None:
+            stage.set_total(_planned_count([message]))
+    elif (
+        kind == "diagnostic"
+        and (message.get("diagnostic") or {}).get("severity") == "error"
+        and not interrupts.requested()
+    ):
+        # (After a Ctrl-C every call in flight ends with "context canceled": the summary says what was left.)
+        stage.note(f"terraform: {message.get('@message', '')}")
+
+
+def _exists(kind: str, name: str) -> bool:
+    """Whether the backend holds the resource of Terraform type ``kind`` named ``name``."""
+    from botocore.exceptions import ClientError
+
+    from idemlab import clients
+
+    calls = {
+        "aws_lambda_function": lambda: clients.client("lambda").get_function(FunctionName=name),
+        "aws_dynamodb_table": lambda: clients.client("dynamodb").describe_table(TableName=name),
+        "aws_iam_role": lambda: clients.client("iam").get_role(RoleName=name),
+        "aws_s3_bucket": lambda: clients.client("s3").head_bucket(Bucket=name),
+        "aws_scheduler_schedule_group": lambda: clients.client("scheduler").get_schedule_group(Name=name),
+        "aws_cloudwatch_event_rule": lambda: clients.client("events").describe_rule(Name=name),
+    }
+    try:
+        if kind == "aws_cloudwatch_log_group":
+            found = clients.client("logs").describe_log_groups(logGroupNamePrefix=name)["logGroups"]
+            return any(group["logGroupName"] == name for group in found)
+        calls[kind]()
+    except ClientError:  # not found (each service names it its own way); any other answer: not adopted
+        return False
+    return True
+
+
+def _address(message: dict) -> str:
+    return ((message.get("hook") or {}).get("resource") or {}).get("addr", "")
+
+
+def _action(message: dict) -> str:
+    return (message.get("hook") or {}).get("action", "")
+
+
+def _planned_count(messages: list[dict]) -> int:
+    """What a plan's summary says will change: resources added, changed, removed or imported."""
+    for message in messages:
+        changes = message.get("changes") or {}
+        if message.get("type") == "change_summary" and changes.get("operation") == "plan":
+            return sum(int(changes.get(kind) or 0) for kind in ("add", "change", "remove", "import"))
+    return 0
+
+
+def _done_of(messages: list[dict], total: int | None) -> str:
+    done = sum(
+        1
+        for message in messages
+        if message.get("type") == "apply_complete" and (message.get("hook") or {}).get("action") != "read"
+    )
+    return f"{done} of {total} resources" if total else f"{done} resources"
 
 
 def save_outputs(name: str, lab: dict) -> None:
@@ -463,6 +759,15 @@ def _holds_resources(state: Path) -> bool:
         return False
     except (OSError, ValueError, AttributeError):
         return True
+
+
+def _resource_count(state: Path) -> int:
+    """The managed resource instances a state file records."""
+    try:
+        resources = json.loads(state.read_text()).get("resources") or []
+    except (OSError, ValueError, AttributeError):
+        return 0
+    return sum(len(resource.get("instances") or []) for resource in resources if resource.get("mode") == "managed")
 
 
 def outputs(prefix: str | None = None, backend: str | None = None) -> dict:

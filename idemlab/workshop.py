@@ -28,7 +28,7 @@ from pathlib import Path
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from idemlab import account_needs, clients, handout, settings, stack
+from idemlab import account_needs, clients, handout, interrupts, progress, settings, stack
 
 
 def workshop_file(backend: str) -> Path:
@@ -102,22 +102,44 @@ def recorded(backend: str) -> dict:
 
 
 def _each(names: list[str], action, parallel: int) -> dict[str, str]:
-    """``action(name)`` for every participant, ``parallel`` at a time; the failures by name."""
+    """``action(name)`` for every participant, ``parallel`` at a time; the failures by name.
+
+    After a Ctrl-C (``interrupts.stopping_safely()``) no participant is started any more; the
+    ones under way end as Terraform stops them. Raises ``interrupts.Interrupted`` naming who
+    is done, who was stopped mid-way and who was not started."""
     failures: dict[str, str] = {}
+    done: list[str] = []
+    stopped: list[str] = []
 
     def run(name: str) -> None:
+        if interrupts.requested():
+            return
         started = time.monotonic()
         try:
             action(name)
+        except interrupts.Interrupted:
+            stopped.append(name)
+            return
         except (stack.StackError, ValueError, ClientError, BotoCoreError) as exc:
             failures[name] = str(exc)
             print(f"  {name}: FAILED after {time.monotonic() - started:.0f} s", flush=True)
             return
+        done.append(name)
         print(f"  {name}: done in {time.monotonic() - started:.0f} s", flush=True)
 
     with ThreadPoolExecutor(max_workers=parallel) as pool:
         list(pool.map(run, names))
+    if interrupts.requested():
+        untouched = [name for name in names if name not in done + stopped + list(failures)]
+        raise interrupts.Interrupted(
+            f"done: {_listed(done)}; stopped mid-way (Terraform recorded what it made): {_listed(stopped)}; "
+            f"not started: {_listed(untouched)}"
+        )
     return failures
+
+
+def _listed(names: list[str]) -> str:
+    return ", ".join(sorted(names)) or "none"
 
 
 def check(names: list[str], backend: str | None = None, lessons: list[str] | None = None) -> dict[str, int]:
@@ -160,7 +182,18 @@ def up(
         raise WorkshopError("not confirmed: nothing was deployed (YES=1, or --yes, deploys without asking)")
     _record(chosen, names, resources)  # before the deploys: a half-made workshop can still be destroyed
     print(f"deploying {len(names)} stack(s) on {chosen}, {parallel} at a time:", flush=True)
-    failures = _each(names, lambda name: stack.deploy(prefix=name, backend=chosen, lessons=lessons), parallel)
+    what = f"deploying {len(names)} participants' stacks on {chosen}: resources done"
+    # Each stack's deploy counts on one stage: the room's resources of the plan's count.
+    with interrupts.stopping_safely(), progress.Stage(what, sum(resources.values()) * len(names), "resources") as room:
+        try:
+            failures = _each(
+                names, lambda name: stack.deploy(prefix=name, backend=chosen, lessons=lessons, stage=room), parallel
+            )
+        except interrupts.Interrupted as exc:
+            again = f"make workshop PARTICIPANTS={','.join(names)} YES=1"
+            raise interrupts.Interrupted(
+                f"the workshop's deploys were interrupted ({exc}): run `{again}` to finish"
+            ) from exc
     if failures:
         raise WorkshopError(_failed("deploy", failures))
     deployed = {name: stack.outputs(prefix=name, backend=chosen) for name in names}
@@ -371,6 +404,9 @@ def main(argv: list[str] | None = None) -> int:
             up(participants(args.participants), args.parallel, yes=args.yes, lessons=lessons)
         else:
             down(participants(args.participants) if args.participants.strip() else None, args.parallel)
+    except interrupts.Interrupted as exc:
+        print(f"interrupted: {exc}", file=sys.stderr)
+        return 130  # as a shell reports a command ended by SIGINT
     except (WorkshopError, account_needs.QuotasTooLow, stack.StackError, ValueError, ClientError, BotoCoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

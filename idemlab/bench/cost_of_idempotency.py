@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from idemlab import settings, stack
+from idemlab import progress, settings, stack
 from idemlab.barrier import all_at_once
 from idemlab.bench import strategy_report
 from idemlab.bench.intervals import percentiles, round_order
@@ -221,9 +221,12 @@ def run(bench: StrategyBench, samples: int, copies: int, rounds: int, strategies
     bench.wait_until_quiet()
     measured: dict = {s.key: {delivery: [] for delivery in DELIVERIES} for s in strategies}
     for count, shapes in ((samples, (("first", 1), ("duplicate", 1))), (rounds, (("concurrent", copies),))):
-        for number in range(count):
-            for strategy in round_order(strategies, number):
-                bench.take(strategy, [(measured[strategy.key][delivery], n) for delivery, n in shapes])
+        what = f"bench: {' and '.join(delivery for delivery, _ in shapes)} deliveries to {len(strategies)} strategies"
+        with progress.Stage(what, count, "rounds") as stage:
+            for number in range(count):
+                for strategy in round_order(strategies, number):
+                    bench.take(strategy, [(measured[strategy.key][delivery], n) for delivery, n in shapes])
+                stage.advance()
     for strategy in strategies:
         taken, cold_seconds = measured[strategy.key], cold[strategy.key]
         results[strategy.key] = row = {delivery: summary(kept) for delivery, kept in taken.items()}

@@ -50,6 +50,7 @@ from types import SimpleNamespace
 
 from botocore.awsrequest import AWSResponse
 
+from idemlab import progress
 from idemlab.bench.intervals import (
     difference_interval,
     difference_text,
@@ -252,16 +253,20 @@ def service_rounds(urls: dict[str, str], rounds: int, calls: int) -> dict:
     made = {SQS_ROUND_TRIP: {name: QueueTarget(url) for name, url in urls.items()}}
     made[SYNC_EXECUTION] = {name: SyncWorkflowTarget(url) for name, url in urls.items() if name != PLAIN}
     results: dict = {operation: {"1": {}} for operation in made}
+    what = f"bench: SQS and Step Functions rounds on {', '.join(urls)} (a warm-up round first)"
     try:
-        for number in range(-1, rounds):  # round -1 warms up, not kept
-            size = calls if number >= 0 else max(calls // 4, 1)
-            for operation, targets in made.items():
-                for name in round_order(list(targets), number):
-                    started = time.perf_counter()
-                    for i in range(size):
-                        targets[name].call(i)
-                    if number >= 0:
-                        results[operation]["1"].setdefault(name, []).append(size / (time.perf_counter() - started))
+        with progress.Stage(what, total=rounds + 1, unit="rounds") as stage:
+            for number in range(-1, rounds):  # round -1 warms up, not kept
+                size = calls if number >= 0 else max(calls // 4, 1)
+                for operation, targets in made.items():
+                    for name in round_order(list(targets), number):
+                        started = time.perf_counter()
+                        for i in range(size):
+                            targets[name].call(i)
+                        if number >= 0:
+                            rate = size / (time.perf_counter() - started)
+                            results[operation]["1"].setdefault(name, []).append(rate)
+                stage.advance()
     finally:
         for target in (t for targets in made.values() for t in targets.values()):
             with contextlib.suppress(Exception):  # a server that went away leaves nothing to clean
@@ -347,7 +352,8 @@ def dynamodb_rounds(
     contenders = [(name, False) for name in urls] + [(name, True) for name in raw]
     results: dict = {view: {op: {str(t): {} for t in threads_measured} for op in OPERATIONS} for view in (BOTO3, RAW)}
     try:
-        with ThreadPoolExecutor(max_workers=max(THREADS)) as pool:
+        what = f"bench: DynamoDB rounds on {', '.join(urls)} (a warm-up round first)"
+        with ThreadPoolExecutor(max_workers=max(THREADS)) as pool, progress.Stage(what, rounds + 1, "rounds") as stage:
             for number in range(-1, rounds):  # round -1 warms up connections, code paths, items; not kept
                 size = calls if number >= 0 else calls // 4
                 for operation, threads in itertools.product(OPERATIONS, threads_measured):
@@ -356,6 +362,7 @@ def dynamodb_rounds(
                         if number >= 0:
                             by_server = results[RAW if is_raw else BOTO3][operation][str(threads)]
                             by_server.setdefault(name, []).append(rate)
+                stage.advance()
     finally:
         for target in targets.values():
             target.ddb.delete_table(TableName=target.table)
@@ -420,9 +427,11 @@ def lambda_rounds(urls: dict[str, str], rounds: int, invocations: int) -> dict:
     calls[DIRECT] = lambda: handler["handler"]({"order": 1}, None)
     in_a_row = max(1, invocations // rounds)
     samples: dict = {name: [] for name in calls}
-    for number in range(rounds):
-        for name in round_order(list(calls), number):
-            samples[name].append([_seconds(calls[name]) for _ in range(in_a_row)])
+    with progress.Stage(f"bench: Lambda invoke rounds on {', '.join(calls)}", rounds, "rounds") as stage:
+        for number in range(rounds):
+            for name in round_order(list(calls), number):
+                samples[name].append([_seconds(calls[name]) for _ in range(in_a_row)])
+            stage.advance()
     return {"cold_start_s": cold, "warm_s": samples}
 
 

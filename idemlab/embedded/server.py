@@ -36,6 +36,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -43,6 +44,10 @@ ALLOW_REMOTE_VARIABLE = "IDEMLAB_ALLOW_REMOTE"
 HEALTH_PATH = "/_idemlab/health"  # control endpoints stay off the AWS API paths
 COUNTS_PATH = "/_idemlab/counts"
 STATE_PATH = "/_idemlab/state"  # what a stop would discard: all state is in this process's memory
+# Which server process this is, in its health answer: every resource lives in that process's
+# memory, so a deploy recorded against another instance (before a `make down`, a reboot) has
+# nothing left here (idemlab/stack.py). Made once per process, never reused.
+INSTANCE = uuid.uuid4().hex
 # A starting server is waited for while its process lives: start() returns as soon as it
 # answers, once it has imported moto and bound its port, about half a second on a quiet
 # machine and over a minute on a loaded one (60 s ran out with a suite, its notebooks and
@@ -200,7 +205,12 @@ def _front_door(app, runtime, check_host: bool):
     from idemlab.embedded import dynamodb_counts
 
     documents = {
-        HEALTH_PATH: lambda: {"status": "ready", "backend": "embedded", "lambda_environments": runtime.environments()},
+        HEALTH_PATH: lambda: {
+            "status": "ready",
+            "backend": "embedded",
+            "instance": INSTANCE,
+            "lambda_environments": runtime.environments(),
+        },
         COUNTS_PATH: dynamodb_counts.counts,
         STATE_PATH: in_memory_state,
     }

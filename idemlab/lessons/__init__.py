@@ -11,9 +11,11 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from idemlab import clients, pictures, settings
+from idemlab import clients, pictures, progress, settings
 
 T = TypeVar("T")
+# A wait shorter than this shows nothing: a learner notices silence after about three seconds.
+SHOW_WAIT_AFTER_SECONDS = 3
 
 # The most lines a lesson cell shows of a file: enough for the lines that matter, short
 # enough that the cell is read rather than scrolled past. The rest is a link away.
@@ -59,17 +61,39 @@ class Deployment:
         return invoke(self.lambda_, self.stack["functions"][function_key], event)
 
 
-def poll(read: Callable[[], T], seconds: float, every: float, until: Callable[[T], Any] = bool, what: str = "") -> T:
+def poll(
+    read: Callable[[], T],
+    seconds: float,
+    every: float,
+    until: Callable[[T], Any] = bool,
+    what: str = "",
+    shown: str = "",
+) -> T:
     """``read()`` every ``every`` s until ``until`` holds for its value or ``seconds`` have passed; the last
-    value, or a TimeoutError naming ``what`` and the last value if ``what`` was given and the wait was in vain."""
-    deadline = time.monotonic() + seconds
-    while True:
-        value = read()
-        if until(value):
-            return value
-        if time.monotonic() >= deadline:
-            break
-        time.sleep(every)
+    value, or a TimeoutError naming ``what`` and the last value if ``what`` was given and the wait was in vain.
+
+    A wait past SHOW_WAIT_AFTER_SECONDS shows progress (``idemlab.progress``), named by ``shown``
+    (else ``what``): "waiting for <it>", the checks made and the time so far."""
+    started = time.monotonic()
+    deadline = started + seconds
+    stage = None
+    try:
+        while True:
+            value = read()
+            if until(value):
+                return value
+            now = time.monotonic()
+            if now >= deadline:
+                break
+            if stage is None and (shown or what) and now - started >= SHOW_WAIT_AFTER_SECONDS:
+                what_for = f"waiting for {shown or what} (at most {seconds:.0f} s)"
+                stage = progress.Stage(what_for, unit="checks", since=started)
+            if stage is not None:
+                stage.advance()
+            time.sleep(every)
+    finally:
+        if stage is not None:
+            stage.close()
     if what:
         raise TimeoutError(f"{what}: not seen within {seconds:.0f} s; last saw {value!r}")
     return value

@@ -12,7 +12,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from idemlab import faults, lambda_code, lessons, settings
+from idemlab import faults, lambda_code, lessons, progress, settings
 from idemlab.barrier import all_at_once
 from idemlab.clients import client
 
@@ -168,8 +168,10 @@ def copies_that_fit(wanted: int, concurrency_limit: int) -> int:
 def run_rounds(invoke: Invoke, ledger: Ledger, strategy: str, rounds: int, copies: int, **options) -> list[int]:
     """Send ``copies`` identical requests at once, ``rounds`` times; charges per round."""
     requests = [order(prefix=f"round-{strategy}", **options) for _ in range(rounds)]
-    for request in requests:
-        concurrently(lambda: invoke(strategy, request), copies)
+    with progress.Stage(f"racing {copies} copies of a checkout through {strategy}", rounds, "rounds") as stage:
+        for request in requests:
+            concurrently(lambda: invoke(strategy, request), copies)
+            stage.advance()
     keys = [request["idempotency_key"] for request in requests]
     counts = ledger.charges(keys)
     return [counts[key] for key in keys]

@@ -17,7 +17,7 @@ from collections import Counter
 
 from boto3.dynamodb.conditions import Attr, Key
 
-from idemlab import clients, faults, lambda_code, lessons, settings
+from idemlab import clients, faults, lambda_code, lessons, progress, settings
 from idemlab.barrier import all_at_once
 from idemlab.lessons import queue_depth  # noqa: F401 (notebook 04 reads its DLQ's depth)
 
@@ -178,7 +178,12 @@ class Deletions(lessons.Deployment):
 
     def _races(self, rounds: int, calls_for) -> list[list]:
         """Each round: a fresh SCHEDULED request, ``calls_for(its id)`` run at once; their answers."""
-        return [all_at_once(calls_for(new_request_item(self.stack))) for _ in range(rounds)]
+        answers = []
+        with progress.Stage("racing calls on fresh deletion requests", rounds, "rounds") as stage:
+            for _ in range(rounds):
+                answers.append(all_at_once(calls_for(new_request_item(self.stack))))
+                stage.advance()
+        return answers
 
     def sweeper_alarms(self) -> dict[str, dict]:
         """The two alarms on the sweeper: one for stuck requests (its metric), one for a sweeper
@@ -231,7 +236,8 @@ class Deletions(lessons.Deployment):
             window = {"StartTime": now - minutes * minute, "EndTime": now + minute}
             return cloudwatch.get_metric_statistics(**metric, **window, Period=60, Statistics=["Maximum"])["Datapoints"]
 
-        found = sorted(lessons.poll(points, wait_seconds, every=10), key=lambda p: p["Timestamp"])
+        shown = "the sweeper's first point of the stuck-requests metric (CloudWatch may be slow to show a new one)"
+        found = sorted(lessons.poll(points, wait_seconds, every=10, shown=shown), key=lambda p: p["Timestamp"])
         return {
             "metric": f"{alarm['Namespace']}/{alarm['MetricName']}",
             "dimensions": alarm["Dimensions"],

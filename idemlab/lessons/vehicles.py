@@ -120,7 +120,13 @@ def run(stack: dict, kind: str, request: object, sfn: Any = None) -> Execution:
 
 def wait_for_rows(stack: dict, kind: str, request_id: str, count: int, timeout: float = WAIT_SECONDS) -> list[dict]:
     """The rows of a request once there are at least ``count`` (an asynchronous execution's effect)."""
-    return lessons.poll(lambda: rows(stack, kind, request_id), timeout, POLL_SECONDS, until=lambda r: len(r) >= count)
+    return lessons.poll(
+        lambda: rows(stack, kind, request_id),
+        timeout,
+        POLL_SECONDS,
+        until=lambda r: len(r) >= count,
+        shown=f"{count} row(s) of request {request_id} written by the {kind} workflow",
+    )
 
 
 def outline(stack: dict, kind: str) -> None:

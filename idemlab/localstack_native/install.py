@@ -42,7 +42,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from idemlab import settings
+from idemlab import progress, settings
 from idemlab.localstack_native import cache
 
 HERE = Path(__file__).resolve().parent
@@ -316,11 +316,18 @@ def build_loopback_library(target: Path, log: Path) -> Path:
 def build(folder: Path) -> None:
     """Fill an empty cache entry (cache.entry marks it complete afterwards)."""
     entry = Entry(folder)
-    install_localstack(entry)
-    install_runtimes(entry)
-    install_java_and_dynamodb_local(entry)
-    install_kinesis_local(entry)
-    build_loopback_library(entry.loopback_library, entry.log)
+    parts = {
+        "LocalStack and its pinned packages": lambda: install_localstack(entry),
+        "the Lambda runtimes' packages": lambda: install_runtimes(entry),
+        "Java and DynamoDB Local": lambda: install_java_and_dynamodb_local(entry),
+        "kinesis-local (DynamoDB Streams)": lambda: install_kinesis_local(entry),
+        "the loopback-only library": lambda: build_loopback_library(entry.loopback_library, entry.log),
+    }
+    with progress.Stage(f"installing native LocalStack {LOCALSTACK_VERSION}", len(parts), "parts") as stage:
+        for part, install_part in parts.items():
+            stage.note(f"  installing {part} (log {entry.log})")
+            install_part()
+            stage.advance()
 
 
 def file_digest(path: Path) -> str:
