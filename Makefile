@@ -128,9 +128,12 @@ lint: install ## ruff format --check and ruff check over idemlab/, functions/, t
 test: install tools lint ## the whole suite: on embedded backends it starts itself, and beside it the lab on LocalStack
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-embedded test-localstack-stage
 
-test-embedded: install tools ## the suite on embedded backends it starts and stops itself
-	@start=$$SECONDS; env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -n $(TEST_WORKERS) --durations=15; code=$$?; \
+test-embedded: install tools ## the suite on embedded backends it starts and stops itself (all but the `long` tests)
+	@start=$$SECONDS; env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -m "not long" -n $(TEST_WORKERS) --durations=15; code=$$?; \
 	echo "stage embedded: $$((SECONDS - start)) s, exit code $$code"; exit $$code
+
+test-long: install tools ## the tests marked `long` (every module example applied and destroyed, Ctrl-C during a workshop): about 35 minutes on two cores
+	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -m long -n 2 --durations=15
 
 # The LocalStack stage has a port of its own, so a learner's backend on 4566 may keep running.
 LOCALSTACK_STAGE_PORT ?= 4576

@@ -19,6 +19,7 @@ PARTICIPANTS = "p01,p02"
 WORKSHOP = ["-m", "idemlab.workshop", "up", PARTICIPANTS, "--parallel", "2", "--yes"]
 
 
+@pytest.mark.long
 @pytest.mark.timeout(3600)
 def test_ctrl_c_during_a_workshop_leaves_what_a_rerun_finishes(tmp_path):
     root = clone(tmp_path / "room")

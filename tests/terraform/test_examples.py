@@ -41,6 +41,7 @@ def _run(command: list[str], cwd: Path, env: dict[str, str], ok: tuple[int, ...]
     return done.returncode, done.stdout
 
 
+@pytest.mark.long
 @pytest.mark.timeout(3600)
 def test_every_example_applies_plans_nothing_more_and_destroys(backend, tmp_path):
     # The module with its examples, as they sit in the repository (source = "../..").

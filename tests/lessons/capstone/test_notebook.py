@@ -22,6 +22,7 @@ LESSON_NOTEBOOKS = {
     "05_cost",
     "06_queues",
     "07_keys",
+    "09_durable",
 }
 TECHNIQUES = (
     "natural key + conditional put",
@@ -32,6 +33,10 @@ TECHNIQUES = (
     "use it",  # a service guarantee
     "record lifetime >= redrive horizon",
     "the service already guarantees it: write nothing",
+    # How to run the steps (lesson 09's rows): a durable function, a workflow, or one handler.
+    "a Lambda durable function",
+    "a Step Functions Standard workflow",
+    "a hand-rolled claim",
 )
 TERMS = (
     "Idempotent",
