@@ -19,7 +19,6 @@ from nbclient import NotebookClient
 from idemlab import settings
 
 NOTEBOOKS = sorted((settings.ROOT / "notebooks").glob("*.ipynb"))
-CELL_TIMEOUT_SECONDS = 300
 # What a learner's shell has: no AWS variables at all, only the lab's own port (the
 # test backend runs on a free port rather than 4566). Credentials, region and endpoint
 # must come from the harness, or a notebook would work in CI and fail for learners.
@@ -118,7 +117,10 @@ def execute(path: Path, environment: dict, record_property) -> None:
     notebook = with_parameters(nbformat.read(path, as_version=4), PARAMETERS)
     client = NotebookClient(
         notebook,
-        timeout=CELL_TIMEOUT_SECONDS,
+        # No cell deadline: a cell ends when its work does. A loaded CI machine ran notebook
+        # 05's benchmark cell past a 300 s one (its whole run takes 135 s on a quiet one);
+        # the test's own timeout is the guard against a hung kernel.
+        timeout=None,
         kernel_name="python3",
         resources={"metadata": {"path": str(path.parent)}},
     )
@@ -150,13 +152,13 @@ def _remember_run(name: str, seconds: float, pictures: int) -> None:
     RUNS_FILE.write_text(json.dumps(runs, indent=1, sort_keys=True))
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1800)  # a hung kernel only: notebooks run 2-3 times slower on a loaded CI machine
 @pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.name not in OWN_BACKEND], ids=lambda p: p.name)
 def test_notebook_runs_headless_and_asserts_its_outcomes(stack, path, record_property):
     execute(path, learner_environment(), record_property)
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1800)  # a hung kernel only: notebooks run 2-3 times slower on a loaded CI machine
 @pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.name in OWN_BACKEND], ids=lambda p: p.name)
 def test_notebook_on_a_backend_of_its_own_runs_and_leaves_the_learners_alone(path, record_property):
     """No `stack`: such a notebook needs nothing deployed, so it never waits for the deploy."""

@@ -243,7 +243,7 @@ def test_module_plan_assertions_pass_with_a_mocked_provider(terraform_copy, zips
     assert "0 failed" in done.stdout and " skip" not in done.stdout, done.stdout
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(1800)  # a guard against a hung scan only: a loaded CI machine took over 300 s
 def test_checkov_finds_no_failed_check_and_every_skip_has_a_reason():
     assert CHECKOV.exists(), (
         f"checkov is not installed at {CHECKOV.relative_to(settings.ROOT)}; install it with: {CHECKOV_INSTALL}"
@@ -252,7 +252,6 @@ def test_checkov_finds_no_failed_check_and_every_skip_has_a_reason():
         [str(CHECKOV), "-d", str(TERRAFORM_DIR), "--framework", "terraform", "--skip-download", "-o", "json"],
         capture_output=True,
         text=True,
-        timeout=300,
     )
     assert done.stdout.strip(), f"checkov printed no report (exit {done.returncode}):\n{done.stderr[-2000:]}"
     report = json.loads(done.stdout)
