@@ -143,7 +143,7 @@ LOCALSTACK_STAGE_PORT ?= 4576
 # of its own (a participant prefix); most of their time is spent waiting (alarm periods,
 # visibility timeouts, Lambda timeouts), so two overlap those waits on two cores.
 LOCALSTACK_WORKERS ?= 2
-test-localstack: install ## the lab on LocalStack (Docker, else native): conformance, deploy, second plan, every notebook, the stack tests that hold anywhere
+test-localstack: install ## the lab on LocalStack (Docker, else native): conformance, deploy, second plan, every notebook that uses the stack, the stack tests that hold anywhere
 	@export BACKEND=localstack LAB_PORT=$(LOCALSTACK_STAGE_PORT); start=$$SECONDS; \
 	export NATIVE_CACHE_AT_START=$$($(PY) -m idemlab.localstack_native.install --cached); \
 	if $(PY) -m idemlab up; then \

@@ -43,7 +43,7 @@ from datetime import datetime, timedelta, timezone
 
 PASS_SECONDS = 5.0  # how often the server publishes queue depths and evaluates alarms
 # Data points in one PutMetricData call (CloudWatch API reference, PutMetricData: up to 1,000).
-LAMBDA_METRICS_PER_REQUEST = 500
+METRICS_PER_REQUEST = 500
 
 QUEUE_METRICS = {
     "ApproximateNumberOfMessagesVisible": "ApproximateNumberOfMessages",
@@ -116,6 +116,10 @@ class AlarmEvaluator:
         self._sqs = client_factory("sqs", region)
         self._region = region
         self._outcomes = outcomes or InvocationOutcomes()
+        # A queue's URL is its name's for good (SQS builds it from the account and the name),
+        # so a pass asks for it once, not on every pass: an idle stack's backend spent most of
+        # its time on these passes (a dozen watched queues, every few seconds).
+        self._queue_urls: dict[str, str] = {}
 
     def run_once(self, now: datetime | None = None) -> dict[str, str]:
         now = now or datetime.now(timezone.utc)
@@ -142,22 +146,27 @@ class AlarmEvaluator:
                         "Unit": "Count",
                     }
                 )
-        for start in range(0, len(data), LAMBDA_METRICS_PER_REQUEST):
+        for start in range(0, len(data), METRICS_PER_REQUEST):
             self._cloudwatch.put_metric_data(
-                Namespace="AWS/Lambda", MetricData=data[start : start + LAMBDA_METRICS_PER_REQUEST]
+                Namespace="AWS/Lambda", MetricData=data[start : start + METRICS_PER_REQUEST]
             )
 
     def publish_queue_depths(self, queues: set[str], now: datetime) -> None:
         """The AWS/SQS depth metrics of the named queues (those an alarm watches: a queue
         nobody watches costs the server nothing)."""
+        data = []
         for name in sorted(queues):
             try:
-                url = self._sqs.get_queue_url(QueueName=name)["QueueUrl"]
+                if name not in self._queue_urls:
+                    self._queue_urls[name] = self._sqs.get_queue_url(QueueName=name)["QueueUrl"]
+                attributes = self._sqs.get_queue_attributes(
+                    QueueUrl=self._queue_urls[name], AttributeNames=list(QUEUE_METRICS.values())
+                )
             except self._sqs.exceptions.QueueDoesNotExist:
+                self._queue_urls.pop(name, None)
                 continue  # an alarm may outlive its queue
-            attributes = self._sqs.get_queue_attributes(QueueUrl=url, AttributeNames=list(QUEUE_METRICS.values()))
             depth = attributes.get("Attributes", {})
-            data = [
+            data += [
                 {
                     "MetricName": metric,
                     "Dimensions": [{"Name": "QueueName", "Value": name}],
@@ -167,7 +176,8 @@ class AlarmEvaluator:
                 }
                 for metric, attribute in QUEUE_METRICS.items()
             ]
-            self._cloudwatch.put_metric_data(Namespace="AWS/SQS", MetricData=data)
+        for start in range(0, len(data), METRICS_PER_REQUEST):
+            self._cloudwatch.put_metric_data(Namespace="AWS/SQS", MetricData=data[start : start + METRICS_PER_REQUEST])
 
     def evaluate(self, alarms: list[dict], now: datetime) -> dict[str, str]:
         """Each alarm whose state changed in this pass, with its new state."""

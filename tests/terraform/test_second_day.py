@@ -22,6 +22,10 @@ from idemlab.embedded.server import free_port
 from support.health import answer as health_answer
 
 PREFIX = "dayone"
+# One lesson's stack: what a stale state costs does not depend on how many lessons it holds,
+# and a whole stack made this test's two deploys 336 s in one CI run. The second deploy
+# takes the lessons the first one remembered.
+LESSONS = ["vehicles"]
 
 
 def lab_command(*args: str, port: int) -> subprocess.CompletedProcess:
@@ -51,9 +55,9 @@ def test_a_deploy_onto_a_restarted_backend_starts_from_an_empty_state(monkeypatc
     try:
         lab_command("up", port=port)
         first_instance = health_answer(url)["instance"]
-        stack.deploy(prefix=PREFIX)
+        stack.deploy(prefix=PREFIX, lessons=LESSONS)
         created = applied_resources(working_copy / "terraform.tfstate")
-        assert created > 100, f"the first deploy recorded only {created} resources"
+        assert created > 20, f"the first deploy recorded only {created} resources"
         capsys.readouterr()
 
         lab_command("down", port=port)
