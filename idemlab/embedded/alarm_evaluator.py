@@ -5,8 +5,8 @@ keeps the state it was created in, whatever its metric does. LocalStack evaluate
 metric alarm on a schedule (`services/cloudwatch/alarm_scheduler.py`, v4.14.0), and its
 SQS provider publishes each queue's `ApproximateNumberOfMessagesVisible` and
 `ApproximateNumberOfMessagesNotVisible` to `AWS/SQS` (`CloudwatchPublishWorker` in
-`services/sqs/provider.py`). So the embedded backend does both, one pass every
-`PASS_SECONDS`:
+`services/sqs/provider.py`). So the embedded backend does both, in passes a quarter of the
+shortest alarm period apart (between `PASS_SECONDS` and `LONGEST_PASS_SECONDS`):
 
 - `publish_queue_depths`: for every queue an alarm watches, the two SQS metrics above, with
   the dimension `QueueName`, as AWS/SQS reports them (SQS developer guide, "Available CloudWatch
@@ -28,8 +28,8 @@ SQS provider publishes each queue's `ApproximateNumberOfMessagesVisible` and
   CloudWatch user guide, "Evaluating an alarm" and "Configuring how CloudWatch alarms
   treat missing data" (AlarmThatSendsEmail.html, alarms-and-missing-data.html).
 
-What differs from AWS: the pass runs every few seconds rather than once a period, so an
-alarm moves as soon as its window says so (the same compressed time as the lab's other
+What differs from AWS: the pass runs several times a period rather than once, so an
+alarm moves within seconds of its window saying so (the same compressed time as the lab's other
 schedules); alarm actions are not carried out and no history is kept (moto has no
 DescribeAlarmHistory): the state, its reason and its time are what DescribeAlarms shows.
 """
@@ -38,10 +38,16 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-PASS_SECONDS = 5.0  # how often the server publishes queue depths and evaluates alarms
+PASS_SECONDS = 5.0  # how often the server looks at the alarms
+# How often a pass publishes and evaluates: a quarter of the shortest period an alarm has
+# (four data points in every period), at least every PASS_SECONDS and at most every
+# LONGEST_PASS_SECONDS. The lab's alarms have periods of one and five minutes: every 15 s.
+# Each pass is some thirty requests to the backend itself, most of what an idle stack costs it.
+LONGEST_PASS_SECONDS = 15.0
 # Data points in one PutMetricData call (CloudWatch API reference, PutMetricData: up to 1,000).
 METRICS_PER_REQUEST = 500
 
@@ -120,11 +126,26 @@ class AlarmEvaluator:
         # so a pass asks for it once, not on every pass: an idle stack's backend spent most of
         # its time on these passes (a dozen watched queues, every few seconds).
         self._queue_urls: dict[str, str] = {}
+        self._last_full_pass: float | None = None  # time.monotonic() of the last publish and evaluate
+
+    def due(self, alarms: list[dict], at: float) -> bool:
+        """Whether this pass publishes and evaluates (see LONGEST_PASS_SECONDS)."""
+        if not alarms:
+            return False
+        if self._last_full_pass is None:
+            return True
+        shortest = min(alarm["Period"] for alarm in alarms)
+        cadence = min(LONGEST_PASS_SECONDS, max(PASS_SECONDS, shortest / 4))
+        # Half a pass early counts: the timer that calls a pass drifts by a little each time.
+        return at - self._last_full_pass >= cadence - PASS_SECONDS / 2
 
     def run_once(self, now: datetime | None = None) -> dict[str, str]:
         now = now or datetime.now(timezone.utc)
         pages = self._cloudwatch.get_paginator("describe_alarms").paginate(AlarmTypes=["MetricAlarm"])
         alarms = [alarm for alarm in pages.search("MetricAlarms[]") if _evaluated(alarm)]
+        if not self.due(alarms, time.monotonic()):
+            return {}
+        self._last_full_pass = time.monotonic()
         self.publish_queue_depths(_watched_queues(alarms), now)
         self.publish_lambda_metrics(_watched_functions(alarms))
         return self.evaluate(alarms, now)

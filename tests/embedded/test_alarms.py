@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from idemlab import clients, lessons, module_spec
-from idemlab.embedded.alarm_evaluator import state_for
+from idemlab.embedded.alarm_evaluator import LONGEST_PASS_SECONDS, PASS_SECONDS, AlarmEvaluator, state_for
 
 WAIT = 60  # passes run every few seconds; generous for a loaded machine
 
@@ -149,3 +149,27 @@ def test_the_sweeper_alarm_stays_ok_on_a_new_stack_and_goes_off_when_the_sweeper
     )["Datapoints"]
     failed, published = sum(p["Sum"] for p in errors), sum(p["SampleCount"] for p in errors)
     assert failed >= 3 and published > failed  # one value per run: the clean run's 0 too
+
+
+def _evaluator() -> AlarmEvaluator:
+    return AlarmEvaluator(lambda service, region: None)
+
+
+@pytest.mark.parametrize(
+    "periods, seconds_since, due",
+    [
+        ([60, 300], None, True),  # the first pass publishes and evaluates
+        ([60, 300], PASS_SECONDS, False),  # the lab's alarms: a quarter of a minute apart
+        ([60, 300], 2 * PASS_SECONDS, False),
+        ([60, 300], LONGEST_PASS_SECONDS, True),
+        ([300], LONGEST_PASS_SECONDS, True),  # never further apart than that
+        ([10, 300], PASS_SECONDS, True),  # a 10 s period: every pass
+        ([], LONGEST_PASS_SECONDS, False),  # nothing to publish or evaluate
+    ],
+)
+def test_a_pass_publishes_and_evaluates_four_times_in_the_shortest_period(periods, seconds_since, due):
+    evaluator = _evaluator()
+    if seconds_since is not None:
+        evaluator._last_full_pass = 1000.0
+    alarms = [_alarm(Period=period) for period in periods]
+    assert evaluator.due(alarms, 1000.0 + (seconds_since or 0)) is due
