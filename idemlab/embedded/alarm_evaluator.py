@@ -143,9 +143,12 @@ class AlarmEvaluator:
         now = now or datetime.now(timezone.utc)
         pages = self._cloudwatch.get_paginator("describe_alarms").paginate(AlarmTypes=["MetricAlarm"])
         alarms = [alarm for alarm in pages.search("MetricAlarms[]") if _evaluated(alarm)]
-        if not self.due(alarms, time.monotonic()):
+        at = time.monotonic()
+        if not self.due(alarms, at):
+            if not alarms:
+                self._outcomes.take()  # nobody watches any function: dropped, never kept
             return {}
-        self._last_full_pass = time.monotonic()
+        self._last_full_pass = at
         self.publish_queue_depths(_watched_queues(alarms), now)
         self.publish_lambda_metrics(_watched_functions(alarms))
         return self.evaluate(alarms, now)
@@ -167,10 +170,7 @@ class AlarmEvaluator:
                         "Unit": "Count",
                     }
                 )
-        for start in range(0, len(data), METRICS_PER_REQUEST):
-            self._cloudwatch.put_metric_data(
-                Namespace="AWS/Lambda", MetricData=data[start : start + METRICS_PER_REQUEST]
-            )
+        self._put_metric_data("AWS/Lambda", data)
 
     def publish_queue_depths(self, queues: set[str], now: datetime) -> None:
         """The AWS/SQS depth metrics of the named queues (those an alarm watches: a queue
@@ -197,8 +197,11 @@ class AlarmEvaluator:
                 }
                 for metric, attribute in QUEUE_METRICS.items()
             ]
+        self._put_metric_data("AWS/SQS", data)
+
+    def _put_metric_data(self, namespace: str, data: list[dict]) -> None:
         for start in range(0, len(data), METRICS_PER_REQUEST):
-            self._cloudwatch.put_metric_data(Namespace="AWS/SQS", MetricData=data[start : start + METRICS_PER_REQUEST])
+            self._cloudwatch.put_metric_data(Namespace=namespace, MetricData=data[start : start + METRICS_PER_REQUEST])
 
     def evaluate(self, alarms: list[dict], now: datetime) -> dict[str, str]:
         """Each alarm whose state changed in this pass, with its new state."""

@@ -9,10 +9,19 @@ import json
 import uuid
 from datetime import datetime, timedelta, timezone
 
+import boto3
 import pytest
 
 from idemlab import clients, lessons, module_spec
-from idemlab.embedded.alarm_evaluator import LONGEST_PASS_SECONDS, PASS_SECONDS, AlarmEvaluator, state_for
+from idemlab.embedded.alarm_evaluator import (
+    LONGEST_PASS_SECONDS,
+    PASS_SECONDS,
+    AlarmEvaluator,
+    InvocationOutcomes,
+    Outcome,
+    state_for,
+)
+from idemlab.embedded.server import EmbeddedBackend
 
 WAIT = 60  # passes run every few seconds; generous for a loaded machine
 
@@ -151,10 +160,6 @@ def test_the_sweeper_alarm_stays_ok_on_a_new_stack_and_goes_off_when_the_sweeper
     assert failed >= 3 and published > failed  # one value per run: the clean run's 0 too
 
 
-def _evaluator() -> AlarmEvaluator:
-    return AlarmEvaluator(lambda service, region: None)
-
-
 @pytest.mark.parametrize(
     "periods, seconds_since, due",
     [
@@ -168,8 +173,23 @@ def _evaluator() -> AlarmEvaluator:
     ],
 )
 def test_a_pass_publishes_and_evaluates_four_times_in_the_shortest_period(periods, seconds_since, due):
-    evaluator = _evaluator()
+    evaluator = AlarmEvaluator(lambda service, region: None)
     if seconds_since is not None:
         evaluator._last_full_pass = 1000.0
     alarms = [_alarm(Period=period) for period in periods]
     assert evaluator.due(alarms, 1000.0 + (seconds_since or 0)) is due
+
+
+def test_with_no_alarm_a_pass_still_drops_the_invocation_outcomes():
+    """Outcomes of functions nobody watches are dropped at every pass, never kept: a backend
+    with no alarm at all (a plugin's, say) must not hold one per invocation for good."""
+    with EmbeddedBackend() as server:
+        session = boto3.session.Session(aws_access_key_id="test", aws_secret_access_key="test")
+        outcomes = InvocationOutcomes()
+        evaluator = AlarmEvaluator(
+            lambda service, region: session.client(service, endpoint_url=server.url, region_name=region),
+            outcomes=outcomes,
+        )
+        outcomes.record(Outcome("unwatched", "us-east-1", datetime.now(timezone.utc), errored=False))
+        assert evaluator.run_once() == {}
+        assert outcomes.take() == []
