@@ -19,6 +19,13 @@ machine's timing:
 
 Point 0 is the handler's start; point k is right after its k-th step, which is also right
 before the next one. A schedule id names one schedule; `explore(..., schedule=id)` reruns it.
+
+An interleaving is an order of steps, not a duration: while one copy waits for the other
+(which may first need a cold start), the wait is the explorer's, not the handler's. So the
+``pair`` and ``zombie`` schedules run in a second deployment of the handler whose timeout is
+Lambda's largest, and no copy is stopped by its timeout in the middle of its interleaving
+however busy the machine (a handler that reads its remaining time sees that timeout there).
+The function's own timeout decides where it should: the timeout crashes and the late retry.
 """
 
 from __future__ import annotations
@@ -38,6 +45,9 @@ from idemlab.testing.report import CopyResult, DuplicateEffectError
 
 # A copy held at a point waits at most this long for the explorer (which then has failed).
 HOLD_SECONDS = 15 * 60
+# The interleaving copies' function timeout: Lambda's largest (AWS docs:
+# lambda/latest/dg/gettingstarted-limits.html), so only the explorer ends their waits.
+INTERLEAVING_TIMEOUT_SECONDS = 15 * 60
 # How long the explorer waits for a copy to reach the point a schedule names: a cold start
 # on a loaded machine, plus the handler's own calls; the copy's invoke ending stops it sooner.
 REACH_SECONDS = 120
@@ -336,7 +346,8 @@ def explore(
     }
     function = lab.backend.function(handler, variables, timeout, None)
     lab._check_loads(function, handler)
-    runner = _Runner(lab, explorer, function, handler, make_event, count_effect, timeout)
+    interleaving = lab.backend.function(handler, variables, INTERLEAVING_TIMEOUT_SECONDS, None)
+    runner = _Runner(lab, explorer, (function, interleaving), handler, make_event, count_effect, timeout)
     if schedule is not None:
         plan = [Schedule.parse(schedule)]
         report.bound = "one schedule, named"
@@ -389,8 +400,9 @@ def _verdict(run: Run) -> str | None:
 class _Runner:
     """Runs schedules of one handler's deployed function, one event each."""
 
-    def __init__(self, lab, explorer: Explorer, function: str, handler: Handler, make_event, count_effect, timeout):
-        self.lab, self.explorer, self.function, self.handler = lab, explorer, function, handler
+    def __init__(self, lab, explorer: Explorer, functions: tuple[str, str], handler, make_event, count_effect, timeout):
+        """`functions`: the handler deployed with its own timeout, and with the interleavings' one."""
+        self.lab, self.explorer, self.functions, self.handler = lab, explorer, functions, handler
         self.make_event, self.count_effect = make_event, count_effect
         self.timeout = timeout
 
@@ -478,7 +490,8 @@ class _Runner:
         return run
 
     def _send(self, run: Run, copy: CopyState, payload: bytes) -> None:
-        copy.result = self.lab._send(self.function, self.handler, payload, COPY_NAMES.index(copy.name) + 1)
+        function = self.functions[1] if run.schedule.together else self.functions[0]
+        copy.result = self.lab._send(function, self.handler, payload, COPY_NAMES.index(copy.name) + 1)
         with run.changed:
             copy.answered = True
             run.changed.notify_all()

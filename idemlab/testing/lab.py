@@ -587,6 +587,9 @@ class Lab:
             Functions ("shop.payments.charge") that are steps too, beside every AWS call.
         schedule
             One schedule id (from a failure's message) to rerun alone, as a regression test.
+        timeout
+            The function's timeout in seconds: where a timeout crash stops a copy, and when its
+            late retry comes. Interleaved copies wait for each other outside it (see explore.py).
 
         Returns
         -------

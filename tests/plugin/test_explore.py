@@ -14,7 +14,7 @@ import pytest
 from idemlab.testing import DuplicateEffectError, ExplorationReport, Handler, LostEffectError, ScheduleError
 
 SHOP = """
-import os, uuid
+import os, time, uuid
 import boto3
 
 dynamodb = boto3.client("dynamodb")
@@ -57,6 +57,12 @@ def check_outside_claim(event, context):
     dynamodb.put_item(TableName=ORDERS, Item=key)
     dynamodb.delete_item(TableName=CLAIMS, Key=key)
     return "charged"
+
+
+def check_outside_claim_slowly(event, context):
+    # The same, each copy first working for 2 s (as a handler loading a model would).
+    time.sleep(2)
+    return check_outside_claim(event, context)
 
 
 def claim_then_charge(event, context):
@@ -143,6 +149,16 @@ def test_check_outside_the_claim_is_found_in_one_interleaving(idemlab, code, cha
     assert all(not run.schedule.crash or run.counts <= 1 for run in report.runs)
     operations = [step["operation"] for step in report.steps]
     assert operations == ["GetItem", "PutItem", "PutItem", "PutItem", "DeleteItem"]
+
+
+def test_a_copy_waiting_for_the_other_is_not_stopped_by_the_functions_timeout(idemlab, code, charges):
+    # Copy A waits at its start while copy B works 2 s to its point 1; then A works 2 s itself:
+    # past the 3 s timeout, were the wait counted against it (it was: A died, nothing was found).
+    handler = shop("check_outside_claim_slowly", code)
+    with pytest.raises(DuplicateEffectError) as failure:
+        idemlab.explore(handler, new_order, charges, schedule="pair-0-1", timeout=3)
+    assert [copy.result.ok for copy in failure.value.report.failure.copies] == [True, True]
+    assert failure.value.report.failure.counts == 2
 
 
 def test_a_kept_schedule_id_gives_the_same_outcome_every_time(idemlab, code, charges):

@@ -10,8 +10,8 @@ from idemlab.lessons import checkout as checkout_lesson
 from idemlab.testing import DuplicateEffectError
 from support.checkout_plugin import checkout, deploy_ledger
 
-# A copy waits at its point while the other runs, and a timeout crash waits this out: long
-# enough for a cold start with Powertools on a loaded machine.
+# A timeout crash waits this out. A copy must reach its crash point within it (a cold start
+# is not counted: its init has a deadline of its own), so it is not the shortest one could be.
 TIMEOUT_SECONDS = 6
 
 
