@@ -30,9 +30,10 @@ def test_handrolled_still_double_charges_in_its_kept_schedule(idemlab):
         idemlab.explore("checkout.handrolled", new_order, charges_for, schedule="crash-exit-2")
 
 
-def test_powertools_double_charges_when_a_copy_times_out_after_charging(idemlab):
-    # explore() found what racing copies never show: the first copy times out right after the
-    # charge, its in-progress record expires with it, and the retry charges again. Passing an
-    # idempotency key on to the card processor is the fix; until then, this id reruns it.
-    with pytest.raises(DuplicateEffectError, match="crash-timeout-2"):
-        idemlab.explore("checkout.with_powertools", new_order, charges_for, schedule="crash-timeout-2")
+def test_powertools_double_charges_when_a_copy_dies_after_charging(idemlab):
+    # explore() found what racing copies never show: the first copy dies right after the
+    # charge, the retry finds its in-progress record and fails, and the next delivery comes
+    # once that record has expired with the dead copy's invocation: it charges again. Passing
+    # an idempotency key on to the card processor is the fix; until then, this id reruns it.
+    with pytest.raises(DuplicateEffectError, match="crash-exit-2"):
+        idemlab.explore("checkout.with_powertools", new_order, charges_for, schedule="crash-exit-2")

@@ -29,12 +29,14 @@ and scales them, ScalingConfig), and no FilterCriteria.
 from __future__ import annotations
 
 import base64
+import hashlib
 import itertools
 import json
 import math
 import sys
 import threading
 import time
+import uuid
 
 from idemlab.embedded import sqs_atomic
 from idemlab.embedded.patching import every, wrap
@@ -104,6 +106,19 @@ def lambda_record(message: dict, queue_arn: str, region: str) -> dict:
     if message.get("MD5OfMessageAttributes"):
         record["md5OfMessageAttributes"] = message["MD5OfMessageAttributes"]
     return record
+
+
+def one_message_event(body: str, queue_arn: str, region: str) -> dict:
+    """What Lambda hands a function that SQS feeds for one message just sent with `body`
+    (a message id and receipt handle of its own, received once)."""
+    message = {
+        "MessageId": str(uuid.uuid4()),
+        "ReceiptHandle": uuid.uuid4().hex,
+        "Body": body,
+        "MD5OfBody": hashlib.md5(body.encode()).hexdigest(),  # SQS's checksum of the body, as a message carries it
+        "Attributes": {"ApproximateReceiveCount": "1", "SentTimestamp": str(int(time.time() * 1000))},
+    }
+    return {"Records": [lambda_record(message, queue_arn, region)]}
 
 
 class MappingPoller:
@@ -194,11 +209,11 @@ class SqsEventSources:
         mappings = [m for backend in backends for m in list(backend._event_source_mappings.values())]
         enabled = [m for m in mappings if _is_sqs(m.event_source_arn) and m.enabled not in (False, "false", "False")]
         wanted = {m.uuid: m for m in enabled}
-        for uuid in set(self._pollers) - set(wanted):
-            self._pollers.pop(uuid).stopped.set()
-        for uuid in set(wanted) - set(self._pollers):
-            poller = self._pollers[uuid] = MappingPoller(wanted[uuid], *self._poller_args)
-            threading.Thread(target=poller.loop, name=f"sqs-esm-{uuid[:8]}", daemon=True).start()
+        for mapping_id in set(self._pollers) - set(wanted):
+            self._pollers.pop(mapping_id).stopped.set()
+        for mapping_id in set(wanted) - set(self._pollers):
+            poller = self._pollers[mapping_id] = MappingPoller(wanted[mapping_id], *self._poller_args)
+            threading.Thread(target=poller.loop, name=f"sqs-esm-{mapping_id[:8]}", daemon=True).start()
 
     def stop(self) -> None:
         self._stop.set()

@@ -33,7 +33,6 @@ the `idemlab` fixture's (the tests). The answer key is `capstone_answer.py`, bes
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import math
 import time
@@ -48,7 +47,7 @@ from boto3.dynamodb.conditions import Attr
 
 from idemlab import horizon as redrive_horizon
 from idemlab.build import zip_bytes
-from idemlab.embedded.sqs_event_source import lambda_record
+from idemlab.embedded.sqs_event_source import one_message_event
 from idemlab.exercises import capstone_providers
 from idemlab.testing import Crash, CrashNotReached, DuplicateEffectError, Handler
 from idemlab.testing.lab import LOCAL_VARIABLES, REGION, Backend, Lab, aws_environment
@@ -64,6 +63,7 @@ QUEUE_ARN = f"arn:aws:sqs:{REGION}:000000000000:refunds"
 TIMEOUT_SECONDS = 10
 CRASH_TIMEOUT_SECONDS = 5
 CRASH_POINT = "providers.send_email"
+EXPLORED_EFFECTS = ("providers.refund", "providers.send_email")
 # The tables: the learner's idempotency table, and the providers'.
 TABLES = {
     "IDEMPOTENCY_TABLE": ("id", "expiration"),
@@ -176,15 +176,7 @@ def refund_request(number: int, amount: int = 1500) -> dict:
 
 def sqs_event(request: dict) -> dict:
     """What Lambda hands a function SQS feeds, for one message holding `request`."""
-    body = json.dumps(request)
-    message = {
-        "MessageId": str(uuid.uuid4()),
-        "ReceiptHandle": uuid.uuid4().hex,
-        "Body": body,
-        "MD5OfBody": hashlib.md5(body.encode()).hexdigest(),  # SQS's checksum of the body, as a message carries it
-        "Attributes": {"ApproximateReceiveCount": "1", "SentTimestamp": str(int(time.time() * 1000))},
-    }
-    return {"Records": [lambda_record(message, QUEUE_ARN, REGION)]}
+    return one_message_event(json.dumps(request), QUEUE_ARN, REGION)
 
 
 def new_event(number: int) -> dict:
@@ -418,9 +410,9 @@ def _first_error(rounds) -> str:
     return ""
 
 
-def attack(lab: Lab, handler: Handler, rounds: Rounds | None = None) -> CapstoneReport:
-    """Run the attacks on `handler` with `lab`'s backend (its own tables, deleted with the lab)."""
-    rounds = rounds or Rounds()
+def tables(lab: Lab) -> Effects:
+    """The handler's and the providers' tables on `lab`'s backend (deleted with the lab), named
+    in its environment; their effects, to count."""
     run = uuid.uuid4().hex[:8]
     names = {}
     for variable, (key, ttl) in TABLES.items():
@@ -428,7 +420,13 @@ def attack(lab: Lab, handler: Handler, rounds: Rounds | None = None) -> Capstone
         lab.make_table(name, key=key, ttl=ttl)
         names[variable] = name
     lab.environment.update(names)
-    effects = Effects(lab, names)
+    return Effects(lab, names)
+
+
+def attack(lab: Lab, handler: Handler, rounds: Rounds | None = None) -> CapstoneReport:
+    """Run the attacks on `handler` with `lab`'s backend (its own tables, deleted with the lab)."""
+    rounds = rounds or Rounds()
+    effects = tables(lab)
     with warnings.catch_warnings():
         # Copies refused while another holds the claim are expected here: the counts say what matters.
         warnings.simplefilter("ignore")

@@ -152,6 +152,7 @@ class Boundaries:
         self.channel = None  # the explorer's connection while an invocation runs
         self.points = 0
         self.stop = None  # the point where the explorer's answer is awaited
+        self.inside = threading.local()  # depth: how many named effects this thread is inside
         import botocore.handlers
 
         # Every botocore session registers BUILTIN_HANDLERS when it is made: the hooks reach the
@@ -169,13 +170,19 @@ class Boundaries:
             _replace(target, functools.partial(self._effect, target))
 
     def _effect(self, target: str, function):
+        """A named effect is one step: the AWS calls made inside it are its own (a provider's
+        client doing its work), not points where the handler could stop between them."""
+
         @functools.wraps(function)
         def reported(*args, **kwargs):
+            self.inside.depth = getattr(self.inside, "depth", 0) + 1
             try:
                 result = function(*args, **kwargs)
             except Exception as exc:
+                self.inside.depth -= 1
                 self.boundary({"service": "effect", "operation": target, "saw": f"raised {type(exc).__name__}"})
                 raise
+            self.inside.depth -= 1
             self.boundary({"service": "effect", "operation": target, "saw": "returned"})
             return result
 
@@ -205,6 +212,8 @@ class Boundaries:
         }
 
     def after_call(self, http_response, parsed, model, context, **_):
+        if getattr(self.inside, "depth", 0):  # a call inside a named effect
+            return
         step = dict(context.get("idemlab_testing_step") or {"operation": model.name})
         step["saw"] = _saw(model.name, http_response.status_code, parsed)
         self.boundary(step)
@@ -301,9 +310,6 @@ def handler(event, context):
     if isinstance(event, dict) and WARMUP_KEY in event:
         time.sleep(float(event[WARMUP_KEY]))  # hold the environment so the next ping needs its own
         return {REPORT_KEY: {"pid": os.getpid(), "warmup": True}}
-    if _from_sqs(event):
-        # Lambda's SQS poller reads the function's own answer (its batchItemFailures): no report around it.
-        return _call(event, context)
     started = time.time()
     if _boundaries is not None:
         _boundaries.begin(event)
@@ -312,6 +318,9 @@ def handler(event, context):
     finally:
         if _boundaries is not None:
             _boundaries.end()
+    if _from_sqs(event):
+        # Lambda's SQS poller reads the function's own answer (its batchItemFailures): no report around it.
+        return result
     report = {
         "pid": os.getpid(),
         "started": started,

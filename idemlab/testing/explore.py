@@ -10,9 +10,11 @@ machine's timing:
 
 - ``twice``: one delivery, then a second after it answered.
 - ``crash-<how>-<p>``: the first delivery dies at point p (the process exits, or hangs
-  until the function's timeout stops it), then a synchronous retry; if the effect is still
-  missing, a late retry (copy C) once the crashed copy's time is up, when Lambda's
-  asynchronous retry or an SQS message back after its visibility timeout would come.
+  until the function's timeout stops it), then a synchronous retry; if that retry failed too
+  (an error, or its SQS record listed in batchItemFailures) or the effect is still missing,
+  a late retry (copy C) once the crashed copy's time is up, when Lambda's asynchronous retry
+  or an SQS message back after its visibility timeout would come: an event source delivers
+  until a delivery succeeds, and a caller told "in progress" comes back.
 - ``pair-<i>-<j>``: copy A stops at point i, copy B runs to its point j, A finishes, then B.
 - ``zombie-<i>``: copy A stops at point i, copy B runs to its end, then A goes on, as a
   copy does that a timeout or an expired lease did not stop.
@@ -104,7 +106,7 @@ class Schedule:
         if self.crash:
             return (
                 f"the first delivery {HOWS[self.crash][1]} at point {self.first_stop}, then a synchronous retry "
-                "(and, were the effect still missing, a late retry once the first copy's time was up)"
+                "(and, had it failed too or the effect been missing, a late retry once the first copy's time was up)"
             )
         if not self.together:
             return "one delivery, then a second after it answered"
@@ -391,8 +393,7 @@ def _verdict(run: Run) -> str | None:
     counts = run.counts if isinstance(run.counts, dict) else {"effect": run.counts}
     if any(count > 1 for count in counts.values()):
         return "DUPLICATE"
-    answered_ok = any(copy.result is not None and copy.result.ok for copy in run.copies)
-    if any(count == 0 for count in counts.values()) and answered_ok:
+    if any(count == 0 for count in counts.values()) and any(_succeeded(copy) for copy in run.copies):
         return "LOST"
     return None
 
@@ -436,7 +437,7 @@ class _Runner:
         return runs if failing is None else runs[: failing + 1]
 
     def late_retry(self, run: Run) -> Run:
-        """One more delivery of a crashed schedule's event whose effect is still missing, once the
+        """One more delivery of a crashed schedule's event (its retry failed too, or the effect is missing), once the
         crashed copy's time is up, as Lambda's asynchronous retry (a minute or more later) and
         an SQS message back after its visibility timeout (at least the function's) come: by then
         a lease the copy took for its invocation's time has expired."""
@@ -508,9 +509,22 @@ def _step_text(step: dict) -> str:
     return f"{step.get('service', '')} {step.get('operation', '')} {names}".strip()
 
 
+def _succeeded(copy: CopyState) -> bool:
+    """The copy answered success: no error and, for an SQS event, no record listed as failed
+    (Lambda deletes only the messages of a batch that succeeded, AWS docs:
+    lambda/latest/dg/services-sqs-errorhandling.html)."""
+    if copy.result is None or not copy.result.ok:
+        return False
+    answer = copy.result.result
+    return not (isinstance(answer, dict) and answer.get("batchItemFailures"))
+
+
 def _needs_late_retry(run: Run) -> bool:
+    """A crashed schedule whose retry failed too (the event source delivers once more), or
+    whose effect is still missing (its caller comes back)."""
     counts = run.counts if isinstance(run.counts, dict) else {"effect": run.counts}
-    return bool(run.schedule.crash) and len(run.copies) == 2 and any(count == 0 for count in counts.values())
+    missing = any(count == 0 for count in counts.values())
+    return bool(run.schedule.crash) and len(run.copies) == 2 and (missing or not _succeeded(run.copies[1]))
 
 
 def _not_reached(schedule: Schedule, copy: CopyState) -> str:
