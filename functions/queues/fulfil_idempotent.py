@@ -4,7 +4,11 @@ Powertools' batch processor runs each record on its own and reports the ones tha
 failed in `batchItemFailures`, so only those come back (the mapping has
 ReportBatchItemFailures). Its idempotency utility claims each reservation by the
 business key, order id and line, before reserving: a line delivered again, or sent
-again by a producer that retried, finds the claim and returns the stored result.
+again by a producer that retried, finds the claim and returns the stored result. The
+claim lapses with the invocation that took it, so the key also goes on to the
+reservation itself (fulfilment/stock.py): a copy that died after reserving, before
+Powertools recorded it, leaves a claim that the next delivery outlives, and that
+delivery finds the reservation already made.
 """
 
 from __future__ import annotations
@@ -46,7 +50,8 @@ config = IdempotencyConfig(
 
 @idempotent_function(data_keyword_argument="line", persistence_store=persistence, config=config)
 def reserve_once(line: dict, message_id: str, receive_count: str) -> dict:
-    return stock.reserve(orders.parse(line), message_id, receive_count)
+    order_line = orders.parse(line)
+    return stock.reserve(order_line, message_id, receive_count, key=order_line.business_key)
 
 
 def record_handler(record: SQSRecord) -> dict:

@@ -65,6 +65,28 @@ def check_outside_claim_slowly(event, context):
     return check_outside_claim(event, context)
 
 
+def leased_claim(event, context):
+    # A claim that lapses with the invocation that took it, as Powertools' in-progress record
+    # does: a retry while it holds is told to come back later; one after it lapsed charges.
+    key = {"pk": {"S": event["order_id"]}}
+    if "Item" in dynamodb.get_item(TableName=ORDERS, Key=key, ConsistentRead=True):
+        return "already done"
+    now = time.time()
+    try:
+        dynamodb.put_item(
+            TableName=CLAIMS,
+            Item={**key, "until": {"N": str(now + context.get_remaining_time_in_millis() / 1000)}},
+            ConditionExpression="attribute_not_exists(pk) OR #until < :now",
+            ExpressionAttributeNames={"#until": "until"},
+            ExpressionAttributeValues={":now": {"N": str(now)}},
+        )
+    except dynamodb.exceptions.ConditionalCheckFailedException:
+        raise RuntimeError("in progress: retry later") from None
+    charge(event["order_id"])
+    dynamodb.put_item(TableName=ORDERS, Item=key)
+    return "charged"
+
+
 def claim_then_charge(event, context):
     # A claim that never expires: a copy that dies between the claim and the charge leaves
     # the order claimed, and every retry answers "already done" without charging.
@@ -168,6 +190,19 @@ def test_a_kept_schedule_id_gives_the_same_outcome_every_time(idemlab, code, cha
             idemlab.explore(shop("check_outside_claim", code), new_order, charges, schedule="pair-0-1")
         outcomes.append((failure.value.report.failure.counts, failure.value.report.verdict))
     assert outcomes == [(2, "DUPLICATE")] * REPEATS, outcomes
+
+
+def test_a_retry_refused_while_a_dead_copy_holds_its_lease_is_followed_by_a_late_one(idemlab, code, charges):
+    # Copy A dies right after charging; the retry is refused "in progress"; the event source
+    # delivers again once A's lease has lapsed, and that copy charges again. The explorer
+    # stopped at the refused retry before (the effect was there), and named a later schedule.
+    with pytest.raises(DuplicateEffectError) as failure:
+        idemlab.explore(shop("leased_claim", code), new_order, charges, timeout=3)
+    report = failure.value.report
+    assert report.failure.schedule.id == "crash-exit-3"
+    copies = report.failure.copies
+    assert [copy.name for copy in copies] == ["A", "B", "C"]
+    assert copies[1].result.error_type == "RuntimeError" and copies[2].result.ok
 
 
 def test_a_schedule_whose_point_the_handler_never_reaches_says_so(idemlab, code, charges):
