@@ -19,7 +19,7 @@ from idemlab.testing import DuplicateEffectError, Handler
 from idemlab.testing.lab import REGION
 
 CODE = build.FUNCTIONS_DIR / "queues"
-CONSUMERS = ("fulfil_naive", "fulfil_idempotent")
+CONSUMERS = ("fulfil_naive", "fulfil_idempotent", "fulfil_by_message_id")
 QUEUE_ARN = f"arn:aws:sqs:{REGION}:000000000000:orders"
 SKU = "sku-explored"
 # Longer than the lesson's 2 s: a copy scheduled to time out at a point must reach it first,
@@ -71,3 +71,15 @@ def test_idempotent_consumer_reserves_once_in_every_schedule(idemlab, reservatio
     print(report.message())
     assert report.passed and len(report.runs) == report.planned
     assert any(len(run.copies) == 3 for run in report.runs), "no crashed schedule needed a late delivery"
+
+
+def test_consumer_keyed_on_the_message_id_reserves_again_once_a_dead_copys_claim_expires(idemlab, reservations):
+    # Its lesson's defect is a producer's second send (a new message id), which exploring one
+    # message cannot show; what exploring shows is the gap the idempotent consumer closed by
+    # handing its key on to the reservation: this one reserves without a key.
+    with pytest.raises(DuplicateEffectError) as failure:
+        idemlab.explore(consumer("fulfil_by_message_id"), order_line, reservations, timeout=TIMEOUT_SECONDS)
+    report = failure.value.report
+    print(report.message())
+    assert report.failure.schedule.id == "crash-exit-3"
+    assert [copy.name for copy in report.failure.copies] == ["A", "B", "C"]
