@@ -132,7 +132,7 @@ test-embedded: install tools ## the suite on embedded backends it starts and sto
 	@start=$$SECONDS; env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -m "not long" -n $(TEST_WORKERS) --durations=15; code=$$?; \
 	echo "stage embedded: $$((SECONDS - start)) s, exit code $$code"; exit $$code
 
-test-long: install tools ## the tests marked `long` (every module example applied and destroyed, Ctrl-C during a workshop): about 35 minutes on two cores
+test-long: install tools ## the tests marked `long` (every module example applied and destroyed, Ctrl-C during a workshop, the lesson rename's migration): about 40 minutes on two cores
 	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -m long -n 2 --durations=15
 
 # The LocalStack stage has a port of its own, so a learner's backend on 4566 may keep running.

@@ -85,6 +85,7 @@ def renamed(tags: dict | None) -> dict | None:
     return None if tags is None else {NEW_TAG if key == OLD_TAG else key: value for key, value in tags.items()}
 
 
+@pytest.mark.long
 @pytest.mark.timeout(900)
 def test_a_stack_applied_before_the_rename_keeps_every_resource_and_plans_clean_after_it(
     fresh_backend, tmp_path, monkeypatch
