@@ -511,7 +511,7 @@ def _step_text(step: dict) -> str:
 
 def _succeeded(copy: CopyState) -> bool:
     """The copy answered success: no error and, for an SQS event, no record listed as failed
-    (Lambda deletes only the messages of a batch that succeeded, AWS docs:
+    (a listed record's message is not deleted and comes back, AWS docs:
     lambda/latest/dg/services-sqs-errorhandling.html)."""
     if copy.result is None or not copy.result.ok:
         return False
