@@ -216,8 +216,11 @@ def test_partial_batch_response_is_ignored_without_report_batch_item_failures(ba
     send(url, {"id": "a"}, {"id": "bad", "poison": True})
     mapping(mappings, consumer("report"), arn, BatchSize=10)
 
-    wait_for(lambda: len(deliveries(table)) == 2)
-    wait_for(lambda: depth(url) == 0)  # the function returned normally: Lambda deleted both
+    def seen():  # what was there, should the deliveries not come (a loaded run once passed 120 s here)
+        return {"deliveries": deliveries(table), "depth": depth(url)}
+
+    wait_for(lambda: len(deliveries(table)) == 2, seen=seen)
+    wait_for(lambda: depth(url) == 0, seen=seen)  # the function returned normally: Lambda deleted both
 
 
 @pytest.mark.parametrize(
